@@ -1,0 +1,549 @@
+/*
+ * The graph model: builder, name resolution, validation and derived tables.
+ *
+ * Building only records what the caller gives (names unresolved, so tensors and nodes may come
+ * in any order). af_graph_finalize() then resolves names, checks the graph (unknown names, a
+ * tensor produced twice, a tensor read but never produced, alias chains, cycles) and builds
+ * the tables every later stage reads: producer and distinct consumers per tensor, distinct
+ * predecessors and successors per node, alias roots, and a stable topological input order.
+ * After finalize the graph is immutable.
+ *
+ * Invariant after finalize: every id stored anywhere is in range; consumers/preds/succs are
+ * sorted ascending without duplicates; a node that reads an alias without a producer depends
+ * on the producer of the alias's base (reading a view reads the base's bytes).
+ */
+#include "graph/graph_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- name map ---------------------------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+typedef const char *(*name_of_fn)(const af_graph_t *g, int32_t id);
+
+static const char *tensor_name_of(const af_graph_t *g, int32_t id)
+{
+    return g->tensors[id].name;
+}
+
+static const char *node_name_of(const af_graph_t *g, int32_t id)
+{
+    return g->nodes[id].name;
+}
+
+static int32_t map_find(const af_graph_t *g, const af__namemap_t *m, name_of_fn name_of,
+                        const char *key)
+{
+    if (m->cap == 0)
+        return -1;
+    size_t mask = m->cap - 1;
+    for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+        int32_t id = m->slots[i];
+        if (id < 0)
+            return -1;
+        if (strcmp(name_of(g, id), key) == 0)
+            return id;
+    }
+}
+
+static int map_insert(const af_graph_t *g, af__namemap_t *m, name_of_fn name_of, int32_t id)
+{
+    if ((m->count + 1) * 2 > m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 64;
+        int32_t *ns = af__malloc(ncap * sizeof(*ns));
+        if (!ns)
+            return AF_ENOMEM;
+        memset(ns, 0xff, ncap * sizeof(*ns));
+        for (size_t i = 0; i < m->cap; i++) {
+            int32_t old = m->slots[i];
+            if (old < 0)
+                continue;
+            size_t j = hash_str(name_of(g, old)) & (ncap - 1);
+            while (ns[j] >= 0)
+                j = (j + 1) & (ncap - 1);
+            ns[j] = old;
+        }
+        af__free(m->slots);
+        m->slots = ns;
+        m->cap = ncap;
+    }
+    size_t mask = m->cap - 1;
+    size_t j = hash_str(name_of(g, id)) & mask;
+    while (m->slots[j] >= 0)
+        j = (j + 1) & mask;
+    m->slots[j] = id;
+    m->count++;
+    return 0;
+}
+
+/* ---- dtypes ------------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    uint32_t size;
+} dtype_table[] = {
+#define AF__DTYPE_ROW(n, str, size) {str, size},
+    AF_DTYPE_MAP(AF__DTYPE_ROW)
+#undef AF__DTYPE_ROW
+};
+
+/* Other spellings users and ONNX use. */
+static const struct {
+    const char *name;
+    af_dtype_t dt;
+} dtype_aliases[] = {
+    {"float32", AF_DTYPE_F32}, {"float", AF_DTYPE_F32},    {"float16", AF_DTYPE_F16},
+    {"half", AF_DTYPE_F16},    {"bfloat16", AF_DTYPE_BF16}, {"float64", AF_DTYPE_F64},
+    {"double", AF_DTYPE_F64},  {"int8", AF_DTYPE_I8},      {"uint8", AF_DTYPE_U8},
+    {"int16", AF_DTYPE_I16},   {"uint16", AF_DTYPE_U16},   {"int32", AF_DTYPE_I32},
+    {"uint32", AF_DTYPE_U32},  {"int64", AF_DTYPE_I64},    {"uint64", AF_DTYPE_U64},
+};
+
+const char *af_dtype_name(af_dtype_t dt)
+{
+    if ((unsigned)dt >= AF_DTYPE_COUNT_)
+        return "unknown";
+    return dtype_table[dt].name;
+}
+
+uint32_t af_dtype_size(af_dtype_t dt)
+{
+    if ((unsigned)dt >= AF_DTYPE_COUNT_)
+        return 0;
+    return dtype_table[dt].size;
+}
+
+int af_dtype_parse(const char *name, af_dtype_t *out)
+{
+    for (int i = 0; i < AF_DTYPE_COUNT_; i++)
+        if (strcmp(name, dtype_table[i].name) == 0) {
+            *out = (af_dtype_t)i;
+            return 0;
+        }
+    for (size_t i = 0; i < AF_ARRAY_SIZE(dtype_aliases); i++)
+        if (strcmp(name, dtype_aliases[i].name) == 0) {
+            *out = dtype_aliases[i].dt;
+            return 0;
+        }
+    return AF_EINVAL;
+}
+
+/* ---- create / destroy -------------------------------------------------------------------- */
+
+int af_graph_create(af_graph_t **out)
+{
+    af_graph_t *g = af__calloc(1, sizeof(*g));
+    if (!g)
+        return AF_ENOMEM;
+    *out = g;
+    return 0;
+}
+
+static void free_strv(char **v, int32_t n)
+{
+    if (!v)
+        return;
+    for (int32_t i = 0; i < n; i++)
+        af__free(v[i]);
+    af__free(v);
+}
+
+static void free_attr_contents(af_attr_t *a)
+{
+    af__free((void *)a->name);
+    af__free((void *)a->s);
+    af__free((void *)a->ints);
+    af__free((void *)a->floats);
+}
+
+void af_graph_destroy(af_graph_t *g)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->n_tensors; i++) {
+        af__free((void *)g->tensors[i].name);
+        af__free((void *)g->tensors[i].shape);
+        if (g->alias_names)
+            af__free(g->alias_names[i]);
+    }
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        af_node_info_t *n = &g->nodes[i];
+        af__free((void *)n->name);
+        af__free((void *)n->op);
+        af__free((void *)n->inputs);
+        af__free((void *)n->outputs);
+        af__free((void *)n->inplace);
+        for (int32_t a = 0; a < n->n_attrs; a++)
+            free_attr_contents((af_attr_t *)&n->attrs[a]);
+        af__free((void *)n->attrs);
+        if (g->pending) {
+            free_strv(g->pending[i].in_names, n->n_inputs);
+            free_strv(g->pending[i].out_names, n->n_outputs);
+        }
+    }
+    af__free(g->tensors);
+    af__free(g->alias_names);
+    af__free(g->nodes);
+    af__free(g->pending);
+    af__free(g->attr_cap);
+    af__free(g->tmap.slots);
+    af__free(g->nmap.slots);
+    af__free(g->input_order);
+    af__free(g->alias_root);
+    af__free(g->alias_root_off);
+    af__free(g->edge_pool);
+    af__free(g->name);
+    af__free(g);
+}
+
+int af_graph_set_name(af_graph_t *g, const char *name)
+{
+    char *s = af__strdup(name ? name : "");
+    if (!s)
+        return AF_ENOMEM;
+    af__free(g->name);
+    g->name = s;
+    return 0;
+}
+
+const char *af_graph_name(const af_graph_t *g)
+{
+    return g->name ? g->name : "";
+}
+
+/* ---- builder ----------------------------------------------------------------------------- */
+
+static int shape_bytes(const af_tensor_desc_t *d, int64_t *bytes, af_error_t *err)
+{
+    uint32_t es = af_dtype_size(d->dtype);
+    if (d->rank < 0 || es == 0) {
+        *bytes = AF_BYTES_DYNAMIC;
+        return 0;
+    }
+    uint64_t total = es;
+    for (int i = 0; i < d->rank; i++) {
+        if (d->shape[i] < 0) {
+            *bytes = AF_BYTES_DYNAMIC;
+            return 0;
+        }
+        if (!af__mul_u64(total, (uint64_t)d->shape[i], &total) || total > (uint64_t)INT64_MAX)
+            return af__err(err, AF_ESIZE, "tensor '%s': shape x dtype size overflows", d->name);
+    }
+    *bytes = (int64_t)total;
+    return 0;
+}
+
+int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_out, af_error_t *err)
+{
+    if (g->finalized)
+        return af__err(err, AF_EINVAL, "graph is finalized; tensors cannot be added");
+    if (!d || !d->name || !d->name[0])
+        return af__err(err, AF_EINVAL, "tensor without a name");
+    if ((unsigned)d->kind > AF_TENSOR_CONSTANT)
+        return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
+    if (d->rank > AF_MAX_RANK || (d->rank > 0 && !d->shape))
+        return af__err(err, AF_EINVAL, "tensor '%s': rank %d not supported (max %d)", d->name,
+                       d->rank, AF_MAX_RANK);
+    if (g->n_tensors >= INT32_MAX - 1)
+        return af__err(err, AF_ENOMEM, "too many tensors");
+    if (map_find(g, &g->tmap, tensor_name_of, d->name) >= 0)
+        return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
+    int64_t bytes = d->bytes;
+    if (bytes == AF_BYTES_FROM_SHAPE) {
+        int rc = shape_bytes(d, &bytes, err);
+        if (rc)
+            return rc;
+    } else if (bytes < AF_BYTES_DYNAMIC) {
+        return af__err(err, AF_ESIZE, "tensor '%s': negative size %lld", d->name,
+                       (long long)bytes);
+    }
+    if (d->alias_of && d->alias_offset < 0)
+        return af__err(err, AF_ESIZE, "tensor '%s': negative alias offset %lld", d->name,
+                       (long long)d->alias_offset);
+
+    size_t need = g->n_tensors + 1;
+    size_t cap = g->cap_tensors;
+    if (af__grow((void **)&g->tensors, &cap, need, sizeof(*g->tensors)))
+        return af__err(err, AF_ENOMEM, "out of memory");
+    size_t cap2 = g->cap_tensors;
+    if (af__grow((void **)&g->alias_names, &cap2, need, sizeof(*g->alias_names)))
+        return af__err(err, AF_ENOMEM, "out of memory");
+    /* Both arrays grow in lockstep; keep the smaller capacity as the shared one. */
+    g->cap_tensors = cap < cap2 ? cap : cap2;
+
+    af_tensor_info_t t = {0};
+    char *alias = NULL;
+    int64_t *shape = NULL;
+    t.name = af__strdup(d->name);
+    if (d->rank > 0) {
+        shape = af__malloc((size_t)d->rank * sizeof(*shape));
+        if (shape)
+            memcpy(shape, d->shape, (size_t)d->rank * sizeof(*shape));
+    }
+    if (d->alias_of)
+        alias = af__strdup(d->alias_of);
+    if (!t.name || (d->rank > 0 && !shape) || (d->alias_of && !alias)) {
+        af__free((void *)t.name);
+        af__free(shape);
+        af__free(alias);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    t.bytes = bytes;
+    t.dtype = d->dtype;
+    t.rank = d->rank < 0 ? -1 : d->rank;
+    t.shape = shape;
+    t.kind = d->kind;
+    t.alias_of = -1;
+    t.alias_offset = d->alias_of ? d->alias_offset : 0;
+    t.producer = -1;
+    int32_t id = (int32_t)g->n_tensors;
+    g->tensors[id] = t;
+    g->alias_names[id] = alias;
+    g->n_tensors++;
+    if (map_insert(g, &g->tmap, tensor_name_of, id)) {
+        g->n_tensors--;
+        af__free((void *)t.name);
+        af__free(shape);
+        af__free(alias);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    if (id_out)
+        *id_out = id;
+    return 0;
+}
+
+static char **dup_strv(const char *const *v, int32_t n)
+{
+    char **out = af__calloc((size_t)(n > 0 ? n : 1), sizeof(*out));
+    if (!out)
+        return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        out[i] = af__strdup(v[i]);
+        if (!out[i]) {
+            free_strv(out, i);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, af_error_t *err)
+{
+    if (g->finalized)
+        return af__err(err, AF_EINVAL, "graph is finalized; nodes cannot be added");
+    if (!d || !d->op || !d->op[0])
+        return af__err(err, AF_EINVAL, "node '%s' has no op type",
+                       d && d->name ? d->name : "(unnamed)");
+    if (d->n_inputs < 0 || d->n_outputs < 0 || d->n_inplace < 0 ||
+        (d->n_inputs && !d->inputs) || (d->n_outputs && !d->outputs) ||
+        (d->n_inplace && !d->inplace))
+        return af__err(err, AF_EINVAL, "node '%s': bad input/output arrays",
+                       d->name ? d->name : d->op);
+    for (int32_t i = 0; i < d->n_inputs; i++)
+        if (!d->inputs[i] || !d->inputs[i][0])
+            return af__err(err, AF_EINVAL, "node '%s': input %d has no name",
+                           d->name ? d->name : d->op, i);
+    for (int32_t i = 0; i < d->n_outputs; i++)
+        if (!d->outputs[i] || !d->outputs[i][0])
+            return af__err(err, AF_EINVAL, "node '%s': output %d has no name",
+                           d->name ? d->name : d->op, i);
+    if (g->n_nodes >= INT32_MAX - 1)
+        return af__err(err, AF_ENOMEM, "too many nodes");
+
+    char autoname[32];
+    const char *name = d->name;
+    if (!name || !name[0]) {
+        snprintf(autoname, sizeof(autoname), "node%zu", g->n_nodes);
+        name = autoname;
+    }
+    if (map_find(g, &g->nmap, node_name_of, name) >= 0)
+        return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
+
+    size_t need = g->n_nodes + 1, c1 = g->cap_nodes, c2 = g->cap_nodes, c3 = g->cap_nodes;
+    if (af__grow((void **)&g->nodes, &c1, need, sizeof(*g->nodes)) ||
+        af__grow((void **)&g->pending, &c2, need, sizeof(*g->pending)) ||
+        af__grow((void **)&g->attr_cap, &c3, need, sizeof(*g->attr_cap)))
+        return af__err(err, AF_ENOMEM, "out of memory");
+    g->cap_nodes = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+
+    af_node_info_t n = {0};
+    af__node_pending_t p = {0};
+    n.name = af__strdup(name);
+    n.op = af__strdup(d->op);
+    p.in_names = dup_strv(d->inputs, d->n_inputs);
+    p.out_names = dup_strv(d->outputs, d->n_outputs);
+    af_inplace_t *ip = NULL;
+    if (d->n_inplace > 0) {
+        ip = af__malloc((size_t)d->n_inplace * sizeof(*ip));
+        if (ip)
+            memcpy(ip, d->inplace, (size_t)d->n_inplace * sizeof(*ip));
+    }
+    if (!n.name || !n.op || !p.in_names || !p.out_names || (d->n_inplace > 0 && !ip)) {
+        af__free((void *)n.name);
+        af__free((void *)n.op);
+        free_strv(p.in_names, d->n_inputs);
+        free_strv(p.out_names, d->n_outputs);
+        af__free(ip);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    n.n_inputs = d->n_inputs;
+    n.n_outputs = d->n_outputs;
+    n.cost = d->cost;
+    n.inplace = ip;
+    n.n_inplace = d->n_inplace;
+    int32_t id = (int32_t)g->n_nodes;
+    g->nodes[id] = n;
+    g->pending[id] = p;
+    g->attr_cap[id] = 0;
+    g->n_nodes++;
+    if (map_insert(g, &g->nmap, node_name_of, id)) {
+        g->n_nodes--;
+        af__free((void *)n.name);
+        af__free((void *)n.op);
+        free_strv(p.in_names, d->n_inputs);
+        free_strv(p.out_names, d->n_outputs);
+        af__free(ip);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    if (id_out)
+        *id_out = id;
+    return 0;
+}
+
+int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, af_error_t *err)
+{
+    if (node < 0 || (size_t)node >= g->n_nodes)
+        return af__err(err, AF_EINVAL, "attribute on unknown node %d", node);
+    if (!attr || !attr->name || !attr->name[0] || (unsigned)attr->type > AF_ATTR_FLOATS ||
+        attr->n < 0)
+        return af__err(err, AF_EINVAL, "node '%s': bad attribute", g->nodes[node].name);
+    af_node_info_t *n = &g->nodes[node];
+    af_attr_t a = {0};
+    a.type = attr->type;
+    a.i = attr->i;
+    a.f = attr->f;
+    a.n = attr->n;
+    a.name = af__strdup(attr->name);
+    int oom = !a.name;
+    if (attr->type == AF_ATTR_STRING) {
+        a.s = af__strdup(attr->s ? attr->s : "");
+        oom |= !a.s;
+    } else if (attr->type == AF_ATTR_INTS && attr->n > 0) {
+        int64_t *v = af__malloc((size_t)attr->n * sizeof(*v));
+        if (v && attr->ints)
+            memcpy(v, attr->ints, (size_t)attr->n * sizeof(*v));
+        else if (v)
+            memset(v, 0, (size_t)attr->n * sizeof(*v));
+        a.ints = v;
+        oom |= !v;
+    } else if (attr->type == AF_ATTR_FLOATS && attr->n > 0) {
+        double *v = af__malloc((size_t)attr->n * sizeof(*v));
+        if (v && attr->floats)
+            memcpy(v, attr->floats, (size_t)attr->n * sizeof(*v));
+        else if (v)
+            memset(v, 0, (size_t)attr->n * sizeof(*v));
+        a.floats = v;
+        oom |= !v;
+    }
+    if (oom) {
+        free_attr_contents(&a);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    for (int32_t i = 0; i < n->n_attrs; i++) {
+        if (strcmp(n->attrs[i].name, a.name) == 0) {
+            free_attr_contents((af_attr_t *)&n->attrs[i]);
+            ((af_attr_t *)n->attrs)[i] = a;
+            return 0;
+        }
+    }
+    af_attr_t *arr = (af_attr_t *)n->attrs;
+    if (af__grow((void **)&arr, &g->attr_cap[node], (size_t)n->n_attrs + 1, sizeof(*arr))) {
+        free_attr_contents(&a);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    arr[n->n_attrs++] = a;
+    n->attrs = arr;
+    return 0;
+}
+
+/* ---- read access ------------------------------------------------------------------------- */
+
+int af_graph_is_finalized(const af_graph_t *g)
+{
+    return g->finalized;
+}
+
+int32_t af_graph_tensor_count(const af_graph_t *g)
+{
+    return (int32_t)g->n_tensors;
+}
+
+int32_t af_graph_node_count(const af_graph_t *g)
+{
+    return (int32_t)g->n_nodes;
+}
+
+const af_tensor_info_t *af_graph_tensor(const af_graph_t *g, int32_t id)
+{
+    if (id < 0 || (size_t)id >= g->n_tensors)
+        return NULL;
+    return &g->tensors[id];
+}
+
+const af_node_info_t *af_graph_node(const af_graph_t *g, int32_t id)
+{
+    if (id < 0 || (size_t)id >= g->n_nodes)
+        return NULL;
+    return &g->nodes[id];
+}
+
+int32_t af_graph_find_tensor(const af_graph_t *g, const char *name)
+{
+    return map_find(g, &g->tmap, tensor_name_of, name);
+}
+
+int32_t af_graph_find_node(const af_graph_t *g, const char *name)
+{
+    return map_find(g, &g->nmap, node_name_of, name);
+}
+
+const af_attr_t *af_graph_node_attr(const af_graph_t *g, int32_t node, const char *name)
+{
+    const af_node_info_t *n = af_graph_node(g, node);
+    if (!n)
+        return NULL;
+    for (int32_t i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0)
+            return &n->attrs[i];
+    return NULL;
+}
+
+const int32_t *af_graph_input_order(const af_graph_t *g)
+{
+    return g->input_order;
+}
+
+int32_t af_graph_alias_root(const af_graph_t *g, int32_t tensor)
+{
+    if (!g->alias_root || tensor < 0 || (size_t)tensor >= g->n_tensors)
+        return tensor;
+    return g->alias_root[tensor];
+}
+
+int64_t af_graph_alias_root_offset(const af_graph_t *g, int32_t tensor)
+{
+    if (!g->alias_root_off || tensor < 0 || (size_t)tensor >= g->n_tensors)
+        return 0;
+    return g->alias_root_off[tensor];
+}

@@ -1,0 +1,41 @@
+/* Graph-module internals shared by graph/*.c (builder, JSON reader/writer, importers). */
+#ifndef ARENAFLOW_GRAPH_INT_H
+#define ARENAFLOW_GRAPH_INT_H
+
+#include "arenaflow/graph.h"
+#include "common/common_int.h"
+
+/* Open-addressing name -> id map; keys are the names stored in the graph's records. */
+typedef struct af__namemap {
+    int32_t *slots; /* id or -1 */
+    size_t cap;     /* power of two */
+    size_t count;
+} af__namemap_t;
+
+typedef struct af__node_pending {
+    char **in_names;
+    char **out_names;
+} af__node_pending_t;
+
+struct af_graph {
+    char *name;
+    int finalized;
+
+    af_tensor_info_t *tensors;
+    size_t n_tensors, cap_tensors;
+    char **alias_names; /* per tensor, until finalize */
+
+    af_node_info_t *nodes;
+    size_t n_nodes, cap_nodes;
+    af__node_pending_t *pending; /* per node, until finalize */
+    size_t *attr_cap;            /* per node capacity of nodes[i].attrs */
+
+    af__namemap_t tmap, nmap;
+
+    int32_t *input_order;
+    int32_t *alias_root;
+    int64_t *alias_root_off;
+    int32_t *edge_pool; /* consumers, preds, succs arrays live here */
+};
+
+#endif

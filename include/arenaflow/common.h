@@ -1,0 +1,95 @@
+/*
+ * arenaflow — errors and allocator hooks shared by every module.
+ *
+ * Every public function returns int: 0 on success, a negative AF_E* code on failure. The codes
+ * come from one X-macro (AF_ERRNO_MAP) that also gives af_strerror() and af_err_name(), as
+ * libuv's UV_ERRNO_MAP does. libuv error codes (negative errno values) pass through unchanged;
+ * arenaflow's own codes live below -4000 so they never collide with errno values.
+ *
+ * The library never prints and never aborts. A detailed message for the user goes into an
+ * af_error_t the caller passes (may be NULL when the caller does not want the text).
+ */
+#ifndef ARENAFLOW_COMMON_H
+#define ARENAFLOW_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* name, value, message */
+#define AF_ERRNO_MAP(X)                                                                            \
+    X(ENOMEM, -4001, "out of memory")                                                              \
+    X(EINVAL, -4002, "invalid argument")                                                           \
+    X(EPARSE, -4003, "malformed input")                                                            \
+    X(ECYCLE, -4004, "graph has a cycle")                                                          \
+    X(EDUP, -4005, "duplicate name")                                                               \
+    X(ENOENT, -4006, "unknown name")                                                               \
+    X(EPRODUCED, -4007, "tensor produced more than once")                                          \
+    X(ENOPRODUCER, -4008, "tensor read but never produced")                                        \
+    X(ESIZE, -4009, "invalid or overflowing size")                                                 \
+    X(EIO, -4010, "input/output error")                                                            \
+    X(EVERIFY, -4011, "plan verification failed")                                                  \
+    X(EBUDGET, -4012, "memory budget exceeded")                                                    \
+    X(ENOTSUP, -4013, "operation not supported")                                                   \
+    X(ETIMEDOUT, -4014, "time limit reached")                                                      \
+    X(ECORRUPT, -4015, "data corrupted")                                                           \
+    X(EBUSY, -4016, "resource busy")                                                               \
+    X(EDOUBLEFREE, -4017, "double free")                                                           \
+    X(EFOREIGN, -4018, "pointer not owned by this pool")                                           \
+    X(ESHAPE, -4019, "shape inference failed")                                                     \
+    X(ECANCELED, -4020, "operation canceled")
+
+typedef enum {
+#define AF__ERR_ENUM(name, val, msg) AF_##name = (val),
+    AF_ERRNO_MAP(AF__ERR_ENUM)
+#undef AF__ERR_ENUM
+        AF_ERRNO_MAX_ = -4999
+} af_errno_t;
+
+/* Message for an error code (arenaflow's or a negative errno/libuv value). Never NULL. Thread-safe. */
+const char *af_strerror(int err);
+/* Symbolic name ("AF_ENOMEM", "EINVAL"...) of an error code. Never NULL. Thread-safe. */
+const char *af_err_name(int err);
+
+#define AF_ERROR_MSG_MAX 512
+
+/* Error detail filled by functions that take an `af_error_t *err` (which may be NULL). */
+typedef struct af_error {
+    int code;                   /* same value the function returned; 0 = no error */
+    char msg[AF_ERROR_MSG_MAX]; /* full sentence naming the culprit, NUL-terminated */
+} af_error_t;
+
+/* Resets *err to "no error". err may be NULL. */
+void af_error_clear(af_error_t *err);
+
+/*
+ * Allocator hooks. All heap use of the library goes through these (like uv_replace_allocator):
+ * tests replace them to fail the n-th allocation. Must be called before any other arenaflow
+ * call, or while no arenaflow object exists. Any pointer may be NULL to keep the current one.
+ * Returns 0, or AF_EINVAL when the hooks are inconsistent. Not thread-safe.
+ */
+typedef void *(*af_malloc_fn)(size_t size);
+typedef void *(*af_realloc_fn)(void *ptr, size_t size);
+typedef void *(*af_calloc_fn)(size_t count, size_t size);
+typedef void (*af_free_fn)(void *ptr);
+int af_replace_allocator(af_malloc_fn malloc_fn, af_realloc_fn realloc_fn, af_calloc_fn calloc_fn,
+                         af_free_fn free_fn);
+/* Restores the system allocator. Not thread-safe. */
+void af_reset_allocator(void);
+
+/* Frees memory the library handed to the caller (strings from af_graph_to_json...). NULL ok. */
+void af_free(void *p);
+
+/* Monotonic clock in nanoseconds (for reports and benchmarks). Thread-safe. */
+uint64_t af_now_ns(void);
+
+/* Library version string, e.g. "0.1.0". */
+const char *af_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_COMMON_H */

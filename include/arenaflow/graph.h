@@ -1,0 +1,227 @@
+/*
+ * arenaflow — the graph model.
+ *
+ * A graph is a set of tensors and the nodes (operators) that produce and consume them. Build it
+ * with the af_graph_add_* calls in any order (names are resolved later), then call
+ * af_graph_finalize(), which validates it and builds the derived tables (producer, consumers,
+ * node-level edges, a stable topological "input order"). After finalize the graph is immutable
+ * and every read accessor below is valid; before it, only the builder calls are.
+ *
+ * Threading: building is single-threaded; a finalized graph may be read from any number of
+ * threads at once.
+ *
+ * Ownership: the graph copies every string and array it is given. Pointers returned by the
+ * accessors belong to the graph and stay valid until af_graph_destroy().
+ */
+#ifndef ARENAFLOW_GRAPH_H
+#define ARENAFLOW_GRAPH_H
+
+#include "arenaflow/common.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct af_graph af_graph_t;
+
+typedef enum {
+    AF_TENSOR_INTERMEDIATE = 0,
+    AF_TENSOR_INPUT = 1,
+    AF_TENSOR_OUTPUT = 2,
+    AF_TENSOR_CONSTANT = 3, /* weights: live outside the activation arena */
+} af_tensor_kind_t;
+
+/* name, JSON spelling, bytes per element */
+#define AF_DTYPE_MAP(X)                                                                            \
+    X(UNKNOWN, "unknown", 0)                                                                       \
+    X(F32, "f32", 4)                                                                               \
+    X(F16, "f16", 2)                                                                               \
+    X(BF16, "bf16", 2)                                                                             \
+    X(F64, "f64", 8)                                                                               \
+    X(I8, "i8", 1)                                                                                 \
+    X(U8, "u8", 1)                                                                                 \
+    X(I16, "i16", 2)                                                                               \
+    X(U16, "u16", 2)                                                                               \
+    X(I32, "i32", 4)                                                                               \
+    X(U32, "u32", 4)                                                                               \
+    X(I64, "i64", 8)                                                                               \
+    X(U64, "u64", 8)                                                                               \
+    X(BOOL, "bool", 1)
+
+typedef enum {
+#define AF__DTYPE_ENUM(name, str, size) AF_DTYPE_##name,
+    AF_DTYPE_MAP(AF__DTYPE_ENUM)
+#undef AF__DTYPE_ENUM
+        AF_DTYPE_COUNT_
+} af_dtype_t;
+
+/* "f32"... for a dtype; "unknown" for out-of-range values. */
+const char *af_dtype_name(af_dtype_t dt);
+/* Bytes per element; 0 for AF_DTYPE_UNKNOWN. */
+uint32_t af_dtype_size(af_dtype_t dt);
+/* Parses a dtype name ("f32", also ONNX-style "float32", "float", "int64"...). AF_EINVAL if unknown. */
+int af_dtype_parse(const char *name, af_dtype_t *out);
+
+#define AF_BYTES_DYNAMIC (-1)    /* size unknown until run time */
+#define AF_BYTES_FROM_SHAPE (-2) /* compute from dtype x shape; dynamic if a dim is unknown */
+#define AF_MAX_RANK 8
+
+typedef struct af_tensor_desc {
+    const char *name;      /* required, unique among tensors */
+    int64_t bytes;         /* >= 0, AF_BYTES_DYNAMIC or AF_BYTES_FROM_SHAPE */
+    af_dtype_t dtype;      /* AF_DTYPE_UNKNOWN when not known */
+    int rank;              /* -1 when unknown; 0..AF_MAX_RANK */
+    const int64_t *shape;  /* rank dims; a dim < 0 means unknown */
+    af_tensor_kind_t kind; /* default AF_TENSOR_INTERMEDIATE (0) */
+    const char *alias_of;  /* NULL, or the base tensor this one is a view of */
+    int64_t alias_offset;  /* byte offset of the view inside its base */
+} af_tensor_desc_t;
+
+/* "Output `output` may overwrite input `input` if that input dies at this node." */
+typedef struct af_inplace {
+    int32_t output; /* index into the node's outputs */
+    int32_t input;  /* index into the node's inputs */
+} af_inplace_t;
+
+typedef struct af_node_desc {
+    const char *name; /* unique among nodes; NULL gives "node<index>" */
+    const char *op;   /* op type, e.g. "Conv"; required */
+    const char *const *inputs;
+    int32_t n_inputs;
+    const char *const *outputs;
+    int32_t n_outputs;
+    double cost; /* estimated time in ns (or FLOPs); <= 0 means unknown */
+    const af_inplace_t *inplace;
+    int32_t n_inplace;
+} af_node_desc_t;
+
+typedef enum {
+    AF_ATTR_INT = 0,
+    AF_ATTR_FLOAT,
+    AF_ATTR_STRING,
+    AF_ATTR_INTS,
+    AF_ATTR_FLOATS,
+} af_attr_type_t;
+
+typedef struct af_attr {
+    const char *name;
+    af_attr_type_t type;
+    int64_t i;
+    double f;
+    const char *s;
+    const int64_t *ints;
+    const double *floats;
+    int32_t n; /* element count of ints/floats */
+} af_attr_t;
+
+/* Creates an empty graph. Returns 0 or AF_ENOMEM; *out set only on success. */
+int af_graph_create(af_graph_t **out);
+/* Frees the graph and everything it owns. NULL is a no-op. */
+void af_graph_destroy(af_graph_t *g);
+
+/* Sets the graph's name (copied). Returns 0 or AF_ENOMEM. */
+int af_graph_set_name(af_graph_t *g, const char *name);
+/* The graph's name ("" when unset). */
+const char *af_graph_name(const af_graph_t *g);
+
+/*
+ * Adds a tensor. Errors: AF_EINVAL (no name, bad kind/rank, graph finalized), AF_EDUP (name
+ * taken), AF_ESIZE (negative or overflowing size), AF_ENOMEM. *id_out (may be NULL) gets the
+ * tensor's id (dense, in insertion order). err may be NULL.
+ */
+int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_out, af_error_t *err);
+
+/*
+ * Adds a node. Tensor names are resolved by af_graph_finalize(), so tensors may be added after
+ * the nodes that use them. Errors: AF_EINVAL, AF_EDUP (node name taken), AF_ENOMEM.
+ */
+int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, af_error_t *err);
+
+/* Sets (or replaces) an attribute on a node; strings and arrays are copied. */
+int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, af_error_t *err);
+
+/*
+ * Validates the graph and builds the derived tables. Rejects, with a message naming the culprit:
+ * unknown tensor names, a tensor produced twice, a tensor read but never produced (unless it is
+ * an input or constant), a cycle (the message names the nodes on it), an alias whose base is
+ * unknown, circular or too small, an in-place hint out of range. Returns 0 or the AF_E* code.
+ * Calling it twice is a no-op.
+ */
+int af_graph_finalize(af_graph_t *g, af_error_t *err);
+int af_graph_is_finalized(const af_graph_t *g);
+
+/* ---- read access (finalized graphs) ------------------------------------------------------- */
+
+typedef struct af_tensor_info {
+    const char *name;
+    int64_t bytes; /* AF_BYTES_DYNAMIC when unknown */
+    af_dtype_t dtype;
+    int32_t rank; /* -1 unknown */
+    const int64_t *shape;
+    af_tensor_kind_t kind;
+    int32_t alias_of; /* base tensor id, or -1 */
+    int64_t alias_offset;
+    int32_t producer;         /* node id, or -1 */
+    int32_t n_consumers;      /* distinct consumer nodes */
+    const int32_t *consumers; /* node ids, ascending */
+} af_tensor_info_t;
+
+typedef struct af_node_info {
+    const char *name;
+    const char *op;
+    int32_t n_inputs;
+    const int32_t *inputs; /* tensor ids, as given (a tensor may appear twice) */
+    int32_t n_outputs;
+    const int32_t *outputs;
+    double cost;
+    int32_t n_inplace;
+    const af_inplace_t *inplace;
+    int32_t n_preds; /* distinct predecessor nodes (producers of inputs) */
+    const int32_t *preds;
+    int32_t n_succs; /* distinct successor nodes (consumers of outputs) */
+    const int32_t *succs;
+    int32_t n_attrs;
+    const af_attr_t *attrs;
+} af_node_info_t;
+
+int32_t af_graph_tensor_count(const af_graph_t *g);
+int32_t af_graph_node_count(const af_graph_t *g);
+/* Read-only views; NULL when id is out of range. Valid until the graph is destroyed. */
+const af_tensor_info_t *af_graph_tensor(const af_graph_t *g, int32_t id);
+const af_node_info_t *af_graph_node(const af_graph_t *g, int32_t id);
+/* Id by name, or -1. O(1) average. */
+int32_t af_graph_find_tensor(const af_graph_t *g, const char *name);
+int32_t af_graph_find_node(const af_graph_t *g, const char *name);
+/* Attribute by name, or NULL. */
+const af_attr_t *af_graph_node_attr(const af_graph_t *g, int32_t node, const char *name);
+/*
+ * The order the graph came in: node ids in insertion order when that is topological, otherwise
+ * Kahn's order taking the lowest-index ready node first. af_graph_node_count() entries.
+ */
+const int32_t *af_graph_input_order(const af_graph_t *g);
+/* Root of a tensor's alias chain (itself when not an alias). */
+int32_t af_graph_alias_root(const af_graph_t *g, int32_t tensor);
+/* Byte offset of a tensor inside its alias root (0 when not an alias). */
+int64_t af_graph_alias_root_offset(const af_graph_t *g, int32_t tensor);
+
+/* ---- JSON format (docs/graph-format.md) --------------------------------------------------- */
+
+/*
+ * Parses a JSON graph from memory (len bytes, need not be NUL-terminated) and finalizes it.
+ * Malformed JSON gives AF_EPARSE with line and column in err; validation errors as for
+ * af_graph_finalize(). *out set only on success; the caller owns it.
+ */
+int af_graph_parse_json(const char *text, size_t len, af_graph_t **out, af_error_t *err);
+/* Same, from a file. AF_EIO when the file cannot be read. */
+int af_graph_load_json(const char *path, af_graph_t **out, af_error_t *err);
+/* Serialises a finalized graph to a NUL-terminated JSON string the caller frees with af_free(). */
+int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err);
+/* Writes the JSON to a file (atomically: temp file + rename). */
+int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_GRAPH_H */

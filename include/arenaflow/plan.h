@@ -1,0 +1,217 @@
+/*
+ * arenaflow — the planner: order, lifetimes, placement, events, verification.
+ *
+ * af_plan_create() takes a finalized graph and planner options and produces a plan: the order
+ * the nodes run in, every tensor's lifetime and place (an offset in one arena, or a shared
+ * buffer index), the reuse edges that make parallel execution safe, and a report. The plan keeps
+ * a pointer to the graph: the graph must outlive the plan.
+ *
+ * The lower-level pieces are public too, so tools, benchmarks and tests can use them alone:
+ * lifetimes for an order, the simulated peak of an order, placement of raw intervals (the
+ * MiniMalloc CSV problem) and an independent verifier for both.
+ *
+ * Threading: a plan is immutable after creation and may be read from any thread. Functions that
+ * create things are reentrant (no global state).
+ */
+#ifndef ARENAFLOW_PLAN_H
+#define ARENAFLOW_PLAN_H
+
+#include "arenaflow/common.h"
+#include "arenaflow/graph.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct af_plan af_plan_t;
+
+typedef enum {
+    AF_MODE_OFFSET = 0, /* every tensor gets an offset in one arena */
+    AF_MODE_SHARED = 1, /* every tensor gets a shared buffer (object) index */
+} af_place_mode_t;
+
+typedef enum {
+    AF_REUSE_FENCE = 0,  /* reuse across unordered nodes, guarded by reuse edges */
+    AF_REUSE_STRICT = 1, /* reuse only between tensors ordered by data dependencies */
+} af_parallel_reuse_t;
+
+typedef struct af_plan_opts {
+    const char *schedule; /* scheduler name (af_schedule_names()); default "best" */
+    const char *placer;   /* placement algorithm (af_place_names()); default "portfolio" */
+    af_place_mode_t mode;
+    uint64_t alignment; /* power of two; default 256 */
+    double alpha;       /* seed scheduler weight of bytes freed / time; default 0.7 */
+    double beta;        /* seed scheduler weight of critical-path closeness; default 0.3 */
+    uint64_t budget;    /* memory budget in bytes for the schedule; 0 = none */
+    double time_limit_s;      /* anytime search time limit (placer "search"); default 10 */
+    uint64_t capacity;        /* search: report whether this height fits; 0 = none */
+    int inplace;              /* honour in-place hints; default 1 */
+    int safe_mode;            /* no reuse at all (every tensor its own bytes); default 0 */
+    af_parallel_reuse_t parallel_reuse; /* default AF_REUSE_FENCE */
+    int32_t dp_max_nodes;     /* exact DP on graphs/regions up to this many nodes; default 24 */
+    uint64_t dp_max_states;   /* DP state cap; default 2,000,000 */
+    int verify;               /* run af_plan_verify() inside af_plan_create(); default 1 */
+} af_plan_opts_t;
+
+/* Fills *o with the defaults above. */
+void af_plan_opts_init(af_plan_opts_t *o);
+
+/*
+ * Sets one option from its config-file spelling (keys: schedule, placer, mode, alignment, alpha,
+ * beta, budget, time_limit, capacity, inplace, safe_mode, parallel_reuse, dp_max_nodes,
+ * dp_max_states, verify). Sizes accept suffixes K, M, G (KiB...). Returns 0, or AF_EINVAL with
+ * a message naming the key and the bad value. String values are mapped to static names, so the
+ * opts never point into `value`.
+ */
+int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
+/* NULL-terminated list of option keys, for --help and config docs. */
+const char *const *af_plan_opts_keys(void);
+
+typedef struct af_plan_report {
+    int32_t tensors, nodes;
+    int32_t arena_tensors;    /* tensors placed in the arena (not constant/alias/dynamic) */
+    int32_t dynamic_tensors;  /* served at run time (size unknown) */
+    uint64_t constant_bytes;  /* weights, outside the arena */
+    uint64_t naive_bytes;     /* every arena tensor its own (aligned) bytes */
+    uint64_t input_order_bytes; /* arena bytes when placing the input order (same placer) */
+    uint64_t shared_object_bytes; /* total of shared buffers (shared-object mode) */
+    uint64_t arena_bytes;         /* the plan's arena size */
+    uint64_t lower_bound_bytes;   /* max live (aligned) bytes in the chosen order */
+    uint64_t any_order_bound_bytes; /* max over nodes of in+out bytes: bound for every order */
+    int32_t peak_step;            /* step where live bytes peak */
+    const char *schedule;         /* scheduler that produced the order (winner for "best") */
+    const char *placer;           /* placement algorithm that produced the offsets */
+    int schedule_optimal;         /* 1 when the order's peak is proven minimal */
+    int32_t reuse_edges;          /* number of write-after-read edges emitted */
+    double schedule_ms, lifetime_ms, place_ms, verify_ms, total_ms;
+} af_plan_report_t;
+
+/* Where a tensor lives in a plan. */
+typedef enum {
+    AF_WHERE_ARENA = 0,   /* offset in the arena */
+    AF_WHERE_ALIAS = 1,   /* view of another tensor: offset = base offset + alias offset */
+    AF_WHERE_CONSTANT = 2, /* weights, outside the arena */
+    AF_WHERE_DYNAMIC = 3, /* size unknown: served at run time by the dynamic region */
+} af_where_t;
+
+typedef struct af_tensor_plan {
+    int32_t first;  /* step of allocation (producer's step, 0 for inputs) */
+    int32_t last;   /* step after which it is freed (last consumer; last step for outputs) */
+    uint64_t offset; /* arena offset (AF_WHERE_ARENA and AF_WHERE_ALIAS) */
+    uint64_t bytes;  /* aligned bytes reserved (0 for alias/dynamic/constant) */
+    int32_t buffer;  /* shared-object buffer index, -1 if none */
+    int32_t inplace_of; /* tensor whose bytes this one takes over in place, or -1 */
+    af_where_t where;
+} af_tensor_plan_t;
+
+typedef struct af_reuse_edge {
+    int32_t from; /* node that must finish (last reader of the old tenant) */
+    int32_t to;   /* node that may then start (producer of the new tenant) */
+    int32_t tensor_old, tensor_new;
+} af_reuse_edge_t;
+
+/*
+ * Plans a finalized graph. opts may be NULL (defaults). Errors: AF_EINVAL (graph not finalized,
+ * bad option), AF_EBUDGET (no order fits the budget: err names the step and the live tensors),
+ * AF_EVERIFY (internal error caught by the verifier), AF_ENOMEM. *out set only on success.
+ */
+int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
+                   af_error_t *err);
+void af_plan_destroy(af_plan_t *p);
+
+const af_graph_t *af_plan_graph(const af_plan_t *p);
+const af_plan_report_t *af_plan_report(const af_plan_t *p);
+const af_plan_opts_t *af_plan_opts(const af_plan_t *p);
+/* Node ids in execution order; af_graph_node_count() entries. */
+const int32_t *af_plan_order(const af_plan_t *p);
+/* Step of a node in the order. */
+int32_t af_plan_step_of(const af_plan_t *p, int32_t node);
+const af_tensor_plan_t *af_plan_tensor(const af_plan_t *p, int32_t tensor);
+uint64_t af_plan_arena_bytes(const af_plan_t *p);
+/* Write-after-read edges not implied by data dependencies. */
+int32_t af_plan_reuse_edge_count(const af_plan_t *p);
+const af_reuse_edge_t *af_plan_reuse_edges(const af_plan_t *p);
+
+/*
+ * Independent checker: no two tensors live at the same step share a byte, every arena tensor
+ * lies inside the arena and is aligned, aliases stay inside their base, lifetimes cover every
+ * use in the order, and (offset mode) every pair that shares bytes is ordered by data or reuse
+ * edges so any parallel execution respecting them is safe. Returns 0 or AF_EVERIFY with the
+ * offending pair named in err. Thread-safe.
+ */
+int af_plan_verify(const af_plan_t *p, af_error_t *err);
+
+/*
+ * Test hook: shifts one tensor's offset (mutation testing of the verifier). Not for production.
+ */
+int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset);
+
+/*
+ * The event table (seed 1 §4.1) as CSV with header
+ *   event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes
+ * ALLOC right before the producer runs, EXEC per node (tensor_name = node name), FREE after the
+ * last consumer, FENCE for each reuse edge (before the ALLOC it guards). Returns 0 or AF_EIO.
+ */
+int af_plan_write_events_csv(const af_plan_t *p, FILE *f, af_error_t *err);
+
+/* ---- lower-level pieces ------------------------------------------------------------------- */
+
+typedef struct af_lifetime {
+    int32_t first, last; /* inclusive steps */
+} af_lifetime_t;
+
+/*
+ * Lifetimes of every tensor for an order (a permutation of the node ids). First use = producer's
+ * step; last use = the last consumer's step on any branch; inputs from step 0, outputs and
+ * constants to the last step; an alias extends its base to the alias's last reader. A tensor
+ * nobody produces or reads gets first = last = -1. out has af_graph_tensor_count() entries.
+ * Returns 0, AF_EINVAL (order not a topological permutation) or AF_ENOMEM.
+ */
+int af_lifetimes_compute(const af_graph_t *g, const int32_t *order, af_lifetime_t *out,
+                         af_error_t *err);
+
+/*
+ * Simulated peak of an order: max over steps of the live bytes (arena tensors, sizes aligned).
+ * *peak_step (may be NULL) gets the step. Returns 0 or an error.
+ */
+int af_order_peak(const af_graph_t *g, const int32_t *order, uint64_t alignment, uint64_t *peak,
+                  int32_t *peak_step, af_error_t *err);
+
+/* An allocation request with lifetime [lower, upper) in MiniMalloc's CSV sense. */
+typedef struct af_interval {
+    int64_t lower, upper; /* lower < upper */
+    uint64_t size;
+    uint64_t offset; /* output */
+} af_interval_t;
+
+typedef struct af_place_opts {
+    uint64_t alignment;  /* offsets are multiples of it; default 1 for raw intervals */
+    double time_limit_s; /* for "search" */
+    uint64_t capacity;   /* for "search": target height, 0 = minimise */
+} af_place_opts_t;
+
+/* NULL-terminated lists of algorithm names. */
+const char *const *af_place_names(void);
+const char *const *af_schedule_names(void);
+
+/*
+ * Places intervals in offset mode with the named algorithm (naive, firstfit-start, color-end,
+ * greedy-size, portfolio, search). Writes iv[i].offset and *height (the arena size). Errors:
+ * AF_EINVAL (unknown algorithm, lower >= upper), AF_ENOMEM, AF_ETIMEDOUT is not an error for
+ * search (it returns the best found). Reentrant.
+ */
+int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
+                       uint64_t *height, af_error_t *err);
+/* Max over time of the total size live: no placement can be lower. */
+uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t alignment);
+/* Checks offsets: no overlap in time and space, inside height, aligned. AF_EVERIFY names a pair. */
+int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint64_t alignment,
+                        af_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_PLAN_H */

@@ -1,0 +1,59 @@
+/*
+ * Planner-internal interfaces: the scheduler and placement registries. Files of the planner
+ * module include this; other modules use include/arenaflow/plan.h only.
+ */
+#ifndef ARENAFLOW_PLANNER_INT_H
+#define ARENAFLOW_PLANNER_INT_H
+
+#include "arenaflow/plan.h"
+#include "common/common_int.h"
+
+/* ---- scheduling (planner/schedule*.c) ---------------------------------------------------- */
+
+typedef struct af__sched_result {
+    const char *name; /* scheduler that produced the order (the winner for "best") */
+    int optimal;      /* 1 when the order's peak is proven minimal (exact DP) */
+    uint64_t peak;    /* simulated peak of the order (aligned bytes), 0 if not computed */
+} af__sched_result_t;
+
+/* One scheduler: writes a topological order of all nodes into order (node_count entries). */
+typedef int (*af__sched_fn)(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
+                            af__sched_result_t *res, af_error_t *err);
+
+typedef struct af__sched_entry {
+    const char *name;
+    af__sched_fn fn;
+    const char *help;
+} af__sched_entry_t;
+
+/* Runs the scheduler named by o->schedule. */
+int af__schedule(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
+                 af__sched_result_t *res, af_error_t *err);
+const af__sched_entry_t *af__sched_find(const char *name);
+
+/* ---- placement (planner/place*.c, planner/search.c) -------------------------------------- */
+
+typedef int (*af__place_fn)(af_interval_t *iv, size_t n, const af_place_opts_t *o,
+                            uint64_t *height, af_error_t *err);
+
+typedef struct af__place_entry {
+    const char *name;
+    af__place_fn fn;
+    const char *help;
+} af__place_entry_t;
+
+const af__place_entry_t *af__place_find(const char *name);
+
+/* Anytime search (planner/search.c): seeded with the portfolio's result. */
+int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                     af_error_t *err);
+
+/*
+ * Shared-object placement: assigns each interval a buffer index (buf[i]); a buffer's size is the
+ * max size of its tenants; *total = sum of buffer sizes (aligned). algo: "naive", "color-end",
+ * "greedy-size", "firstfit-start". Offsets are set by stacking the buffers.
+ */
+int af__place_shared(af_interval_t *iv, size_t n, const char *algo, uint64_t alignment,
+                     int32_t *buf, int32_t *n_bufs, uint64_t *total, af_error_t *err);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * Helpers shared by the CLI commands: error printing, number parsing, loading graphs by file
+ * type, and reading the INI config file into planner options (inih).
+ */
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("arenaflow: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int cli_parse_long(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || *s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        break;
+    case '\0':
+        break;
+    default:
+        return -1;
+    }
+    if (shift) {
+        end++;
+        if (*end == 'i' || *end == 'I')
+            end++;
+        if (*end == 'b' || *end == 'B')
+            end++;
+    }
+    if (*end)
+        return -1;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+af_graph_t *cli_load_graph(const char *path, char **inputs, int n_inputs)
+{
+    af_error_t err;
+    af_error_clear(&err);
+    af_graph_t *g = NULL;
+    if (ends_with(path, ".onnx")) {
+        cli_error("%s: ONNX support is not built into this arenaflow", path);
+        return NULL;
+    }
+    if (n_inputs > 0) {
+        cli_error("--input applies to ONNX models only");
+        return NULL;
+    }
+    int rc = af_graph_load_json(path, &g, &err);
+    if (rc) {
+        cli_error("%s: %s", path, err.msg[0] ? err.msg : af_strerror(rc));
+        return NULL;
+    }
+    return g;
+}
+
+struct cfg_ctx {
+    af_plan_opts_t *opts;
+    const char *path;
+    int failed;
+};
+
+static int cfg_handler(void *user, const char *section, const char *name, const char *value,
+                       int lineno)
+{
+    struct cfg_ctx *c = user;
+    if (section[0] && strcmp(section, "planner") != 0)
+        return 1; /* other sections belong to other components (executor, daemon) */
+    af_error_t err;
+    af_error_clear(&err);
+    if (af_plan_opts_set(c->opts, name, value, &err)) {
+        cli_error("%s:%d: %s", c->path, lineno, err.msg);
+        c->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+int cli_load_config(const char *path, af_plan_opts_t *opts)
+{
+    struct cfg_ctx c = {opts, path, 0};
+    int rc = ini_parse(path, cfg_handler, &c);
+    if (rc < 0) {
+        cli_error("%s: cannot open config file", path);
+        return -1;
+    }
+    if (rc > 0 && !c.failed) {
+        cli_error("%s:%d: syntax error", path, rc);
+        return -1;
+    }
+    return c.failed ? -1 : 0;
+}
