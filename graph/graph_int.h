@@ -1,4 +1,4 @@
-/* Graph-module internals shared by graph/*.c (builder, JSON reader/writer, importers). */
+/* Graph-module internals shared by the graph/ sources (builder, JSON reader/writer, importers). */
 #ifndef ARENAFLOW_GRAPH_INT_H
 #define ARENAFLOW_GRAPH_INT_H
 
@@ -37,5 +37,12 @@ struct af_graph {
     int64_t *alias_root_off;
     int32_t *edge_pool; /* consumers, preds, succs arrays live here */
 };
+
+/* The JSON format's identification (top-level "format" and "version"). */
+#define AF__GRAPH_FORMAT "arenaflow-graph"
+#define AF__GRAPH_FORMAT_VERSION 1
+
+/* JSON spelling of a tensor kind ("input"...); shared by the JSON reader and writer. */
+const char *af__graph_kind_name(af_tensor_kind_t k);
 
 #endif

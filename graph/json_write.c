@@ -1,0 +1,298 @@
+/*
+ * The JSON graph format (docs/graph-format.md): the writer.
+ *
+ * A finalized graph is turned into one small jansson DOM per tensor and per node, each printed
+ * on its own line (so files stay diffable and a change is one line), wrapped in the top-level
+ * object by hand. Every field the reader (graph/json.c) reads is written, so parse -> write ->
+ * parse gives the same graph. Fields that hold their default are left out (kind intermediate,
+ * no alias, cost 0); a dynamic tensor is written "dynamic": true instead of "bytes".
+ *
+ * Saving is atomic: the text goes to a temp file in the same directory, is fsync'ed, then
+ * renamed over the target, so a reader sees the old file or the new one, never half of one.
+ *
+ * Memory: the output buffer uses the af__ hooks; the per-line DOMs use jansson's allocator
+ * and are freed before returning. Threading: no shared state; a finalized graph may be written
+ * from several threads at once.
+ */
+#include "graph/graph_int.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define AF__STR_(x) #x
+#define AF__STR(x) AF__STR_(x)
+
+/* json_object_set_new that records failure instead of returning it at every call site. */
+static void put(json_t *obj, const char *key, json_t *val, int *oom)
+{
+    if (!val || json_object_set_new(obj, key, val))
+        *oom = 1;
+}
+
+static json_t *tensor_to_json(const af_graph_t *g, const af_tensor_info_t *t, int *oom)
+{
+    json_t *o = json_object();
+    if (!o) {
+        *oom = 1;
+        return NULL;
+    }
+    put(o, "name", json_string(t->name), oom);
+    if (t->kind != AF_TENSOR_INTERMEDIATE)
+        put(o, "kind", json_string(af__graph_kind_name(t->kind)), oom);
+    if (t->dtype != AF_DTYPE_UNKNOWN)
+        put(o, "dtype", json_string(af_dtype_name(t->dtype)), oom);
+    if (t->rank >= 0) {
+        json_t *s = json_array();
+        for (int32_t i = 0; s && i < t->rank; i++)
+            if (json_array_append_new(s, json_integer(t->shape[i] < 0 ? -1 : t->shape[i])))
+                *oom = 1;
+        put(o, "shape", s, oom);
+    }
+    if (t->bytes == AF_BYTES_DYNAMIC)
+        put(o, "dynamic", json_true(), oom);
+    else
+        put(o, "bytes", json_integer(t->bytes), oom);
+    if (t->alias_of >= 0) {
+        put(o, "alias_of", json_string(g->tensors[t->alias_of].name), oom);
+        if (t->alias_offset)
+            put(o, "offset", json_integer(t->alias_offset), oom);
+    }
+    return o;
+}
+
+/* NULL only when out of memory: non-finite floats are rejected before writing starts. */
+static json_t *attr_to_json(const af_attr_t *a)
+{
+    switch (a->type) {
+    case AF_ATTR_INT:
+        return json_integer(a->i);
+    case AF_ATTR_FLOAT:
+        return json_real(a->f);
+    case AF_ATTR_STRING:
+        return json_string(a->s ? a->s : "");
+    case AF_ATTR_INTS:
+    case AF_ATTR_FLOATS: {
+        json_t *arr = json_array();
+        for (int32_t i = 0; arr && i < a->n; i++) {
+            json_t *e =
+                a->type == AF_ATTR_INTS ? json_integer(a->ints[i]) : json_real(a->floats[i]);
+            if (!e || json_array_append_new(arr, e)) {
+                json_decref(arr);
+                return NULL;
+            }
+        }
+        return arr;
+    }
+    }
+    return NULL;
+}
+
+static json_t *names_to_json(const af_graph_t *g, const int32_t *ids, int32_t n, int *oom)
+{
+    json_t *arr = json_array();
+    for (int32_t i = 0; arr && i < n; i++)
+        if (json_array_append_new(arr, json_string(g->tensors[ids[i]].name)))
+            *oom = 1;
+    return arr;
+}
+
+static json_t *node_to_json(const af_graph_t *g, const af_node_info_t *n, int *oom)
+{
+    json_t *o = json_object();
+    if (!o) {
+        *oom = 1;
+        return NULL;
+    }
+    put(o, "name", json_string(n->name), oom);
+    put(o, "op", json_string(n->op), oom);
+    put(o, "inputs", names_to_json(g, n->inputs, n->n_inputs, oom), oom);
+    put(o, "outputs", names_to_json(g, n->outputs, n->n_outputs, oom), oom);
+    if (n->cost > 0) /* whole costs print as integers, the way people write them */
+        put(o, "cost",
+            n->cost < 9007199254740992.0 && n->cost == floor(n->cost)
+                ? json_integer((json_int_t)n->cost)
+                : json_real(n->cost),
+            oom);
+    if (n->n_inplace > 0) {
+        json_t *arr = json_array();
+        for (int32_t i = 0; arr && i < n->n_inplace; i++) {
+            json_t *h = json_object();
+            if (h) {
+                put(h, "output", json_integer(n->inplace[i].output), oom);
+                put(h, "input", json_integer(n->inplace[i].input), oom);
+            }
+            if (json_array_append_new(arr, h))
+                *oom = 1;
+        }
+        put(o, "inplace", arr, oom);
+    }
+    if (n->n_attrs > 0) {
+        json_t *attrs = json_object();
+        for (int32_t i = 0; attrs && i < n->n_attrs; i++) {
+            json_t *v = attr_to_json(&n->attrs[i]);
+            put(attrs, n->attrs[i].name, v, oom);
+        }
+        put(o, "attrs", attrs, oom);
+    }
+    return o;
+}
+
+/* Growable output buffer fed by json_dump_callback. */
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf_t;
+
+static int sbuf_add(const char *s, size_t n, void *data)
+{
+    sbuf_t *b = data;
+    if (b->oom || af__grow((void **)&b->p, &b->cap, b->len + n + 1, 1)) {
+        b->oom = 1;
+        return -1;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static int sbuf_str(sbuf_t *b, const char *s)
+{
+    return sbuf_add(s, strlen(s), b);
+}
+
+/* Appends one value on a single line ("key": value, ", " separators). */
+static int sbuf_json(sbuf_t *b, const json_t *v)
+{
+    if (json_dump_callback(v, sbuf_add, b,
+                           JSON_INDENT(0) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(17)))
+        b->oom = 1;
+    return b->oom ? -1 : 0;
+}
+
+/* JSON has no NaN or infinity: refuse such attributes before writing anything. */
+static int check_finite(const af_graph_t *g, af_error_t *err)
+{
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (int32_t k = 0; k < g->nodes[i].n_attrs; k++) {
+            const af_attr_t *a = &g->nodes[i].attrs[k];
+            int ok = a->type != AF_ATTR_FLOAT || isfinite(a->f);
+            for (int32_t j = 0; ok && a->type == AF_ATTR_FLOATS && j < a->n; j++)
+                ok = isfinite(a->floats[j]);
+            if (!ok)
+                return af__err(err, AF_EINVAL,
+                               "node '%s': attribute '%s' holds NaN or infinity, which JSON "
+                               "cannot represent",
+                               g->nodes[i].name, a->name);
+        }
+    return 0;
+}
+
+int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
+{
+    if (!g || !out)
+        return af__err(err, AF_EINVAL, "af_graph_to_json: NULL argument");
+    if (!g->finalized)
+        return af__err(err, AF_EINVAL, "af_graph_to_json: graph is not finalized");
+    int rc = check_finite(g, err);
+    if (rc)
+        return rc;
+    sbuf_t b = {0};
+    int oom = 0;
+    json_t *name = json_string(af_graph_name(g));
+    if (!name)
+        oom = 1;
+    sbuf_str(&b, "{\n  \"format\": \"" AF__GRAPH_FORMAT
+                 "\",\n  \"version\": " AF__STR(AF__GRAPH_FORMAT_VERSION) ",\n  \"name\": ");
+    if (name)
+        sbuf_json(&b, name);
+    json_decref(name);
+    sbuf_str(&b, ",\n  \"tensors\": [");
+    for (size_t i = 0; i < g->n_tensors && !oom && !b.oom; i++) {
+        json_t *t = tensor_to_json(g, &g->tensors[i], &oom);
+        sbuf_str(&b, i ? ",\n    " : "\n    ");
+        if (t && !oom)
+            sbuf_json(&b, t);
+        json_decref(t);
+    }
+    sbuf_str(&b, g->n_tensors ? "\n  ],\n  \"nodes\": [" : "],\n  \"nodes\": [");
+    for (size_t i = 0; i < g->n_nodes && !oom && !b.oom; i++) {
+        json_t *n = node_to_json(g, &g->nodes[i], &oom);
+        sbuf_str(&b, i ? ",\n    " : "\n    ");
+        if (n && !oom)
+            sbuf_json(&b, n);
+        json_decref(n);
+    }
+    sbuf_str(&b, g->n_nodes ? "\n  ]\n}\n" : "]\n}\n");
+    if (oom || b.oom) {
+        af__free(b.p);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    *out = b.p;
+    return 0;
+}
+
+/* Writes all of buf to fd, retrying on EINTR and short writes. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err)
+{
+    if (!path)
+        return af__err(err, AF_EINVAL, "af_graph_save_json: NULL path");
+    char *text = NULL;
+    int rc = af_graph_to_json(g, &text, err);
+    if (rc)
+        return rc;
+    size_t plen = strlen(path);
+    char *tmp = af__malloc(plen + 16);
+    if (!tmp) {
+        af__free(text);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        rc = af__err(err, AF_EIO, "cannot create a temporary file next to '%s': %s", path,
+                     strerror(errno));
+        goto out;
+    }
+    /* mkstemp creates 0600; a graph file is ordinary data. (umask() is process-wide and racy
+     * in a threaded program, so a fixed 0644 is used rather than "0666 & ~umask".) */
+    (void)fchmod(fd, 0644);
+    if (write_all(fd, text, strlen(text)) || fsync(fd)) {
+        rc = af__err(err, AF_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        goto out;
+    }
+    if (close(fd) || rename(tmp, path)) {
+        rc = af__err(err, AF_EIO, "cannot replace '%s': %s", path, strerror(errno));
+        unlink(tmp);
+        goto out;
+    }
+out:
+    af__free(tmp);
+    af__free(text);
+    return rc;
+}
