@@ -1,12 +1,545 @@
-/* Placeholder: the anytime search (issue 4) replaces this file. */
-#include "planner/planner_int.h"
+/*
+ * Anytime placement search (algorithm "search"): the lowest arena height found for a set of
+ * intervals within a time limit, or whether they fit under a given capacity.
+ *
+ * Story. Greedy placers stop 25-40% above the optimum on tightly packed instances; exact search
+ * closes the gap. We follow MiniMalloc (Moffitt, ASPLOS 2023): the problem is split at time
+ * points where nothing is live across (partitions are independent: the arena height is the
+ * maximum of theirs), and each partition's "fits under capacity C?" question is answered by a
+ * depth-first branch and bound over canonical packings (planner/search_dfs.c). Restarts cycle
+ * through several static buffer orders with a doubling node limit, so one bad order cannot eat
+ * the whole budget.
+ *
+ * Height search. The portfolio placer gives the incumbent (its packing per partition). Probes
+ * then ask for capacity = the best lower bound first (the max cross-section: often optimal on
+ * tight instances), then bisect between the lower bound and the incumbent - 1. A probe that
+ * exhausts a partition's search space proves that capacity infeasible and raises the bound; a
+ * probe that runs out of its share of the time is abandoned upwards (not a proof). Every probe
+ * that fits improves the incumbent, so stopping at any time returns the best packing so far.
+ *
+ * Sizes are aligned up first (an interval's footprint), as in every placer, so the height is the
+ * highest offset + aligned size and offsets stay aligned.
+ *
+ * Invariants: best[] always holds a valid packing (checked at the end by an independent sweep;
+ * if that ever failed we would return the portfolio's packing instead, never an invalid one).
+ * Zero-size intervals take offset 0 and do not enter the search. Reentrant, no global state.
+ *
+ * With o->capacity != 0: returns 0 as soon as a packing of height <= capacity is known. Otherwise
+ * iv holds the best packing found, *height its height, and the result is AF_EBUDGET when the
+ * capacity is proven too small (below the lower bound or search space exhausted) or
+ * AF_ETIMEDOUT when the time limit ran out before an answer.
+ */
+#include "planner/search_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TIME_LIMIT_S 10.0
+
+typedef struct part_info {
+    af__search_part_t sp;
+    int32_t *gidx;   /* local -> global index */
+    uint64_t lb;     /* max cross-section of the partition */
+    uint64_t best_h; /* height of the partition's packing in best[] */
+    uint64_t proven; /* smallest capacity not proven infeasible */
+} part_info_t;
+
+typedef struct search_ctx {
+    const af_interval_t *iv;
+    size_t n;
+    uint64_t alignment;
+    uint64_t *best; /* n: best packing's offsets */
+    part_info_t *parts;
+    int32_t nparts;
+    uint64_t *scratch; /* max partition size */
+} search_ctx_t;
+
+typedef struct sort_key {
+    uint64_t k[3];
+    int32_t idx;
+} sort_key_t;
+
+static int cmp_desc(const void *a, const void *b)
+{
+    const sort_key_t *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x->k[i] != y->k[i])
+            return x->k[i] > y->k[i] ? -1 : 1;
+    return x->idx - y->idx;
+}
+
+static int cmp_lower(const void *a, const void *b)
+{
+    const sort_key_t *x = a, *y = b;
+    if (x->k[0] != y->k[0])
+        return x->k[0] < y->k[0] ? -1 : 1;
+    return x->idx - y->idx;
+}
+
+/* int64 -> uint64 preserving order. */
+static uint64_t ord64(int64_t v)
+{
+    return (uint64_t)v ^ (UINT64_C(1) << 63);
+}
+
+/* ---- independent checker ------------------------------------------------------------------ */
+
+/* 0 when no two intervals overlap in both time and space and all offsets are aligned. */
+static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, uint64_t a,
+                      sort_key_t *keys)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (a > 1 && off[i] % a)
+            return -1;
+        if (iv[i].size == 0)
+            continue;
+        keys[m].k[0] = ord64(iv[i].lower);
+        keys[m].idx = (int32_t)i;
+        m++;
+    }
+    qsort(keys, m, sizeof *keys, cmp_lower);
+    for (size_t x = 0; x < m; x++) {
+        const af_interval_t *p = &iv[keys[x].idx];
+        uint64_t po = off[keys[x].idx];
+        for (size_t y = x + 1; y < m && iv[keys[y].idx].lower < p->upper; y++) {
+            uint64_t qo = off[keys[y].idx];
+            if (po < qo + iv[keys[y].idx].size && qo < po + p->size)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- building the partitions -------------------------------------------------------------- */
+
+static int build_orders(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx,
+                        sort_key_t *keys)
+{
+    /* tot: the largest cross-section the buffer takes part in. */
+    static const int8_t spec[AF__SEARCH_N_ORDERS][3] = {
+        {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0}, {4, 3, 1},
+    };
+    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++) {
+        for (int32_t b = 0; b < sp->n; b++) {
+            const af_interval_t *v = &iv[gidx[b]];
+            uint64_t tot = 0, width = (uint64_t)(v->upper - v->lower);
+            for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
+                if (sp->sec_init[s] > tot)
+                    tot = sp->sec_init[s];
+            uint64_t area;
+            if (!af__mul_u64(width, v->size, &area))
+                area = UINT64_MAX;
+            uint64_t val[5] = {tot, width, area, v->size, ~ord64(v->lower)};
+            for (int i = 0; i < 3; i++)
+                keys[b].k[i] = val[spec[h][i]];
+            keys[b].idx = b;
+        }
+        qsort(keys, (size_t)sp->n, sizeof *keys, cmp_desc);
+        for (int32_t b = 0; b < sp->n; b++)
+            sp->order[h][b] = keys[b].idx;
+    }
+    return 0;
+}
+
+static void free_part(part_info_t *pi)
+{
+    af__search_part_t *sp = &pi->sp;
+    af__free(pi->gidx);
+    af__free(sp->size);
+    af__free(sp->sec_lo);
+    af__free(sp->sec_hi);
+    af__free(sp->ov_start);
+    af__free(sp->ov);
+    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
+        af__free(sp->order[h]);
+    af__free(sp->rank);
+    af__free(sp->minoff);
+    af__free(sp->off);
+    af__free(sp->floor);
+    af__free(sp->total);
+    af__free(sp->sec_init);
+    af__free(sp->log);
+    af__free(sp->cand);
+    af__free(sp->frames);
+}
+
+/* Sections and overlaps of one partition; gidx is sorted by lower. */
+static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort_key_t *keys,
+                      int64_t *times)
+{
+    af__search_part_t *sp = &pi->sp;
+    int32_t n = sp->n;
+    size_t nt = 0;
+    for (int32_t b = 0; b < n; b++) {
+        times[nt++] = iv[pi->gidx[b]].lower;
+        times[nt++] = iv[pi->gidx[b]].upper;
+    }
+    for (size_t i = 0; i < nt; i++)
+        keys[i].k[0] = ord64(times[i]), keys[i].idx = 0;
+    qsort(keys, nt, sizeof *keys, cmp_lower);
+    size_t nu = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (nu == 0 || keys[i].k[0] != keys[nu - 1].k[0])
+            keys[nu++].k[0] = keys[i].k[0];
+    sp->nsec = (int32_t)nu - 1;
+    sp->alignment = a;
+    size_t un = (size_t)n, us = (size_t)sp->nsec;
+    sp->size = af__malloc(un * sizeof *sp->size);
+    sp->sec_lo = af__malloc(un * sizeof(int32_t));
+    sp->sec_hi = af__malloc(un * sizeof(int32_t));
+    sp->ov_start = af__calloc(un + 1, sizeof(int32_t));
+    sp->rank = af__malloc(un * sizeof(int32_t));
+    sp->minoff = af__malloc(un * sizeof(uint64_t));
+    sp->off = af__malloc(un * sizeof(uint64_t));
+    sp->floor = af__malloc(us * sizeof(uint64_t));
+    sp->total = af__malloc(us * sizeof(uint64_t));
+    sp->sec_init = af__calloc(us, sizeof(uint64_t));
+    sp->frames = af__malloc((un + 1) * sizeof *sp->frames);
+    int ok = sp->size && sp->sec_lo && sp->sec_hi && sp->ov_start && sp->rank && sp->minoff &&
+             sp->off && sp->floor && sp->total && sp->sec_init && sp->frames;
+    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
+        ok = ok && (sp->order[h] = af__malloc(un * sizeof(int32_t))) != NULL;
+    if (!ok)
+        return AF_ENOMEM;
+    for (int32_t b = 0; b < n; b++) {
+        const af_interval_t *v = &iv[pi->gidx[b]];
+        sp->size[b] = v->size;
+        /* Binary search of the endpoints among the nu distinct times. */
+        for (int e = 0; e < 2; e++) {
+            uint64_t t = ord64(e ? v->upper : v->lower);
+            size_t lo = 0, hi = nu - 1;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (keys[mid].k[0] < t)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            (e ? sp->sec_hi : sp->sec_lo)[b] = (int32_t)lo;
+        }
+        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
+            sp->sec_init[s] += v->size; /* no overflow: total size was checked */
+    }
+    pi->lb = 0;
+    for (int32_t s = 0; s < sp->nsec; s++)
+        if (sp->sec_init[s] > pi->lb)
+            pi->lb = sp->sec_init[s];
+    /* Overlaps: buffers are sorted by lower, so j > i overlaps i iff lower_j < upper_i. */
+    size_t nov = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < n; i++) {
+            for (int32_t j = i + 1; j < n && iv[pi->gidx[j]].lower < iv[pi->gidx[i]].upper; j++) {
+                if (pass == 0) {
+                    sp->ov_start[i + 1]++, sp->ov_start[j + 1]++;
+                } else {
+                    sp->ov[sp->rank[i]++] = j;
+                    sp->ov[sp->rank[j]++] = i;
+                }
+            }
+        }
+        if (pass == 0) {
+            for (int32_t i = 0; i < n; i++)
+                sp->ov_start[i + 1] += sp->ov_start[i];
+            nov = (size_t)sp->ov_start[n];
+            sp->ov = af__malloc((nov ? nov : 1) * sizeof(int32_t));
+            if (!sp->ov)
+                return AF_ENOMEM;
+            for (int32_t i = 0; i < n; i++)
+                sp->rank[i] = sp->ov_start[i]; /* fill cursors */
+        }
+    }
+    /* The undo log never holds more than every buffer's sections (floor, total) + overlaps. */
+    size_t cap = nov;
+    for (int32_t b = 0; b < n; b++)
+        cap += 2 * (size_t)(sp->sec_hi[b] - sp->sec_lo[b]);
+    sp->caplog = cap;
+    sp->log = af__malloc((cap ? cap : 1) * sizeof *sp->log);
+    if (!sp->log)
+        return AF_ENOMEM;
+    return build_orders(sp, iv, pi->gidx, keys);
+}
+
+/* Splits the positive-size intervals at time points nothing is live across. */
+static int build_parts(search_ctx_t *c, sort_key_t *keys, int64_t *times)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->iv[i].size == 0)
+            continue;
+        keys[m].k[0] = ord64(c->iv[i].lower);
+        keys[m].idx = (int32_t)i;
+        m++;
+    }
+    qsort(keys, m, sizeof *keys, cmp_lower);
+    int32_t *sorted = af__malloc((m ? m : 1) * sizeof *sorted);
+    if (!sorted)
+        return AF_ENOMEM;
+    for (size_t i = 0; i < m; i++)
+        sorted[i] = keys[i].idx;
+    int rc = 0;
+    size_t cap = 0, maxn = 0;
+    for (size_t i = 0; i < m && rc == 0;) {
+        size_t start = i;
+        int64_t reach = c->iv[sorted[i++]].upper;
+        while (i < m && c->iv[sorted[i]].lower < reach) {
+            if (c->iv[sorted[i]].upper > reach)
+                reach = c->iv[sorted[i]].upper;
+            i++;
+        }
+        rc = af__grow((void **)&c->parts, &cap, (size_t)c->nparts + 1, sizeof *c->parts);
+        if (rc)
+            break;
+        part_info_t *pi = &c->parts[c->nparts++];
+        memset(pi, 0, sizeof *pi);
+        pi->sp.n = (int32_t)(i - start);
+        pi->gidx = af__malloc((i - start) * sizeof(int32_t));
+        if (!pi->gidx) {
+            rc = AF_ENOMEM;
+            break;
+        }
+        memcpy(pi->gidx, sorted + start, (i - start) * sizeof(int32_t));
+        rc = build_part(pi, c->iv, c->alignment, keys, times);
+        if (i - start > maxn)
+            maxn = i - start;
+    }
+    af__free(sorted);
+    if (rc == 0) {
+        c->scratch = af__malloc((maxn ? maxn : 1) * sizeof(uint64_t));
+        if (!c->scratch)
+            rc = AF_ENOMEM;
+    }
+    return rc;
+}
+
+/* ---- the height search -------------------------------------------------------------------- */
+
+static uint64_t part_height(const search_ctx_t *c, const part_info_t *pi)
+{
+    uint64_t h = 0;
+    for (int32_t b = 0; b < pi->sp.n; b++) {
+        int32_t g = pi->gidx[b];
+        if (c->best[g] + c->iv[g].size > h)
+            h = c->best[g] + c->iv[g].size;
+    }
+    return h;
+}
+
+/*
+ * Does partition pi fit under cap before the deadline? Round robin over the static orders with a
+ * doubling node limit. Updates best[] and pi->best_h on success, pi->proven on a proof.
+ */
+static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double deadline)
+{
+    if (pi->best_h <= cap)
+        return AF__SEARCH_FOUND;
+    if (pi->proven > cap)
+        return AF__SEARCH_INFEASIBLE;
+    af__search_part_t *sp = &pi->sp;
+    sp->deadline = deadline;
+    uint64_t limit = 2 * (uint64_t)sp->n + 64;
+    for (;;) {
+        if (limit < (UINT64_C(1) << 60))
+            limit *= 2;
+        for (int h = 0; h < AF__SEARCH_N_ORDERS; h++) {
+            sp->nodes = 0;
+            sp->node_limit = limit;
+            int r = af__search_dfs(sp, h, cap, c->scratch);
+            if (r == AF__SEARCH_ABORTED)
+                continue;
+            if (r == AF__SEARCH_FOUND) {
+                for (int32_t b = 0; b < sp->n; b++)
+                    c->best[pi->gidx[b]] = c->scratch[b];
+                pi->best_h = part_height(c, pi);
+            } else if (r == AF__SEARCH_INFEASIBLE) {
+                pi->proven = cap + 1;
+            }
+            return r;
+        }
+        if (af__search_now() > deadline)
+            return AF__SEARCH_TIMEOUT;
+    }
+}
+
+/* One probe: every partition under cap. Returns the worst outcome (or AF_ENOMEM). */
+static int probe(search_ctx_t *c, uint64_t cap, double deadline)
+{
+    int worst = AF__SEARCH_FOUND;
+    for (int32_t k = 0; k < c->nparts; k++) {
+        int r = solve_part(c, &c->parts[k], cap, deadline);
+        if (r < 0)
+            return r;
+        if (r == AF__SEARCH_INFEASIBLE)
+            return r; /* the whole probe fails; other partitions are irrelevant */
+        if (r > worst)
+            worst = r;
+        if (r == AF__SEARCH_TIMEOUT)
+            return r;
+    }
+    return worst;
+}
+
+static uint64_t global_height(const search_ctx_t *c, uint64_t *proven)
+{
+    uint64_t h = 0, lb = 0;
+    for (int32_t k = 0; k < c->nparts; k++) {
+        if (c->parts[k].best_h > h)
+            h = c->parts[k].best_h;
+        if (c->parts[k].proven > lb)
+            lb = c->parts[k].proven;
+    }
+    *proven = lb;
+    return h;
+}
+
+/* Minimises the height until the deadline: lower bound first, then bisection. */
+static int minimise(search_ctx_t *c, double deadline)
+{
+    uint64_t proven, h = global_height(c, &proven);
+    uint64_t lo = proven; /* probes below lo are proven or abandoned */
+    int first = 1;
+    while (h > lo) {
+        double now = af__search_now();
+        if (now >= deadline)
+            break;
+        uint64_t cap = first ? lo : lo + (h - 1 - lo) / 2;
+        double share = first ? 0.6 : 0.5;
+        first = 0;
+        int r = probe(c, cap, now + share * (deadline - now));
+        if (r < 0)
+            return r;
+        h = global_height(c, &proven);
+        if (r != AF__SEARCH_FOUND)
+            lo = cap + 1 > proven ? cap + 1 : proven;
+    }
+    return 0;
+}
+
+/* Incumbent: the portfolio's packing, or a skyline fallback if it is unavailable. */
+static int seed_incumbent(search_ctx_t *c, sort_key_t *keys, af_error_t *err)
+{
+    af_interval_t *copy = af__malloc((c->n ? c->n : 1) * sizeof *copy);
+    if (!copy)
+        return AF_ENOMEM;
+    memcpy(copy, c->iv, c->n * sizeof *copy);
+    af_place_opts_t po = {.alignment = c->alignment, .time_limit_s = 0, .capacity = 0};
+    uint64_t h = 0;
+    int rc = af__place_portfolio(copy, c->n, &po, &h, NULL);
+    if (rc == 0) {
+        for (size_t i = 0; i < c->n; i++)
+            c->best[i] = c->iv[i].size ? copy[i].offset : 0;
+        if (packing_ok(c->iv, c->best, c->n, c->alignment, keys) != 0)
+            rc = AF_EVERIFY;
+    }
+    af__free(copy);
+    if (rc == AF_ENOMEM)
+        return af__err(err, rc, "out of memory placing the incumbent");
+    if (rc == 0)
+        return 0;
+    /* Skyline in the first static order: each buffer on top of its placed overlaps. */
+    for (int32_t k = 0; k < c->nparts; k++) {
+        af__search_part_t *sp = &c->parts[k].sp;
+        for (int32_t i = 0; i < sp->n; i++)
+            sp->off[i] = AF__SEARCH_UNPLACED;
+        for (int32_t i = 0; i < sp->n; i++) {
+            int32_t b = sp->order[0][i];
+            uint64_t top = 0;
+            for (int32_t e = sp->ov_start[b]; e < sp->ov_start[b + 1]; e++) {
+                int32_t o = sp->ov[e];
+                if (sp->off[o] != AF__SEARCH_UNPLACED && sp->off[o] + sp->size[o] > top)
+                    top = sp->off[o] + sp->size[o];
+            }
+            sp->off[b] = af__align_up(top, c->alignment);
+            c->best[c->parts[k].gidx[b]] = sp->off[b];
+        }
+    }
+    return 0;
+}
+
+static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, uint64_t *height,
+               af_error_t *err)
+{
+    sort_key_t *keys = af__malloc(3 * (c->n ? c->n : 1) * sizeof *keys);
+    int64_t *times = af__malloc(2 * (c->n ? c->n : 1) * sizeof *times);
+    c->best = af__calloc(c->n ? c->n : 1, sizeof *c->best);
+    int rc = keys && times && c->best ? 0 : AF_ENOMEM;
+    if (rc == 0)
+        rc = build_parts(c, keys, times);
+    if (rc == 0)
+        rc = seed_incumbent(c, keys, err);
+    af__free(times);
+    if (rc) {
+        af__free(keys);
+        return rc == AF_ENOMEM ? af__err(err, rc, "out of memory in placement search") : rc;
+    }
+    uint64_t *incumbent = af__malloc((c->n ? c->n : 1) * sizeof *incumbent);
+    if (!incumbent) {
+        af__free(keys);
+        return af__err(err, AF_ENOMEM, "out of memory in placement search");
+    }
+    memcpy(incumbent, c->best, c->n * sizeof *incumbent);
+    for (int32_t k = 0; k < c->nparts; k++) {
+        c->parts[k].best_h = part_height(c, &c->parts[k]);
+        c->parts[k].proven = c->parts[k].lb;
+    }
+    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
+    double deadline = af__search_now() + limit;
+    uint64_t cap = o ? o->capacity : 0;
+    int r = cap ? probe(c, cap, deadline) : minimise(c, deadline);
+    if (r >= 0 && packing_ok(c->iv, c->best, c->n, c->alignment, keys) != 0)
+        memcpy(c->best, incumbent, c->n * sizeof *incumbent); /* never return a bad packing */
+    af__free(incumbent);
+    af__free(keys);
+    if (r < 0)
+        return af__err(err, r, "out of memory in placement search");
+    uint64_t h = 0, proven;
+    for (size_t i = 0; i < c->n; i++) {
+        out[i].offset = c->best[i];
+        if (c->iv[i].size && c->best[i] + c->iv[i].size > h)
+            h = c->best[i] + c->iv[i].size;
+    }
+    *height = h;
+    global_height(c, &proven);
+    if (!cap || h <= cap)
+        return 0;
+    if (proven > cap)
+        return af__err(err, AF_EBUDGET,
+                       "the intervals do not fit in %llu bytes: at least %llu are needed (best "
+                       "packing found: %llu)",
+                       (unsigned long long)cap, (unsigned long long)proven, (unsigned long long)h);
+    return af__err(err, AF_ETIMEDOUT,
+                   "no packing within %llu bytes found in %.3g s (best packing found: %llu)",
+                   (unsigned long long)cap, limit, (unsigned long long)h);
+}
 
 int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                      af_error_t *err)
 {
-    (void)iv;
-    (void)n;
-    (void)o;
-    (void)height;
-    return af__err(err, AF_ENOTSUP, "placement search is not built yet");
+    uint64_t a = o && o->alignment ? o->alignment : 1, sum = 0;
+    if (n > (size_t)INT32_MAX / 4)
+        return af__err(err, AF_EINVAL, "too many intervals for the search: %zu", n);
+    for (size_t i = 0; i < n; i++) {
+        if (iv[i].lower >= iv[i].upper)
+            return af__err(err, AF_EINVAL, "interval %zu: lower %lld >= upper %lld", i,
+                           (long long)iv[i].lower, (long long)iv[i].upper);
+        if (!af__add_u64(sum, af__align_up(iv[i].size, a), &sum) || sum > (UINT64_MAX >> 2))
+            return af__err(err, AF_ESIZE, "interval sizes overflow at interval %zu", i);
+    }
+    /* The search works on aligned sizes (footprints), as every placer does. */
+    af_interval_t *work = af__malloc((n ? n : 1) * sizeof *work);
+    if (!work)
+        return af__err(err, AF_ENOMEM, "out of memory in placement search");
+    for (size_t i = 0; i < n; i++) {
+        work[i] = iv[i];
+        work[i].size = af__align_up(iv[i].size, a);
+    }
+    search_ctx_t c = {.iv = work, .n = n, .alignment = a};
+    int rc = run(&c, iv, o, height, err);
+    for (int32_t k = 0; k < c.nparts; k++)
+        free_part(&c.parts[k]);
+    af__free(c.parts);
+    af__free(c.scratch);
+    af__free(c.best);
+    af__free(work);
+    return rc;
 }

@@ -1,0 +1,211 @@
+/*
+ * Depth-first branch and bound for one partition of the placement problem (does it fit under a
+ * capacity?), after MiniMalloc (Moffitt, ASPLOS 2023).
+ *
+ * Canonical solutions: in some optimal packing every buffer sits at 0 or on the top of a buffer
+ * that overlaps it in time (push everything down), so a buffer is only ever placed at its
+ * current minimum offset (the highest top among the placed buffers overlapping it, aligned up),
+ * and buffers are placed in non-decreasing (offset, static rank) order, so each packing is
+ * reached once.
+ * Dominance: a candidate whose minimum offset is at or above some other unplaced buffer's
+ * minimum offset + size would leave a gap that buffer fits in; the packing that places that
+ * buffer first dominates, so the candidate is skipped.
+ * Cross-section inference: in each section (time slot) every unplaced buffer lies above the
+ * section's floor (the top of the placed buffers there, which all overlap it) and above the
+ * offset just placed (monotone order), and they stack, so max(floor, offset) + unplaced total
+ * must stay within the capacity; otherwise backtrack at once.
+ *
+ * The recursion is an explicit stack of frames (one per placed buffer) and an undo log of every
+ * word changed, so depth is not limited by the thread's stack. Invariants between iterations:
+ * off[b] != UNPLACED exactly for the buffers placed by frames 0..depth; minoff, floor and total
+ * are those implied by that partial packing; the undo log holds, in order, the old values needed
+ * to unwind each frame. No locks: the state belongs to one call.
+ */
+#include "planner/search_int.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+typedef af__search_frame_t frame_t;
+
+typedef struct cand_key {
+    uint64_t off;
+    int32_t rank, buf;
+} cand_key_t;
+
+double af__search_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const cand_key_t *x = a, *y = b;
+    if (x->off != y->off)
+        return x->off < y->off ? -1 : 1;
+    return x->rank - y->rank;
+}
+
+static void set_word(af__search_part_t *p, uint64_t *w, uint64_t v)
+{
+    p->log[p->nlog].p = w;
+    p->log[p->nlog].old = *w;
+    p->nlog++;
+    *w = v;
+}
+
+static void undo_to(af__search_part_t *p, size_t mark)
+{
+    while (p->nlog > mark) {
+        p->nlog--;
+        *p->log[p->nlog].p = p->log[p->nlog].old;
+    }
+}
+
+/* Places buffer b at its minimum offset and propagates to sections and overlapping buffers. */
+static void place(af__search_part_t *p, int32_t b)
+{
+    uint64_t o = p->minoff[b], top = o + p->size[b];
+    p->off[b] = o;
+    for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++) {
+        if (p->floor[s] < top)
+            set_word(p, &p->floor[s], top);
+        set_word(p, &p->total[s], p->total[s] - p->size[b]);
+    }
+    uint64_t raised = af__align_up(top, p->alignment);
+    for (int32_t k = p->ov_start[b]; k < p->ov_start[b + 1]; k++) {
+        int32_t c = p->ov[k];
+        if (p->off[c] == AF__SEARCH_UNPLACED && p->minoff[c] < raised)
+            set_word(p, &p->minoff[c], raised);
+    }
+}
+
+/* Cross-section inference after placing at offset o. */
+static int check(const af__search_part_t *p, uint64_t o, uint64_t cap)
+{
+    for (int32_t s = 0; s < p->nsec; s++) {
+        uint64_t f = p->floor[s];
+        if (p->total[s] && f < o)
+            f = o;
+        if (f > cap || p->total[s] > cap - f)
+            return 0;
+    }
+    return 1;
+}
+
+/*
+ * Pushes the candidates that may follow a placement at (last_off, last_rank) onto the candidate
+ * stack, sorted by (minimum offset, rank); fills *f. keys is scratch of n entries.
+ */
+static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t last_off,
+                           int32_t last_rank, cand_key_t *keys, frame_t *f)
+{
+    uint64_t min_height = UINT64_MAX;
+    for (int32_t i = 0; i < p->n; i++) {
+        int32_t b = ord[i];
+        if (p->off[b] == AF__SEARCH_UNPLACED && p->minoff[b] + p->size[b] < min_height)
+            min_height = p->minoff[b] + p->size[b];
+    }
+    size_t k = 0;
+    for (int32_t i = 0; i < p->n; i++) {
+        int32_t b = ord[i];
+        uint64_t m = p->minoff[b];
+        if (p->off[b] != AF__SEARCH_UNPLACED || m >= min_height)
+            continue;
+        if (m < last_off || (m == last_off && i < last_rank))
+            continue;
+        keys[k].off = m;
+        keys[k].rank = i;
+        keys[k].buf = b;
+        k++;
+    }
+    if (k > 1)
+        qsort(keys, k, sizeof *keys, cmp_key);
+    if (af__grow((void **)&p->cand, &p->capcand, p->ncand + k, sizeof *p->cand))
+        return AF_ENOMEM;
+    f->cand_begin = p->ncand;
+    for (size_t j = 0; j < k; j++)
+        p->cand[p->ncand++] = keys[j].buf;
+    f->cand_end = p->ncand;
+    f->next = f->cand_begin;
+    f->placed = -1;
+    f->log_mark = p->nlog;
+    return 0;
+}
+
+static void reset_state(af__search_part_t *p, const int32_t *ord)
+{
+    for (int32_t i = 0; i < p->n; i++) {
+        p->minoff[i] = 0;
+        p->off[i] = AF__SEARCH_UNPLACED;
+        p->rank[ord[i]] = i;
+    }
+    for (int32_t s = 0; s < p->nsec; s++) {
+        p->floor[s] = 0;
+        p->total[s] = p->sec_init[s];
+    }
+    p->nlog = 0;
+    p->ncand = 0;
+}
+
+int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *out)
+{
+    const int32_t *ord = p->order[order_idx];
+    reset_state(p, ord);
+    for (int32_t s = 0; s < p->nsec; s++)
+        if (p->sec_init[s] > cap)
+            return AF__SEARCH_INFEASIBLE;
+    cand_key_t *keys = af__malloc((size_t)p->n * sizeof *keys);
+    if (!keys)
+        return AF_ENOMEM;
+    frame_t *fr = p->frames;
+    int32_t depth = 0, placed = 0;
+    int rc = push_candidates(p, ord, 0, -1, keys, &fr[0]);
+    while (rc == 0) {
+        frame_t *f = &fr[depth];
+        if (f->placed >= 0) {
+            undo_to(p, f->log_mark);
+            p->off[f->placed] = AF__SEARCH_UNPLACED;
+            f->placed = -1;
+            placed--;
+        }
+        if (f->next == f->cand_end) {
+            p->ncand = f->cand_begin;
+            if (depth == 0) {
+                rc = AF__SEARCH_INFEASIBLE;
+                break;
+            }
+            depth--;
+            continue;
+        }
+        int32_t b = p->cand[f->next++];
+        uint64_t o = p->minoff[b];
+        f->log_mark = p->nlog;
+        place(p, b);
+        f->placed = b;
+        placed++;
+        p->nodes++;
+        if (p->node_limit && p->nodes >= p->node_limit) {
+            rc = AF__SEARCH_ABORTED;
+            break;
+        }
+        if ((p->nodes & 255) == 0 && af__search_now() > p->deadline) {
+            rc = AF__SEARCH_TIMEOUT;
+            break;
+        }
+        if (!check(p, o, cap))
+            continue;
+        if (placed == p->n) {
+            for (int32_t i = 0; i < p->n; i++)
+                out[i] = p->off[i];
+            rc = AF__SEARCH_FOUND;
+            break;
+        }
+        depth++;
+        rc = push_candidates(p, ord, o, p->rank[b], keys, &fr[depth]);
+    }
+    af__free(keys);
+    return rc;
+}

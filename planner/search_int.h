@@ -1,0 +1,77 @@
+/*
+ * Private to planner/search*.c: the branch-and-bound engine that decides whether one group of
+ * intervals (a partition: no interval is live across its borders) fits under a capacity.
+ * planner/search.c builds the problem and drives the height search; planner/search_dfs.c holds
+ * the depth-first search itself.
+ */
+#ifndef ARENAFLOW_SEARCH_INT_H
+#define ARENAFLOW_SEARCH_INT_H
+
+#include "planner/planner_int.h"
+
+enum {
+    AF__SEARCH_FOUND = 0,      /* a packing within capacity, written to the offsets */
+    AF__SEARCH_INFEASIBLE = 1, /* the search space was exhausted: nothing fits */
+    AF__SEARCH_ABORTED = 2,    /* the node limit was reached */
+    AF__SEARCH_TIMEOUT = 3,    /* the deadline passed */
+};
+
+/* Static orders the restarts cycle through (ties broken by index). */
+enum { AF__SEARCH_N_ORDERS = 6 };
+
+/* Undo-log entry: a word the search changed and its previous value. */
+typedef struct af__search_undo {
+    uint64_t *p;
+    uint64_t old;
+} af__search_undo_t;
+
+/* One level of the depth-first search (planner/search_dfs.c). */
+typedef struct af__search_frame {
+    size_t cand_begin, cand_end, next; /* this frame's slice of the candidate stack */
+    size_t log_mark;                   /* undo-log length before the current placement */
+    int32_t placed;                    /* buffer placed by this frame, or -1 */
+} af__search_frame_t;
+
+/*
+ * One partition's problem and search state. Buffer indices are local (0..n-1); sections are the
+ * time slots between consecutive distinct interval endpoints of the partition.
+ */
+typedef struct af__search_part {
+    int32_t n, nsec;
+    uint64_t alignment;
+    uint64_t *size;                      /* n */
+    int32_t *sec_lo;                     /* n: first section the buffer is live in */
+    int32_t *sec_hi;                     /* n: one past its last section */
+    int32_t *ov_start;                   /* n+1: CSR of overlapping buffers */
+    int32_t *ov;                         /* ov_start[n] entries */
+    int32_t *order[AF__SEARCH_N_ORDERS]; /* static orders (buffer indices) */
+    int32_t *rank;                       /* n: position of a buffer in the current order */
+    /* search state */
+    uint64_t *minoff;   /* n: lowest offset the buffer may take now */
+    uint64_t *off;      /* n: offset, or AF__SEARCH_UNPLACED */
+    uint64_t *floor;    /* nsec: top of the placed buffers live in the section */
+    uint64_t *total;    /* nsec: total size of the unplaced buffers live in the section */
+    uint64_t *sec_init; /* nsec: total size of all buffers live in the section */
+    af__search_undo_t *log;
+    size_t nlog, caplog;
+    int32_t *cand; /* candidate stack, grows with depth */
+    size_t ncand, capcand;
+    af__search_frame_t *frames; /* n+1 */
+    /* limits */
+    uint64_t nodes, node_limit;
+    double deadline; /* monotonic seconds */
+} af__search_part_t;
+
+#define AF__SEARCH_UNPLACED UINT64_MAX
+
+/* Monotonic clock in seconds. */
+double af__search_now(void);
+
+/*
+ * Decides whether the partition fits under cap with static order `order_idx`, exploring at most
+ * p->node_limit nodes before p->deadline. On AF__SEARCH_FOUND, out[i] gets buffer i's offset.
+ * Returns an AF__SEARCH_* value, or AF_ENOMEM.
+ */
+int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *out);
+
+#endif
