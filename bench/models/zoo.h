@@ -1,0 +1,61 @@
+/*
+ * arenaflow model zoo: C generators for the computation graphs the benchmarks and tests plan.
+ *
+ * Each generator builds a finalized af_graph_t with real shapes and dtypes through the public
+ * graph builder API: activations are f32 (int64 for token ids), weights are `constant` tensors
+ * (outside the activation arena), every node carries a FLOP estimate as its cost, reshapes are
+ * alias tensors (views), and elementwise ops carry in-place hints. The node order is a plain
+ * framework-style topological order (the order a PyTorch module's forward() would run, then,
+ * for training graphs, autograd's reverse order) — what a user would feed in, not a tuned one.
+ *
+ * Threading: the functions below keep no global state and are reentrant.
+ */
+#ifndef ARENAFLOW_ZOO_H
+#define ARENAFLOW_ZOO_H
+
+#include "arenaflow/graph.h"
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    AF_ZOO_INFERENCE = 0, /* forward pass of a published architecture */
+    AF_ZOO_RANDOM = 1,    /* randomly wired / searched-cell networks (RandWire, DARTS) */
+    AF_ZOO_TRAINING = 2,  /* forward + backward with saved activations */
+} af_zoo_kind_t;
+
+typedef struct af_zoo_opts {
+    int32_t batch; /* batch size; 0 = the model's default (1 for inference, 8 for training) */
+    int32_t seq;   /* sequence length for transformers; 0 = default (128 BERT, 1024 GPT-2) */
+    uint64_t seed; /* RNG seed for the random networks; 0 = the fixed default */
+} af_zoo_opts_t;
+
+typedef struct af_zoo_entry {
+    const char *name;
+    af_zoo_kind_t kind;
+    const char *help;
+} af_zoo_entry_t;
+
+/* Fills *o with zeros (every field at its default). */
+void af_zoo_opts_init(af_zoo_opts_t *o);
+
+/* The zoo's models, in a fixed order; *n gets the count. Static storage. */
+const af_zoo_entry_t *af_zoo_list(size_t *n);
+
+/* The entry for a name, or NULL. */
+const af_zoo_entry_t *af_zoo_find(const char *name);
+
+/*
+ * Builds model `name` and finalizes it. o may be NULL (defaults). Errors: AF_ENOENT (unknown
+ * name: err lists the known ones), AF_EINVAL (batch/seq out of range: 1..4096 / 1..65536),
+ * AF_ENOMEM. *out is set only on success; the caller owns it (af_graph_destroy()).
+ */
+int af_zoo_build(const char *name, const af_zoo_opts_t *o, af_graph_t **out, af_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_ZOO_H */
