@@ -1,0 +1,473 @@
+/*
+ * The "real" kernel set: straightforward f32 reference kernels so examples compute something
+ * real (not tuned: no blocking, no SIMD beyond what the compiler does).
+ *
+ * Shapes come from the graph's tensor infos (ONNX semantics, NCHW layout for Conv and pooling);
+ * a tensor whose rank is unknown makes the kernel return AF_ESHAPE. Binary elementwise ops use
+ * numpy broadcasting. Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) copy their input
+ * unless the planner made the output an alias of it, in which case there is nothing to do.
+ *
+ * Pure functions of their arguments: no state, no locks.
+ */
+#include "executor/executor_int.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+typedef struct shape {
+    int32_t rank;
+    int64_t d[AF_MAX_RANK];
+} shape_t;
+
+static int get_shape(const af_kernel_args_t *a, int32_t t, shape_t *s)
+{
+    const af_tensor_info_t *ti = af_graph_tensor(a->graph, t);
+    if (ti->rank < 0 || ti->rank > AF_MAX_RANK)
+        return AF_ESHAPE;
+    s->rank = ti->rank;
+    for (int32_t i = 0; i < ti->rank; i++) {
+        if (ti->shape[i] < 0)
+            return AF_ESHAPE;
+        s->d[i] = ti->shape[i];
+    }
+    return 0;
+}
+
+static int64_t numel(const shape_t *s)
+{
+    int64_t n = 1;
+    for (int32_t i = 0; i < s->rank; i++)
+        n *= s->d[i];
+    return n;
+}
+
+static int64_t attr_i(const af_kernel_args_t *a, const char *name, int64_t def)
+{
+    const af_attr_t *at = af_graph_node_attr(a->graph, a->node, name);
+    return at && at->type == AF_ATTR_INT ? at->i : def;
+}
+
+static double attr_f(const af_kernel_args_t *a, const char *name, double def)
+{
+    const af_attr_t *at = af_graph_node_attr(a->graph, a->node, name);
+    return at && at->type == AF_ATTR_FLOAT ? at->f : def;
+}
+
+/* ints attribute element k, or def. */
+static int64_t attr_ik(const af_kernel_args_t *a, const char *name, int32_t k, int64_t def)
+{
+    const af_attr_t *at = af_graph_node_attr(a->graph, a->node, name);
+    return at && at->type == AF_ATTR_INTS && k < at->n ? at->ints[k] : def;
+}
+
+/* ---- elementwise ------------------------------------------------------------------------ */
+
+typedef float (*unary_fn)(float x);
+static float f_relu(float x)
+{
+    return x > 0 ? x : 0;
+}
+static float f_sigmoid(float x)
+{
+    return 1.0f / (1.0f + expf(-x));
+}
+static float f_tanh(float x)
+{
+    return tanhf(x);
+}
+
+static int unary(const af_kernel_args_t *a, unary_fn f)
+{
+    if (a->n_inputs < 1 || a->n_outputs < 1)
+        return AF_EINVAL;
+    const float *x = a->inputs[0];
+    float *y = a->outputs[0];
+    uint64_t n = a->output_bytes[0] / 4;
+    if (a->input_bytes[0] / 4 < n)
+        return AF_ESHAPE;
+    for (uint64_t i = 0; i < n; i++)
+        y[i] = f(x[i]);
+    return 0;
+}
+
+static int k_relu(const af_kernel_args_t *a)
+{
+    return unary(a, f_relu);
+}
+static int k_sigmoid(const af_kernel_args_t *a)
+{
+    return unary(a, f_sigmoid);
+}
+static int k_tanh(const af_kernel_args_t *a)
+{
+    return unary(a, f_tanh);
+}
+
+/* Views: nothing to do when the output aliases the input, else a copy. */
+static int k_view(const af_kernel_args_t *a)
+{
+    if (a->n_inputs < 1 || a->n_outputs < 1)
+        return AF_EINVAL;
+    if (a->outputs[0] == a->inputs[0])
+        return 0;
+    uint64_t n = a->output_bytes[0] < a->input_bytes[0] ? a->output_bytes[0] : a->input_bytes[0];
+    memmove(a->outputs[0], a->inputs[0], (size_t)n);
+    return 0;
+}
+
+typedef float (*binary_fn)(float x, float y);
+static float f_add(float x, float y)
+{
+    return x + y;
+}
+static float f_sub(float x, float y)
+{
+    return x - y;
+}
+static float f_mul(float x, float y)
+{
+    return x * y;
+}
+static float f_div(float x, float y)
+{
+    return x / y;
+}
+
+/* Broadcast strides of s against the output shape o (0 where s has a 1 or no dim). */
+static void bstrides(const shape_t *s, const shape_t *o, int64_t *st)
+{
+    int64_t acc = 1;
+    for (int32_t i = o->rank - 1, j = s->rank - 1; i >= 0; i--, j--) {
+        if (j >= 0 && s->d[j] != 1) {
+            st[i] = acc;
+            acc *= s->d[j];
+        } else {
+            st[i] = 0;
+            if (j >= 0)
+                acc *= s->d[j];
+        }
+    }
+}
+
+static int binary(const af_kernel_args_t *a, binary_fn f)
+{
+    if (a->n_inputs < 2 || a->n_outputs < 1)
+        return AF_EINVAL;
+    shape_t sa, sb, so;
+    const float *x = a->inputs[0], *y = a->inputs[1];
+    float *z = a->outputs[0];
+    uint64_t n = a->output_bytes[0] / 4;
+    if (a->input_bytes[0] == a->output_bytes[0] && a->input_bytes[1] == a->output_bytes[0]) {
+        for (uint64_t i = 0; i < n; i++)
+            z[i] = f(x[i], y[i]);
+        return 0;
+    }
+    if (get_shape(a, a->info->inputs[0], &sa) || get_shape(a, a->info->inputs[1], &sb) ||
+        get_shape(a, a->info->outputs[0], &so))
+        return AF_ESHAPE;
+    int64_t ta[AF_MAX_RANK], tb[AF_MAX_RANK], idx[AF_MAX_RANK] = {0};
+    bstrides(&sa, &so, ta);
+    bstrides(&sb, &so, tb);
+    int64_t total = numel(&so), ia = 0, ib = 0;
+    if ((uint64_t)total > n)
+        return AF_ESHAPE;
+    for (int64_t i = 0; i < total; i++) {
+        z[i] = f(x[ia], y[ib]);
+        for (int32_t k = so.rank - 1; k >= 0; k--) { /* odometer increment */
+            idx[k]++;
+            ia += ta[k];
+            ib += tb[k];
+            if (idx[k] < so.d[k])
+                break;
+            ia -= ta[k] * so.d[k];
+            ib -= tb[k] * so.d[k];
+            idx[k] = 0;
+        }
+    }
+    return 0;
+}
+
+static int k_add(const af_kernel_args_t *a)
+{
+    return binary(a, f_add);
+}
+static int k_sub(const af_kernel_args_t *a)
+{
+    return binary(a, f_sub);
+}
+static int k_mul(const af_kernel_args_t *a)
+{
+    return binary(a, f_mul);
+}
+static int k_div(const af_kernel_args_t *a)
+{
+    return binary(a, f_div);
+}
+
+/* ---- matrix products -------------------------------------------------------------------- */
+
+/* C[M,N] = alpha * op(A) op(B) (+ C if accumulate). Row-major, lda/ldb are row lengths. */
+static void gemm(int64_t m, int64_t n, int64_t k, const float *A, int ta, const float *B, int tb,
+                 float alpha, float *C)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t p = 0; p < k; p++) {
+            float av = alpha * (ta ? A[p * m + i] : A[i * k + p]);
+            if (av == 0)
+                continue;
+            float *c = C + i * n;
+            if (tb)
+                for (int64_t j = 0; j < n; j++)
+                    c[j] += av * B[j * k + p];
+            else
+                for (int64_t j = 0; j < n; j++)
+                    c[j] += av * B[p * n + j];
+        }
+}
+
+static int k_matmul(const af_kernel_args_t *a)
+{
+    shape_t sa, sb, so;
+    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sa) ||
+        get_shape(a, a->info->inputs[1], &sb) || get_shape(a, a->info->outputs[0], &so) ||
+        sa.rank < 2 || sb.rank < 2 || so.rank < 2)
+        return AF_ESHAPE;
+    int64_t m = sa.d[sa.rank - 2], k = sa.d[sa.rank - 1], n = sb.d[sb.rank - 1];
+    if (sb.d[sb.rank - 2] != k)
+        return AF_ESHAPE;
+    int64_t mn = m * n > 0 ? m * n : 1, mk = m * k > 0 ? m * k : 1, kn = k * n > 0 ? k * n : 1;
+    int64_t batch = numel(&so) / mn, ba = numel(&sa) / mk, bb = numel(&sb) / kn;
+    if (ba < 1 || bb < 1)
+        return AF_ESHAPE;
+    float *out = a->outputs[0];
+    memset(out, 0, (size_t)(batch * m * n) * 4);
+    for (int64_t b = 0; b < batch; b++)
+        gemm(m, n, k, (const float *)a->inputs[0] + (b % ba) * m * k, 0,
+             (const float *)a->inputs[1] + (b % bb) * k * n, 0, 1.0f, out + b * m * n);
+    return 0;
+}
+
+static int k_gemm(const af_kernel_args_t *a)
+{
+    shape_t sa, sb, sc;
+    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sa) ||
+        get_shape(a, a->info->inputs[1], &sb) || sa.rank != 2 || sb.rank != 2)
+        return AF_ESHAPE;
+    int ta = (int)attr_i(a, "transA", 0), tb = (int)attr_i(a, "transB", 0);
+    float alpha = (float)attr_f(a, "alpha", 1.0), beta = (float)attr_f(a, "beta", 1.0);
+    int64_t m = ta ? sa.d[1] : sa.d[0], k = ta ? sa.d[0] : sa.d[1];
+    int64_t n = tb ? sb.d[0] : sb.d[1];
+    if ((tb ? sb.d[1] : sb.d[0]) != k || a->output_bytes[0] < (uint64_t)(m * n) * 4)
+        return AF_ESHAPE;
+    float *out = a->outputs[0];
+    memset(out, 0, (size_t)(m * n) * 4);
+    if (a->n_inputs > 2 && beta != 0 && !get_shape(a, a->info->inputs[2], &sc)) {
+        const float *c = a->inputs[2];
+        int64_t cm = sc.rank == 2 ? sc.d[0] : 1, cn = sc.rank >= 1 ? sc.d[sc.rank - 1] : 1;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++)
+                out[i * n + j] = beta * c[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
+    }
+    gemm(m, n, k, a->inputs[0], ta, a->inputs[1], tb, alpha, out);
+    return 0;
+}
+
+/* ---- convolution and pooling (NCHW) ----------------------------------------------------- */
+
+typedef struct win {
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+} win_t;
+
+static void get_win(const af_kernel_args_t *a, int64_t kh, int64_t kw, win_t *w)
+{
+    w->kh = attr_ik(a, "kernel_shape", 0, kh);
+    w->kw = attr_ik(a, "kernel_shape", 1, kw);
+    w->sh = attr_ik(a, "strides", 0, 1);
+    w->sw = attr_ik(a, "strides", 1, 1);
+    w->ph = attr_ik(a, "pads", 0, 0);
+    w->pw = attr_ik(a, "pads", 1, 0);
+    w->dh = attr_ik(a, "dilations", 0, 1);
+    w->dw = attr_ik(a, "dilations", 1, 1);
+}
+
+static int k_conv(const af_kernel_args_t *a)
+{
+    shape_t sx, sw, so;
+    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sx) ||
+        get_shape(a, a->info->inputs[1], &sw) || get_shape(a, a->info->outputs[0], &so) ||
+        sx.rank != 4 || sw.rank != 4 || so.rank != 4)
+        return AF_ESHAPE;
+    int64_t N = sx.d[0], C = sx.d[1], H = sx.d[2], W = sx.d[3];
+    int64_t M = sw.d[0], CG = sw.d[1], OH = so.d[2], OW = so.d[3];
+    int64_t G = attr_i(a, "group", 1);
+    win_t w;
+    get_win(a, sw.d[2], sw.d[3], &w);
+    if (G <= 0 || C != CG * G || M % G || so.d[1] != M)
+        return AF_ESHAPE;
+    const float *x = a->inputs[0], *k = a->inputs[1];
+    const float *bias = a->n_inputs > 2 ? a->inputs[2] : NULL;
+    float *y = a->outputs[0];
+    int64_t MG = M / G;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t m = 0; m < M; m++) {
+            int64_t g = m / MG;
+            float *yo = y + (n * M + m) * OH * OW;
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++) {
+                    float acc = bias ? bias[m] : 0.0f;
+                    for (int64_t c = 0; c < CG; c++) {
+                        const float *xc = x + (n * C + g * CG + c) * H * W;
+                        const float *kc = k + (m * CG + c) * w.kh * w.kw;
+                        for (int64_t i = 0; i < w.kh; i++) {
+                            int64_t ih = oh * w.sh - w.ph + i * w.dh;
+                            if (ih < 0 || ih >= H)
+                                continue;
+                            for (int64_t j = 0; j < w.kw; j++) {
+                                int64_t iw = ow * w.sw - w.pw + j * w.dw;
+                                if (iw >= 0 && iw < W)
+                                    acc += xc[ih * W + iw] * kc[i * w.kw + j];
+                            }
+                        }
+                    }
+                    yo[oh * OW + ow] = acc;
+                }
+        }
+    return 0;
+}
+
+static int pool(const af_kernel_args_t *a, int is_max, int global)
+{
+    shape_t sx, so;
+    if (a->n_inputs < 1 || get_shape(a, a->info->inputs[0], &sx) ||
+        get_shape(a, a->info->outputs[0], &so) || sx.rank != 4 || so.rank != 4)
+        return AF_ESHAPE;
+    int64_t NC = sx.d[0] * sx.d[1], H = sx.d[2], W = sx.d[3], OH = so.d[2], OW = so.d[3];
+    win_t w;
+    get_win(a, global ? H : 1, global ? W : 1, &w);
+    if (global)
+        w = (win_t){H, W, 1, 1, 0, 0, 1, 1};
+    const float *x = a->inputs[0];
+    float *y = a->outputs[0];
+    for (int64_t c = 0; c < NC; c++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++) {
+                float acc = is_max ? -FLT_MAX : 0.0f;
+                int64_t cnt = 0;
+                for (int64_t i = 0; i < w.kh; i++) {
+                    int64_t ih = oh * w.sh - w.ph + i * w.dh;
+                    for (int64_t j = 0; ih >= 0 && ih < H && j < w.kw; j++) {
+                        int64_t iw = ow * w.sw - w.pw + j * w.dw;
+                        if (iw < 0 || iw >= W)
+                            continue;
+                        float v = x[(c * H + ih) * W + iw];
+                        acc = is_max ? (v > acc ? v : acc) : acc + v;
+                        cnt++;
+                    }
+                }
+                y[(c * OH + oh) * OW + ow] = is_max ? acc : (cnt ? acc / (float)cnt : 0.0f);
+            }
+    return 0;
+}
+
+static int k_maxpool(const af_kernel_args_t *a)
+{
+    return pool(a, 1, 0);
+}
+static int k_avgpool(const af_kernel_args_t *a)
+{
+    return pool(a, 0, 0);
+}
+static int k_gavgpool(const af_kernel_args_t *a)
+{
+    return pool(a, 0, 1);
+}
+
+/* ---- Softmax, Concat -------------------------------------------------------------------- */
+
+/* Splits a shape around `axis`: outer x dim x inner. */
+static int split_axis(const shape_t *s, int64_t axis, int64_t *outer, int64_t *dim, int64_t *inner)
+{
+    if (axis < 0)
+        axis += s->rank;
+    if (axis < 0 || axis >= s->rank)
+        return AF_ESHAPE;
+    *outer = *inner = 1;
+    for (int32_t i = 0; i < axis; i++)
+        *outer *= s->d[i];
+    *dim = s->d[axis];
+    for (int32_t i = (int32_t)axis + 1; i < s->rank; i++)
+        *inner *= s->d[i];
+    return 0;
+}
+
+static int k_softmax(const af_kernel_args_t *a)
+{
+    shape_t sx;
+    int64_t outer, dim, inner;
+    if (a->n_inputs < 1 || get_shape(a, a->info->inputs[0], &sx) ||
+        split_axis(&sx, attr_i(a, "axis", -1), &outer, &dim, &inner))
+        return AF_ESHAPE;
+    const float *x = a->inputs[0];
+    float *y = a->outputs[0];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t in = 0; in < inner; in++) {
+            const float *xv = x + o * dim * inner + in;
+            float *yv = y + o * dim * inner + in;
+            float mx = -FLT_MAX, sum = 0;
+            for (int64_t i = 0; i < dim; i++)
+                mx = xv[i * inner] > mx ? xv[i * inner] : mx;
+            for (int64_t i = 0; i < dim; i++) {
+                yv[i * inner] = expf(xv[i * inner] - mx);
+                sum += yv[i * inner];
+            }
+            for (int64_t i = 0; i < dim; i++)
+                yv[i * inner] /= sum;
+        }
+    return 0;
+}
+
+static int k_concat(const af_kernel_args_t *a)
+{
+    shape_t so;
+    int64_t outer, dim, inner;
+    if (get_shape(a, a->info->outputs[0], &so) ||
+        split_axis(&so, attr_i(a, "axis", 0), &outer, &dim, &inner))
+        return AF_ESHAPE;
+    uint8_t *y = a->outputs[0];
+    uint64_t row = (uint64_t)dim * (uint64_t)inner * 4, at = 0;
+    for (int32_t i = 0; i < a->n_inputs; i++) {
+        uint64_t part = a->input_bytes[i] / (uint64_t)(outer ? outer : 1);
+        if (at + part > row)
+            return AF_ESHAPE;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(y + (uint64_t)o * row + at, (const uint8_t *)a->inputs[i] + (uint64_t)o * part,
+                   (size_t)part);
+        at += part;
+    }
+    return at == row ? 0 : AF_ESHAPE;
+}
+
+const af__kernel_entry_t af__kernels_f32[] = {
+    {"Relu", k_relu},
+    {"Sigmoid", k_sigmoid},
+    {"Tanh", k_tanh},
+    {"Add", k_add},
+    {"Sub", k_sub},
+    {"Mul", k_mul},
+    {"Div", k_div},
+    {"MatMul", k_matmul},
+    {"Gemm", k_gemm},
+    {"Conv", k_conv},
+    {"MaxPool", k_maxpool},
+    {"AveragePool", k_avgpool},
+    {"GlobalAveragePool", k_gavgpool},
+    {"Softmax", k_softmax},
+    {"Concat", k_concat},
+    {"Reshape", k_view},
+    {"Flatten", k_view},
+    {"Squeeze", k_view},
+    {"Unsqueeze", k_view},
+    {"Identity", k_view},
+    {NULL, NULL},
+};

@@ -1,0 +1,282 @@
+/*
+ * Sessions and rounds: a session binds a compiled plan (program) to an executor; a round is one
+ * execution of every node, in its own arena instance taken from the pool.
+ *
+ * Round life: a free slot is taken (slots are allocated once per session, so a round allocates
+ * nothing on the heap), the arena comes from the pool, pending counters are reset from the
+ * program, graph inputs and constants get their pointers (caller buffers are used in place when
+ * the plan put the tensor in the arena) and, when verifying, their checksums; the root nodes
+ * are pushed to the workers. The worker that finishes the last node completes the round: checks
+ * the outputs, copies views/dynamic outputs to caller buffers, frees dynamic tensors, returns
+ * the arena, and wakes the synchronous caller or posts the round to the session's loop
+ * (uv_async_send), whose callback runs the user's completion callback and frees the slot.
+ *
+ * Verification (session opts / executor verify): before a kernel runs, each input is hashed and
+ * compared with the checksum its producer recorded; after it runs, each output is hashed. The
+ * first mismatch names the polluted tensor and the node that read it.
+ *
+ * Plan swap (replan_after_warmup, replan.c): s->prog is replaced under s->mu; each round holds a
+ * reference on the program it started with, so in-flight rounds finish on the old plan.
+ *
+ * Lock rule: s->mu protects slots, the completed list, stats and s->prog; it is never held while
+ * a kernel runs or while pushing tasks (rank 1 in executor_int.h).
+ */
+#include "executor/session_int.h"
+
+#include <string.h>
+
+uint64_t af__round_sum(const af__round_t *r, int32_t t)
+{
+    return r->sum[t];
+}
+
+static inline void *tensor_ptr(const af__round_t *r, const af__prog_t *p, int32_t t)
+{
+    if (p->loc[t] == AF__LOC_ALIAS_DYN)
+        return r->ptr[p->root[t]] ? (uint8_t *)r->ptr[p->root[t]] + p->off[t] : NULL;
+    return r->ptr[t];
+}
+
+static inline uint64_t tensor_bytes(const af__round_t *r, const af__prog_t *p, int32_t t)
+{
+    switch (p->loc[t]) {
+    case AF__LOC_DYN:
+        return r->dbytes[t];
+    case AF__LOC_ALIAS_DYN: {
+        uint64_t rb = r->dbytes[p->root[t]];
+        if (p->bytes[t])
+            return p->bytes[t];
+        return rb > p->off[t] ? rb - p->off[t] : 0;
+    }
+    default:
+        return p->bytes[t];
+    }
+}
+
+static void mark_corrupt(af__round_t *r, int32_t t, int32_t node)
+{
+    atomic_fetch_add(&r->corrupted, 1);
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&r->first_corrupt, &zero, t + 1))
+        atomic_store(&r->first_corrupt_node, node);
+    zero = 0;
+    atomic_compare_exchange_strong(&r->status, &zero, AF_ECORRUPT);
+}
+
+static uint64_t dyn_size(af_session_t *s, int32_t t, uint64_t round)
+{
+    if (s->opts.dynamic_bytes)
+        return s->opts.dynamic_bytes(s->opts.dynamic_user, t, round);
+    return s->ex->opts.dynamic_default_bytes;
+}
+
+/* Allocates the node's dynamic outputs from the executor's dynamic region. */
+static int alloc_dynamic(af__round_t *r, const af__prog_t *p, const af_node_info_t *ni)
+{
+    for (int32_t k = 0; k < ni->n_outputs; k++) {
+        int32_t t = ni->outputs[k];
+        if (p->loc[t] != AF__LOC_DYN || r->ptr[t])
+            continue;
+        uint64_t n = dyn_size(r->s, t, r->id);
+        void *q = NULL;
+        int rc = af_dynregion_alloc(r->s->ex->dyn, n ? n : 1, &q);
+        if (rc)
+            return rc;
+        r->ptr[t] = q;
+        r->dbytes[t] = n;
+        r->owned[t] = 1;
+        atomic_fetch_add_explicit(&r->s->dyn_allocs, 1, memory_order_relaxed);
+    }
+    return 0;
+}
+
+static void fail_round(af__round_t *r, int rc)
+{
+    int zero = 0;
+    atomic_compare_exchange_strong(&r->status, &zero, rc);
+    atomic_store(&r->abort, 1);
+}
+
+void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
+{
+    af_session_t *s = r->s;
+    const af__prog_t *p = r->prog;
+    if (atomic_load_explicit(&r->abort, memory_order_relaxed))
+        return;
+    const af_node_info_t *ni = af_graph_node(p->g, v);
+    size_t stride = (size_t)s->max_in + (size_t)s->max_out;
+    const void **in = (const void **)s->sc_ptr + (size_t)w->id * stride;
+    void **outp = s->sc_ptr + (size_t)w->id * stride + s->max_in;
+    uint64_t *inb = s->sc_bytes + (size_t)w->id * stride;
+    uint64_t *outb = inb + s->max_in;
+    int verify = s->verify;
+    if (p->n_dyn && alloc_dynamic(r, p, ni)) {
+        fail_round(r, AF_ENOMEM);
+        return;
+    }
+    for (int32_t i = 0; i < ni->n_inputs; i++) {
+        int32_t t = ni->inputs[i];
+        in[i] = tensor_ptr(r, p, t);
+        inb[i] = tensor_bytes(r, p, t);
+        if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t])
+            mark_corrupt(r, t, v);
+    }
+    for (int32_t k = 0; k < ni->n_outputs; k++) {
+        int32_t t = ni->outputs[k];
+        outp[k] = tensor_ptr(r, p, t);
+        outb[k] = tensor_bytes(r, p, t);
+    }
+    af_kernel_args_t a = {
+        .graph = p->g,
+        .info = ni,
+        .node = v,
+        .worker = w->id,
+        .round = r->id,
+        .n_inputs = ni->n_inputs,
+        .inputs = in,
+        .input_bytes = inb,
+        .n_outputs = ni->n_outputs,
+        .outputs = outp,
+        .output_bytes = outb,
+        .user = p->kuser[v],
+        .priv = r,
+    };
+    int rc = p->kfn[v](&a);
+    if (rc) {
+        fail_round(r, rc);
+        return;
+    }
+    if (verify)
+        for (int32_t k = 0; k < ni->n_outputs; k++)
+            if (outp[k])
+                r->sum[ni->outputs[k]] = af__exec_checksum(outp[k], outb[k]);
+    if (s->history)
+        r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
+}
+
+/* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */
+void af__round_complete(af__round_t *r)
+{
+    af_session_t *s = r->s;
+    const af__prog_t *p = r->prog;
+    int aborted = atomic_load(&r->abort);
+    for (int32_t k = 0; k < p->n_outputs; k++) {
+        int32_t t = p->outputs[k];
+        void *src = tensor_ptr(r, p, t);
+        uint64_t n = tensor_bytes(r, p, t);
+        if (!src || aborted)
+            continue;
+        if (s->verify && af_graph_tensor(p->g, t)->producer >= 0 &&
+            af__exec_checksum(src, n) != r->sum[t])
+            mark_corrupt(r, t, -1);
+        af_buffer_t *ob = r->out ? &r->out[k] : NULL;
+        if (ob && ob->data && ob->data != src) {
+            uint64_t m = n < ob->bytes ? n : ob->bytes;
+            memcpy(ob->data, src, (size_t)m);
+            if (p->loc[t] == AF__LOC_DYN || p->loc[t] == AF__LOC_ALIAS_DYN)
+                ob->bytes = n;
+        }
+    }
+    af__session_round_done(s, r);
+}
+
+/* Caller side of the start of a round: pointers, inputs, counters. */
+int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outputs,
+                    af_error_t *err)
+{
+    af_session_t *s = r->s;
+    const af__prog_t *p = r->prog;
+    int32_t nt = p->n_tensors;
+    r->in = inputs;
+    r->out = outputs;
+    memset(r->owned, 0, (size_t)nt);
+    memset(r->dbytes, 0, (size_t)nt * sizeof(uint64_t));
+    if (s->verify)
+        memset(r->sum, 0, (size_t)nt * sizeof(uint64_t));
+    for (int32_t t = 0; t < nt; t++) {
+        switch (p->loc[t]) {
+        case AF__LOC_ARENA:
+            r->ptr[t] = r->arena + p->off[t];
+            break;
+        case AF__LOC_CONST:
+            r->ptr[t] = s->consts + p->off[t];
+            if (s->verify)
+                r->sum[t] = s->const_sum[t];
+            break;
+        default:
+            r->ptr[t] = NULL;
+        }
+        int32_t slot = p->slot_of[t];
+        if (slot > -2 || p->loc[t] != AF__LOC_ARENA)
+            continue; /* not a graph output, or no bytes of its own */
+        const af_buffer_t *ob = outputs ? &outputs[-2 - slot] : NULL;
+        if (ob && ob->data) {
+            if (ob->bytes < p->bytes[t])
+                return af__err(err, AF_EINVAL, "output buffer %d ('%s'): %llu bytes, needs %llu",
+                               -2 - slot, af_graph_tensor(p->g, t)->name,
+                               (unsigned long long)ob->bytes, (unsigned long long)p->bytes[t]);
+            r->ptr[t] = ob->data; /* the producer writes straight into the caller's buffer */
+        }
+    }
+    for (int32_t i = 0; i < p->n_inputs; i++) {
+        int32_t t = p->inputs[i];
+        const af_buffer_t *ib = inputs ? &inputs[i] : NULL;
+        const char *name = af_graph_tensor(p->g, t)->name;
+        if (p->loc[t] == AF__LOC_DYN) {
+            if (ib && ib->data) {
+                r->ptr[t] = ib->data;
+                r->dbytes[t] = ib->bytes;
+            } else {
+                uint64_t n = dyn_size(s, t, r->id);
+                int rc = af_dynregion_alloc(s->ex->dyn, n ? n : 1, &r->ptr[t]);
+                if (rc)
+                    return af__err(err, rc, "dynamic input '%s': %s", name, af_strerror(rc));
+                r->dbytes[t] = n;
+                r->owned[t] = 1;
+                af__exec_fill(r->ptr[t], n, af__exec_mix((uint64_t)t, r->id));
+            }
+        } else if (p->loc[t] == AF__LOC_ARENA) {
+            if (ib && ib->data) {
+                if (ib->bytes < p->bytes[t])
+                    return af__err(err, AF_EINVAL, "input buffer %d ('%s'): %llu bytes, needs %llu",
+                                   i, name, (unsigned long long)ib->bytes,
+                                   (unsigned long long)p->bytes[t]);
+                r->ptr[t] = ib->data; /* read in place: nobody writes a graph input */
+            } else {
+                af__exec_fill(r->ptr[t], p->bytes[t], af__exec_mix((uint64_t)t, r->id));
+            }
+        }
+        if (s->verify && r->ptr[t])
+            r->sum[t] = af__exec_checksum(r->ptr[t], tensor_bytes(r, p, t));
+    }
+    for (int32_t t = 0; t < nt; t++)
+        if (p->loc[t] == AF__LOC_ALIAS)
+            r->ptr[t] = r->ptr[p->root[t]] ? (uint8_t *)r->ptr[p->root[t]] + p->off[t] : NULL;
+    for (int32_t v = 0; v < p->n_nodes; v++)
+        atomic_store_explicit(&r->pending[v], p->init_pending[v], memory_order_relaxed);
+    atomic_store_explicit(&r->remaining, p->n_nodes, memory_order_relaxed);
+    atomic_store_explicit(&r->status, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->abort, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->corrupted, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->first_corrupt, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->first_corrupt_node, -1, memory_order_relaxed);
+    atomic_store_explicit(&r->seq_ctr, 0, memory_order_relaxed);
+    return 0;
+}
+
+/* Frees what a round took from the pool and the dynamic region. Any thread. */
+void af__round_release(af__round_t *r)
+{
+    af_session_t *s = r->s;
+    const af__prog_t *p = r->prog;
+    if (p->n_dyn || p->n_inputs)
+        for (int32_t t = 0; t < p->n_tensors; t++)
+            if (r->owned[t]) {
+                af_dynregion_free(s->ex->dyn, r->ptr[t]);
+                r->owned[t] = 0;
+            }
+    if (r->arena) {
+        af_pool_free(s->ex->pool, r->arena);
+        r->arena = NULL;
+    }
+}

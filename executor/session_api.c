@@ -1,0 +1,447 @@
+/*
+ * Public session calls: create/destroy, synchronous rounds, submitted rounds completed on the
+ * caller's libuv loop, statistics, checksums and history of the last round.
+ *
+ * Slots: max_inflight round structures are allocated at creation with every per-round array
+ * (pointers, checksums, pending counters), so running a round allocates nothing from the heap;
+ * the arena comes from the pool (whose cached blocks make that free of OS calls after the first
+ * rounds).
+ *
+ * Lock rule: s->mu (rank 1). A worker completing a round takes s->mu to publish it; the waiter
+ * (af_session_run) or the loop callback (submit) returns the slot under s->mu. uv_async_send is
+ * called with s->mu held so the session cannot be destroyed between publication and the send.
+ */
+#include "executor/session_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void slot_put(af_session_t *s, af__round_t *r) /* s->mu held */
+{
+    af__prog_release(r->prog);
+    r->prog = NULL;
+    s->free_slots[s->n_free++] = r->slot;
+    uv_cond_broadcast(&s->cv);
+}
+
+void af__session_round_done(af_session_t *s, af__round_t *r)
+{
+    const af__prog_t *p = r->prog;
+    int status = atomic_load(&r->status);
+    uv_mutex_lock(&s->mu);
+    s->rounds++;
+    s->nodes_run += (uint64_t)p->n_nodes;
+    if (status)
+        s->failed_rounds++;
+    s->corrupted += (uint64_t)atomic_load(&r->corrupted);
+    int fc = atomic_load(&r->first_corrupt);
+    if (fc && s->first_corrupt_tensor < 0) {
+        s->first_corrupt_tensor = fc - 1;
+        s->first_corrupt_node = atomic_load(&r->first_corrupt_node);
+    }
+    if (s->verify)
+        memcpy(s->last_sum, r->sum, (size_t)p->n_tensors * sizeof(uint64_t));
+    if (s->history)
+        memcpy(s->last_seq, r->seq, (size_t)p->n_nodes * sizeof(uint64_t));
+    s->have_last = 1;
+    af__replan_observe(s, r);
+    uv_mutex_unlock(&s->mu);
+
+    af__round_release(r);
+
+    uv_mutex_lock(&s->mu);
+    r->final_status = status;
+    r->done = 1;
+    s->running--;
+    if (r->sync) {
+        uv_cond_broadcast(&s->cv);
+    } else {
+        r->next_done = NULL;
+        if (s->done_tail)
+            s->done_tail->next_done = r;
+        else
+            s->done_head = r;
+        s->done_tail = r;
+        uv_cond_broadcast(&s->cv);
+        if (s->has_async)
+            uv_async_send(&s->async);
+    }
+    uv_mutex_unlock(&s->mu);
+}
+
+/* Runs the callbacks of completed submitted rounds; loop thread. */
+static void drain_done(af_session_t *s)
+{
+    uv_mutex_lock(&s->mu);
+    af__round_t *r = s->done_head;
+    s->done_head = s->done_tail = NULL;
+    uv_mutex_unlock(&s->mu);
+    while (r) {
+        af__round_t *next = r->next_done;
+        if (r->cb)
+            r->cb(s, r->id, r->final_status, r->user);
+        uv_mutex_lock(&s->mu);
+        slot_put(s, r);
+        uv_mutex_unlock(&s->mu);
+        r = next;
+    }
+}
+
+static void on_async(uv_async_t *h)
+{
+    drain_done((af_session_t *)h);
+}
+
+static void slots_free(af_session_t *s)
+{
+    for (int32_t i = 0; s->slots && i < s->n_slots; i++) {
+        af__round_t *r = &s->slots[i];
+        af__free(r->ptr);
+        af__free(r->dbytes);
+        af__free(r->sum);
+        af__free(r->seq);
+        af__free(r->owned);
+        af__free(r->pending);
+    }
+    af__free(s->slots);
+}
+
+static void session_free(af_session_t *s)
+{
+    slots_free(s);
+    af__free(s->free_slots);
+    af__free(s->sc_ptr);
+    af__free(s->sc_bytes);
+    af__free(s->consts);
+    af__free(s->const_sum);
+    af__free(s->last_sum);
+    af__free(s->last_seq);
+    af__free(s->dyn_max);
+    af__prog_release(s->prog);
+    af__free(s);
+}
+
+static void on_close(uv_handle_t *h)
+{
+    session_free((af_session_t *)h);
+}
+
+static uint64_t pool_os_calls(af_pool_t *pool)
+{
+    static __thread af_pool_stats_t st; /* large: keep it off the stack */
+    af_pool_stats(pool, &st);
+    return st.os_maps + st.os_unmaps + st.os_madvise;
+}
+
+static int alloc_slots(af_session_t *s, const af__prog_t *p)
+{
+    size_t nt = (size_t)p->n_tensors + 1, nn = (size_t)p->n_nodes + 1;
+    s->n_slots = s->ex->opts.max_inflight;
+    s->slots = af__calloc((size_t)s->n_slots, sizeof(*s->slots));
+    s->free_slots = af__malloc((size_t)s->n_slots * sizeof(int32_t));
+    if (!s->slots || !s->free_slots)
+        return AF_ENOMEM;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        af__round_t *r = &s->slots[i];
+        r->s = s;
+        r->slot = i;
+        r->ptr = af__calloc(nt, sizeof(void *));
+        r->dbytes = af__calloc(nt, sizeof(uint64_t));
+        r->sum = af__calloc(nt, sizeof(uint64_t));
+        r->seq = af__calloc(nn, sizeof(uint64_t));
+        r->owned = af__calloc(nt, 1);
+        r->pending = af__calloc(nn, sizeof(atomic_int));
+        if (!r->ptr || !r->dbytes || !r->sum || !r->seq || !r->owned || !r->pending)
+            return AF_ENOMEM;
+        s->free_slots[s->n_free++] = s->n_slots - 1 - i;
+    }
+    return 0;
+}
+
+/* Constant storage: filled once with a per-tensor pattern (weights are not the subject). */
+static int alloc_consts(af_session_t *s, const af__prog_t *p)
+{
+    s->consts = af__calloc(1, p->const_bytes ? (size_t)p->const_bytes : 1);
+    s->const_sum = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
+    if (!s->consts || !s->const_sum)
+        return AF_ENOMEM;
+    for (int32_t t = 0; t < p->n_tensors; t++)
+        if (p->loc[t] == AF__LOC_CONST) {
+            af__exec_fill(s->consts + p->off[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
+            s->const_sum[t] = af__exec_checksum(s->consts + p->off[t], p->bytes[t]);
+        }
+    return 0;
+}
+
+int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session_opts_t *opts,
+                      af_session_t **out, af_error_t *err)
+{
+    if (!ex || !plan || !out)
+        return af__err(err, AF_EINVAL, "af_session_create: NULL argument");
+    af_session_t *s = af__calloc(1, sizeof(*s));
+    if (!s)
+        return af__err(err, AF_ENOMEM, "out of memory creating a session");
+    if (opts)
+        s->opts = *opts;
+    s->replan_opts = opts && opts->replan_opts ? *opts->replan_opts : *af_plan_opts(plan);
+    s->opts.replan_opts = &s->replan_opts;
+    s->ex = ex;
+    s->verify = ex->verify;
+    s->history = ex->opts.history;
+    s->first_corrupt_tensor = s->first_corrupt_node = -1;
+    int rc = af__prog_create(ex, plan, &s->prog, err);
+    if (rc) {
+        af__free(s);
+        return rc;
+    }
+    const af__prog_t *p = s->prog;
+    s->max_in = p->max_in;
+    s->max_out = p->max_out;
+    size_t per = (size_t)(s->max_in + s->max_out) + 1;
+    s->sc_ptr = af__calloc(per * (size_t)ex->n, sizeof(void *));
+    s->sc_bytes = af__calloc(per * (size_t)ex->n, sizeof(uint64_t));
+    s->last_sum = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
+    s->last_seq = af__calloc((size_t)p->n_nodes + 1, sizeof(uint64_t));
+    s->dyn_max = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
+    if (!s->sc_ptr || !s->sc_bytes || !s->last_sum || !s->last_seq || !s->dyn_max ||
+        alloc_slots(s, p) || alloc_consts(s, p)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory creating a session");
+        goto fail;
+    }
+    if ((rc = uv_mutex_init(&s->mu))) {
+        af__err(err, rc, "uv_mutex_init: %s", af_strerror(rc));
+        goto fail;
+    }
+    if ((rc = uv_cond_init(&s->cv))) {
+        af__err(err, rc, "uv_cond_init: %s", af_strerror(rc));
+        goto fail_mu;
+    }
+    if (s->opts.loop) {
+        if ((rc = uv_async_init(s->opts.loop, &s->async, on_async))) {
+            af__err(err, rc, "uv_async_init: %s", af_strerror(rc));
+            goto fail_cv;
+        }
+        s->has_async = 1;
+    }
+    s->pool_os0 = pool_os_calls(ex->pool);
+    *out = s;
+    return 0;
+fail_cv:
+    uv_cond_destroy(&s->cv);
+fail_mu:
+    uv_mutex_destroy(&s->mu);
+fail:
+    session_free(s);
+    return rc;
+}
+
+void af_session_destroy(af_session_t *s)
+{
+    if (!s)
+        return;
+    uv_mutex_lock(&s->mu);
+    while (s->running > 0)
+        uv_cond_wait(&s->cv, &s->mu);
+    uv_mutex_unlock(&s->mu);
+    drain_done(s); /* callbacks of rounds the loop has not delivered yet */
+    uv_cond_destroy(&s->cv);
+    uv_mutex_destroy(&s->mu);
+    if (s->has_async)
+        uv_close((uv_handle_t *)&s->async, on_close);
+    else
+        session_free(s);
+}
+
+/* Takes a slot and starts a round. On success *rout is running (or already complete). */
+static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs, int sync,
+                       af_round_cb cb, void *user, af__round_t **rout, af_error_t *err)
+{
+    uv_mutex_lock(&s->mu);
+    af__replan_maybe(s);
+    while (s->n_free == 0) {
+        if (!sync) {
+            uv_mutex_unlock(&s->mu);
+            return af__err(err, AF_EBUSY, "%d rounds already in flight", s->n_slots);
+        }
+        uv_cond_wait(&s->cv, &s->mu);
+    }
+    af__round_t *r = &s->slots[s->free_slots[--s->n_free]];
+    r->prog = s->prog;
+    atomic_fetch_add(&r->prog->refs, 1);
+    r->id = s->next_round++;
+    r->sync = sync;
+    r->done = 0;
+    r->cb = cb;
+    r->user = user;
+    s->running++;
+    uv_mutex_unlock(&s->mu);
+
+    const af__prog_t *p = r->prog;
+    int rc = 0;
+    r->arena = NULL;
+    if (p->arena_bytes &&
+        (rc = af_pool_alloc(s->ex->pool, (size_t)p->arena_bytes, (void **)&r->arena))) {
+        af__err(err, rc, "the pool cannot give a %llu-byte arena: %s",
+                (unsigned long long)p->arena_bytes, af_strerror(rc));
+        goto fail;
+    }
+    if ((rc = af__round_start(r, inputs, outputs, err)))
+        goto fail;
+    *rout = r;
+    if (p->n_nodes == 0) {
+        af__round_complete(r);
+        return 0;
+    }
+    for (int32_t i = 0; i < p->n_roots; i++) {
+        af__task_t t = {r, p->roots[i]};
+        /* Deques grow only until they have held their largest backlog; retry if that fails. */
+        while (af__exec_push(s->ex, -1, &t, 1))
+            uv_sleep(1);
+    }
+    return 0;
+fail:
+    af__round_release(r);
+    uv_mutex_lock(&s->mu);
+    s->running--;
+    slot_put(s, r);
+    uv_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static void describe_failure(const af__round_t *r, int status, af_error_t *err)
+{
+    const af_graph_t *g = r->prog->g;
+    int fc = atomic_load(&r->first_corrupt);
+    if (status == AF_ECORRUPT && fc) {
+        int32_t node = atomic_load(&r->first_corrupt_node);
+        af__err(err, status, "round %llu: tensor '%s' corrupted (%d tensors): read by %s%s%s",
+                (unsigned long long)r->id, af_graph_tensor(g, fc - 1)->name,
+                atomic_load(&r->corrupted), node >= 0 ? "node '" : "the caller",
+                node >= 0 ? af_graph_node(g, node)->name : "", node >= 0 ? "'" : "");
+    } else {
+        af__err(err, status, "round %llu failed: %s", (unsigned long long)r->id,
+                af_strerror(status));
+    }
+}
+
+int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
+                   af_error_t *err)
+{
+    if (!s)
+        return af__err(err, AF_EINVAL, "af_session_run: NULL session");
+    af__round_t *r;
+    int rc = round_begin(s, inputs, outputs, 1, NULL, NULL, &r, err);
+    if (rc)
+        return rc;
+    uv_mutex_lock(&s->mu);
+    while (!r->done)
+        uv_cond_wait(&s->cv, &s->mu);
+    rc = r->final_status;
+    if (rc)
+        describe_failure(r, rc, err);
+    slot_put(s, r);
+    uv_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int af_session_submit(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
+                      af_round_cb cb, void *user, uint64_t *round_out)
+{
+    if (!s || !s->has_async)
+        return AF_EINVAL;
+    af__round_t *r;
+    int rc = round_begin(s, inputs, outputs, 0, cb, user, &r, NULL);
+    if (rc == 0 && round_out)
+        *round_out = r->id;
+    return rc;
+}
+
+int32_t af_session_inflight(const af_session_t *s)
+{
+    af_session_t *m = (af_session_t *)s;
+    uv_mutex_lock(&m->mu);
+    int32_t n = m->n_slots - m->n_free;
+    uv_mutex_unlock(&m->mu);
+    return n;
+}
+
+int32_t af_session_input_count(const af_session_t *s)
+{
+    return s->prog->n_inputs;
+}
+int32_t af_session_output_count(const af_session_t *s)
+{
+    return s->prog->n_outputs;
+}
+int32_t af_session_input_tensor(const af_session_t *s, int32_t i)
+{
+    return i >= 0 && i < s->prog->n_inputs ? s->prog->inputs[i] : -1;
+}
+int32_t af_session_output_tensor(const af_session_t *s, int32_t i)
+{
+    return i >= 0 && i < s->prog->n_outputs ? s->prog->outputs[i] : -1;
+}
+
+const af_plan_t *af_session_plan(const af_session_t *s)
+{
+    af_session_t *m = (af_session_t *)s;
+    uv_mutex_lock(&m->mu);
+    const af_plan_t *p = m->prog->plan;
+    uv_mutex_unlock(&m->mu);
+    return p;
+}
+
+void af_session_stats(const af_session_t *s, af_session_stats_t *o)
+{
+    af_session_t *m = (af_session_t *)s;
+    memset(o, 0, sizeof(*o));
+    uint64_t os = pool_os_calls(m->ex->pool);
+    uv_mutex_lock(&m->mu);
+    o->rounds = m->rounds;
+    o->failed_rounds = m->failed_rounds;
+    o->corrupted_tensors = m->corrupted;
+    o->nodes_run = m->nodes_run;
+    o->plan_swaps = m->plan_swaps;
+    o->arena_bytes = m->prog->arena_bytes;
+    o->first_corrupt_tensor = m->first_corrupt_tensor;
+    o->first_corrupt_node = m->first_corrupt_node;
+    o->pool_os_calls = os - m->pool_os0;
+    uv_mutex_unlock(&m->mu);
+    o->dynamic_allocs = atomic_load(&m->dyn_allocs);
+}
+
+int af_session_checksums(const af_session_t *s, uint64_t *out, int32_t n)
+{
+    af_session_t *m = (af_session_t *)s;
+    if (!out || n < m->prog->n_tensors)
+        return AF_EINVAL;
+    uv_mutex_lock(&m->mu);
+    memcpy(out, m->last_sum, (size_t)m->prog->n_tensors * sizeof(uint64_t));
+    uv_mutex_unlock(&m->mu);
+    return 0;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    const af_history_entry_t *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int af_session_history(const af_session_t *s, af_history_entry_t *out, int32_t max)
+{
+    af_session_t *m = (af_session_t *)s;
+    if (!m->history || (!out && max))
+        return AF_EINVAL;
+    int32_t k = 0;
+    uv_mutex_lock(&m->mu);
+    const af__prog_t *p = m->prog;
+    for (int32_t t = 0; t < p->n_tensors && k < max; t++) {
+        int32_t prod = af_graph_tensor(p->g, t)->producer;
+        if (p->loc[t] != AF__LOC_ARENA || prod < 0 || !m->last_seq[prod])
+            continue;
+        out[k++] = (af_history_entry_t){t, prod, m->last_seq[prod]};
+    }
+    uv_mutex_unlock(&m->mu);
+    qsort(out, (size_t)k, sizeof(*out), by_seq); /* in the order the bytes were written */
+    return k;
+}

@@ -1,0 +1,508 @@
+/*
+ * The worker pool: threads created with libuv's thread API and owned by the executor.
+ *
+ * Algorithm: every worker has a deque of ready tasks (round, node). A worker pops from the tail
+ * of its own deque, and when that is empty steals from the head of another worker's deque
+ * (victims tried in a pseudo-random rotation). Running a task releases the node's successors;
+ * the first successor that becomes ready is run by the same worker right away (no queue trip),
+ * the others are pushed onto its deque. A worker that finds no task spins briefly and then
+ * sleeps on the executor's condition variable.
+ *
+ * Invariants: `queued` counts the tasks sitting in deques; it is incremented before the push
+ * becomes visible to sleepers and decremented after a successful pop. A pusher that sees
+ * sleepers > 0 signals under `mu`; a would-be sleeper increments `sleepers` under `mu` before
+ * re-checking `queued` (both seq_cst), so a wakeup cannot be lost.
+ *
+ * Lock rule: one deque mutex at a time; `mu` only around sleeping and signalling; never a lock
+ * while a kernel runs (ranks in executor_int.h).
+ */
+#include "executor/executor_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+void af_executor_opts_init(af_executor_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->threads = 0;
+    o->kernels = "verify";
+    o->max_inflight = 4;
+    o->replan_after_warmup = 0;
+    o->dynamic_default_bytes = 4096;
+    o->history = 0;
+    o->verify = -1;
+    o->pool = NULL;
+}
+
+static int parse_i32(const char *v, int32_t lo, int32_t hi, int32_t *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || x < lo || x > hi)
+        return -1;
+    *out = (int32_t)x;
+    return 0;
+}
+
+static int set_threads(af_executor_opts_t *o, const char *v)
+{
+    return parse_i32(v, 0, 1024, &o->threads);
+}
+static int set_kernels(af_executor_opts_t *o, const char *v)
+{
+    for (const char *const *n = af_kernel_set_names(); *n; n++)
+        if (strcmp(*n, v) == 0) {
+            o->kernels = *n;
+            return 0;
+        }
+    return -1;
+}
+static int set_inflight(af_executor_opts_t *o, const char *v)
+{
+    return parse_i32(v, 1, 1024, &o->max_inflight);
+}
+static int set_replan(af_executor_opts_t *o, const char *v)
+{
+    return parse_i32(v, 0, 1 << 30, &o->replan_after_warmup);
+}
+static int set_dynbytes(af_executor_opts_t *o, const char *v)
+{
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    uint64_t mul = 1;
+    if (*end == 'K' || *end == 'k')
+        mul = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1024 * 1024, end++;
+    if (end == v || *end || v[0] == '-' || x == 0 || x > (1ULL << 40) / mul)
+        return -1;
+    o->dynamic_default_bytes = x * mul;
+    return 0;
+}
+static int parse_bool(const char *v, int *out)
+{
+    int32_t x;
+    if (strcmp(v, "true") == 0 || strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
+        x = 1;
+    else if (strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
+        x = 0;
+    else if (parse_i32(v, 0, 1, &x))
+        return -1;
+    *out = x;
+    return 0;
+}
+static int set_history(af_executor_opts_t *o, const char *v)
+{
+    return parse_bool(v, &o->history);
+}
+static int set_verify(af_executor_opts_t *o, const char *v)
+{
+    if (strcmp(v, "auto") == 0) {
+        o->verify = -1;
+        return 0;
+    }
+    return parse_bool(v, &o->verify);
+}
+
+static const struct {
+    const char *key;
+    int (*set)(af_executor_opts_t *o, const char *v);
+    const char *expect;
+} opt_table[] = {
+    {"threads", set_threads, "an integer 0..1024 (0 = all CPUs)"},
+    {"kernels", set_kernels, "verify, real or empty"},
+    {"max_inflight", set_inflight, "an integer 1..1024"},
+    {"replan_after_warmup", set_replan, "a round count >= 0"},
+    {"dynamic_default_bytes", set_dynbytes, "a positive size (K, M suffixes)"},
+    {"history", set_history, "true or false"},
+    {"verify", set_verify, "auto, true or false"},
+};
+
+int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value, af_error_t *err)
+{
+    if (!o || !key || !value)
+        return af__err(err, AF_EINVAL, "executor option: missing key or value");
+    for (size_t i = 0; i < AF_ARRAY_SIZE(opt_table); i++) {
+        if (strcmp(opt_table[i].key, key) != 0)
+            continue;
+        if (opt_table[i].set(o, value))
+            return af__err(err, AF_EINVAL, "executor option %s: '%s' is not %s", key, value,
+                           opt_table[i].expect);
+        return 0;
+    }
+    return af__err(err, AF_EINVAL, "unknown executor option '%s'", key);
+}
+
+const char *const *af_executor_opts_keys(void)
+{
+    static const char *const keys[] = {"threads",
+                                       "kernels",
+                                       "max_inflight",
+                                       "replan_after_warmup",
+                                       "dynamic_default_bytes",
+                                       "history",
+                                       "verify",
+                                       NULL};
+    return keys;
+}
+
+/* ---- deques ----------------------------------------------------------------------------- */
+
+/* Caller holds d->mu. Grows the ring; the only allocation on the scheduling path, and it only
+ * happens until the deque has seen its largest backlog. */
+static int deque_reserve(af__deque_t *d, size_t need)
+{
+    if (need <= d->cap)
+        return 0;
+    size_t cap = d->cap ? d->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    af__task_t *nb = af__malloc(cap * sizeof(*nb));
+    if (!nb)
+        return AF_ENOMEM;
+    for (size_t i = 0; i < d->count; i++)
+        nb[i] = d->buf[(d->head + i) % d->cap];
+    af__free(d->buf);
+    d->buf = nb;
+    d->cap = cap;
+    d->head = 0;
+    return 0;
+}
+
+static int deque_pop_tail(af__deque_t *d, af__task_t *t)
+{
+    int ok = 0;
+    uv_mutex_lock(&d->mu);
+    if (d->count) {
+        d->count--;
+        *t = d->buf[(d->head + d->count) % d->cap];
+        ok = 1;
+    }
+    uv_mutex_unlock(&d->mu);
+    return ok;
+}
+
+static int deque_steal_head(af__deque_t *d, af__task_t *t)
+{
+    int ok = 0;
+    uv_mutex_lock(&d->mu);
+    if (d->count) {
+        *t = d->buf[d->head];
+        d->head = (d->head + 1) % d->cap;
+        d->count--;
+        ok = 1;
+    }
+    uv_mutex_unlock(&d->mu);
+    return ok;
+}
+
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (hint < 0 || hint >= ex->n)
+        hint = (int32_t)(atomic_fetch_add_explicit(&ex->rr, 1, memory_order_relaxed) %
+                         (unsigned)ex->n);
+    af__deque_t *d = &ex->workers[hint].dq;
+    uv_mutex_lock(&d->mu);
+    int rc = deque_reserve(d, d->count + n);
+    if (rc) {
+        uv_mutex_unlock(&d->mu);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++)
+        d->buf[(d->head + d->count + i) % d->cap] = t[i];
+    d->count += n;
+    atomic_fetch_add(&ex->queued, (long long)n);
+    uv_mutex_unlock(&d->mu);
+    if (atomic_load(&ex->sleepers) > 0) {
+        uv_mutex_lock(&ex->mu);
+        if (n > 1)
+            uv_cond_broadcast(&ex->cv);
+        else
+            uv_cond_signal(&ex->cv);
+        uv_mutex_unlock(&ex->mu);
+    }
+    return 0;
+}
+
+static int find_task(af__worker_t *w, af__task_t *t)
+{
+    af_executor_t *ex = w->ex;
+    if (atomic_load_explicit(&ex->queued, memory_order_relaxed) <= 0)
+        return 0;
+    if (deque_pop_tail(&w->dq, t))
+        goto found;
+    w->rng = w->rng * 1103515245u + 12345u;
+    int32_t start = (int32_t)((w->rng >> 8) % (uint32_t)ex->n);
+    for (int32_t i = 0; i < ex->n; i++) {
+        int32_t v = (start + i) % ex->n;
+        if (v != w->id && deque_steal_head(&ex->workers[v].dq, t)) {
+            atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
+            goto found;
+        }
+    }
+    return 0;
+found:
+    atomic_fetch_sub(&ex->queued, 1);
+    return 1;
+}
+
+/* Runs a task and then, as long as it makes one ready, the successor it released. */
+static void run_chain(af__worker_t *w, af__task_t t)
+{
+    for (;;) {
+        af__round_t *r = t.r;
+        const af__prog_t *p = r->prog;
+        af__round_run_node(w, r, t.node);
+        atomic_fetch_add_explicit(&w->tasks, 1, memory_order_relaxed);
+        int32_t next = -1;
+        for (int32_t i = p->succ_off[t.node]; i < p->succ_off[t.node + 1]; i++) {
+            int32_t s = p->succ[i];
+            if (atomic_fetch_sub_explicit(&r->pending[s], 1, memory_order_acq_rel) != 1)
+                continue;
+            if (next < 0) {
+                next = s;
+            } else {
+                af__task_t nt = {r, s};
+                if (af__exec_push(w->ex, w->id, &nt, 1))
+                    /* No memory to queue it: run it now, recursively bounded by the fan-out. */
+                    run_chain(w, nt);
+            }
+        }
+        if (atomic_fetch_sub_explicit(&r->remaining, 1, memory_order_acq_rel) == 1) {
+            af__round_complete(r); /* r may be reused from here on */
+            return;
+        }
+        if (next < 0)
+            return;
+        t.node = next;
+    }
+}
+
+static void worker_main(void *arg)
+{
+    af__worker_t *w = arg;
+    af_executor_t *ex = w->ex;
+    af__task_t t;
+    for (;;) {
+        int spins = 0;
+        while (!find_task(w, &t)) {
+            if (atomic_load(&ex->stop))
+                return;
+            if (++spins < 64)
+                continue;
+            uv_mutex_lock(&ex->mu);
+            atomic_fetch_add(&ex->sleepers, 1);
+            while (atomic_load(&ex->queued) <= 0 && !atomic_load(&ex->stop))
+                uv_cond_wait(&ex->cv, &ex->mu);
+            atomic_fetch_sub(&ex->sleepers, 1);
+            uv_mutex_unlock(&ex->mu);
+            spins = 0;
+        }
+        run_chain(w, t);
+    }
+}
+
+/* ---- executor lifecycle ----------------------------------------------------------------- */
+
+static int32_t cpu_count(void)
+{
+    uv_cpu_info_t *info;
+    int n = 0;
+    if (uv_cpu_info(&info, &n) == 0) {
+        uv_free_cpu_info(info, n);
+        return n > 0 ? n : 1;
+    }
+    return 1;
+}
+
+int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_error_t *err)
+{
+    if (!out)
+        return af__err(err, AF_EINVAL, "af_executor_create: out is NULL");
+    af_executor_opts_t o;
+    if (opts)
+        o = *opts;
+    else
+        af_executor_opts_init(&o);
+    if (!o.kernels)
+        o.kernels = "verify";
+    if (set_kernels(&o, o.kernels))
+        return af__err(err, AF_EINVAL, "unknown kernel set '%s'", o.kernels);
+    if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0)
+        return af__err(err, AF_EINVAL, "executor options out of range");
+    if (o.dynamic_default_bytes == 0)
+        o.dynamic_default_bytes = 4096;
+    int rc = AF_ENOMEM;
+    af_executor_t *ex = af__calloc(1, sizeof(*ex));
+    if (!ex)
+        goto fail;
+    ex->opts = o;
+    ex->n = o.threads ? o.threads : cpu_count();
+    ex->workers = af__calloc((size_t)ex->n, sizeof(*ex->workers));
+    if (!ex->workers)
+        goto fail_ex;
+    if ((rc = uv_mutex_init(&ex->mu)))
+        goto fail_workers;
+    if ((rc = uv_cond_init(&ex->cv)))
+        goto fail_mu;
+    if ((rc = uv_mutex_init(&ex->kmu)))
+        goto fail_cv;
+    ex->verify = o.verify < 0 ? strcmp(o.kernels, "verify") == 0 : o.verify;
+    ex->pool = o.pool;
+    if (!ex->pool) {
+        if ((rc = af_pool_create(NULL, &ex->pool, err)))
+            goto fail_kmu;
+        ex->own_pool = 1;
+    }
+    if ((rc = af_dynregion_create(&ex->dyn, err)))
+        goto fail_pool;
+    for (int32_t i = 0; i < ex->n; i++) {
+        af__worker_t *w = &ex->workers[i];
+        w->ex = ex;
+        w->id = i;
+        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        if ((rc = uv_mutex_init(&w->dq.mu)))
+            goto fail_threads;
+        ex->started = i + 1; /* deque mutexes initialised so far */
+    }
+    for (int32_t i = 0; i < ex->n; i++) {
+        if ((rc = uv_thread_create(&ex->workers[i].thread, worker_main, &ex->workers[i]))) {
+            atomic_store(&ex->stop, 1);
+            uv_mutex_lock(&ex->mu);
+            uv_cond_broadcast(&ex->cv);
+            uv_mutex_unlock(&ex->mu);
+            for (int32_t j = 0; j < i; j++)
+                uv_thread_join(&ex->workers[j].thread);
+            goto fail_threads;
+        }
+    }
+    *out = ex;
+    return 0;
+
+fail_threads:
+    for (int32_t i = 0; i < ex->started; i++)
+        uv_mutex_destroy(&ex->workers[i].dq.mu);
+    af_dynregion_destroy(ex->dyn);
+fail_pool:
+    if (ex->own_pool)
+        af_pool_destroy(ex->pool);
+fail_kmu:
+    uv_mutex_destroy(&ex->kmu);
+fail_cv:
+    uv_cond_destroy(&ex->cv);
+fail_mu:
+    uv_mutex_destroy(&ex->mu);
+fail_workers:
+    af__free(ex->workers);
+fail_ex:
+    af__free(ex);
+fail:
+    return af__err(err, rc, "cannot start the executor: %s", af_strerror(rc));
+}
+
+void af_executor_destroy(af_executor_t *ex)
+{
+    if (!ex)
+        return;
+    atomic_store(&ex->stop, 1);
+    uv_mutex_lock(&ex->mu);
+    uv_cond_broadcast(&ex->cv);
+    uv_mutex_unlock(&ex->mu);
+    for (int32_t i = 0; i < ex->n; i++)
+        uv_thread_join(&ex->workers[i].thread);
+    for (int32_t i = 0; i < ex->n; i++) {
+        uv_mutex_destroy(&ex->workers[i].dq.mu);
+        af__free(ex->workers[i].dq.buf);
+    }
+    for (size_t i = 0; i < ex->n_kregs; i++)
+        af__free(ex->kregs[i].op);
+    af__free(ex->kregs);
+    af_dynregion_destroy(ex->dyn);
+    if (ex->own_pool)
+        af_pool_destroy(ex->pool);
+    uv_mutex_destroy(&ex->kmu);
+    uv_cond_destroy(&ex->cv);
+    uv_mutex_destroy(&ex->mu);
+    af__free(ex->workers);
+    af__free(ex);
+}
+
+int32_t af_executor_threads(const af_executor_t *ex)
+{
+    return ex ? ex->n : 0;
+}
+
+const af_executor_opts_t *af_executor_opts(const af_executor_t *ex)
+{
+    return ex ? &ex->opts : NULL;
+}
+
+af_pool_t *af_executor_pool(const af_executor_t *ex)
+{
+    return ex ? ex->pool : NULL;
+}
+
+af_dynregion_t *af_executor_dynregion(const af_executor_t *ex)
+{
+    return ex ? ex->dyn : NULL;
+}
+
+void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals)
+{
+    uint64_t t = 0, st = 0;
+    for (int32_t i = 0; ex && i < ex->n; i++) {
+        t += atomic_load_explicit(&ex->workers[i].tasks, memory_order_relaxed);
+        st += atomic_load_explicit(&ex->workers[i].steals, memory_order_relaxed);
+    }
+    if (tasks)
+        *tasks = t;
+    if (steals)
+        *steals = st;
+}
+
+/* ---- kernel registry -------------------------------------------------------------------- */
+
+int af_executor_register_kernel(af_executor_t *ex, const char *op, af_kernel_fn fn, void *user)
+{
+    if (!ex || !op || !*op || !fn)
+        return AF_EINVAL;
+    int rc = 0;
+    uv_mutex_lock(&ex->kmu);
+    for (size_t i = 0; i < ex->n_kregs; i++)
+        if (strcmp(ex->kregs[i].op, op) == 0) {
+            ex->kregs[i].fn = fn;
+            ex->kregs[i].user = user;
+            goto out;
+        }
+    char *name = af__strdup(op);
+    if (!name ||
+        (rc = af__grow((void **)&ex->kregs, &ex->cap_kregs, ex->n_kregs + 1, sizeof(*ex->kregs)))) {
+        af__free(name);
+        rc = AF_ENOMEM;
+        goto out;
+    }
+    ex->kregs[ex->n_kregs++] = (af__kernel_reg_t){name, fn, user};
+out:
+    uv_mutex_unlock(&ex->kmu);
+    return rc;
+}
+
+int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
+{
+    uv_mutex_lock(&ex->kmu);
+    for (size_t i = 0; i < ex->n_kregs; i++)
+        if (strcmp(ex->kregs[i].op, op) == 0) {
+            *fn = ex->kregs[i].fn;
+            *user = ex->kregs[i].user;
+            uv_mutex_unlock(&ex->kmu);
+            return 0;
+        }
+    uv_mutex_unlock(&ex->kmu);
+    *user = NULL;
+    *fn = af_kernel_builtin(ex->opts.kernels, op);
+    return *fn ? 0 : AF_ENOTSUP;
+}

@@ -1,0 +1,234 @@
+/*
+ * arenaflow — the executor: worker pool, kernels, sessions and rounds.
+ *
+ * An executor owns a set of worker threads (libuv's thread API, not libuv's global threadpool)
+ * and a kernel registry (op type -> C function). A session binds a plan to the executor: every
+ * round of the session takes one arena instance (af_plan_arena_bytes() bytes) from the pool,
+ * runs every node of the plan on the workers, and gives the arena back. Several rounds of one
+ * session may be in flight at once (pipelining), each with its own arena instance.
+ *
+ * Scheduling: per round, every node has an atomic pending counter = number of distinct
+ * predecessors over data edges and the plan's reuse (write-after-read) edges. A worker that
+ * finishes a node decrements its successors' counters, keeps one newly ready successor to run
+ * itself and pushes the others onto its own deque, from which idle workers steal. Only the
+ * completion of a submitted round travels back to the caller's libuv loop (uv_async_send).
+ *
+ * Kernels receive an af_kernel_args_t describing one node execution. Built-in kernel sets:
+ *   "verify" — outputs filled from a hash of (node id, round, input checksums); every input is
+ *              checked against the checksum its producer recorded, so any byte a wrong plan lets
+ *              another tensor overwrite is caught at the first read;
+ *   "real"   — a small set of f32 kernels (elementwise, MatMul/Gemm, Conv, pooling, Softmax,
+ *              Concat, Reshape-like views); unknown ops are an error at session creation;
+ *   "empty"  — kernels that do nothing (scheduling-overhead benchmarks).
+ * Kernels registered with af_executor_register_kernel() take precedence over the set.
+ *
+ * Threading: af_executor_* and af_session_* are thread-safe unless said otherwise; callbacks
+ * run on the loop thread of the session (submit) or on a worker (kernels).
+ */
+#ifndef ARENAFLOW_EXECUTOR_H
+#define ARENAFLOW_EXECUTOR_H
+
+#include "arenaflow/common.h"
+#include "arenaflow/graph.h"
+#include "arenaflow/plan.h"
+#include "arenaflow/pool.h"
+
+#include <stdint.h>
+#include <uv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct af_executor af_executor_t;
+typedef struct af_session af_session_t;
+
+/* One node execution, as a kernel sees it. Pointers are valid during the call only. */
+typedef struct af_kernel_args {
+    const af_graph_t *graph;
+    const af_node_info_t *info; /* the node: op, attributes, tensor ids */
+    int32_t node;
+    int32_t worker;   /* index of the worker thread running the call */
+    uint64_t round;   /* round number in the session, from 0 */
+    int32_t n_inputs; /* = info->n_inputs */
+    const void *const *inputs;
+    const uint64_t *input_bytes;
+    int32_t n_outputs; /* = info->n_outputs */
+    void *const *outputs;
+    const uint64_t *output_bytes;
+    void *user; /* the pointer given at registration */
+    void *priv; /* executor-internal (verify state); kernels leave it alone */
+} af_kernel_args_t;
+
+/* A kernel returns 0 or a negative AF_E* code; the round then fails with that code. */
+typedef int (*af_kernel_fn)(const af_kernel_args_t *args);
+
+typedef struct af_executor_opts {
+    int32_t threads;                /* worker threads; 0 = number of CPUs (default) */
+    const char *kernels;            /* built-in kernel set: "verify" (default), "real", "empty" */
+    int32_t max_inflight;           /* rounds in flight per session; default 4 */
+    int32_t replan_after_warmup;    /* re-plan dynamic tensors after N rounds; 0 = never */
+    uint64_t dynamic_default_bytes; /* verify kernels: size of dynamic outputs; default 4096 */
+    int history;                    /* record per-buffer history (diagnosis); default 0 */
+    int verify;                     /* check checksums around every kernel: -1 = only with the
+                                       "verify" set (default), 0 never, 1 always */
+    af_pool_t *pool;                /* arenas come from here; NULL: the executor creates its own */
+} af_executor_opts_t;
+
+/* Fills *o with the defaults above. */
+void af_executor_opts_init(af_executor_opts_t *o);
+/*
+ * Sets one option from its config-file spelling ([executor] keys: threads, kernels,
+ * max_inflight, replan_after_warmup, dynamic_default_bytes, history, verify). Returns 0 or
+ * AF_EINVAL with the key and value named in err. String values map to static names.
+ */
+int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value,
+                         af_error_t *err);
+/* NULL-terminated list of [executor] keys. */
+const char *const *af_executor_opts_keys(void);
+
+/*
+ * Starts the worker threads. opts may be NULL. Errors: AF_EINVAL (bad option), AF_ENOMEM, or
+ * a libuv code from uv_thread_create. *out set only on success; destroy with
+ * af_executor_destroy().
+ */
+int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_error_t *err);
+/*
+ * Stops and joins the workers and frees the executor. Every session must have been destroyed
+ * first. NULL is a no-op. Not thread-safe with other calls on the same executor.
+ */
+void af_executor_destroy(af_executor_t *ex);
+int32_t af_executor_threads(const af_executor_t *ex);
+const af_executor_opts_t *af_executor_opts(const af_executor_t *ex);
+/* The pool arenas come from, and the dynamic region dynamic tensors come from. */
+af_pool_t *af_executor_pool(const af_executor_t *ex);
+af_dynregion_t *af_executor_dynregion(const af_executor_t *ex);
+/* Tasks run and tasks stolen by all workers since creation. Thread-safe. */
+void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals);
+
+/*
+ * Registers (or replaces) the kernel for an op type. Sessions created afterwards use it.
+ * The name is copied. Returns 0, AF_EINVAL or AF_ENOMEM. Thread-safe.
+ */
+int af_executor_register_kernel(af_executor_t *ex, const char *op, af_kernel_fn fn, void *user);
+
+/* Built-in kernel sets by name, for callers that compose their own (NULL-terminated names). */
+const char *const *af_kernel_set_names(void);
+/* The built-in kernel of a set for an op (NULL when the set has none). */
+af_kernel_fn af_kernel_builtin(const char *set, const char *op);
+
+/* ---- sessions --------------------------------------------------------------------------- */
+
+typedef struct af_session_opts {
+    uv_loop_t *loop; /* loop that receives completions of af_session_submit(); NULL: sync only */
+    /* verify kernels: bytes of a dynamic tensor in a round (NULL: executor default). */
+    uint64_t (*dynamic_bytes)(void *user, int32_t tensor, uint64_t round);
+    void *dynamic_user;
+    /*
+     * Re-plan options for replan_after_warmup (NULL: the plan's own options). The session
+     * keeps the graph it builds for the re-plan.
+     */
+    const af_plan_opts_t *replan_opts;
+} af_session_opts_t;
+
+/* A caller buffer bound to one graph input or output of a round. */
+typedef struct af_buffer {
+    void *data;     /* NULL: the session provides the bytes (inputs: deterministic pattern) */
+    uint64_t bytes; /* size of data; for dynamic outputs the session writes the real size */
+} af_buffer_t;
+
+/*
+ * Binds a plan to an executor. The plan (and its graph) must outlive the session. Errors:
+ * AF_ENOTSUP (an op has no kernel: err names it), AF_EINVAL, AF_ENOMEM, libuv codes. With
+ * opts->loop, must be called on the loop's thread. *out set only on success.
+ */
+int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session_opts_t *opts,
+                      af_session_t **out, af_error_t *err);
+/*
+ * Waits for every round in flight, then frees the session. With a loop, the async handle is
+ * closed and the memory released by its close callback: run the loop once more afterwards
+ * (uv_run(loop, UV_RUN_NOWAIT)). NULL is a no-op. Call on the loop's thread.
+ */
+void af_session_destroy(af_session_t *s);
+
+/* Graph inputs / outputs in the order af_session_run() expects their buffers (tensor ids). */
+int32_t af_session_input_count(const af_session_t *s);
+int32_t af_session_output_count(const af_session_t *s);
+int32_t af_session_input_tensor(const af_session_t *s, int32_t i);
+int32_t af_session_output_tensor(const af_session_t *s, int32_t i);
+
+/*
+ * Runs one round and waits for it. inputs/outputs may be NULL, or arrays of
+ * af_session_input_count() / af_session_output_count() buffers (a buffer's data may be NULL).
+ * Returns 0, AF_ECORRUPT (verify kernels caught corruption: err names the first tensor), a
+ * kernel's error, AF_ENOMEM (the pool could not give an arena) or AF_EINVAL (buffer too small).
+ * Thread-safe: several threads may run rounds of one session at once (up to max_inflight; more
+ * wait for a slot).
+ */
+int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
+                   af_error_t *err);
+
+/* Completion of a submitted round, called on the session's loop thread. */
+typedef void (*af_round_cb)(af_session_t *s, uint64_t round, int status, void *user);
+
+/*
+ * Submits a round without waiting (stream pipelines). The buffers must stay valid until cb
+ * runs. Returns 0, AF_EBUSY (max_inflight rounds already in flight), AF_EINVAL (no loop),
+ * AF_ENOMEM. *round_out (may be NULL) gets the round number. Call on the loop's thread.
+ */
+int af_session_submit(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
+                      af_round_cb cb, void *user, uint64_t *round_out);
+/* Rounds submitted or running and not yet completed. */
+int32_t af_session_inflight(const af_session_t *s);
+
+typedef struct af_session_stats {
+    uint64_t rounds;            /* completed rounds */
+    uint64_t failed_rounds;     /* rounds with a non-zero status */
+    uint64_t corrupted_tensors; /* verify kernels: inputs whose checksum did not match */
+    uint64_t nodes_run;
+    uint64_t plan_swaps;          /* re-plans swapped in (replan_after_warmup) */
+    uint64_t arena_bytes;         /* arena size of the current plan */
+    uint64_t dynamic_allocs;      /* dynamic tensors served by the pool's dynamic region */
+    uint64_t pool_os_calls;       /* OS calls of the arena pool since the session started */
+    int32_t first_corrupt_tensor; /* first tensor caught corrupted, -1 none */
+    int32_t first_corrupt_node;   /* the node that read it */
+} af_session_stats_t;
+
+/* Snapshot of the session's counters. Thread-safe. */
+void af_session_stats(const af_session_t *s, af_session_stats_t *out);
+/* The plan rounds currently start with (changes after a re-plan). */
+const af_plan_t *af_session_plan(const af_session_t *s);
+
+/*
+ * Per-tensor checksums of the last completed round (verify kernels), one per tensor id; 0 for
+ * tensors that were not produced. Used by diagnosis to compare a safe and a planned run.
+ * Returns 0 or AF_EINVAL (n too small). Thread-safe when no round is in flight.
+ */
+int af_session_checksums(const af_session_t *s, uint64_t *out, int32_t n);
+
+/*
+ * Per-buffer history of the last completed round (opts.history = 1): the tensors an arena
+ * range hosted, in the order they were written. Each entry: tensor id, the global sequence
+ * number of its producer's execution. Returns the number of entries written (<= max), or
+ * AF_EINVAL when history is off.
+ */
+typedef struct af_history_entry {
+    int32_t tensor;
+    int32_t node;
+    uint64_t seq; /* order of execution in the round */
+} af_history_entry_t;
+int af_session_history(const af_session_t *s, af_history_entry_t *out, int32_t max);
+
+/* ---- analysis --------------------------------------------------------------------------- */
+
+/*
+ * Critical path of a plan: the longest path by node cost (cost <= 0 counts as 1) through data
+ * edges plus the plan's reuse edges — the best time an unbounded number of workers can reach.
+ * *cost and *nodes (may be NULL) receive its cost and node count. Returns 0 or AF_ENOMEM.
+ */
+int af_executor_critical_path(const af_plan_t *p, double *cost, int32_t *nodes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_EXECUTOR_H */
