@@ -14,7 +14,7 @@
 #include "daemon/daemon_int.h"
 
 #if defined(__has_include)
-#if __has_include("arenaflow/onnx.h")
+#if __has_include("arenaflow/onnx.h") && !defined(AF_DAEMON_NO_ONNX)
 #include "arenaflow/onnx.h"
 #define AF_DAEMON_HAVE_ONNX 1
 #endif
@@ -58,7 +58,7 @@ static void respond_text(ctx_t *c, int status, const char *type, char *body, siz
 void af__respond_json(af__daemon_t *d, af__dres_t *res, int status, json_t *body, af__dres_cb cb,
                       void *arg)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
     json_decref(body);
     if (!text) {
         status = 500;

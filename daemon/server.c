@@ -107,6 +107,7 @@ static void on_answer(af__dres_t *res, void *arg)
         if (res->status == 429 || res->status == 503)
             h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL,
                            H2O_STRLIT("1"));
+        req->res.content_length = res->body ? res->body_len : 0;
         h2o_send_inline(req, res->body ? res->body : "", res->body ? res->body_len : 0);
     } else {
         af__dlog(AF__LOG_INFO, "client went away before its answer (status %d)", res->status);
