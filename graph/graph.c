@@ -103,11 +103,11 @@ static const struct {
     const char *name;
     af_dtype_t dt;
 } dtype_aliases[] = {
-    {"float32", AF_DTYPE_F32}, {"float", AF_DTYPE_F32},    {"float16", AF_DTYPE_F16},
+    {"float32", AF_DTYPE_F32}, {"float", AF_DTYPE_F32},     {"float16", AF_DTYPE_F16},
     {"half", AF_DTYPE_F16},    {"bfloat16", AF_DTYPE_BF16}, {"float64", AF_DTYPE_F64},
-    {"double", AF_DTYPE_F64},  {"int8", AF_DTYPE_I8},      {"uint8", AF_DTYPE_U8},
-    {"int16", AF_DTYPE_I16},   {"uint16", AF_DTYPE_U16},   {"int32", AF_DTYPE_I32},
-    {"uint32", AF_DTYPE_U32},  {"int64", AF_DTYPE_I64},    {"uint64", AF_DTYPE_U64},
+    {"double", AF_DTYPE_F64},  {"int8", AF_DTYPE_I8},       {"uint8", AF_DTYPE_U8},
+    {"int16", AF_DTYPE_I16},   {"uint16", AF_DTYPE_U16},    {"int32", AF_DTYPE_I32},
+    {"uint32", AF_DTYPE_U32},  {"int64", AF_DTYPE_I64},     {"uint64", AF_DTYPE_U64},
 };
 
 const char *af_dtype_name(af_dtype_t dt)
@@ -260,13 +260,21 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     if (map_find(g, &g->tmap, tensor_name_of, d->name) >= 0)
         return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
     int64_t bytes = d->bytes;
-    if (bytes == AF_BYTES_FROM_SHAPE) {
-        int rc = shape_bytes(d, &bytes, err);
+    if (bytes < AF_BYTES_FROM_SHAPE)
+        return af__err(err, AF_ESIZE, "tensor '%s': negative size %lld", d->name, (long long)bytes);
+    if (bytes != AF_BYTES_DYNAMIC) {
+        /* Explicit sizes may exceed dtype x shape (padded storage) but never fall short of it:
+         * a kernel writing the whole shape would run past the tensor. */
+        int64_t from_shape;
+        int rc = shape_bytes(d, &from_shape, err);
         if (rc)
             return rc;
-    } else if (bytes < AF_BYTES_DYNAMIC) {
-        return af__err(err, AF_ESIZE, "tensor '%s': negative size %lld", d->name,
-                       (long long)bytes);
+        if (bytes == AF_BYTES_FROM_SHAPE)
+            bytes = from_shape;
+        else if (from_shape >= 0 && bytes < from_shape)
+            return af__err(err, AF_ESIZE,
+                           "tensor '%s': %lld bytes is less than dtype x shape = %lld", d->name,
+                           (long long)bytes, (long long)from_shape);
     }
     if (d->alias_of && d->alias_offset < 0)
         return af__err(err, AF_ESIZE, "tensor '%s': negative alias offset %lld", d->name,
@@ -345,9 +353,8 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
     if (!d || !d->op || !d->op[0])
         return af__err(err, AF_EINVAL, "node '%s' has no op type",
                        d && d->name ? d->name : "(unnamed)");
-    if (d->n_inputs < 0 || d->n_outputs < 0 || d->n_inplace < 0 ||
-        (d->n_inputs && !d->inputs) || (d->n_outputs && !d->outputs) ||
-        (d->n_inplace && !d->inplace))
+    if (d->n_inputs < 0 || d->n_outputs < 0 || d->n_inplace < 0 || (d->n_inputs && !d->inputs) ||
+        (d->n_outputs && !d->outputs) || (d->n_inplace && !d->inplace))
         return af__err(err, AF_EINVAL, "node '%s': bad input/output arrays",
                        d->name ? d->name : d->op);
     for (int32_t i = 0; i < d->n_inputs; i++)

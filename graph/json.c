@@ -98,8 +98,8 @@ static int read_size(const ctx_t *c, const json_t *v, const char *tensor, const 
         return af__err(c->err, AF_ESIZE, "tensor '%s': %s %g is not a whole number of bytes",
                        tensor, field, json_real_value(v));
     if (r > 0)
-        return af__err(c->err, AF_ESIZE, "tensor '%s': %s %g is larger than 2^63-1", tensor, field,
-                       json_real_value(v));
+        return af__err(c->err, AF_ESIZE, "tensor '%s': %s %.0f is larger than 2^63-1", tensor,
+                       field, json_real_value(v));
     return af__err(c->err, AF_ESIZE, "tensor '%s': %s must be an integer", tensor, field);
 }
 
@@ -157,23 +157,6 @@ static int read_shape(const ctx_t *c, const json_t *shape, const char *name, int
     return 0;
 }
 
-/* Computes dtype x shape bytes into *out (AF_BYTES_DYNAMIC if a dim is unknown). */
-static int shape_product(const char *name, af_dtype_t dt, const int64_t *dims, int rank,
-                         int64_t *out, af_error_t *err)
-{
-    uint64_t total = af_dtype_size(dt);
-    for (int i = 0; i < rank; i++) {
-        if (dims[i] < 0) {
-            *out = AF_BYTES_DYNAMIC;
-            return 0;
-        }
-        if (!af__mul_u64(total, (uint64_t)dims[i], &total) || total > (uint64_t)INT64_MAX)
-            return af__err(err, AF_ESIZE, "tensor '%s': shape x dtype size overflows int64", name);
-    }
-    *out = (int64_t)total;
-    return 0;
-}
-
 static int read_tensor(const ctx_t *c, af_graph_t *g, const json_t *t, size_t idx)
 {
     af_error_t *err = c->err;
@@ -227,21 +210,13 @@ static int read_tensor(const ctx_t *c, af_graph_t *g, const json_t *t, size_t id
     int dynamic = json_is_true(jdyn);
     if (jbytes && dynamic)
         return af__err(err, AF_EINVAL, "tensor '%s': 'bytes' and \"dynamic\": true conflict", name);
-    int64_t from_shape = AF_BYTES_DYNAMIC;
-    int have_shape_size = d.rank >= 0 && d.dtype != AF_DTYPE_UNKNOWN;
-    if (have_shape_size && (rc = shape_product(name, d.dtype, dims, d.rank, &from_shape, err)))
-        return rc;
     if (jbytes) {
         if ((rc = read_size(c, jbytes, name, "bytes", &d.bytes)))
             return rc;
-        if (from_shape >= 0 && d.bytes < from_shape)
-            return af__err(err, AF_ESIZE,
-                           "tensor '%s': 'bytes' %lld is smaller than dtype x shape = %lld", name,
-                           (long long)d.bytes, (long long)from_shape);
     } else if (dynamic) {
         d.bytes = AF_BYTES_DYNAMIC;
-    } else if (have_shape_size) {
-        d.bytes = from_shape;
+    } else if (d.rank >= 0 && d.dtype != AF_DTYPE_UNKNOWN) {
+        d.bytes = AF_BYTES_FROM_SHAPE; /* the builder multiplies (and checks for overflow) */
     } else {
         return af__err(err, AF_ESIZE,
                        "tensor '%s' has no size: give 'bytes', 'dtype' and 'shape', or "
