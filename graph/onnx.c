@@ -1,0 +1,833 @@
+/*
+ * ONNX importer — reading the protobuf, the value table, mapping onto the graph model.
+ *
+ * Algorithm: the model is decoded with protobuf-c (C code generated at build time from the
+ * system's onnx.proto; its allocator is routed through af__malloc/af__free so the OOM tests
+ * reach it). One pass over the nodes, in file order (ONNX requires topological order), keeps a
+ * table of values (tensor names -> element type, shape, small folded values):
+ *   1. initializers are constants; graph inputs take their declared types, with the user's dims
+ *      ("name=1,3,224,224", or "batch_size=1" for a symbolic dim) applied on top;
+ *   2. each node runs its shape rule (onnx_shape.c) and folding (onnx_fold.c); a node whose
+ *      outputs all fold to known values is dropped and its outputs become constants (this is how
+ *      Shape -> Gather -> Concat -> Reshape chains disappear); Constant nodes are dropped too;
+ *      an If whose condition folds is replaced by the nodes of the branch it takes;
+ *   3. with use_declared, a shape the model declares fills what inference left unknown, and a
+ *      contradiction is an error;
+ * then every value still read by a kept node (or a graph input/output) becomes a tensor, and
+ * every kept node a node; a view op's output becomes an alias of its input.
+ *
+ * Invariants: values are addressed by index (the table grows); a value has at most one
+ * producer; every protobuf string is checked for NULL before use, and every tensor's data
+ * size is checked against its dims, so corrupt files give AF_EPARSE, not a crash.
+ * Threading: no global state; reentrant.
+ */
+#include "arenaflow/onnx.h"
+#include "common/common_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef AF_HAVE_ONNX
+#include "graph/onnx_int.h"
+
+#define MAX_DEPTH 16 /* nested If branches inlined */
+
+typedef struct knode {
+    const Onnx__NodeProto *node;
+    int32_t *io; /* n_in input value ids (-1 absent) then n_out output ids (-1 absent) */
+    int n_in, n_out;
+} knode_t;
+
+typedef struct binding {
+    const char *param;
+    int64_t value;
+} binding_t;
+
+typedef struct imp {
+    const af_onnx_opts_t *opts;
+    af_error_t *err;
+    int64_t opset;
+    af__onnx_val_t *vals;
+    size_t n_vals, cap_vals;
+    int32_t *hash; /* open addressing: value ids, -1 empty; power-of-two size */
+    size_t hash_cap;
+    knode_t *nodes;
+    size_t n_nodes, cap_nodes;
+    Onnx__NodeProto **synth; /* Identity nodes made for inlined If outputs */
+    size_t n_synth, cap_synth;
+    binding_t *binds;
+    size_t n_binds, cap_binds;
+} imp_t;
+
+/* ---- protobuf allocator through the library hooks ------------------------------------- */
+
+static void *pb_alloc(void *data, size_t size)
+{
+    (void)data;
+    return af__malloc(size ? size : 1);
+}
+
+static void pb_free(void *data, void *p)
+{
+    (void)data;
+    af__free(p);
+}
+
+static ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, NULL};
+
+/* ---- value table ---------------------------------------------------------------------- */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int32_t val_find(const imp_t *im, const char *name)
+{
+    if (!im->hash_cap)
+        return -1;
+    for (size_t i = hash_str(name) & (im->hash_cap - 1);; i = (i + 1) & (im->hash_cap - 1)) {
+        int32_t id = im->hash[i];
+        if (id < 0 || !strcmp(im->vals[id].name, name))
+            return id;
+    }
+}
+
+static int hash_insert(imp_t *im, int32_t id)
+{
+    if ((im->n_vals + 1) * 2 > im->hash_cap) {
+        size_t cap = im->hash_cap ? im->hash_cap * 2 : 256;
+        int32_t *h = af__malloc(cap * sizeof(*h));
+        if (!h)
+            return AF_ENOMEM;
+        memset(h, 0xff, cap * sizeof(*h));
+        af__free(im->hash);
+        im->hash = h;
+        im->hash_cap = cap;
+        for (size_t v = 0; v < im->n_vals; v++)
+            if ((int32_t)v != id)
+                hash_insert(im, (int32_t)v);
+    }
+    size_t i = hash_str(im->vals[id].name) & (im->hash_cap - 1);
+    while (im->hash[i] >= 0)
+        i = (i + 1) & (im->hash_cap - 1);
+    im->hash[i] = id;
+    return 0;
+}
+
+/* Id of the value called name, created (unknown shape) when new. -1 on OOM. */
+static int32_t val_get(imp_t *im, const char *name)
+{
+    int32_t id = val_find(im, name);
+    if (id >= 0)
+        return id;
+    if (im->n_vals >= INT32_MAX / 2 ||
+        af__grow((void **)&im->vals, &im->cap_vals, im->n_vals + 1, sizeof(*im->vals)))
+        return -1;
+    id = (int32_t)im->n_vals;
+    af__onnx_val_t *v = &im->vals[id];
+    memset(v, 0, sizeof(*v));
+    v->name = name;
+    v->rank = -1;
+    v->alias_of = v->producer = -1;
+    im->n_vals++;
+    if (hash_insert(im, id)) {
+        im->n_vals--;
+        return -1;
+    }
+    return id;
+}
+
+/* ---- types, declared shapes and user dims --------------------------------------------- */
+
+static const Onnx__TypeProto__Tensor *tensor_type(const Onnx__ValueInfoProto *vi)
+{
+    if (!vi || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
+        return NULL;
+    return vi->type->tensor_type;
+}
+
+static int bound_param(const imp_t *im, const char *param, int64_t *out)
+{
+    for (size_t i = 0; param && i < im->n_binds; i++)
+        if (!strcmp(im->binds[i].param, param)) {
+            *out = im->binds[i].value;
+            return 1;
+        }
+    return 0;
+}
+
+/* Dim d of a declared type: value, bound symbolic parameter, or -1. */
+static int64_t declared_dim(const imp_t *im, const Onnx__TensorShapeProto__Dimension *d)
+{
+    int64_t v = -1;
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
+        return d->dim_value;
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+        bound_param(im, d->dim_param, &v);
+    return v;
+}
+
+/* Merges what the model declares into v; a contradiction is AF_ESHAPE. */
+static int merge_declared(imp_t *im, af__onnx_val_t *v, const char *where)
+{
+    const Onnx__TypeProto__Tensor *t = v->declared;
+    if (!t)
+        return 0;
+    if (!v->elem && t->has_elem_type)
+        v->elem = t->elem_type;
+    if (!t->shape)
+        return 0;
+    int r = (int)t->shape->n_dim;
+    if (t->shape->n_dim > AF__ONNX_RANK_MAX)
+        return af__err(im->err, AF_ENOTSUP, "tensor '%s': rank %zu above %d", v->name,
+                       t->shape->n_dim, AF__ONNX_RANK_MAX);
+    if (v->rank >= 0 && v->rank != r)
+        return af__err(im->err, AF_ESHAPE, "tensor '%s'%s: inferred rank %d, the model declares %d",
+                       v->name, where, v->rank, r);
+    if (v->rank < 0)
+        af__onnx_set_rank(v, r);
+    for (int i = 0; i < r; i++) {
+        int64_t d = declared_dim(im, t->shape->dim[i]);
+        if (d < 0)
+            continue;
+        if (v->dims[i] >= 0 && v->dims[i] != d)
+            return af__err(im->err, AF_ESHAPE,
+                           "tensor '%s'%s: inferred dim %d = %lld, the model declares %lld",
+                           v->name, where, i, (long long)v->dims[i], (long long)d);
+        v->dims[i] = d;
+    }
+    return 0;
+}
+
+static int add_binding(imp_t *im, const char *param, int64_t value)
+{
+    int64_t old;
+    if (bound_param(im, param, &old))
+        return old == value
+                   ? 0
+                   : af__err(im->err, AF_EINVAL, "symbolic dim '%s' set to both %lld and %lld",
+                             param, (long long)old, (long long)value);
+    if (af__grow((void **)&im->binds, &im->cap_binds, im->n_binds + 1, sizeof(*im->binds)))
+        return af__err(im->err, AF_ENOMEM, "out of memory");
+    im->binds[im->n_binds++] = (binding_t){param, value};
+    return 0;
+}
+
+/* Parses "1,3,224,224" (empty = scalar). Returns the count or -1. */
+static int parse_dims(const char *s, int64_t *dims)
+{
+    int n = 0;
+    if (!*s)
+        return 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 0 || errno || n >= AF__ONNX_RANK_MAX)
+            return -1;
+        dims[n++] = v;
+        if (!*end)
+            return n;
+        if (*end != ',')
+            return -1;
+        s = end + 1;
+    }
+}
+
+/* Applies one "NAME=dims" spec: to a graph input, or to a symbolic dim name. */
+static int apply_input_spec(imp_t *im, const Onnx__GraphProto *g, const char *spec)
+{
+    const char *eq = spec ? strrchr(spec, '=') : NULL;
+    int64_t dims[AF__ONNX_RANK_MAX];
+    int n = eq ? parse_dims(eq + 1, dims) : -1;
+    if (!eq || eq == spec || n < 0)
+        return af__err(im->err, AF_EINVAL,
+                       "bad input spec '%s' (want NAME=1,3,224,224 or SYMBOL=4)", spec ? spec : "");
+    size_t nl = (size_t)(eq - spec);
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi->name || strlen(vi->name) != nl || memcmp(vi->name, spec, nl))
+            continue;
+        const Onnx__TypeProto__Tensor *t = tensor_type(vi);
+        if (t && t->shape && (int)t->shape->n_dim != n)
+            return af__err(im->err, AF_ESHAPE, "input '%s' has rank %zu, --input gives %d dims",
+                           vi->name, t->shape->n_dim, n);
+        for (int k = 0; t && t->shape && k < n; k++) {
+            const Onnx__TensorShapeProto__Dimension *d = t->shape->dim[k];
+            int rc = 0;
+            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                d->dim_value != dims[k])
+                return af__err(
+                    im->err, AF_ESHAPE,
+                    "input '%s' dim %d is fixed at %lld by the model, --input gives %lld", vi->name,
+                    k, (long long)d->dim_value, (long long)dims[k]);
+            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                d->dim_param && d->dim_param[0] && (rc = add_binding(im, d->dim_param, dims[k])))
+                return rc;
+        }
+        int32_t id = val_get(im, vi->name);
+        if (id < 0)
+            return af__err(im->err, AF_ENOMEM, "out of memory");
+        af__onnx_set_rank(&im->vals[id], n);
+        memcpy(im->vals[id].dims, dims, (size_t)n * sizeof(int64_t));
+        return 0;
+    }
+    if (n == 1) { /* a symbolic dim name used by some input? */
+        char param[256];
+        snprintf(param, sizeof(param), "%.*s", (int)(nl < 255 ? nl : 255), spec);
+        for (size_t i = 0; i < g->n_input; i++) {
+            const Onnx__TypeProto__Tensor *t = tensor_type(g->input[i]);
+            for (size_t k = 0; t && t->shape && k < t->shape->n_dim; k++) {
+                const Onnx__TensorShapeProto__Dimension *d = t->shape->dim[k];
+                if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                    d->dim_param && !strcmp(d->dim_param, param))
+                    return add_binding(im, d->dim_param, dims[0]);
+            }
+        }
+    }
+    return af__err(im->err, AF_ENOENT,
+                   "--input '%.*s': the model has no input or symbolic dim of that name", (int)nl,
+                   spec);
+}
+
+/* Graph inputs: declared type + user dims; unknown dims are an error unless allow_dynamic. */
+static int setup_inputs(imp_t *im, const Onnx__GraphProto *g)
+{
+    int rc;
+    for (int i = 0; i < im->opts->n_inputs; i++)
+        if ((rc = apply_input_spec(im, g, im->opts->inputs[i])))
+            return rc;
+    for (size_t i = 0; i < g->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = g->input[i];
+        if (!vi->name || !vi->name[0])
+            return af__err(im->err, AF_EPARSE, "graph input %zu has no name", i);
+        int32_t id = val_get(im, vi->name);
+        if (id < 0)
+            return af__err(im->err, AF_ENOMEM, "out of memory");
+        af__onnx_val_t *v = &im->vals[id];
+        if (v->is_const)
+            continue; /* an initializer listed as input (IR < 4): a constant */
+        v->is_input = v->used = 1;
+        v->declared = tensor_type(vi);
+        if (!v->declared && !im->opts->allow_dynamic)
+            return af__err(im->err, AF_ENOTSUP, "input '%s' is not a tensor (sequence, map...)",
+                           vi->name);
+        if ((rc = merge_declared(im, v, " (graph input)")))
+            return rc;
+        if (af__onnx_numel(v) < 0 && !im->opts->allow_dynamic) {
+            char dims[200] = "";
+            size_t len = 0;
+            for (int k = 0; k < v->rank && len < sizeof(dims) - 40; k++) {
+                const Onnx__TensorShapeProto__Dimension *d = v->declared->shape->dim[k];
+                const char *p =
+                    d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                            d->dim_param
+                        ? d->dim_param
+                        : "?";
+                len += (size_t)snprintf(dims + len, sizeof(dims) - len, "%s%s", k ? "," : "",
+                                        v->dims[k] >= 0 ? "" : p);
+                if (v->dims[k] >= 0)
+                    len += (size_t)snprintf(dims + len, sizeof(dims) - len, "%lld",
+                                            (long long)v->dims[k]);
+            }
+            return af__err(im->err, AF_EINVAL,
+                           "input '%s' has unknown dims [%s]: give them with --input %s=d0,d1,...",
+                           vi->name, v->rank < 0 ? "unknown rank" : dims, vi->name);
+        }
+    }
+    return 0;
+}
+
+/* ---- nodes ---------------------------------------------------------------------------- */
+
+static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth);
+
+static int keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int n_in, int n_out)
+{
+    if (af__grow((void **)&im->nodes, &im->cap_nodes, im->n_nodes + 1, sizeof(*im->nodes)))
+        return AF_ENOMEM;
+    int32_t *copy = af__malloc((size_t)(n_in + n_out ? n_in + n_out : 1) * sizeof(int32_t));
+    if (!copy)
+        return AF_ENOMEM;
+    memcpy(copy, io, (size_t)(n_in + n_out) * sizeof(int32_t));
+    im->nodes[im->n_nodes++] = (knode_t){n, copy, n_in, n_out};
+    for (int i = 0; i < n_in + n_out; i++)
+        if (io[i] >= 0)
+            im->vals[io[i]].used = 1;
+    for (int i = 0; i < n_out; i++)
+        if (io[n_in + i] >= 0)
+            im->vals[io[n_in + i]].producer = (int)im->n_nodes - 1;
+    return 0;
+}
+
+/* A synthetic Identity connecting an inlined branch output to the If output. */
+static int synth_identity(imp_t *im, const Onnx__NodeProto *parent, char *in, char *out,
+                          const Onnx__NodeProto **made)
+{
+    if (af__grow((void **)&im->synth, &im->cap_synth, im->n_synth + 1, sizeof(*im->synth)))
+        return AF_ENOMEM;
+    Onnx__NodeProto *n = af__calloc(1, sizeof(*n) + 2 * sizeof(char *));
+    if (!n)
+        return AF_ENOMEM;
+    onnx__node_proto__init(n);
+    char **io = (char **)(n + 1);
+    io[0] = in;
+    io[1] = out;
+    n->n_input = n->n_output = 1;
+    n->input = io;
+    n->output = io + 1;
+    n->op_type = "Identity";
+    n->name = parent->name;
+    im->synth[im->n_synth++] = n;
+    *made = n;
+    return 0;
+}
+
+static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *cond, int depth)
+{
+    int taken = cond->vals[0] != 0;
+    const Onnx__AttributeProto *a = af__onnx_attr(n, taken ? "then_branch" : "else_branch");
+    if (!a || !a->g)
+        return af__err(im->err, AF_EPARSE, "op If, node '%s': no %s", n->name ? n->name : "",
+                       taken ? "then_branch" : "else_branch");
+    const Onnx__GraphProto *b = a->g;
+    if (b->n_output != n->n_output)
+        return af__err(im->err, AF_EPARSE, "op If, node '%s': branch has %zu outputs, node %zu",
+                       n->name ? n->name : "", b->n_output, n->n_output);
+    int rc = run_graph(im, b, depth + 1);
+    for (size_t i = 0; !rc && i < b->n_output; i++) {
+        const Onnx__NodeProto *id;
+        if (!b->output[i]->name || !n->output[i][0])
+            continue;
+        if ((rc = synth_identity(im, n, b->output[i]->name, n->output[i], &id)))
+            break;
+        int32_t v = val_get(im, b->output[i]->name);
+        if (v < 0)
+            return AF_ENOMEM;
+        im->vals[v].declared =
+            im->vals[v].declared ? im->vals[v].declared : tensor_type(b->output[i]);
+        rc = run_graph(im, &(Onnx__GraphProto){.n_node = 1, .node = (Onnx__NodeProto **)&id},
+                       depth + 1);
+    }
+    return rc == AF_ENOMEM ? af__err(im->err, rc, "out of memory") : rc;
+}
+
+static int check_node(imp_t *im, const Onnx__NodeProto *n, size_t idx)
+{
+    if (!n->op_type || !n->op_type[0])
+        return af__err(im->err, AF_EPARSE, "node %zu ('%s') has no op type", idx,
+                       n->name ? n->name : "");
+    if (n->n_input > 32 || n->n_output > 32)
+        return af__err(im->err, AF_ENOTSUP, "op %s, node '%s': more than 32 inputs or outputs",
+                       n->op_type, n->name ? n->name : "");
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (!n->attribute[i]->name)
+            return af__err(im->err, AF_EPARSE, "op %s, node '%s': attribute without a name",
+                           n->op_type, n->name ? n->name : "");
+    return 0;
+}
+
+/* Runs one node: shapes, folding, then keep it or drop it. */
+static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
+{
+    int32_t io[64];
+    af__onnx_val_t absent[32]; /* stand-ins for omitted optional outputs */
+    int ni = (int)n->n_input, no = (int)n->n_output, rc;
+    for (int i = 0; i < ni + no; i++) {
+        const char *nm = i < ni ? n->input[i] : n->output[i - ni];
+        io[i] = nm[0] ? val_get(im, nm) : -1;
+        if (nm[0] && io[i] < 0)
+            return af__err(im->err, AF_ENOMEM, "out of memory");
+    }
+    const char *nname = n->name ? n->name : "";
+    for (int i = ni; i < ni + no; i++) {
+        af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;
+        if (v && (v->producer >= 0 || v->is_const || v->is_input || v->vals || v->rank >= 0))
+            return af__err(im->err, AF_EPARSE, "op %s, node '%s': tensor '%s' is produced twice",
+                           n->op_type, nname, v->name);
+    }
+    int is_default = !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+    if (is_default && !strcmp(n->op_type, "If")) {
+        const af__onnx_val_t *cond = ni > 0 && io[0] >= 0 ? &im->vals[io[0]] : NULL;
+        if (depth < MAX_DEPTH && cond && af__onnx_numel(cond) == 1 && af__onnx_vals_known(cond))
+            return inline_if(im, n, cond, depth);
+        return af__err(im->err, AF_ENOTSUP,
+                       "op If, node '%s': control flow is supported only when the condition "
+                       "'%s' is known at load time",
+                       nname, ni > 0 ? n->input[0] : "");
+    }
+    for (size_t i = 0; i < n->n_attribute; i++)
+        if (n->attribute[i]->g || n->attribute[i]->n_graphs)
+            return af__err(im->err, AF_ENOTSUP,
+                           "op %s, node '%s': control flow (subgraph attribute '%s') is not "
+                           "supported",
+                           n->op_type, nname, n->attribute[i]->name);
+    af__onnx_ctx_t c = {.node = n, .n_in = ni, .n_out = no, .opset = im->opset, .err = im->err};
+    for (int i = 0; i < ni + no; i++) {
+        af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;
+        if (i < ni)
+            c.in[i] = v;
+        else
+            c.out[i - ni] = v ? v : &absent[i - ni];
+        if (!v && i >= ni)
+            absent[i - ni] = (af__onnx_val_t){.name = "", .rank = -1, .alias_of = -1};
+    }
+    rc = is_default ? af__onnx_infer(&c) : 0;
+    for (int i = 0; i < no; i++)
+        if (io[ni + i] < 0)
+            af__free(absent[i].vals);
+    if (rc)
+        return rc == AF_ENOMEM ? af__err(im->err, rc, "out of memory") : rc;
+    int folded = !im->opts->keep_folded && no > 0, is_out = 0;
+    for (int i = 0; i < no; i++) {
+        af__onnx_val_t *v = c.out[i];
+        if (io[ni + i] < 0)
+            continue;
+        if (im->opts->use_declared && (rc = merge_declared(im, v, "")))
+            return rc;
+        is_out |= v->is_output;
+        if (!v->is_const && !af__onnx_vals_known(v))
+            folded = 0;
+    }
+    if (is_default && !strcmp(n->op_type, "Constant") && !is_out)
+        folded = 1;
+    int view =
+        is_default && af__onnx_is_view(n->op_type) && ni > 0 && io[0] >= 0 && no > 0 && io[ni] >= 0;
+    if (view && im->vals[io[0]].is_const && !im->opts->keep_folded)
+        folded = 1; /* a view of a constant is a constant */
+    if (folded && !is_out) {
+        for (int i = 0; i < no; i++)
+            if (io[ni + i] >= 0)
+                im->vals[io[ni + i]].is_const = 1;
+        return 0;
+    }
+    if (view && !im->vals[io[0]].is_const)
+        im->vals[io[ni]].alias_of = io[0];
+    for (int i = 0; i < no; i++)
+        if (io[ni + i] >= 0)
+            im->vals[io[ni + i]].is_const = 0;
+    return keep_node(im, n, io, ni, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+}
+
+static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
+{
+    int rc;
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        const Onnx__TensorProto *t = g->initializer[i];
+        if (!t->name || !t->name[0])
+            return af__err(im->err, AF_EPARSE, "initializer %zu has no name", i);
+        int32_t id = val_get(im, t->name);
+        if (id < 0)
+            return af__err(im->err, AF_ENOMEM, "out of memory");
+        af__onnx_val_t *v = &im->vals[id];
+        if (v->is_const || v->producer >= 0)
+            return af__err(im->err, AF_EPARSE, "initializer '%s' defined twice", t->name);
+        af__free(v->vals);
+        v->vals = NULL;
+        if ((rc = af__onnx_tensor_decode(t, v, im->err)))
+            return rc;
+        v->is_const = 1;
+    }
+    for (size_t i = 0; i < g->n_value_info; i++) {
+        const Onnx__ValueInfoProto *vi = g->value_info[i];
+        int32_t id = vi->name && vi->name[0] ? val_get(im, vi->name) : -2;
+        if (id == -1)
+            return af__err(im->err, AF_ENOMEM, "out of memory");
+        if (id >= 0 && im->opts->use_declared)
+            im->vals[id].declared = tensor_type(vi);
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        if ((rc = check_node(im, g->node[i], i)) || (rc = run_node(im, g->node[i], depth)))
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- emitting the graph --------------------------------------------------------------- */
+
+static int emit_tensor(imp_t *im, af_graph_t *gr, const af__onnx_val_t *v)
+{
+    int64_t n = af__onnx_numel(v);
+    int sz = af__onnx_elem_size(v->elem);
+    af_tensor_desc_t d = {.name = v->name, .dtype = (af_dtype_t)af__onnx_dtype(v->elem)};
+    d.rank = v->rank <= AF_MAX_RANK ? v->rank : -1;
+    d.shape = v->dims;
+    d.bytes = n >= 0 && sz > 0 && (uint64_t)n <= (uint64_t)INT64_MAX / (uint64_t)sz
+                  ? n * sz
+                  : AF_BYTES_DYNAMIC;
+    if (v->is_input)
+        d.kind = AF_TENSOR_INPUT;
+    else if (v->is_const && v->producer < 0)
+        d.kind = AF_TENSOR_CONSTANT;
+    else if (v->is_output)
+        d.kind = AF_TENSOR_OUTPUT;
+    if (v->alias_of >= 0)
+        d.alias_of = im->vals[v->alias_of].name;
+    return af_graph_add_tensor(gr, &d, NULL, im->err);
+}
+
+static int emit_attrs(imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
+{
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        af_attr_t at = {.name = a->name};
+        double fl[64];
+        char s[256];
+        if (a->has_i) {
+            at.type = AF_ATTR_INT;
+            at.i = a->i;
+        } else if (a->has_f) {
+            at.type = AF_ATTR_FLOAT;
+            at.f = a->f;
+        } else if (a->has_s) {
+            at.type = AF_ATTR_STRING;
+            snprintf(s, sizeof(s), "%.*s", (int)(a->s.len < 255 ? a->s.len : 255),
+                     (const char *)a->s.data);
+            at.s = s;
+        } else if (a->n_ints) {
+            at.type = AF_ATTR_INTS;
+            at.ints = a->ints;
+            at.n = (int32_t)a->n_ints;
+        } else if (a->n_floats && a->n_floats <= AF_ARRAY_SIZE(fl)) {
+            at.type = AF_ATTR_FLOATS;
+            for (size_t k = 0; k < a->n_floats; k++)
+                fl[k] = a->floats[k];
+            at.floats = fl;
+            at.n = (int32_t)a->n_floats;
+        } else {
+            continue; /* tensors, graphs, types: not carried */
+        }
+        int rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int emit_node(imp_t *im, af_graph_t *gr, const knode_t *k, size_t idx)
+{
+    const Onnx__NodeProto *n = k->node;
+    const char *ins[32], *outs[32];
+    int ni = 0, no = 0;
+    for (int i = 0; i < k->n_in; i++)
+        if (k->io[i] >= 0)
+            ins[ni++] = im->vals[k->io[i]].name;
+    for (int i = 0; i < k->n_out; i++)
+        if (k->io[k->n_in + i] >= 0)
+            outs[no++] = im->vals[k->io[k->n_in + i]].name;
+    char name[300];
+    snprintf(name, sizeof(name), "%s", n->name && n->name[0] ? n->name : "");
+    if (!name[0])
+        snprintf(name, sizeof(name), "%s_%zu", n->op_type, idx);
+    af_inplace_t ip = {0, 0};
+    af_node_desc_t d = {.name = name,
+                        .op = n->op_type,
+                        .inputs = ins,
+                        .n_inputs = ni,
+                        .outputs = outs,
+                        .n_outputs = no};
+    if (af__onnx_is_inplace(n->op_type) && k->n_in > 0 && k->io[0] >= 0 && no > 0 &&
+        k->io[k->n_in] >= 0) {
+        const af__onnx_val_t *a = &im->vals[k->io[0]], *b = &im->vals[k->io[k->n_in]];
+        if (!a->is_const && a->elem == b->elem && af__onnx_numel(a) >= 0 &&
+            af__onnx_numel(a) == af__onnx_numel(b) && a->alias_of < 0 && !a->is_input) {
+            d.inplace = &ip;
+            d.n_inplace = 1;
+        }
+    }
+    int32_t id;
+    int rc = af_graph_add_node(gr, &d, &id, im->err);
+    for (int t = 1; rc == AF_EDUP && t < 1000; t++) { /* ONNX does not require unique names */
+        snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
+        rc = af_graph_add_node(gr, &d, &id, im->err);
+    }
+    return rc ? rc : emit_attrs(im, gr, id, n);
+}
+
+static int emit_graph(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
+{
+    af_graph_t *gr = NULL;
+    int rc = af_graph_create(&gr);
+    if (rc)
+        return af__err(im->err, rc, "out of memory");
+    if (m->graph->name && (rc = af_graph_set_name(gr, m->graph->name)))
+        goto fail;
+    for (size_t i = 0; i < im->n_vals; i++) {
+        const af__onnx_val_t *v = &im->vals[i];
+        if ((v->used || v->is_output) && (rc = emit_tensor(im, gr, v)))
+            goto fail;
+    }
+    for (size_t i = 0; i < im->n_nodes; i++)
+        if ((rc = emit_node(im, gr, &im->nodes[i], i)))
+            goto fail;
+    if ((rc = af_graph_finalize(gr, im->err)))
+        goto fail;
+    *out = gr;
+    return 0;
+fail:
+    af_graph_destroy(gr);
+    return rc;
+}
+
+/* ---- entry points --------------------------------------------------------------------- */
+
+void af_onnx_opts_init(af_onnx_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->use_declared = 1;
+}
+
+int af_onnx_available(void)
+{
+    return 1;
+}
+
+static int opts_declared(const imp_t *im)
+{
+    return im->opts->use_declared;
+}
+
+static int64_t default_opset(const Onnx__ModelProto *m)
+{
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (!o->domain || !o->domain[0] || !strcmp(o->domain, "ai.onnx"))
+            return o->has_version ? o->version : 1;
+    }
+    return 1;
+}
+
+static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
+{
+    const Onnx__GraphProto *g = m->graph;
+    if (!g)
+        return af__err(im->err, AF_EPARSE, "not an ONNX model: no graph");
+    im->opset = default_opset(m);
+    int rc;
+    for (size_t i = 0; i < g->n_output; i++) {
+        const Onnx__ValueInfoProto *vi = g->output[i];
+        if (!vi->name || !vi->name[0])
+            return af__err(im->err, AF_EPARSE, "graph output %zu has no name", i);
+        int32_t id = val_get(im, vi->name);
+        if (id < 0)
+            return af__err(im->err, AF_ENOMEM, "out of memory");
+        im->vals[id].is_output = 1;
+        if (opts_declared(im))
+            im->vals[id].declared = tensor_type(vi);
+    }
+    /* Initializers first so inputs that repeat them (IR < 4) are recognised as constants. */
+    Onnx__GraphProto init_only = {.n_initializer = g->n_initializer, .initializer = g->initializer};
+    if ((rc = run_graph(im, &init_only, 0)) || (rc = setup_inputs(im, g)))
+        return rc;
+    Onnx__GraphProto rest = *g;
+    rest.n_initializer = 0;
+    if ((rc = run_graph(im, &rest, 0)))
+        return rc;
+    for (size_t i = 0; i < g->n_output && im->opts->use_declared; i++) {
+        af__onnx_val_t *v = &im->vals[val_find(im, g->output[i]->name)];
+        if (!v->declared)
+            v->declared = tensor_type(g->output[i]);
+        if ((rc = merge_declared(im, v, " (graph output)")))
+            return rc;
+    }
+    return emit_graph(im, m, out);
+}
+
+int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, af_graph_t **out,
+                     af_error_t *err)
+{
+    af_onnx_opts_t def;
+    if (!opts) {
+        af_onnx_opts_init(&def);
+        opts = &def;
+    }
+    if (!out || (!data && len))
+        return af__err(err, AF_EINVAL, "af_onnx_load_mem: NULL argument");
+    Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, len, data);
+    if (!m)
+        return af__err(err, AF_EPARSE,
+                       "not a valid ONNX model: protobuf decoding failed (truncated or corrupt "
+                       "file, or out of memory)");
+    imp_t im = {.opts = opts, .err = err};
+    int rc = import_model(&im, m, out);
+    for (size_t i = 0; i < im.n_vals; i++)
+        af__free(im.vals[i].vals);
+    for (size_t i = 0; i < im.n_nodes; i++)
+        af__free(im.nodes[i].io);
+    for (size_t i = 0; i < im.n_synth; i++)
+        af__free(im.synth[i]);
+    af__free(im.synth);
+    af__free(im.vals);
+    af__free(im.hash);
+    af__free(im.nodes);
+    af__free(im.binds);
+    onnx__model_proto__free_unpacked(m, &pb_allocator);
+    return rc;
+}
+
+int af_onnx_load(const char *path, const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err)
+{
+    if (!path || !out)
+        return af__err(err, AF_EINVAL, "af_onnx_load: NULL argument");
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return af__err(err, AF_EIO, "%s: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = 0;
+    for (;;) {
+        if (af__grow((void **)&buf, &cap, len + 65536, 1)) {
+            rc = af__err(err, AF_ENOMEM, "out of memory reading %s", path);
+            break;
+        }
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (got == 0) {
+            if (ferror(f))
+                rc = af__err(err, AF_EIO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (!rc) {
+        rc = af_onnx_load_mem(buf, len, opts, out, err);
+        if (rc && err && err->msg[0] && strncmp(err->msg, path, strlen(path))) {
+            char tmp[AF_ERROR_MSG_MAX];
+            snprintf(tmp, sizeof(tmp), "%s", err->msg);
+            af__err(err, rc, "%s: %s", path, tmp);
+        }
+    }
+    af__free(buf);
+    return rc;
+}
+
+#else /* !AF_HAVE_ONNX: the library was built without protobuf-c */
+
+void af_onnx_opts_init(af_onnx_opts_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->use_declared = 1;
+}
+
+int af_onnx_available(void)
+{
+    return 0;
+}
+
+int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, af_graph_t **out,
+                     af_error_t *err)
+{
+    return af__err(err, AF_ENOTSUP, "ONNX support is not built into this arenaflow");
+}
+
+int af_onnx_load(const char *path, const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err)
+{
+    return af__err(err, AF_ENOTSUP, "ONNX support is not built into this arenaflow");
+}
+#endif

@@ -1,0 +1,73 @@
+/*
+ * arenaflow — ONNX import with static shape inference.
+ *
+ * af_onnx_load() reads an .onnx model (protobuf) and maps it onto the graph model (graph.h):
+ *   - initializers and Constant outputs become constant tensors (outside the activation arena);
+ *   - graph inputs and outputs keep their kinds;
+ *   - view ops (Reshape, Flatten, Squeeze, Unsqueeze, Identity) become aliases of their input
+ *     (offset 0), so they own no memory;
+ *   - node attributes (ints, floats, strings and their lists) are carried over;
+ *   - shapes are inferred statically in C, and shape-computing subgraphs (Shape -> Gather ->
+ *     Concat -> Reshape...) are folded into integer constants, so computed shapes become static;
+ *   - an If whose condition folds to a constant is replaced by the branch it takes.
+ * Whatever cannot be known at load time becomes a dynamic tensor (AF_BYTES_DYNAMIC), never a
+ * guess. The returned graph is finalized.
+ *
+ * Errors (never a crash, never a print): AF_EPARSE (not an ONNX model, truncated or corrupt
+ * protobuf, malformed tensor data), AF_ENOTSUP (Loop/Scan, an If whose condition is not known,
+ * sequence/map graph inputs...), AF_ESHAPE (inconsistent shapes: the message names the op and the
+ * node), AF_EINVAL (bad --input spec, or an input left with unknown dims when allow_dynamic is
+ * off: the message names the input and its symbolic dims), AF_ENOENT (--input names no input),
+ * AF_EIO (file cannot be read), AF_ENOMEM.
+ *
+ * Threading: reentrant (no global state). Ownership: *out belongs to the caller
+ * (af_graph_destroy); opts and its strings are only read during the call.
+ */
+#ifndef ARENAFLOW_ONNX_H
+#define ARENAFLOW_ONNX_H
+
+#include "arenaflow/common.h"
+#include "arenaflow/graph.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct af_onnx_opts {
+    /*
+     * Input dims, "NAME=1,3,224,224" (NAME a graph input; "NAME=" is a scalar) or
+     * "PARAM=4" (PARAM a symbolic dim name such as "batch_size", set everywhere it appears).
+     */
+    const char *const *inputs;
+    int n_inputs;
+    /* 1: inputs may keep unknown dims (their tensors become dynamic). 0 (default): error. */
+    int allow_dynamic;
+    /*
+     * 1 (default): where inference cannot tell a shape, use the fully numeric shape the model
+     * declares (value_info / graph outputs); a declared shape that contradicts the inferred one
+     * is an AF_ESHAPE error. 0: inferred shapes only (used to compare with ONNX's inference).
+     */
+    int use_declared;
+    /* 1: keep the nodes whose outputs were folded into constants (default 0: drop them). */
+    int keep_folded;
+} af_onnx_opts_t;
+
+/* Fills *o with the defaults above. */
+void af_onnx_opts_init(af_onnx_opts_t *o);
+
+/* Loads a model from a file. opts may be NULL (defaults). *out set only on success. */
+int af_onnx_load(const char *path, const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err);
+
+/* Same, from len bytes in memory (fuzzing, daemon uploads). The buffer is only read. */
+int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, af_graph_t **out,
+                     af_error_t *err);
+
+/* 1 when the ONNX importer is built in; otherwise the loaders return AF_ENOTSUP. */
+int af_onnx_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_ONNX_H */
