@@ -121,8 +121,9 @@ int af_pool_cache_free(af_pool_cache_t *cache, void *ptr);
 void af_pool_cache_flush(af_pool_cache_t *cache);
 
 /* Trim modes. */
-#define AF_POOL_TRIM_RELEASE 1u /* unmap chunks whose blocks are all free (central) + huge cache   \
-                                 */
+#define AF_POOL_TRIM_RELEASE                                                                       \
+    1u /* unmap chunks whose blocks are all free (central) + huge cache                            \
+        */
 #define AF_POOL_TRIM_PURGE                                                                         \
     2u /* madvise(DONTNEED) free blocks >= 64 KiB in the central lists                             \
           (memory stays reserved, RSS drops, pages refault on reuse) */
@@ -174,7 +175,8 @@ typedef struct af_pool_stats {
     uint64_t reserved_bytes;       /* bytes mapped (chunks + huge), what the OS gave us */
     uint64_t peak_reserved_bytes;  /* since create or af_pool_reset_peak */
     uint64_t allocated_bytes;      /* block bytes in use by callers */
-    uint64_t peak_allocated_bytes; /* exact with opts.exact_peak, else sampled at slow paths */
+    uint64_t peak_requested_bytes; /* of requested_bytes: exact with opts.exact_peak, else
+                                     sampled at slow paths and stats calls (a lower bound) */
     uint64_t requested_bytes;      /* bytes callers asked for, of blocks in use */
     uint64_t metadata_bytes;       /* descriptors and tables (heap) */
     uint64_t huge_bytes;           /* part of reserved_bytes held by huge chunks (in use+cached) */
@@ -186,7 +188,7 @@ typedef struct af_pool_stats {
     uint64_t os_maps, os_unmaps, os_madvise; /* OS calls */
     uint64_t trimmed_bytes;                  /* total released by trim / idle policy */
     uint64_t double_frees, foreign_frees;    /* bad frees reported */
-    double fragmentation; /* peak_reserved_bytes / peak_allocated_bytes (0 if none) */
+    double fragmentation; /* peak_reserved_bytes / peak_requested_bytes (0 if none) */
     uint32_t nclasses;
     af_pool_class_stats_t classes[AF_POOL_MAX_CLASSES];
 } af_pool_stats_t;

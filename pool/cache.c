@@ -1,0 +1,329 @@
+/*
+ * Per-worker caches (the lock-free fast path) and the cache-less calls.
+ *
+ * A cache holds, per class, a stack of free blocks (capacity cache_cap: cache_slots, at most
+ * cache_bytes per class, at least 2). alloc pops from the class's stack and stores INUSE in the
+ * block's state word; free finds the block through the granule table, moves its state word
+ * INUSE/BORROWED -> FREE with one compare-and-swap (so a second free of the same pointer, even a
+ * racing one, sees FREE and reports AF_EDOUBLEFREE), and pushes it onto the stack of the block's
+ * OWNER class. No lock is taken on either path.
+ *
+ * Misses, in order: (1) borrow from a larger class in this same cache (no lock; the block is
+ * marked BORROWED and comes back to its owner's stack when freed), (2) take a batch from the
+ * class's central list (class lock), (3) af__pool_alloc_slow: borrow from a larger central list
+ * or map a chunk (global mutex). A full stack hands `batch` blocks back to the central list
+ * (class lock). Blocks freed through a cache may have been allocated by any other cache or by
+ * af_pool_alloc: a block belongs to its class, not to a cache.
+ *
+ * Invariants: bins[c] holds only FREE blocks of class c; a block in a bin is in no central list.
+ * Lock rule: the cache itself is single-threaded; counters other threads read are relaxed
+ * atomics with one writer. Class locks are taken without glock held (rank: glock > class).
+ */
+#include "pool/pool_int.h"
+
+#include <string.h>
+
+#if defined(__GNUC__)
+#define AF__LIKELY(x) __builtin_expect(!!(x), 1)
+#define AF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define AF__LIKELY(x) (x)
+#define AF__UNLIKELY(x) (x)
+#endif
+
+#if defined(AF_ASAN_BUILD)
+#define AF__ANNOTATE 1
+#else
+#define AF__ANNOTATE 0
+#endif
+
+int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
+{
+    if (!p || !out)
+        return AF_EINVAL;
+    af_pool_cache_t *k = af__calloc(1, sizeof(*k));
+    if (!k)
+        return AF_ENOMEM;
+    k->pool = p;
+    k->bins = af__calloc(p->nclasses, sizeof(k->bins[0]));
+    size_t total = 0;
+    for (uint32_t c = 0; c < p->nclasses; c++)
+        total += p->cls[c].cache_cap;
+    af__pool_block_t **slots = k->bins ? af__malloc(total * sizeof(*slots)) : NULL;
+    if (!slots) {
+        af__free(k->bins);
+        af__free(k);
+        return AF_ENOMEM;
+    }
+    for (uint32_t c = 0; c < p->nclasses; c++) {
+        k->bins[c].slots = slots;
+        k->bins[c].cap = p->cls[c].cache_cap;
+        slots += p->cls[c].cache_cap;
+    }
+    af__pool_glock(p);
+    k->next = p->caches;
+    if (p->caches)
+        p->caches->prev = k;
+    p->caches = k;
+    AF__ADD(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(*slots));
+    af__pool_gunlock(p);
+    *out = k;
+    return 0;
+}
+
+/* Returns the top `count` blocks of bins[c] to the central list. */
+static void bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
+{
+    af_pool_t *p = k->pool;
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t n = AF__LD(&bin->n);
+    count = count < n ? count : n;
+    if (!count)
+        return;
+    af__pool_clock(p, c);
+    for (uint32_t i = 0; i < count; i++)
+        af__pool_central_push(p, c, bin->slots[n - 1 - i]);
+    af__pool_cunlock(p, c);
+    AF__ST(&bin->n, n - count);
+}
+
+void af_pool_cache_flush(af_pool_cache_t *k)
+{
+    if (!k)
+        return;
+    for (uint32_t c = 0; c < k->pool->nclasses; c++)
+        bin_flush(k, c, UINT32_MAX);
+    af__pool_idle_tick(k->pool);
+}
+
+void af_pool_cache_destroy(af_pool_cache_t *k)
+{
+    if (!k)
+        return;
+    af_pool_t *p = k->pool;
+    af_pool_cache_flush(k);
+    af__pool_glock(p);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        p->caches = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    uint64_t a = 0, f = 0;
+    for (uint32_t c = 0; c < p->nclasses; c++) {
+        AF__ADD(&p->cls[c].allocs, AF__LD(&k->bins[c].allocs));
+        AF__ADD(&p->cls[c].frees, AF__LD(&k->bins[c].frees));
+        a += AF__LD(&k->bins[c].allocs);
+        f += AF__LD(&k->bins[c].frees);
+    }
+    AF__ADD(&p->retired_fast_allocs, a - AF__LD(&k->slow_allocs));
+    AF__ADD(&p->retired_fast_frees, f - AF__LD(&k->slow_frees));
+    AF__ADD(&p->live_req, AF__LD(&k->live_req));
+    size_t total = 0;
+    for (uint32_t c = 0; c < p->nclasses; c++)
+        total += k->bins[c].cap;
+    AF__SUB(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(void *));
+    af__pool_gunlock(p);
+    af__free(k->bins[0].slots);
+    af__free(k->bins);
+    af__free(k);
+}
+
+static inline void live_add(af_pool_cache_t *k, int64_t d)
+{
+    af_pool_t *p = k->pool;
+    if (AF__UNLIKELY(p->exact_peak)) {
+        int64_t v = AF__ADD(&p->live_req, d) + d;
+        if (d > 0)
+            af__pool_note_peak(p, (uint64_t)v);
+    } else {
+        AF__ST(&k->live_req, AF__LD(&k->live_req) + d);
+    }
+}
+
+/* Cache miss for class c: see the file comment for the order of the sources. */
+static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_block_t **out)
+{
+    af_pool_t *p = k->pool;
+    af__pool_class_t *cls = &p->cls[c];
+    af__pool_block_t *b = NULL;
+    AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
+    for (uint32_t d = c + 1; d <= cls->borrow_last; d++) {
+        af__pool_bin_t *bd = &k->bins[d];
+        uint32_t n = AF__LD(&bd->n);
+        if (!n)
+            continue;
+        b = bd->slots[n - 1];
+        AF__ST(&bd->n, n - 1);
+        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
+                              memory_order_relaxed);
+        AF__ADD(&p->cls[d].lent_now, 1);
+        AF__ADD(&p->cls[d].lent_total, 1);
+        AF__ADD(&p->borrows, 1);
+        *out = b;
+        return 0;
+    }
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t got = 0;
+    af__pool_clock(p, c);
+    while (got < cls->batch) {
+        af__pool_block_t *x = af__pool_central_pop(p, c);
+        if (!x)
+            break;
+        bin->slots[got++] = x;
+    }
+    af__pool_cunlock(p, c);
+    if (got) {
+        b = bin->slots[--got];
+        AF__ST(&bin->n, got);
+        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
+        *out = b;
+        return 0;
+    }
+    return af__pool_alloc_slow(p, c, size, out);
+}
+
+int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
+{
+    af_pool_t *p = k->pool;
+    if (AF__UNLIKELY(size - 1 >= p->max_size)) {
+        if (size == 0)
+            return AF_EINVAL;
+        AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
+        return af__pool_huge_alloc(p, size, out);
+    }
+    uint32_t c = (uint32_t)af__pool_class_fast(p, size);
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t n = AF__LD(&bin->n);
+    af__pool_block_t *b;
+    if (AF__LIKELY(n)) {
+        b = bin->slots[n - 1];
+        AF__ST(&bin->n, n - 1);
+        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
+    } else {
+        int rc = cache_miss(k, c, size, &b);
+        if (rc)
+            return rc;
+        bin = &k->bins[(AF__LD(&b->state) >> 8) & 0xff]; /* the owner's bin counts it */
+    }
+    b->req = (uint32_t)size;
+    AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
+    live_add(k, (int64_t)size);
+    if (AF__ANNOTATE || AF__UNLIKELY(p->poison))
+        af__pool_on_alloc(p, b->addr, size);
+    *out = b->addr;
+    return 0;
+}
+
+/* Moves the block's state to FREE. Returns 0 with the old state, or AF_EDOUBLEFREE. */
+static inline int release_state(af_pool_t *p, af__pool_block_t *b, uint32_t *old)
+{
+    uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
+    for (;;) {
+        if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_FREE)) {
+            AF__ADD(&p->double_frees, 1);
+            return AF_EDOUBLEFREE;
+        }
+        uint32_t fr = af__blk_state(AF_BLOCK_FREE, (st >> 8) & 0xff, 0);
+        if (AF__LIKELY(atomic_compare_exchange_weak_explicit(
+                &b->state, &st, fr, memory_order_acq_rel, memory_order_relaxed)))
+            break;
+    }
+    *old = st;
+    return 0;
+}
+
+int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
+{
+    af_pool_t *p = k->pool;
+    af__pool_chunk_t *ch;
+    af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
+    if (AF__UNLIKELY(!b)) {
+        AF__ADD(&p->foreign_frees, 1);
+        return AF_EFOREIGN;
+    }
+    uint32_t st;
+    int rc = release_state(p, b, &st);
+    if (rc)
+        return rc;
+    if (AF__UNLIKELY(ch->cls < 0)) {
+        AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
+        return af__pool_huge_free(p, ch);
+    }
+    uint32_t c = (uint32_t)ch->cls; /* the owner class, also for a borrowed block (seed §5.3) */
+    if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_BORROWED))
+        AF__SUB(&p->cls[c].lent_now, 1);
+    live_add(k, -(int64_t)b->req);
+    if (AF__ANNOTATE || AF__UNLIKELY(p->poison))
+        af__pool_on_free(p, b->addr, ch->bs);
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t n = AF__LD(&bin->n);
+    if (AF__UNLIKELY(n == bin->cap)) {
+        AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
+        bin_flush(k, c, p->cls[c].batch);
+        n = AF__LD(&bin->n);
+        af__pool_idle_tick(p);
+    }
+    bin->slots[n] = b;
+    AF__ST(&bin->n, n + 1);
+    AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
+    return 0;
+}
+
+/* ---- without a cache: the class lock on every call ------------------------------------- */
+
+int af_pool_alloc(af_pool_t *p, size_t size, void **out)
+{
+    if (!p || !out || size == 0)
+        return AF_EINVAL;
+    if (size > p->max_size)
+        return af__pool_huge_alloc(p, size, out);
+    uint32_t c = (uint32_t)af__pool_class_fast(p, size);
+    af__pool_clock(p, c);
+    af__pool_block_t *b = af__pool_central_pop(p, c);
+    af__pool_cunlock(p, c);
+    if (b) {
+        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
+        b->req = (uint32_t)size;
+    } else {
+        int rc = af__pool_alloc_slow(p, c, size, &b);
+        if (rc)
+            return rc;
+    }
+    AF__ADD(&p->cls[(AF__LD(&b->state) >> 8) & 0xff].allocs, 1);
+    int64_t v = AF__ADD(&p->live_req, (int64_t)size) + (int64_t)size;
+    if (p->exact_peak)
+        af__pool_note_peak(p, (uint64_t)v);
+    af__pool_on_alloc(p, b->addr, size);
+    *out = b->addr;
+    return 0;
+}
+
+int af_pool_free(af_pool_t *p, void *ptr)
+{
+    if (!p)
+        return AF_EINVAL;
+    af__pool_chunk_t *ch;
+    af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
+    if (!b) {
+        AF__ADD(&p->foreign_frees, 1);
+        return AF_EFOREIGN;
+    }
+    uint32_t st;
+    int rc = release_state(p, b, &st);
+    if (rc)
+        return rc;
+    if (ch->cls < 0)
+        return af__pool_huge_free(p, ch);
+    uint32_t c = (uint32_t)ch->cls;
+    if ((st & 0xff) == AF_BLOCK_BORROWED)
+        AF__SUB(&p->cls[c].lent_now, 1);
+    AF__SUB(&p->live_req, (int64_t)b->req);
+    AF__ADD(&p->cls[c].frees, 1);
+    af__pool_on_free(p, b->addr, ch->bs);
+    af__pool_clock(p, c);
+    af__pool_central_push(p, c, b);
+    af__pool_cunlock(p, c);
+    af__pool_idle_tick(p);
+    return 0;
+}

@@ -1,0 +1,499 @@
+/*
+ * Address space, chunks, central free lists, borrowing, huge chunks and trimming.
+ *
+ * The pool reserves one PROT_NONE range at creation. Chunks are whole 64 KiB granules of it,
+ * taken first-fit from a sorted list of released ranges or from a bump pointer, and made usable
+ * with mmap(MAP_FIXED, RW); releasing maps PROT_NONE over them again (the pages and their commit
+ * charge go back to the OS) and gives the range back. A granule table maps every granule to its
+ * chunk, so free() finds a block with two loads and one multiply (offset x ceil(2^32/bs) >> 32 is
+ * exact for offsets that are multiples of bs below 2^32; any other pointer fails the check).
+ *
+ * A class's chunks grow by doubling from chunk_min to chunk_max (classes above chunk_max map one
+ * block per chunk), so a class never holds more than about one chunk of never-used blocks.
+ * Each class keeps its free blocks on a doubly-linked central list (LIFO at the head): doubly
+ * linked so trim can take out every block of an idle chunk in O(blocks).
+ *
+ * Slow allocation (af__pool_alloc_slow): with the global mutex, borrow one block from the
+ * nearest larger class with a free central block (up to borrow_max_ratio x the size); its state
+ * word records BORROWED, the owner class and the borrower class, and when freed it goes back to
+ * the owner class (seed §5.3: a block returned to the borrower's class slowly drains the large
+ * classes). Only when nothing can be borrowed is a chunk mapped.
+ *
+ * Invariants: a block is in exactly one place — a central list, a cache bin, or a user's hands
+ * (state INUSE/BORROWED); a chunk's nfree counts its blocks on the central list; a chunk is
+ * released only when nfree == nblocks (no cache and no user holds any of its blocks).
+ * Lock rule: glock, then class locks (pool_int.h). Everything here runs under glock except
+ * central push/pop (class lock only) and af__pool_idle_tick (takes glock with trylock).
+ */
+#include "pool/pool_int.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#ifdef AF_ASAN_BUILD
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* ---- address space (glock) ------------------------------------------------------------- */
+
+static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
+{
+    for (size_t i = 0; i < p->nvfree; i++) {
+        af__pool_range_t *r = &p->vfree[i];
+        if (r->len < n)
+            continue;
+        *start = r->start;
+        r->start += n;
+        r->len -= n;
+        if (r->len == 0) {
+            memmove(r, r + 1, (p->nvfree - i - 1) * sizeof(*r));
+            p->nvfree--;
+        }
+        return 0;
+    }
+    if (p->va_bump + n > p->ngranules)
+        return AF_ENOMEM;
+    *start = p->va_bump;
+    p->va_bump += n;
+    return 0;
+}
+
+static void va_give(af_pool_t *p, uint64_t start, uint64_t n)
+{
+    size_t i = 0;
+    while (i < p->nvfree && p->vfree[i].start < start)
+        i++;
+    int merge_prev = i > 0 && p->vfree[i - 1].start + p->vfree[i - 1].len == start;
+    int merge_next = i < p->nvfree && start + n == p->vfree[i].start;
+    if (merge_prev) {
+        p->vfree[i - 1].len += n;
+        if (merge_next) {
+            p->vfree[i - 1].len += p->vfree[i].len;
+            memmove(&p->vfree[i], &p->vfree[i + 1], (p->nvfree - i - 1) * sizeof(p->vfree[0]));
+            p->nvfree--;
+        }
+    } else if (merge_next) {
+        p->vfree[i].start = start;
+        p->vfree[i].len += n;
+    } else {
+        if (af__grow((void **)&p->vfree, &p->cap_vfree, p->nvfree + 1, sizeof(p->vfree[0])))
+            return; /* out of memory: the range stays unusable, nothing breaks */
+        memmove(&p->vfree[i + 1], &p->vfree[i], (p->nvfree - i) * sizeof(p->vfree[0]));
+        p->vfree[i] = (af__pool_range_t){start, n};
+        p->nvfree++;
+    }
+    /* A free range that reaches the bump pointer folds back into it. */
+    if (p->nvfree && p->vfree[p->nvfree - 1].start + p->vfree[p->nvfree - 1].len == p->va_bump) {
+        p->va_bump = p->vfree[p->nvfree - 1].start;
+        p->nvfree--;
+    }
+}
+
+/* ---- chunks (glock) -------------------------------------------------------------------- */
+
+static void note_reserved(af_pool_t *p)
+{
+    uint64_t r = AF__LD(&p->reserved);
+    if (r > AF__LD(&p->peak_reserved))
+        AF__ST(&p->peak_reserved, r);
+}
+
+static void publish(af_pool_t *p, af__pool_chunk_t *ch, af__pool_chunk_t *val)
+{
+    uint64_t g0 = (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT;
+    uint64_t ng = ch->bytes >> AF__POOL_GRANULE_SHIFT;
+    for (uint64_t g = g0; g < g0 + ng; g++)
+        atomic_store_explicit(&p->gtab[g], val, memory_order_release);
+}
+
+static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64_t bytes,
+                     af__pool_chunk_t **out)
+{
+    af__pool_chunk_t *ch = p->spare;
+    if (ch) {
+        p->spare = ch->hnext;
+    } else {
+        if (af__grow((void **)&p->chunks, &p->cap_chunks, p->nchunks + 1, sizeof(p->chunks[0])))
+            return AF_ENOMEM;
+        ch = af__calloc(1, sizeof(*ch));
+        if (!ch)
+            return AF_ENOMEM;
+        p->chunks[p->nchunks++] = ch;
+        AF__ADD(&p->metadata, sizeof(*ch));
+    }
+    int rc = AF_ENOMEM;
+    uint64_t start;
+    ch->blocks = af__calloc(nb, sizeof(af__pool_block_t));
+    if (!ch->blocks)
+        goto fail;
+    if (va_take(p, bytes >> AF__POOL_GRANULE_SHIFT, &start))
+        goto fail_blocks;
+    char *base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
+    if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+        MAP_FAILED) {
+        va_give(p, start, bytes >> AF__POOL_GRANULE_SHIFT);
+        goto fail_blocks;
+    }
+    AF__ADD(&p->os_maps, 1);
+#ifdef AF_ASAN_BUILD
+    ASAN_POISON_MEMORY_REGION(base, bytes);
+#endif
+    ch->base = base;
+    ch->bytes = bytes;
+    ch->bs = bs;
+    ch->inv = bs < (1ull << 32) ? ((1ull << 32) + bs - 1) / bs : 0;
+    ch->nblocks = nb;
+    ch->cls = cls;
+    ch->nfree = 0;
+    ch->mapped = 1;
+    ch->idle_since = 0;
+    ch->req = 0;
+    ch->hnext = NULL;
+    uint32_t owner = cls < 0 ? AF__POOL_HUGE_CLASS : (uint32_t)cls;
+    for (uint32_t i = 0; i < nb; i++) {
+        ch->blocks[i].addr = base + (uint64_t)i * bs;
+        atomic_init(&ch->blocks[i].state, af__blk_state(AF_BLOCK_FREE, owner, 0));
+    }
+    publish(p, ch, ch);
+    AF__ADD(&p->reserved, bytes);
+    AF__ADD(&p->metadata, nb * sizeof(af__pool_block_t));
+    note_reserved(p);
+    *out = ch;
+    return 0;
+
+fail_blocks:
+    af__free(ch->blocks);
+    ch->blocks = NULL;
+fail:
+    ch->mapped = 0;
+    ch->hnext = p->spare;
+    p->spare = ch;
+    return rc;
+}
+
+/* Unmaps a chunk none of whose blocks is on a list or in use. glock held. */
+static void chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
+{
+    publish(p, ch, NULL);
+#ifdef AF_ASAN_BUILD
+    ASAN_UNPOISON_MEMORY_REGION(ch->base, ch->bytes);
+#endif
+    mmap(ch->base, ch->bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+         -1, 0);
+    AF__ADD(&p->os_unmaps, 1);
+    va_give(p, (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT,
+            ch->bytes >> AF__POOL_GRANULE_SHIFT);
+    AF__SUB(&p->reserved, ch->bytes);
+    AF__ADD(&p->trimmed, ch->bytes);
+    AF__SUB(&p->metadata, ch->nblocks * sizeof(af__pool_block_t));
+    af__free(ch->blocks);
+    ch->blocks = NULL;
+    ch->mapped = 0;
+    ch->hnext = p->spare;
+    p->spare = ch;
+}
+
+void af__pool_unmap_all(af_pool_t *p)
+{
+#ifdef AF_ASAN_BUILD
+    for (size_t i = 0; i < p->nchunks; i++)
+        if (p->chunks[i]->mapped)
+            ASAN_UNPOISON_MEMORY_REGION(p->chunks[i]->base, p->chunks[i]->bytes);
+#else
+    (void)p;
+#endif
+}
+
+/* ---- central lists (class lock) -------------------------------------------------------- */
+
+static af__pool_chunk_t *chunk_of(const af_pool_t *p, const af__pool_block_t *b)
+{
+    uint64_t g = (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT;
+    return atomic_load_explicit(&p->gtab[g], memory_order_relaxed);
+}
+
+void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b)
+{
+    af__pool_class_t *k = &p->cls[c];
+    b->prev = NULL;
+    b->next = k->head;
+    if (k->head)
+        k->head->prev = b;
+    k->head = b;
+    k->nfree++;
+    af__pool_chunk_t *ch = chunk_of(p, b);
+    if (++ch->nfree == ch->nblocks && p->opts.idle_trim_ms)
+        ch->idle_since = af_now_ns();
+}
+
+static void central_unlink(af_pool_t *p, uint32_t c, af__pool_block_t *b)
+{
+    af__pool_class_t *k = &p->cls[c];
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        k->head = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    b->prev = b->next = NULL;
+    k->nfree--;
+}
+
+af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c)
+{
+    af__pool_block_t *b = p->cls[c].head;
+    if (!b)
+        return NULL;
+    central_unlink(p, c, b);
+    chunk_of(p, b)->nfree--;
+    return b;
+}
+
+/* ---- growth and borrowing (glock) ------------------------------------------------------ */
+
+int af__pool_grow(af_pool_t *p, uint32_t c)
+{
+    af__pool_class_t *k = &p->cls[c];
+    uint64_t nb = 1;
+    if (k->bs <= p->opts.chunk_max) {
+        nb = k->next_chunk / k->bs;
+        nb = nb ? nb : 1;
+    }
+    uint64_t bytes = af__align_up(nb * k->bs, AF__POOL_GRANULE);
+    af__pool_chunk_t *ch;
+    int rc = chunk_new(p, (int32_t)c, k->bs, (uint32_t)nb, bytes, &ch);
+    if (rc)
+        return rc;
+    if (k->next_chunk < p->opts.chunk_max)
+        k->next_chunk *= 2;
+    af__pool_clock(p, c);
+    for (uint32_t i = ch->nblocks; i-- > 0;)
+        af__pool_central_push(p, c, &ch->blocks[i]);
+    ch->idle_since = 0;
+    k->nblocks += ch->nblocks;
+    k->nchunks++;
+    af__pool_cunlock(p, c);
+    return 0;
+}
+
+int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_t **blk)
+{
+    af__pool_block_t *b = NULL;
+    int rc = 0;
+    af__pool_glock(p);
+    int64_t live = af__pool_live_req(p) + (int64_t)want;
+    af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
+    for (uint32_t d = c + 1; d <= p->cls[c].borrow_last && !b; d++) {
+        if (!p->cls[d].head) /* racy peek, rechecked under the lock */
+            continue;
+        af__pool_clock(p, d);
+        b = af__pool_central_pop(p, d);
+        af__pool_cunlock(p, d);
+        if (b) {
+            atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
+                                  memory_order_relaxed);
+            AF__ADD(&p->cls[d].lent_now, 1);
+            AF__ADD(&p->cls[d].lent_total, 1);
+            AF__ADD(&p->borrows, 1);
+        }
+    }
+    while (!b) {
+        af__pool_clock(p, c); /* a free may have refilled our own class meanwhile */
+        b = af__pool_central_pop(p, c);
+        af__pool_cunlock(p, c);
+        if (b) {
+            atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0),
+                                  memory_order_relaxed);
+            break;
+        }
+        if ((rc = af__pool_grow(p, c)))
+            break;
+    }
+    af__pool_gunlock(p);
+    if (b)
+        b->req = (uint32_t)want;
+    *blk = b;
+    return rc;
+}
+
+/* ---- huge chunks (glock) --------------------------------------------------------------- */
+
+int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
+{
+    uint64_t bytes = af__align_up(size, AF__POOL_GRANULE);
+    if (bytes < size)
+        return AF_ESIZE;
+    af__pool_glock(p);
+    af__pool_chunk_t **best = NULL;
+    for (af__pool_chunk_t **pp = &p->huge_free; *pp; pp = &(*pp)->hnext)
+        if ((*pp)->bytes >= bytes && (*pp)->bytes - bytes <= bytes / 4 &&
+            (!best || (*pp)->bytes < (*best)->bytes))
+            best = pp;
+    af__pool_chunk_t *ch = NULL;
+    int rc = 0;
+    if (best) {
+        ch = *best;
+        *best = ch->hnext;
+        ch->hnext = NULL;
+        p->huge_free_bytes -= ch->bytes;
+    } else if ((rc = chunk_new(p, -1, bytes, 1, bytes, &ch)) == 0) {
+        AF__ADD(&p->huge_bytes, bytes);
+    }
+    if (ch) {
+        ch->req = size;
+        ch->blocks[0].req = 0;
+        atomic_store_explicit(&ch->blocks[0].state,
+                              af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
+                              memory_order_relaxed);
+        AF__ADD(&p->huge_allocs, 1);
+        int64_t live = AF__ADD(&p->live_req, (int64_t)size) + (int64_t)size;
+        if (!p->exact_peak)
+            live = af__pool_live_req(p);
+        af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
+    }
+    af__pool_gunlock(p);
+    if (rc)
+        return rc;
+    af__pool_on_alloc(p, ch->base, size);
+    *out = ch->base;
+    return 0;
+}
+
+/* The caller has already moved the block's state from INUSE to FREE. */
+int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch)
+{
+    af__pool_on_free(p, ch->base, ch->bytes);
+    af__pool_glock(p);
+    AF__SUB(&p->live_req, (int64_t)ch->req);
+    AF__ADD(&p->huge_frees, 1);
+    if (p->huge_free_bytes + ch->bytes <= p->opts.huge_cache_bytes) {
+        ch->hnext = p->huge_free;
+        p->huge_free = ch;
+        p->huge_free_bytes += ch->bytes;
+        ch->idle_since = af_now_ns();
+    } else {
+        AF__SUB(&p->huge_bytes, ch->bytes);
+        chunk_release(p, ch);
+    }
+    af__pool_gunlock(p);
+    return 0;
+}
+
+/* ---- trim and the idle policy ---------------------------------------------------------- */
+
+/* Releases idle chunks (all blocks on the central list) idle since before `before` ns (or all
+ * idle ones when before == UINT64_MAX) and cached huge chunks alike. glock held. */
+static uint64_t release_idle(af_pool_t *p, uint64_t before)
+{
+    uint64_t freed = 0;
+    for (size_t i = 0; i < p->nchunks; i++) {
+        af__pool_chunk_t *ch = p->chunks[i];
+        if (!ch->mapped || ch->cls < 0)
+            continue;
+        uint32_t c = (uint32_t)ch->cls;
+        af__pool_clock(p, c);
+        int idle = ch->nfree == ch->nblocks &&
+                   (before == UINT64_MAX || (ch->idle_since && ch->idle_since <= before));
+        if (idle) {
+            for (uint32_t j = 0; j < ch->nblocks; j++)
+                central_unlink(p, c, &ch->blocks[j]);
+            p->cls[c].nblocks -= ch->nblocks;
+            p->cls[c].nchunks--;
+            ch->nfree = 0;
+        }
+        af__pool_cunlock(p, c);
+        if (idle) {
+            freed += ch->bytes;
+            chunk_release(p, ch);
+        }
+    }
+    for (af__pool_chunk_t **pp = &p->huge_free; *pp;) {
+        af__pool_chunk_t *ch = *pp;
+        if (before != UINT64_MAX && ch->idle_since > before) {
+            pp = &ch->hnext;
+            continue;
+        }
+        *pp = ch->hnext;
+        p->huge_free_bytes -= ch->bytes;
+        AF__SUB(&p->huge_bytes, ch->bytes);
+        freed += ch->bytes;
+        chunk_release(p, ch);
+    }
+    return freed;
+}
+
+static void purge_range(af_pool_t *p, char *a, uint64_t len, uint64_t *freed)
+{
+    uint64_t pg = 4096;
+    uintptr_t lo = ((uintptr_t)a + pg - 1) & ~(uintptr_t)(pg - 1);
+    uintptr_t hi = ((uintptr_t)a + len) & ~(uintptr_t)(pg - 1);
+    if (hi <= lo)
+        return;
+    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    AF__ADD(&p->os_madvise, 1);
+    *freed += hi - lo;
+}
+
+static uint64_t purge_free(af_pool_t *p)
+{
+    uint64_t freed = 0;
+    for (uint32_t c = 0; c < p->nclasses; c++) {
+        if (p->cls[c].bs < (64u << 10))
+            continue;
+        af__pool_clock(p, c);
+        for (af__pool_block_t *b = p->cls[c].head; b; b = b->next)
+            purge_range(p, b->addr, p->cls[c].bs, &freed);
+        af__pool_cunlock(p, c);
+    }
+    for (af__pool_chunk_t *ch = p->huge_free; ch; ch = ch->hnext)
+        purge_range(p, ch->base, ch->bytes, &freed);
+    return freed;
+}
+
+int af_pool_trim(af_pool_t *p, unsigned flags, uint64_t *released)
+{
+    uint64_t freed = 0;
+    if (!p)
+        return AF_EINVAL;
+    af__pool_glock(p);
+    if (flags & AF_POOL_TRIM_RELEASE)
+        freed += release_idle(p, UINT64_MAX);
+    if (flags & AF_POOL_TRIM_PURGE) {
+        uint64_t purged = purge_free(p);
+        AF__ADD(&p->trimmed, purged);
+        freed += purged;
+    }
+    af__pool_gunlock(p);
+    if (released)
+        *released = freed;
+    return 0;
+}
+
+int af_pool_maintain(af_pool_t *p)
+{
+    if (!p)
+        return AF_EINVAL;
+    if (!p->opts.idle_trim_ms)
+        return 0;
+    uint64_t now = af_now_ns(), idle = (uint64_t)p->opts.idle_trim_ms * 1000000u;
+    af__pool_glock(p);
+    AF__ST(&p->last_idle_scan, now);
+    release_idle(p, now > idle ? now - idle : 0);
+    af__pool_gunlock(p);
+    return 0;
+}
+
+void af__pool_idle_tick(af_pool_t *p)
+{
+    if (!p->opts.idle_trim_ms)
+        return;
+    uint64_t now = af_now_ns(), idle = (uint64_t)p->opts.idle_trim_ms * 1000000u;
+    if (now - AF__LD(&p->last_idle_scan) < idle / 2)
+        return;
+    if (pthread_mutex_trylock(&p->glock))
+        return; /* somebody else is in a slow path; the next tick will do */
+    AF__ADD(&p->global_locks, 1);
+    AF__ST(&p->last_idle_scan, now);
+    release_idle(p, now > idle ? now - idle : 0);
+    af__pool_gunlock(p);
+}

@@ -1,0 +1,200 @@
+/*
+ * Pool-internal structures shared by pool/pool.c (create, ladder, stats), pool/chunk.c (address
+ * space, chunks, central lists, borrowing, huge chunks, trim) and pool/cache.c (the lock-free
+ * per-worker fast path). Other modules use include/arenaflow/pool.h only.
+ *
+ * Lock ranks (take in this order, never the reverse):
+ *   1. pool->glock   (global mutex: address space, chunk table, borrowing, huge chunks, the list
+ *                     of caches, trim)
+ *   2. cls->lock     (one per class: that class's central free list and its chunks' free counts)
+ * A cache's bins are touched only by the thread using the cache; other threads read their
+ * counters (relaxed atomics) for statistics.
+ */
+#ifndef ARENAFLOW_POOL_INT_H
+#define ARENAFLOW_POOL_INT_H
+
+#include "arenaflow/pool.h"
+#include "common/common_int.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define AF__POOL_GRANULE_SHIFT 16 /* chunks start and end on 64 KiB granules */
+#define AF__POOL_GRANULE ((uint64_t)1 << AF__POOL_GRANULE_SHIFT)
+#define AF__POOL_LUT_SIZE 512
+#define AF__POOL_HUGE_CLASS 0xffu /* owner class byte of a huge chunk's block */
+
+/* Relaxed accessors for single-writer counters that other threads read. */
+#define AF__LD(p) atomic_load_explicit((p), memory_order_relaxed)
+#define AF__ST(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+#define AF__ADD(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define AF__SUB(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
+
+/* State word: kind in bits 0..7, owner class in 8..15, borrower class in 16..23. */
+static inline uint32_t af__blk_state(uint32_t kind, uint32_t owner, uint32_t borrower)
+{
+    return kind | (owner << 8) | (borrower << 16);
+}
+
+typedef struct af__pool_block {
+    _Atomic uint32_t state;
+    uint32_t req; /* bytes requested by the current user (classes are < 4 GiB) */
+    char *addr;
+    struct af__pool_block *prev, *next; /* central free list links (class lock) */
+} af__pool_block_t;
+
+typedef struct af__pool_chunk {
+    char *base;
+    uint64_t bytes; /* mapped bytes (multiple of the granule) */
+    uint64_t bs;    /* block size */
+    uint64_t inv;   /* ceil(2^32 / bs): exact division of block offsets (< 2^32) */
+    uint64_t req;   /* huge chunk: bytes requested */
+    uint32_t nblocks;
+    int32_t cls;         /* class, or -1 for a huge chunk */
+    uint32_t nfree;      /* blocks in the central free list (class lock) */
+    int mapped;          /* 0 once released (descriptor kept for reuse) */
+    uint64_t idle_since; /* ns when nfree reached nblocks (class lock) */
+    af__pool_block_t *blocks;
+    struct af__pool_chunk *hnext; /* huge cache list (glock) */
+} af__pool_chunk_t;
+
+typedef struct af__pool_class {
+    pthread_mutex_t lock;
+    uint64_t bs;
+    af__pool_block_t *head; /* central free list, LIFO at head */
+    uint64_t nfree, nblocks, nchunks;
+    uint64_t next_chunk; /* bytes of the next chunk to map (glock) */
+    uint32_t cache_cap, batch;
+    uint32_t borrow_last;           /* borrow from classes (cls, borrow_last] */
+    _Atomic uint64_t allocs, frees; /* through no-cache calls, borrows, retired caches */
+    _Atomic uint64_t lent_now, lent_total;
+    char pad[64];
+} af__pool_class_t;
+
+typedef struct af__pool_bin {
+    _Atomic uint32_t n;
+    uint32_t cap;
+    af__pool_block_t **slots;
+    _Atomic uint64_t allocs, frees;
+} af__pool_bin_t;
+
+struct af_pool_cache {
+    af_pool_t *pool;
+    af__pool_bin_t *bins;
+    _Atomic int64_t live_req;
+    _Atomic uint64_t slow_allocs, slow_frees;
+    struct af_pool_cache *prev, *next; /* pool->caches (glock) */
+};
+
+typedef struct af__pool_range {
+    uint64_t start, len; /* granule indexes */
+} af__pool_range_t;
+
+struct af_pool {
+    /* read-mostly, hot */
+    char *va_base;
+    uint64_t ngranules;
+    _Atomic(af__pool_chunk_t *) *gtab; /* granule -> chunk (release on publish, acquire on read) */
+    uint64_t max_size;                 /* largest class in bytes */
+    uint32_t nclasses;
+    int poison, exact_peak;
+    uint32_t units[AF_POOL_MAX_CLASSES]; /* class size in 256-byte units */
+    uint8_t lut[AF__POOL_LUT_SIZE];
+    af__pool_class_t *cls;
+
+    af_pool_opts_t opts;
+    void *va_raw; /* start of the reservation as mmap returned it */
+    uint64_t va_bytes;
+
+    pthread_mutex_t glock;
+    uint64_t va_bump; /* granules handed out from the top of the reservation */
+    af__pool_range_t *vfree;
+    size_t nvfree, cap_vfree;
+    af__pool_chunk_t **chunks; /* every descriptor ever made (glock) */
+    size_t nchunks, cap_chunks;
+    af__pool_chunk_t *spare; /* released descriptors, reused (linked by hnext) */
+    af__pool_chunk_t *huge_free;
+    uint64_t huge_free_bytes;
+    af_pool_cache_t *caches;
+    _Atomic uint64_t last_idle_scan;
+
+    /* counters (relaxed atomics; slow paths only, except the optional exact peak) */
+    _Atomic uint64_t reserved, peak_reserved, huge_bytes, metadata;
+    _Atomic int64_t live_req; /* no-cache path + retired caches (+ everything if exact_peak) */
+    _Atomic uint64_t peak_req;
+    _Atomic uint64_t global_locks, class_locks, borrows;
+    _Atomic uint64_t os_maps, os_unmaps, os_madvise, trimmed;
+    _Atomic uint64_t double_frees, foreign_frees;
+    _Atomic uint64_t huge_allocs, huge_frees;
+    _Atomic uint64_t retired_fast_allocs, retired_fast_frees;
+};
+
+/* Size -> class: units = ceil(size / 256); a table on (log2, 3 mantissa bits), then a step up. */
+static inline uint32_t af__pool_lut_key(uint64_t u)
+{
+    if (u < 16)
+        return (uint32_t)u;
+    unsigned lg = 63u - (unsigned)__builtin_clzll(u);
+    return 16u + (lg - 4u) * 8u + (uint32_t)((u >> (lg - 3u)) & 7u);
+}
+
+static inline int af__pool_class_fast(const af_pool_t *p, uint64_t size)
+{
+    uint64_t u = (size + (AF_POOL_ALIGN - 1)) >> 8;
+    uint32_t c = p->lut[af__pool_lut_key(u)];
+    while (p->units[c] < u)
+        c++;
+    return (int)c;
+}
+
+/* Looks up the block starting at ptr; NULL when ptr is not one (foreign or interior). */
+static inline af__pool_block_t *af__pool_lookup(const af_pool_t *p, const void *ptr,
+                                                af__pool_chunk_t **chunk_out)
+{
+    uint64_t off = (uint64_t)((uintptr_t)ptr - (uintptr_t)p->va_base);
+    uint64_t g = off >> AF__POOL_GRANULE_SHIFT;
+    if (g >= p->ngranules)
+        return NULL;
+    af__pool_chunk_t *ch = atomic_load_explicit(&p->gtab[g], memory_order_acquire);
+    if (!ch)
+        return NULL;
+    uint64_t o = (uint64_t)((const char *)ptr - ch->base);
+    uint64_t idx = ch->nblocks == 1 ? 0 : (o * ch->inv) >> 32;
+    if (idx >= ch->nblocks || idx * ch->bs != o)
+        return NULL;
+    *chunk_out = ch;
+    return &ch->blocks[idx];
+}
+
+void af__pool_glock(af_pool_t *p);
+void af__pool_gunlock(af_pool_t *p);
+void af__pool_clock(af_pool_t *p, uint32_t c);
+void af__pool_cunlock(af_pool_t *p, uint32_t c);
+
+/* Central lists (class lock held). */
+void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b);
+af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c);
+
+/*
+ * Slow allocation of class c once the caller's own sources are empty: borrow from a larger
+ * class's central list, else map a chunk for c. Takes glock (and class locks). On success *blk
+ * is in state INUSE or BORROWED with req set. `want` = requested bytes.
+ */
+int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_t **blk);
+/* Maps a new chunk for class c and pushes its blocks to the central list. glock held. */
+int af__pool_grow(af_pool_t *p, uint32_t c);
+int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out);
+int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch);
+/* Releases every chunk and the reservation (destroy). */
+void af__pool_unmap_all(af_pool_t *p);
+/* Idle policy check from slow paths (no lock held). */
+void af__pool_idle_tick(af_pool_t *p);
+/* Sum of requested live bytes across caches and the pool; glock held. */
+int64_t af__pool_live_req(af_pool_t *p);
+void af__pool_note_peak(af_pool_t *p, uint64_t live);
+
+/* Memory annotations on hand-out and return (ASan poisoning, debug patterns). */
+void af__pool_on_alloc(const af_pool_t *p, void *addr, uint64_t size);
+void af__pool_on_free(const af_pool_t *p, void *addr, uint64_t bs);
+
+#endif

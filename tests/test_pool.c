@@ -1,0 +1,773 @@
+/*
+ * Tests of the buffer pool (pool/) and the dynamic region.
+ *
+ * Stress tests draw from a fixed-seed PRNG (xorshift64*) and print the seed on failure. Every
+ * live block carries a pattern derived from its id, checked before it is freed, so a block handed
+ * out twice or written by someone else is caught. Under ASan/TSan the operation counts are
+ * divided by 4 (AF_ASAN_BUILD / AF_TSAN_BUILD) to keep the run short.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arenaflow/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(AF_ASAN_BUILD) || defined(AF_TSAN_BUILD)
+#define SCALE 4
+#else
+#define SCALE 1
+#endif
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Log-uniform size in [lo, hi]. */
+static size_t rng_size(uint64_t *s, size_t lo, size_t hi)
+{
+    double a = __builtin_log((double)lo), b = __builtin_log((double)hi);
+    double u = (double)(rng_next(s) >> 11) / 9007199254740992.0;
+    size_t v = (size_t)__builtin_exp(a + (b - a) * u);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Pattern: one word per 4 KiB page plus the first and last words. */
+static void fill(void *p, size_t size, uint64_t id)
+{
+    unsigned char *c = p;
+    for (size_t off = 0; off + 8 <= size; off += 4096)
+        memcpy(c + off, &(uint64_t){id * 0x9E3779B97F4A7C15ull + off}, 8);
+    if (size >= 8)
+        memcpy(c + size - 8, &(uint64_t){~id}, 8);
+    else
+        memset(c, (int)(id & 0xff), size);
+}
+
+static int check(const void *p, size_t size, uint64_t id)
+{
+    const unsigned char *c = p;
+    uint64_t w;
+    if (size < 8) {
+        for (size_t i = 0; i < size; i++)
+            if (c[i] != (unsigned char)(id & 0xff))
+                return 0;
+        return 1;
+    }
+    for (size_t off = 0; off + 8 <= size - 8; off += 4096) {
+        memcpy(&w, c + off, 8);
+        if (w != id * 0x9E3779B97F4A7C15ull + off)
+            return 0;
+    }
+    memcpy(&w, c + size - 8, 8);
+    return w == ~id;
+}
+
+static af_pool_t *make_pool(af_pool_opts_t *o)
+{
+    af_pool_t *p = NULL;
+    af_error_t err;
+    int rc = af_pool_create(o, &p, &err);
+    if (rc)
+        fprintf(stderr, "af_pool_create: %s (%s)\n", af_strerror(rc), err.msg);
+    assert_int_equal(rc, 0);
+    return p;
+}
+
+static long rss_pages(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long size = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &res) != 2)
+            res = 0;
+        fclose(f);
+    }
+    return res;
+}
+
+/* ---- ladder ------------------------------------------------------------------------------ */
+
+static void test_pool_ladder_default_waste_bounded(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    uint32_t n = af_pool_nclasses(p);
+    assert_true(n > 20 && n < AF_POOL_MAX_CLASSES);
+    assert_int_equal(af_pool_class_size(p, 0), 256);
+    assert_int_equal(af_pool_class_size(p, n - 1), 64ull << 20);
+    uint64_t seed = 42;
+    double worst = 0;
+    for (int i = 0; i < 200000; i++) {
+        size_t s = rng_size(&seed, 1, 64u << 20);
+        int c = af_pool_class_of(p, s);
+        assert_true(c >= 0);
+        uint64_t bs = af_pool_class_size(p, (uint32_t)c), al = (s + 255) / 256 * 256;
+        assert_true(bs >= s);
+        assert_true(c == 0 || af_pool_class_size(p, (uint32_t)c - 1) < s);
+        double w = (double)bs / (double)al;
+        worst = w > worst ? w : worst;
+    }
+    /* boundaries exactly */
+    for (uint32_t c = 0; c < n; c++) {
+        uint64_t bs = af_pool_class_size(p, c);
+        assert_int_equal(af_pool_class_of(p, bs), (int)c);
+        if (c + 1 < n)
+            assert_int_equal(af_pool_class_of(p, bs + 1), (int)c + 1);
+    }
+    assert_true(worst <= 1.25);
+    assert_int_equal(af_pool_class_of(p, (64u << 20) + 1), -1);
+    af_pool_destroy(p);
+}
+
+static void test_pool_ladder_seed_preset(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.ladder = AF_POOL_LADDER_SEED;
+    o.seed_pure = 1;
+    af_pool_t *p = make_pool(&o);
+    static const uint64_t want[] = {256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20};
+    assert_int_equal(af_pool_nclasses(p), 5);
+    for (uint32_t c = 0; c < 5; c++)
+        assert_int_equal(af_pool_class_size(p, c), want[c]);
+    assert_int_equal(af_pool_class_of(p, 300), 0);
+    assert_int_equal(af_pool_class_of(p, (1u << 20) + 1), 2);
+    af_pool_destroy(p);
+}
+
+static void test_pool_ladder_bad_custom_rejected(void **state)
+{
+    (void)state;
+    static const uint64_t bad[] = {256, 1000};
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.ladder = AF_POOL_LADDER_CUSTOM;
+    o.classes = bad;
+    o.nclasses = 2;
+    af_pool_t *p = NULL;
+    af_error_t err;
+    assert_int_equal(af_pool_create(&o, &p, &err), AF_EINVAL);
+    assert_null(p);
+    assert_true(strlen(err.msg) > 0);
+}
+
+/* ---- basic behaviour and error reporting ------------------------------------------------ */
+
+static void test_pool_alloc_aligned_and_writable(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a[64];
+    for (int i = 0; i < 64; i++) {
+        size_t s = (size_t)1 << (i % 24);
+        int rc = i % 2 ? af_pool_cache_alloc(k, s, &a[i]) : af_pool_alloc(p, s, &a[i]);
+        assert_int_equal(rc, 0);
+        assert_int_equal((uintptr_t)a[i] % AF_POOL_ALIGN, 0);
+        fill(a[i], s, (uint64_t)i);
+    }
+    for (int i = 0; i < 64; i++) {
+        assert_true(check(a[i], (size_t)1 << (i % 24), (uint64_t)i));
+        assert_int_equal(i % 3 ? af_pool_free(p, a[i]) : af_pool_cache_free(k, a[i]), 0);
+    }
+    void *x;
+    assert_int_equal(af_pool_alloc(p, 0, &x), AF_EINVAL);
+    assert_int_equal(af_pool_cache_alloc(k, 0, &x), AF_EINVAL);
+    af_pool_cache_destroy(k);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.allocs, 64);
+    assert_int_equal(st.frees, 64);
+    assert_int_equal(st.requested_bytes, 0);
+    assert_int_equal(st.allocated_bytes, 0);
+    af_pool_destroy(p);
+}
+
+static void test_pool_double_free_detected(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *b, *h;
+    assert_int_equal(af_pool_alloc(p, 1000, &a), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 5000, &b), 0);
+    assert_int_equal(af_pool_alloc(p, 100u << 20, &h), 0); /* huge */
+    assert_int_equal(af_pool_free(p, a), 0);
+    assert_int_equal(af_pool_free(p, a), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_cache_free(k, a), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_cache_free(k, b), 0);
+    assert_int_equal(af_pool_cache_free(k, b), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_free(p, b), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_free(p, h), 0);
+    assert_int_equal(af_pool_free(p, h), AF_EDOUBLEFREE);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.double_frees, 5);
+    /* the pool still works and hands the blocks out again */
+    void *a2;
+    assert_int_equal(af_pool_alloc(p, 1000, &a2), 0);
+    assert_ptr_equal(a2, a);
+    assert_int_equal(af_pool_free(p, a2), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+static void test_pool_foreign_pointer_detected(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_t *q = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *other;
+    int local = 0;
+    char *heap = malloc(64);
+    assert_int_equal(af_pool_alloc(p, 4096, &a), 0);
+    assert_int_equal(af_pool_alloc(q, 4096, &other), 0);
+    assert_int_equal(af_pool_free(p, &local), AF_EFOREIGN);
+    assert_int_equal(af_pool_free(p, heap), AF_EFOREIGN);
+    assert_int_equal(af_pool_free(p, NULL), AF_EFOREIGN);
+    assert_int_equal(af_pool_free(p, (char *)a + 256), AF_EFOREIGN); /* interior */
+    assert_int_equal(af_pool_cache_free(k, (char *)a + 8), AF_EFOREIGN);
+    assert_int_equal(af_pool_cache_free(k, other), AF_EFOREIGN); /* another pool's block */
+    af_pool_block_info_t bi;
+    assert_int_equal(af_pool_block_info(p, (char *)a + 256, &bi), AF_EFOREIGN);
+    assert_int_equal(af_pool_block_info(p, a, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_INUSE);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.foreign_frees, 6);
+    assert_int_equal(af_pool_free(p, a), 0);
+    assert_int_equal(af_pool_free(q, other), 0);
+    free(heap);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+    af_pool_destroy(q);
+}
+
+/*
+ * Seed §5.3: a block borrowed by a smaller class must go back to the class it came from.
+ * The buggy pool returned it to the borrower's class, so the large class slowly emptied.
+ */
+static void borrow_roundtrip(int use_cache)
+{
+    static const uint64_t ladder[] = {1u << 20, 4u << 20};
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.ladder = AF_POOL_LADDER_CUSTOM;
+    o.classes = ladder;
+    o.nclasses = 2;
+    af_pool_t *p = make_pool(&o);
+    af_pool_cache_t *k = NULL;
+    if (use_cache)
+        assert_int_equal(af_pool_cache_create(p, &k), 0);
+#define ALLOC(s, out) (k ? af_pool_cache_alloc(k, (s), (out)) : af_pool_alloc(p, (s), (out)))
+#define FREE(x) (k ? af_pool_cache_free(k, (x)) : af_pool_free(p, (x)))
+    void *big, *small, *again;
+    assert_int_equal(ALLOC(4u << 20, &big), 0);
+    assert_int_equal(FREE(big), 0);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    uint64_t maps = st.os_maps;
+    assert_int_equal(st.classes[0].blocks, 0);
+
+    assert_int_equal(ALLOC(1u << 20, &small), 0); /* class 0 is empty: borrow */
+    assert_ptr_equal(small, big);
+    af_pool_block_info_t bi;
+    assert_int_equal(af_pool_block_info(p, small, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_BORROWED);
+    assert_int_equal(bi.owner_class, 1);
+    assert_int_equal(bi.borrower_class, 0);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.borrows, 1);
+    assert_int_equal(st.classes[1].blocks_lent, 1);
+
+    assert_int_equal(FREE(small), 0);
+    assert_int_equal(af_pool_block_info(p, small, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_FREE);
+    assert_int_equal(bi.owner_class, 1);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.classes[1].blocks_lent, 0);
+    assert_int_equal(st.classes[1].blocks_free + st.classes[1].blocks_cached, 1);
+    assert_int_equal(st.classes[0].blocks, 0);
+    assert_int_equal(st.classes[0].blocks_free + st.classes[0].blocks_cached, 0);
+
+    /* the large class gets its block back, without mapping anything */
+    assert_int_equal(ALLOC(3u << 20, &again), 0);
+    assert_ptr_equal(again, big);
+    assert_int_equal(af_pool_block_info(p, again, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_INUSE);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.os_maps, maps);
+    assert_int_equal(FREE(again), 0);
+#undef ALLOC
+#undef FREE
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+static void test_pool_borrow_returns_to_owner_class(void **state)
+{
+    (void)state;
+    borrow_roundtrip(0);
+}
+
+static void test_pool_borrow_returns_to_owner_class_cached(void **state)
+{
+    (void)state;
+    borrow_roundtrip(1);
+}
+
+static void test_pool_huge_reused_then_trimmed(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    void *h, *h2;
+    assert_int_equal(af_pool_alloc(p, (100u << 20) + 3, &h), 0);
+    memset(h, 1, 1 << 20);
+    assert_int_equal(af_pool_free(p, h), 0);
+    assert_int_equal(af_pool_alloc(p, 90u << 20, &h2), 0); /* within 25%: reused */
+    assert_ptr_equal(h2, h);
+    assert_int_equal(af_pool_free(p, h2), 0);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.os_maps, 1);
+    assert_true(st.reserved_bytes >= (100u << 20));
+    uint64_t rel = 0;
+    assert_int_equal(af_pool_trim(p, AF_POOL_TRIM_RELEASE, &rel), 0);
+    assert_true(rel >= (100u << 20));
+    af_pool_stats(p, &st);
+    assert_int_equal(st.reserved_bytes, 0);
+    assert_int_equal(af_pool_free(p, h), AF_EFOREIGN); /* unmapped now */
+    af_pool_destroy(p);
+}
+
+/* ---- stress -------------------------------------------------------------------------- */
+
+typedef struct {
+    void *p;
+    size_t size;
+    uint64_t id;
+} obj_t;
+
+static void test_pool_stress_single_thread(void **state)
+{
+    (void)state;
+    const uint64_t seed0 = 0x5eed0001;
+    uint64_t seed = seed0;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    enum { LIVE = 512 };
+    obj_t live[LIVE] = {{0}};
+    uint64_t next_id = 1, live_req = 0;
+    const long ops = 400000 / SCALE;
+    for (long i = 0; i < ops; i++) {
+        uint32_t slot = (uint32_t)(rng_next(&seed) % LIVE);
+        obj_t *o = &live[slot];
+        if (o->p) {
+            if (!check(o->p, o->size, o->id)) {
+                fprintf(stderr, "seed %#llx op %ld: block %p (id %llu) corrupted\n",
+                        (unsigned long long)seed0, i, o->p, (unsigned long long)o->id);
+                fail();
+            }
+            int rc = (o->id & 1) ? af_pool_cache_free(k, o->p) : af_pool_free(p, o->p);
+            assert_int_equal(rc, 0);
+            live_req -= o->size;
+            o->p = NULL;
+        } else {
+            size_t s = rng_size(&seed, 1, (rng_next(&seed) & 15) ? 256u << 10 : 16u << 20);
+            o->id = next_id++;
+            o->size = s;
+            int rc = (o->id & 2) ? af_pool_cache_alloc(k, s, &o->p) : af_pool_alloc(p, s, &o->p);
+            if (rc) {
+                fprintf(stderr, "seed %#llx op %ld: alloc %zu failed\n", (unsigned long long)seed0,
+                        i, s);
+                fail();
+            }
+            fill(o->p, s, o->id);
+            live_req += s;
+        }
+    }
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.requested_bytes, live_req);
+    assert_int_equal(st.allocs, next_id - 1);
+    for (int i = 0; i < LIVE; i++)
+        if (live[i].p) {
+            assert_true(check(live[i].p, live[i].size, live[i].id));
+            assert_int_equal(af_pool_cache_free(k, live[i].p), 0);
+        }
+    af_pool_cache_destroy(k);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.allocs, st.frees);
+    assert_int_equal(st.requested_bytes, 0);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_true(st.peak_reserved_bytes >= st.peak_requested_bytes);
+    assert_int_equal(st.double_frees + st.foreign_frees, 0);
+    af_pool_destroy(p);
+}
+
+/* Multi-thread: each thread allocates, fills, and either frees its own objects or hands them to
+ * a shared exchange from which any thread takes and frees them (cross-thread frees). */
+enum { NTHREADS = 4, XCHG = 256 };
+
+typedef struct {
+    af_pool_t *pool;
+    pthread_mutex_t mu;
+    obj_t xchg[XCHG];
+    atomic_long failures;
+    atomic_ullong ids;
+} shared_t;
+
+typedef struct {
+    shared_t *sh;
+    uint64_t seed;
+    long ops;
+} worker_arg_t;
+
+static void *stress_worker(void *arg)
+{
+    worker_arg_t *wa = arg;
+    shared_t *sh = wa->sh;
+    uint64_t seed = wa->seed;
+    af_pool_cache_t *k;
+    if (af_pool_cache_create(sh->pool, &k)) {
+        atomic_fetch_add(&sh->failures, 1);
+        return NULL;
+    }
+    enum { MINE = 64 };
+    obj_t mine[MINE] = {{0}};
+    for (long i = 0; i < wa->ops; i++) {
+        uint64_t r = rng_next(&seed);
+        obj_t *o = &mine[r % MINE];
+        if (!o->p) {
+            o->size = rng_size(&seed, 1, (r >> 40) % 64 ? 64u << 10 : 8u << 20);
+            o->id = atomic_fetch_add(&sh->ids, 1);
+            if (af_pool_cache_alloc(k, o->size, &o->p)) {
+                atomic_fetch_add(&sh->failures, 1);
+                o->p = NULL;
+                continue;
+            }
+            fill(o->p, o->size, o->id);
+            continue;
+        }
+        obj_t out = *o;
+        o->p = NULL;
+        if ((r >> 20) & 1) { /* swap with the exchange: free whatever was there */
+            uint32_t x = (uint32_t)((r >> 24) % XCHG);
+            pthread_mutex_lock(&sh->mu);
+            obj_t prev = sh->xchg[x];
+            sh->xchg[x] = out;
+            pthread_mutex_unlock(&sh->mu);
+            out = prev;
+            if (!out.p)
+                continue;
+        }
+        if (!check(out.p, out.size, out.id))
+            atomic_fetch_add(&sh->failures, 1);
+        int rc = (r >> 30) & 3 ? af_pool_cache_free(k, out.p) : af_pool_free(sh->pool, out.p);
+        if (rc)
+            atomic_fetch_add(&sh->failures, 1);
+    }
+    for (int i = 0; i < MINE; i++)
+        if (mine[i].p) {
+            if (!check(mine[i].p, mine[i].size, mine[i].id) || af_pool_cache_free(k, mine[i].p))
+                atomic_fetch_add(&sh->failures, 1);
+        }
+    af_pool_cache_destroy(k);
+    return NULL;
+}
+
+static void test_pool_stress_multi_thread_cross_free(void **state)
+{
+    (void)state;
+    const uint64_t seed0 = 0x5eed0002;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.cache_slots = 8; /* small caches: exercise refill, flush and central borrowing */
+    shared_t sh;
+    memset(&sh, 0, sizeof(sh));
+    sh.pool = make_pool(&o);
+    pthread_mutex_init(&sh.mu, NULL);
+    atomic_init(&sh.failures, 0);
+    atomic_init(&sh.ids, 1);
+    pthread_t th[NTHREADS];
+    worker_arg_t wa[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        wa[t] = (worker_arg_t){&sh, seed0 + (uint64_t)t * 7919, 150000 / SCALE};
+        assert_int_equal(pthread_create(&th[t], NULL, stress_worker, &wa[t]), 0);
+    }
+    for (int t = 0; t < NTHREADS; t++)
+        pthread_join(th[t], NULL);
+    long fails = atomic_load(&sh.failures);
+    if (fails)
+        fprintf(stderr, "seed %#llx: %ld failures\n", (unsigned long long)seed0, fails);
+    assert_int_equal(fails, 0);
+    for (int x = 0; x < XCHG; x++)
+        if (sh.xchg[x].p) {
+            assert_true(check(sh.xchg[x].p, sh.xchg[x].size, sh.xchg[x].id));
+            assert_int_equal(af_pool_free(sh.pool, sh.xchg[x].p), 0);
+        }
+    af_pool_stats_t st;
+    af_pool_stats(sh.pool, &st);
+    assert_int_equal(st.allocs, st.frees);
+    assert_int_equal(st.requested_bytes, 0);
+    assert_int_equal(st.double_frees + st.foreign_frees, 0);
+    assert_true(st.fast_allocs > st.allocs / 2);
+    for (uint32_t c = 0; c < st.nclasses; c++) {
+        assert_int_equal(st.classes[c].blocks_in_use, 0);
+        assert_int_equal(st.classes[c].blocks_lent, 0);
+    }
+    uint64_t rel = 0;
+    af_pool_trim(sh.pool, AF_POOL_TRIM_RELEASE, &rel);
+    af_pool_stats(sh.pool, &st);
+    assert_int_equal(st.reserved_bytes, 0); /* every cache was flushed on destroy */
+    pthread_mutex_destroy(&sh.mu);
+    af_pool_destroy(sh.pool);
+}
+
+/* ---- trim --------------------------------------------------------------------------- */
+
+static void test_pool_trim_releases_rss(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    enum { N = 96 };
+    void *a[N];
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(af_pool_cache_alloc(k, 1u << 20, &a[i]), 0);
+        memset(a[i], 0x11, 1u << 20);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(af_pool_cache_free(k, a[i]), 0);
+    af_pool_cache_flush(k);
+    long before = rss_pages();
+    uint64_t rel = 0;
+    assert_int_equal(af_pool_trim(p, AF_POOL_TRIM_RELEASE, &rel), 0);
+    long after = rss_pages();
+    long page = sysconf(_SC_PAGESIZE);
+    double drop = (double)(before - after) * (double)page / (1 << 20);
+    printf("trim: released %.1f MiB, RSS %.1f -> %.1f MiB (drop %.1f MiB)\n",
+           (double)rel / (1 << 20), (double)before * page / (1 << 20),
+           (double)after * page / (1 << 20), drop);
+    assert_true(rel >= (uint64_t)N << 20);
+    assert_true(drop >= 0.75 * N);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.reserved_bytes, 0);
+    assert_true(st.os_unmaps > 0);
+    /* the pool keeps working after a trim */
+    void *x;
+    assert_int_equal(af_pool_cache_alloc(k, 1u << 20, &x), 0);
+    memset(x, 1, 1u << 20);
+    assert_int_equal(af_pool_cache_free(k, x), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+static void test_pool_trim_purge_keeps_blocks(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    enum { N = 64 };
+    void *a[N];
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(af_pool_alloc(p, 1u << 20, &a[i]), 0);
+        memset(a[i], 0x22, 1u << 20);
+    }
+    void *keep = a[0];
+    for (int i = 1; i < N; i++)
+        assert_int_equal(af_pool_free(p, a[i]), 0);
+    long before = rss_pages();
+    uint64_t rel = 0;
+    af_pool_stats_t st0, st;
+    af_pool_stats(p, &st0);
+    assert_int_equal(af_pool_trim(p, AF_POOL_TRIM_PURGE, &rel), 0);
+    long after = rss_pages();
+    double drop = (double)(before - after) * (double)sysconf(_SC_PAGESIZE) / (1 << 20);
+    printf("purge: %.1f MiB madvised, RSS drop %.1f MiB\n", (double)rel / (1 << 20), drop);
+    assert_true(drop >= 0.75 * (N - 1));
+    af_pool_stats(p, &st);
+    assert_int_equal(st.reserved_bytes, st0.reserved_bytes); /* still mapped */
+    assert_true(st.os_madvise >= N - 1);
+    unsigned char *c = keep;
+    assert_int_equal(c[12345], 0x22); /* the block in use is untouched */
+    assert_int_equal(af_pool_free(p, keep), 0);
+    af_pool_destroy(p);
+}
+
+static void test_pool_idle_policy_releases(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.idle_trim_ms = 5;
+    af_pool_t *p = make_pool(&o);
+    void *a[8];
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(af_pool_alloc(p, 2u << 20, &a[i]), 0);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(af_pool_free(p, a[i]), 0);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_true(st.reserved_bytes >= 16u << 20);
+    assert_int_equal(af_pool_maintain(p), 0); /* too early: nothing is idle long enough */
+    af_pool_stats(p, &st);
+    assert_true(st.reserved_bytes >= 16u << 20);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(af_pool_maintain(p), 0);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.reserved_bytes, 0);
+    af_pool_destroy(p);
+}
+
+/* ---- debug poisoning, out of memory, dynamic region ------------------------------------ */
+
+static void test_pool_poison_patterns(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.poison = 1;
+    af_pool_t *p = make_pool(&o);
+    unsigned char *a;
+    assert_int_equal(af_pool_alloc(p, 1000, (void **)&a), 0);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(a[i], 0xAA);
+    memset(a, 0, 1000);
+    assert_int_equal(af_pool_free(p, a), 0);
+#ifndef AF_ASAN_BUILD /* ASan forbids reading a freed block: that is the point */
+    for (int i = 0; i < 1024; i++)
+        assert_int_equal(a[i], 0x55);
+#endif
+    af_pool_destroy(p);
+}
+
+static int fail_at = -1, alloc_count = 0;
+static void *failing_malloc(size_t n)
+{
+    return alloc_count++ == fail_at ? NULL : malloc(n);
+}
+static void *failing_calloc(size_t c, size_t n)
+{
+    return alloc_count++ == fail_at ? NULL : calloc(c, n);
+}
+static void *failing_realloc(void *p, size_t n)
+{
+    return alloc_count++ == fail_at ? NULL : realloc(p, n);
+}
+
+/* Fails allocation n = 0, 1, 2, ... of a create + cache + grow sequence until it succeeds. */
+static void test_pool_oom_every_allocation(void **state)
+{
+    (void)state;
+    int succeeded = 0;
+    for (fail_at = 0; fail_at < 64 && !succeeded; fail_at++) {
+        alloc_count = 0;
+        af_replace_allocator(failing_malloc, failing_realloc, failing_calloc, free);
+        af_pool_t *p = NULL;
+        af_pool_cache_t *k = NULL;
+        void *a = NULL, *h = NULL;
+        int rc = af_pool_create(NULL, &p, NULL);
+        if (rc == 0)
+            rc = af_pool_cache_create(p, &k);
+        if (rc == 0)
+            rc = af_pool_cache_alloc(k, 3000, &a);
+        if (rc == 0)
+            rc = af_pool_alloc(p, 200u << 20, &h);
+        af_reset_allocator();
+        assert_true(rc == 0 || rc == AF_ENOMEM);
+        if (rc == 0) {
+            succeeded = 1;
+            assert_int_equal(af_pool_free(p, h), 0);
+            assert_int_equal(af_pool_cache_free(k, a), 0);
+        }
+        af_pool_cache_destroy(k);
+        af_pool_destroy(p);
+    }
+    fail_at = -1;
+    assert_true(succeeded);
+}
+
+static void test_pool_dynregion_alloc_free_and_errors(void **state)
+{
+    (void)state;
+    af_dynregion_t *dr;
+    assert_int_equal(af_dynregion_create(&dr, NULL), 0);
+    void *a[100];
+    uint64_t total = 0;
+    for (int i = 0; i < 100; i++) {
+        size_t s = 1000 + (size_t)i * 4099;
+        assert_int_equal(af_dynregion_alloc(dr, s, &a[i]), 0);
+        assert_int_equal((uintptr_t)a[i] % 64, 0);
+        fill(a[i], s, (uint64_t)i);
+        total += s;
+    }
+    af_dynregion_stats_t st;
+    af_dynregion_stats(dr, &st);
+    assert_int_equal(st.live_bytes, total);
+    assert_int_equal(st.allocs, 100);
+#ifdef AF_HAVE_JEMALLOC
+    assert_int_equal(st.jemalloc, 1);
+#else
+    assert_int_equal(st.jemalloc, 0);
+#endif
+    for (int i = 0; i < 100; i += 2) {
+        assert_true(check(a[i], 1000 + (size_t)i * 4099, (uint64_t)i));
+        assert_int_equal(af_dynregion_free(dr, a[i]), 0);
+    }
+    int local;
+    assert_int_equal(af_dynregion_free(dr, a[0]), AF_EDOUBLEFREE);
+    assert_int_equal(af_dynregion_free(dr, &local), AF_EFOREIGN);
+    assert_int_equal(af_dynregion_free(dr, (char *)a[1] + 64), AF_EFOREIGN);
+    af_dynregion_stats(dr, &st);
+    assert_int_equal(st.frees, 50);
+    af_dynregion_destroy(dr); /* frees the 50 still live */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_ladder_default_waste_bounded),
+        cmocka_unit_test(test_pool_ladder_seed_preset),
+        cmocka_unit_test(test_pool_ladder_bad_custom_rejected),
+        cmocka_unit_test(test_pool_alloc_aligned_and_writable),
+        cmocka_unit_test(test_pool_double_free_detected),
+        cmocka_unit_test(test_pool_foreign_pointer_detected),
+        cmocka_unit_test(test_pool_borrow_returns_to_owner_class),
+        cmocka_unit_test(test_pool_borrow_returns_to_owner_class_cached),
+        cmocka_unit_test(test_pool_huge_reused_then_trimmed),
+        cmocka_unit_test(test_pool_stress_single_thread),
+        cmocka_unit_test(test_pool_stress_multi_thread_cross_free),
+        cmocka_unit_test(test_pool_trim_releases_rss),
+        cmocka_unit_test(test_pool_trim_purge_keeps_blocks),
+        cmocka_unit_test(test_pool_idle_policy_releases),
+        cmocka_unit_test(test_pool_poison_patterns),
+        cmocka_unit_test(test_pool_oom_every_allocation),
+        cmocka_unit_test(test_pool_dynregion_alloc_free_and_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
