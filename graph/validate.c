@@ -5,8 +5,8 @@
  *   1. alias names resolve, alias chains end (no alias cycle), views fit inside their base;
  *   2. node input/output names resolve to declared tensors;
  *   3. each tensor has at most one producer; inputs and constants have none;
- *   4. every intermediate/output tensor that is read or is a graph output has a producer
- *      (an alias without a producer is fed by its base);
+ *   4. every tensor that is read or is a graph output has a producer, or is an input or
+ *      constant (an alias without a producer is fed by its base, so the base must be);
  *   5. in-place hints point at existing inputs/outputs;
  *   6. node-level edges have no cycle (Kahn; a leftover cycle is walked and printed).
  * Tables are built into one pool (consumers, preds, succs) so destroy is one free.
@@ -28,8 +28,7 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
             return af__err(err, AF_ENOENT, "tensor '%s' is an alias of unknown tensor '%s'",
                            g->tensors[i].name, g->alias_names[i]);
         if ((size_t)b == i)
-            return af__err(err, AF_ECYCLE, "tensor '%s' is an alias of itself",
-                           g->tensors[i].name);
+            return af__err(err, AF_ECYCLE, "tensor '%s' is an alias of itself", g->tensors[i].name);
         g->tensors[i].alias_of = b;
     }
     g->alias_root = af__malloc((n ? n : 1) * sizeof(*g->alias_root));
@@ -92,9 +91,8 @@ static int resolve_names(af_graph_t *g, af_error_t *err)
         for (int32_t j = 0; j < nd->n_outputs; j++) {
             out[j] = af_graph_find_tensor(g, g->pending[i].out_names[j]);
             if (out[j] < 0)
-                return af__err(err, AF_ENOENT,
-                               "node '%s': output '%s' is not a declared tensor", nd->name,
-                               g->pending[i].out_names[j]);
+                return af__err(err, AF_ENOENT, "node '%s': output '%s' is not a declared tensor",
+                               nd->name, g->pending[i].out_names[j]);
         }
         for (int32_t k = 0; k < nd->n_inplace; k++) {
             const af_inplace_t *h = &nd->inplace[k];
@@ -119,7 +117,8 @@ static int check_producers(af_graph_t *g, af_error_t *err)
                 return af__err(err, AF_EPRODUCED, "tensor '%s' is produced by both '%s' and '%s'",
                                t->name, g->nodes[t->producer].name, nd->name);
             if (t->kind == AF_TENSOR_INPUT || t->kind == AF_TENSOR_CONSTANT)
-                return af__err(err, AF_EPRODUCED, "tensor '%s' is a graph %s but node '%s' "
+                return af__err(err, AF_EPRODUCED,
+                               "tensor '%s' is a graph %s but node '%s' "
                                "produces it",
                                t->name, t->kind == AF_TENSOR_INPUT ? "input" : "constant",
                                nd->name);
@@ -190,8 +189,8 @@ static int build_edges(af_graph_t *g, af_error_t *err)
         for (int32_t j = 0; j < nd->n_inputs; j++) {
             int32_t p = effective_producer(g, nd->inputs[j]);
             if (p == (int32_t)i) {
-                rc = af__err(err, AF_ECYCLE, "cycle: node '%s' reads its own output '%s'",
-                             nd->name, g->tensors[nd->inputs[j]].name);
+                rc = af__err(err, AF_ECYCLE, "cycle: node '%s' reads its own output '%s'", nd->name,
+                             g->tensors[nd->inputs[j]].name);
                 break;
             }
             if (p < 0 || mark[p] == (int32_t)i)
@@ -267,8 +266,7 @@ static int report_cycle(af_graph_t *g, const int32_t *indeg, af_error_t *err)
             start = (int32_t)i;
     int32_t *seen = af__malloc(nn * sizeof(int32_t));
     if (!seen)
-        return af__err(err, AF_ECYCLE, "graph has a cycle through node '%s'",
-                       g->nodes[start].name);
+        return af__err(err, AF_ECYCLE, "graph has a cycle through node '%s'", g->nodes[start].name);
     memset(seen, 0xff, nn * sizeof(int32_t));
     int32_t v = start, step = 0;
     while (seen[v] < 0) {
@@ -358,16 +356,25 @@ static int check_producers_exist(af_graph_t *g, af_error_t *err)
 {
     for (size_t i = 0; i < g->n_tensors; i++) {
         const af_tensor_info_t *t = &g->tensors[i];
-        if (t->producer >= 0 || t->alias_of >= 0 || t->kind == AF_TENSOR_INPUT ||
-            t->kind == AF_TENSOR_CONSTANT)
+        if (t->n_consumers == 0 && t->kind != AF_TENSOR_OUTPUT)
             continue;
+        /* A view without a producer holds its base's bytes: follow the chain to whoever
+         * writes them (the chain is known to end: resolve_aliases checked it). */
+        const af_tensor_info_t *r = t;
+        while (r->producer < 0 && r->alias_of >= 0)
+            r = &g->tensors[r->alias_of];
+        if (r->producer >= 0 || r->kind == AF_TENSOR_INPUT || r->kind == AF_TENSOR_CONSTANT)
+            continue;
+        char via[200] = "";
+        if (r != t)
+            snprintf(via, sizeof(via), " (it is a view of '%s', which nothing produces either)",
+                     r->name);
         if (t->n_consumers > 0)
             return af__err(err, AF_ENOPRODUCER,
                            "tensor '%s' is read by node '%s' but no node produces it (and it is "
-                           "not an input or constant)",
-                           t->name, g->nodes[t->consumers[0]].name);
-        if (t->kind == AF_TENSOR_OUTPUT)
-            return af__err(err, AF_ENOPRODUCER, "graph output '%s' is never produced", t->name);
+                           "not an input or constant)%s",
+                           t->name, g->nodes[t->consumers[0]].name, via);
+        return af__err(err, AF_ENOPRODUCER, "graph output '%s' is never produced%s", t->name, via);
     }
     return 0;
 }

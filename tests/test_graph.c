@@ -745,6 +745,16 @@ static void test_graph_rejects_tensor_never_produced(void **state)
                   AF_ENOPRODUCER, "'orphan'", "'reader'", NULL);
 }
 
+static void test_graph_rejects_view_of_never_produced_base(void **state)
+{
+    (void)state;
+    /* Reading a view reads its base's bytes: nobody writes them here. */
+    expect_reject(GRAPH("{'name': 'base', 'bytes': 16}, {'name': 'view', 'bytes': 8, 'alias_of': "
+                        "'base', 'offset': 8}, {'name': 'y', 'kind': 'output', 'bytes': 8}",
+                        "{'name': 'peek', 'op': 'Copy', 'inputs': ['view'], 'outputs': ['y']}"),
+                  AF_ENOPRODUCER, "'view'", "'base'", "'peek'", NULL);
+}
+
 static void test_graph_rejects_output_never_produced(void **state)
 {
     (void)state;
@@ -1301,6 +1311,7 @@ int main(void)
         cmocka_unit_test(test_graph_rejects_produced_input),
         cmocka_unit_test(test_graph_rejects_tensor_never_produced),
         cmocka_unit_test(test_graph_rejects_output_never_produced),
+        cmocka_unit_test(test_graph_rejects_view_of_never_produced_base),
         cmocka_unit_test(test_graph_rejects_unknown_tensor_name),
         cmocka_unit_test(test_graph_rejects_unknown_alias_base),
         cmocka_unit_test(test_graph_rejects_alias_cycle),
