@@ -14,7 +14,7 @@
 #include "daemon/daemon_int.h"
 
 #if defined(__has_include)
-#if __has_include("arenaflow/onnx.h") && !defined(AF_DAEMON_NO_ONNX)
+#if __has_include("arenaflow/onnx.h")
 #include "arenaflow/onnx.h"
 #define AF_DAEMON_HAVE_ONNX 1
 #endif

@@ -19,6 +19,7 @@
 #include "arenaflow/executor.h"
 #include "arenaflow/graph.h"
 #include "arenaflow/plan.h"
+#include "arenaflow/pool.h"
 #include "common/common_int.h"
 
 #include <jansson.h>

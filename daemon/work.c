@@ -20,6 +20,7 @@
 #include "daemon/daemon_int.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 
 typedef struct exec_state {
+    af_pool_t *pool;      /* one arena pool shared by both executors (thread-safe) */
     af_executor_t *ex[2]; /* [0] fast kernels, [1] verify kernels */
 } exec_state_t;
 
@@ -196,8 +198,22 @@ int af__work_can_run(void)
 
 int af__work_init(af__daemon_t *d)
 {
-    d->exec = calloc(1, sizeof(exec_state_t));
-    return d->exec ? 0 : AF_ENOMEM;
+    exec_state_t *x = calloc(1, sizeof(exec_state_t));
+    if (!x)
+        return AF_ENOMEM;
+    af_pool_opts_t po;
+    af_pool_opts_init(&po);
+    po.exact_peak = 1; /* /metrics reports the peak: one atomic add per arena is cheap */
+    af_error_t err;
+    af_error_clear(&err);
+    int rc = af_pool_create(&po, &x->pool, &err);
+    if (rc != 0) {
+        af__dlog(AF__LOG_ERROR, "cannot create the arena pool: %s", err.msg);
+        free(x);
+        return rc;
+    }
+    d->exec = x;
+    return 0;
 }
 
 void af__work_fini(af__daemon_t *d)
@@ -207,6 +223,7 @@ void af__work_fini(af__daemon_t *d)
         return;
     for (int i = 0; i < 2; i++)
         af_executor_destroy(x->ex[i]);
+    af_pool_destroy(x->pool);
     free(x);
     d->exec = NULL;
 }
@@ -219,6 +236,7 @@ static int get_session(af__daemon_t *d, af__entry_t *e, int verify, af_error_t *
     if (!x->ex[verify]) {
         af_executor_opts_t o = d->cfg.exec_opts;
         o.kernels = verify ? "verify" : d->cfg.fast_kernels;
+        o.pool = x->pool;
         int rc = af_executor_create(&o, &x->ex[verify], err);
         if (rc != 0)
             return rc;
@@ -367,12 +385,53 @@ void af__work_run(af__daemon_t *d, af__entry_t *e, int64_t rounds, int verify, a
 
 void af__work_metrics(af__daemon_t *d, char **buf, size_t *len, size_t *cap)
 {
-    /* Arena bytes that sessions have bound (one arena per round in flight at most). */
-    uint64_t sessions = 0;
+    exec_state_t *x = d->exec;
+    uint64_t sessions = 0, tasks = 0, steals = 0;
     for (size_t i = 0; i < d->n_entries; i++)
         sessions += (d->entries[i]->session[0] != NULL) + (d->entries[i]->session[1] != NULL);
+    for (int i = 0; i < 2; i++) {
+        uint64_t t = 0, s = 0;
+        if (x->ex[i])
+            af_executor_counters(x->ex[i], &t, &s);
+        tasks += t;
+        steals += s;
+    }
+    af_pool_stats_t st;
+    memset(&st, 0, sizeof(st));
+    af_pool_stats(x->pool, &st);
+    static const struct {
+        const char *name, *type, *help;
+        size_t off; /* in af_pool_stats_t, or SIZE_MAX for the local values below */
+    } rows[] = {
+        {"arenaflowd_pool_reserved_bytes", "gauge", "Bytes the arena pool has mapped from the OS.",
+         offsetof(af_pool_stats_t, reserved_bytes)},
+        {"arenaflowd_pool_allocated_bytes", "gauge", "Pool block bytes in use by rounds now.",
+         offsetof(af_pool_stats_t, allocated_bytes)},
+        {"arenaflowd_pool_requested_bytes", "gauge", "Arena bytes rounds asked for, in use now.",
+         offsetof(af_pool_stats_t, requested_bytes)},
+        {"arenaflowd_pool_peak_requested_bytes", "gauge", "Peak of arena bytes in use.",
+         offsetof(af_pool_stats_t, peak_requested_bytes)},
+        {"arenaflowd_pool_peak_reserved_bytes", "gauge", "Peak of pool bytes mapped.",
+         offsetof(af_pool_stats_t, peak_reserved_bytes)},
+        {"arenaflowd_pool_os_maps_total", "counter", "mmap calls made by the pool.",
+         offsetof(af_pool_stats_t, os_maps)},
+        {"arenaflowd_pool_allocs_total", "counter", "Arena blocks handed out by the pool.",
+         offsetof(af_pool_stats_t, allocs)},
+    };
+    for (size_t i = 0; i < AF_ARRAY_SIZE(rows); i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&st + rows[i].off, sizeof(v));
+        af__buf_printf(buf, len, cap, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", rows[i].name,
+                       rows[i].help, rows[i].name, rows[i].type, rows[i].name, v);
+    }
     af__buf_printf(buf, len, cap,
                    "# HELP arenaflowd_sessions Executor sessions bound to plans.\n"
-                   "# TYPE arenaflowd_sessions gauge\narenaflowd_sessions %" PRIu64 "\n",
-                   sessions);
+                   "# TYPE arenaflowd_sessions gauge\narenaflowd_sessions %" PRIu64 "\n"
+                   "# HELP arenaflowd_executor_tasks_total Node executions run by the workers.\n"
+                   "# TYPE arenaflowd_executor_tasks_total counter\n"
+                   "arenaflowd_executor_tasks_total %" PRIu64 "\n"
+                   "# HELP arenaflowd_executor_steals_total Tasks stolen between workers.\n"
+                   "# TYPE arenaflowd_executor_steals_total counter\n"
+                   "arenaflowd_executor_steals_total %" PRIu64 "\n",
+                   sessions, tasks, steals);
 }
