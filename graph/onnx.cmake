@@ -16,7 +16,8 @@ if(AF_PROTOC_C AND AF_ONNX_PROTO AND PROTOBUF_C_FOUND)
     DEPENDS ${AF_ONNX_PROTO}
     COMMENT "protoc-c: generating C code for onnx.proto"
     VERBATIM)
-  target_sources(arenaflow PRIVATE ${AF_ONNX_GEN_DIR}/onnx.pb-c.c)
+  # The header is listed too, so every object of the target waits for the generator.
+  target_sources(arenaflow PRIVATE ${AF_ONNX_GEN_DIR}/onnx.pb-c.c ${AF_ONNX_GEN_DIR}/onnx.pb-c.h)
   # Generated code is not ours to warn about.
   set_source_files_properties(${AF_ONNX_GEN_DIR}/onnx.pb-c.c PROPERTIES COMPILE_OPTIONS "-w")
   target_include_directories(arenaflow PRIVATE ${AF_ONNX_GEN_DIR})
