@@ -33,8 +33,8 @@ const af__sched_entry_t *af__sched_find(const char *name);
 
 /* ---- placement (planner/place*.c, planner/search.c) -------------------------------------- */
 
-typedef int (*af__place_fn)(af_interval_t *iv, size_t n, const af_place_opts_t *o,
-                            uint64_t *height, af_error_t *err);
+typedef int (*af__place_fn)(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                            af_error_t *err);
 
 typedef struct af__place_entry {
     const char *name;
@@ -55,5 +55,21 @@ int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint
  */
 int af__place_shared(af_interval_t *iv, size_t n, const char *algo, uint64_t alignment,
                      int32_t *buf, int32_t *n_bufs, uint64_t *total, af_error_t *err);
+
+/* ---- lifetimes (planner/lifetime.c) ----------------------------------------------------- */
+
+/* step[v] = position of node v in order; AF_EINVAL if order is not a topological permutation. */
+int af__order_steps(const af_graph_t *g, const int32_t *order, int32_t *step, af_error_t *err);
+/* Lifetimes for precomputed steps (no checks). */
+void af__lifetimes_from_steps(const af_graph_t *g, const int32_t *step, af_lifetime_t *out);
+/* Tensor owns arena bytes: not an alias, not constant, static size > 0. Dynamic = bytes < 0. */
+int af__is_arena_root(const af_graph_t *g, int32_t t);
+/* Peak of aligned live bytes of arena roots; diff is scratch of node_count + 1 entries. */
+uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,
+                     int32_t *peak_step, int64_t *diff);
+
+/* Portfolio placement (planner/place.c), for the search's incumbent. */
+int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                        af_error_t *err);
 
 #endif

@@ -42,18 +42,18 @@ typedef struct af_plan_opts {
     const char *schedule; /* scheduler name (af_schedule_names()); default "best" */
     const char *placer;   /* placement algorithm (af_place_names()); default "portfolio" */
     af_place_mode_t mode;
-    uint64_t alignment; /* power of two; default 256 */
-    double alpha;       /* seed scheduler weight of bytes freed / time; default 0.7 */
-    double beta;        /* seed scheduler weight of critical-path closeness; default 0.3 */
-    uint64_t budget;    /* memory budget in bytes for the schedule; 0 = none */
-    double time_limit_s;      /* anytime search time limit (placer "search"); default 10 */
-    uint64_t capacity;        /* search: report whether this height fits; 0 = none */
-    int inplace;              /* honour in-place hints; default 1 */
-    int safe_mode;            /* no reuse at all (every tensor its own bytes); default 0 */
+    uint64_t alignment;  /* power of two; default 256 */
+    double alpha;        /* seed scheduler weight of bytes freed / time; default 0.7 */
+    double beta;         /* seed scheduler weight of critical-path closeness; default 0.3 */
+    uint64_t budget;     /* memory budget in bytes for the schedule; 0 = none */
+    double time_limit_s; /* anytime search time limit (placer "search"); default 10 */
+    uint64_t capacity;   /* search: report whether this height fits; 0 = none */
+    int inplace;         /* honour in-place hints; default 1 */
+    int safe_mode;       /* no reuse at all (every tensor its own bytes); default 0 */
     af_parallel_reuse_t parallel_reuse; /* default AF_REUSE_FENCE */
-    int32_t dp_max_nodes;     /* exact DP on graphs/regions up to this many nodes; default 24 */
-    uint64_t dp_max_states;   /* DP state cap; default 2,000,000 */
-    int verify;               /* run af_plan_verify() inside af_plan_create(); default 1 */
+    int32_t dp_max_nodes;   /* exact DP on graphs/regions up to this many nodes; default 24 */
+    uint64_t dp_max_states; /* DP state cap; default 2,000,000 */
+    int verify;             /* run af_plan_verify() inside af_plan_create(); default 1 */
 } af_plan_opts_t;
 
 /* Fills *o with the defaults above. */
@@ -72,37 +72,37 @@ const char *const *af_plan_opts_keys(void);
 
 typedef struct af_plan_report {
     int32_t tensors, nodes;
-    int32_t arena_tensors;    /* tensors placed in the arena (not constant/alias/dynamic) */
-    int32_t dynamic_tensors;  /* served at run time (size unknown) */
-    uint64_t constant_bytes;  /* weights, outside the arena */
-    uint64_t naive_bytes;     /* every arena tensor its own (aligned) bytes */
-    uint64_t input_order_bytes; /* arena bytes when placing the input order (same placer) */
-    uint64_t shared_object_bytes; /* total of shared buffers (shared-object mode) */
-    uint64_t arena_bytes;         /* the plan's arena size */
-    uint64_t lower_bound_bytes;   /* max live (aligned) bytes in the chosen order */
+    int32_t arena_tensors;          /* tensors placed in the arena (not constant/alias/dynamic) */
+    int32_t dynamic_tensors;        /* served at run time (size unknown) */
+    uint64_t constant_bytes;        /* weights, outside the arena */
+    uint64_t naive_bytes;           /* every arena tensor its own (aligned) bytes */
+    uint64_t input_order_bytes;     /* arena bytes when placing the input order (same placer) */
+    uint64_t shared_object_bytes;   /* total of shared buffers (shared-object mode) */
+    uint64_t arena_bytes;           /* the plan's arena size */
+    uint64_t lower_bound_bytes;     /* max live (aligned) bytes in the chosen order */
     uint64_t any_order_bound_bytes; /* max over nodes of in+out bytes: bound for every order */
-    int32_t peak_step;            /* step where live bytes peak */
-    const char *schedule;         /* scheduler that produced the order (winner for "best") */
-    const char *placer;           /* placement algorithm that produced the offsets */
-    int schedule_optimal;         /* 1 when the order's peak is proven minimal */
-    int32_t reuse_edges;          /* number of write-after-read edges emitted */
+    int32_t peak_step;              /* step where live bytes peak */
+    const char *schedule;           /* scheduler that produced the order (winner for "best") */
+    const char *placer;             /* placement algorithm that produced the offsets */
+    int schedule_optimal;           /* 1 when the order's peak is proven minimal */
+    int32_t reuse_edges;            /* number of write-after-read edges emitted */
     double schedule_ms, lifetime_ms, place_ms, verify_ms, total_ms;
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */
 typedef enum {
-    AF_WHERE_ARENA = 0,   /* offset in the arena */
-    AF_WHERE_ALIAS = 1,   /* view of another tensor: offset = base offset + alias offset */
+    AF_WHERE_ARENA = 0,    /* offset in the arena */
+    AF_WHERE_ALIAS = 1,    /* view of another tensor: offset = base offset + alias offset */
     AF_WHERE_CONSTANT = 2, /* weights, outside the arena */
-    AF_WHERE_DYNAMIC = 3, /* size unknown: served at run time by the dynamic region */
+    AF_WHERE_DYNAMIC = 3,  /* size unknown: served at run time by the dynamic region */
 } af_where_t;
 
 typedef struct af_tensor_plan {
-    int32_t first;  /* step of allocation (producer's step, 0 for inputs) */
-    int32_t last;   /* step after which it is freed (last consumer; last step for outputs) */
-    uint64_t offset; /* arena offset (AF_WHERE_ARENA and AF_WHERE_ALIAS) */
-    uint64_t bytes;  /* aligned bytes reserved (0 for alias/dynamic/constant) */
-    int32_t buffer;  /* shared-object buffer index, -1 if none */
+    int32_t first;      /* step of allocation (producer's step, 0 for inputs) */
+    int32_t last;       /* step after which it is freed (last consumer; last step for outputs) */
+    uint64_t offset;    /* arena offset (AF_WHERE_ARENA and AF_WHERE_ALIAS) */
+    uint64_t bytes;     /* aligned bytes reserved (0 for alias/dynamic/constant) */
+    int32_t buffer;     /* shared-object buffer index, -1 if none */
     int32_t inplace_of; /* tensor whose bytes this one takes over in place, or -1 */
     af_where_t where;
 } af_tensor_plan_t;
@@ -210,6 +210,15 @@ uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t al
 /* Checks offsets: no overlap in time and space, inside height, aligned. AF_EVERIFY names a pair. */
 int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint64_t alignment,
                         af_error_t *err);
+
+/*
+ * Parses MiniMalloc's CSV (header "id,lower,upper,size", optional extra "offset" column ignored;
+ * one buffer per line, lifetimes [lower, upper)). On success *iv and *ids (caller frees both
+ * with af_free()) hold *n entries. Errors: AF_EPARSE with the line number and the bad field,
+ * AF_ENOMEM. Reentrant.
+ */
+int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, int64_t **ids,
+                           size_t *n, af_error_t *err);
 
 #ifdef __cplusplus
 }

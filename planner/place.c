@@ -1,0 +1,726 @@
+/*
+ * Placement: give every interval [lower, upper) x size an offset so that no two intervals that
+ * overlap in time overlap in space, with the arena height (max offset + size) as small as
+ * possible. This is the dynamic storage allocation problem (NP-hard); the lower bound is the
+ * largest cross-section (total size live at one time).
+ *
+ * Algorithms (one table below, each selectable by name):
+ *   naive          every interval its own bytes (offsets are prefix sums).
+ *   firstfit-start seed 2's demo: walk by start time, free what ended, take the first free block
+ *                  that fits (splitting it, no coalescing), else grow the top.
+ *   color-end      seed 1: sort by end, give each the smallest colour (shared object) whose
+ *                  tenants all ended before it starts; object size = max tenant; objects are
+ *                  stacked to get offsets.
+ *   greedy-size    TFLite/XLA: by decreasing size, put each in the smallest gap between the
+ *                  already placed intervals that overlap it in time (best fit), else on top.
+ *   portfolio      the default: several orders (size, lifetime length, size x length, start,
+ *                  conflict count) x {best fit, first fit}; keeps the lowest; stops as soon as a
+ *                  result equals the lower bound.
+ *   search         anytime branch-and-bound (planner/search.c), seeded by the portfolio.
+ *
+ * The ordered-greedy engine finds the placed intervals overlapping a new one with a segment tree
+ * over intervals sorted by start that keeps the max end of placed leaves: a query visits only
+ * subtrees holding an overlapping interval, O((k + 1) log n) for k overlaps. The gap scan sorts
+ * those k by offset. All offsets and sizes are multiples of the alignment.
+ */
+#include "planner/planner_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const af_interval_t *iv;
+    const uint64_t *sz;
+    const uint64_t *key;
+} sort_ctx_t;
+
+static int cmp_by_key_desc(const void *a, const void *b, void *arg)
+{
+    const sort_ctx_t *c = arg;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (c->key[x] != c->key[y])
+        return c->key[x] > c->key[y] ? -1 : 1;
+    if (c->sz[x] != c->sz[y])
+        return c->sz[x] > c->sz[y] ? -1 : 1;
+    if (c->iv[x].lower != c->iv[y].lower)
+        return c->iv[x].lower < c->iv[y].lower ? -1 : 1;
+    return x < y ? -1 : (x > y);
+}
+
+static int cmp_by_start(const void *a, const void *b, void *arg)
+{
+    const sort_ctx_t *c = arg;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (c->iv[x].lower != c->iv[y].lower)
+        return c->iv[x].lower < c->iv[y].lower ? -1 : 1;
+    if (c->sz[x] != c->sz[y])
+        return c->sz[x] > c->sz[y] ? -1 : 1;
+    return x < y ? -1 : (x > y);
+}
+
+static int cmp_by_end(const void *a, const void *b, void *arg)
+{
+    const sort_ctx_t *c = arg;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (c->iv[x].upper != c->iv[y].upper)
+        return c->iv[x].upper < c->iv[y].upper ? -1 : 1;
+    if (c->iv[x].lower != c->iv[y].lower)
+        return c->iv[x].lower < c->iv[y].lower ? -1 : 1;
+    return x < y ? -1 : (x > y);
+}
+
+static int check_input(const af_interval_t *iv, size_t n, af_error_t *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].lower >= iv[i].upper)
+            return af__err(err, AF_EINVAL, "interval %zu: lower %lld >= upper %lld", i,
+                           (long long)iv[i].lower, (long long)iv[i].upper);
+    if (n > INT32_MAX / 4)
+        return af__err(err, AF_EINVAL, "too many intervals (%zu)", n);
+    return 0;
+}
+
+static uint64_t *aligned_sizes(const af_interval_t *iv, size_t n, uint64_t a)
+{
+    uint64_t *sz = af__malloc((n + 1) * sizeof(*sz));
+    if (sz)
+        for (size_t i = 0; i < n; i++)
+            sz[i] = af__align_up(iv[i].size, a);
+    return sz;
+}
+
+static uint64_t align_of(const af_place_opts_t *o)
+{
+    return o && o->alignment > 1 ? o->alignment : 1;
+}
+
+/* ---- lower bound ------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t t;
+    int64_t delta;
+} ev_t;
+
+static int cmp_ev(const void *a, const void *b)
+{
+    const ev_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->delta > y->delta) - (x->delta < y->delta); /* frees (negative) first */
+}
+
+uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t alignment)
+{
+    ev_t *ev = af__malloc((2 * n + 1) * sizeof(*ev));
+    if (!ev)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t s = (int64_t)af__align_up(iv[i].size, alignment ? alignment : 1);
+        ev[2 * i] = (ev_t){iv[i].lower, s};
+        ev[2 * i + 1] = (ev_t){iv[i].upper, -s};
+    }
+    qsort(ev, 2 * n, sizeof(*ev), cmp_ev);
+    int64_t cur = 0, best = 0;
+    for (size_t i = 0; i < 2 * n; i++) {
+        cur += ev[i].delta;
+        if (cur > best)
+            best = cur;
+    }
+    af__free(ev);
+    return (uint64_t)best;
+}
+
+/* ---- naive ------------------------------------------------------------------------------- */
+
+static int place_naive(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                       af_error_t *err)
+{
+    uint64_t a = align_of(o), top = 0;
+    for (size_t i = 0; i < n; i++) {
+        iv[i].offset = top;
+        top += af__align_up(iv[i].size, a);
+    }
+    *height = top;
+    return 0;
+}
+
+/* ---- firstfit-start (seed 2) ------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t addr, size;
+} blk_t;
+
+static int place_firstfit_start(af_interval_t *iv, size_t n, const af_place_opts_t *o,
+                                uint64_t *height, af_error_t *err)
+{
+    uint64_t a = align_of(o);
+    uint64_t *sz = aligned_sizes(iv, n, a);
+    int32_t *by_start = af__malloc((n + 1) * sizeof(int32_t));
+    int32_t *by_end = af__malloc((n + 1) * sizeof(int32_t));
+    blk_t *free_blocks = af__malloc((2 * n + 1) * sizeof(blk_t));
+    if (!sz || !by_start || !by_end || !free_blocks) {
+        af__free(sz);
+        af__free(by_start);
+        af__free(by_end);
+        af__free(free_blocks);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        by_start[i] = by_end[i] = (int32_t)i;
+    sort_ctx_t c = {iv, sz, NULL};
+    qsort_r(by_start, n, sizeof(int32_t), cmp_by_start, &c);
+    qsort_r(by_end, n, sizeof(int32_t), cmp_by_end, &c);
+    size_t nfree = 0, e = 0;
+    uint64_t top = 0;
+    for (size_t k = 0; k < n; k++) {
+        int32_t t = by_start[k];
+        /* release everything that ended at or before this start */
+        while (e < n && iv[by_end[e]].upper <= iv[t].lower) {
+            int32_t d = by_end[e++];
+            if (sz[d])
+                free_blocks[nfree++] = (blk_t){iv[d].offset, sz[d]};
+        }
+        size_t hit = nfree;
+        for (size_t j = 0; j < nfree; j++)
+            if (free_blocks[j].size >= sz[t]) {
+                hit = j;
+                break;
+            }
+        if (sz[t] == 0) {
+            iv[t].offset = 0;
+        } else if (hit == nfree) {
+            iv[t].offset = top;
+            top += sz[t];
+        } else {
+            blk_t b = free_blocks[hit];
+            memmove(&free_blocks[hit], &free_blocks[hit + 1], (nfree - hit - 1) * sizeof(blk_t));
+            nfree--;
+            iv[t].offset = b.addr;
+            if (b.size > sz[t])
+                free_blocks[nfree++] = (blk_t){b.addr + sz[t], b.size - sz[t]};
+        }
+    }
+    /* A block is freed only once its interval ended at or before the current start, so it
+     * began earlier and was already placed (by_start order). */
+    *height = top;
+    af__free(sz);
+    af__free(by_start);
+    af__free(by_end);
+    af__free(free_blocks);
+    return 0;
+}
+
+/* ---- shared objects: color-end (seed 1), greedy-size, naive --------------------------------- */
+
+static int shared_color_end(const af_interval_t *iv, size_t n, const uint64_t *sz, int32_t *buf,
+                            int32_t *nb, uint64_t *bsize, af_error_t *err)
+{
+    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
+    int64_t *maxend = af__malloc((n + 1) * sizeof(int64_t));
+    if (!ord || !maxend) {
+        af__free(ord);
+        af__free(maxend);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = (int32_t)i;
+    sort_ctx_t c = {iv, sz, NULL};
+    qsort_r(ord, n, sizeof(int32_t), cmp_by_end, &c);
+    int32_t colors = 0;
+    for (size_t k = 0; k < n; k++) {
+        int32_t t = ord[k];
+        /* Processing by end: a colour is free iff all its tenants ended by this start. */
+        int32_t col = 0;
+        while (col < colors && maxend[col] > iv[t].lower)
+            col++;
+        if (col == colors) {
+            maxend[colors] = 0;
+            bsize[colors] = 0;
+            colors++;
+        }
+        buf[t] = col;
+        maxend[col] = iv[t].upper;
+        if (sz[t] > bsize[col])
+            bsize[col] = sz[t];
+    }
+    *nb = colors;
+    af__free(ord);
+    af__free(maxend);
+    return 0;
+}
+
+/* TFLite-style shared objects: by decreasing size, join the free object whose size is closest
+ * to the tensor's (growing it if needed), else open a new object. */
+static int shared_greedy_size(const af_interval_t *iv, size_t n, const uint64_t *sz, int32_t *buf,
+                              int32_t *nb, uint64_t *bsize, af_error_t *err)
+{
+    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
+    int32_t *tenants_head = af__malloc((n + 1) * sizeof(int32_t));
+    int32_t *next = af__malloc((n + 1) * sizeof(int32_t));
+    uint64_t *zero = af__calloc(n + 1, sizeof(uint64_t));
+    if (!ord || !tenants_head || !next || !zero) {
+        af__free(ord);
+        af__free(tenants_head);
+        af__free(next);
+        af__free(zero);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = (int32_t)i;
+    sort_ctx_t c = {iv, sz, zero};
+    qsort_r(ord, n, sizeof(int32_t), cmp_by_key_desc, &c);
+    int32_t objs = 0;
+    for (size_t k = 0; k < n; k++) {
+        int32_t t = ord[k], best = -1;
+        uint64_t best_diff = UINT64_MAX;
+        for (int32_t b = 0; b < objs; b++) {
+            int ok = 1;
+            for (int32_t u = tenants_head[b]; u >= 0 && ok; u = next[u])
+                if (iv[u].lower < iv[t].upper && iv[t].lower < iv[u].upper)
+                    ok = 0;
+            if (!ok)
+                continue;
+            uint64_t d = bsize[b] > sz[t] ? bsize[b] - sz[t] : sz[t] - bsize[b];
+            if (d < best_diff) {
+                best_diff = d;
+                best = b;
+            }
+        }
+        if (best < 0) {
+            best = objs++;
+            tenants_head[best] = -1;
+            bsize[best] = 0;
+        }
+        buf[t] = best;
+        next[t] = tenants_head[best];
+        tenants_head[best] = t;
+        if (sz[t] > bsize[best])
+            bsize[best] = sz[t];
+    }
+    *nb = objs;
+    af__free(ord);
+    af__free(tenants_head);
+    af__free(next);
+    af__free(zero);
+    return 0;
+}
+
+int af__place_shared(af_interval_t *iv, size_t n, const char *algo, uint64_t alignment,
+                     int32_t *buf, int32_t *n_bufs, uint64_t *total, af_error_t *err)
+{
+    int rc = check_input(iv, n, err);
+    if (rc)
+        return rc;
+    uint64_t a = alignment > 1 ? alignment : 1;
+    uint64_t *sz = aligned_sizes(iv, n, a);
+    uint64_t *bsize = af__malloc((n + 1) * sizeof(uint64_t));
+    if (!sz || !bsize) {
+        af__free(sz);
+        af__free(bsize);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    int32_t nb = 0;
+    if (strcmp(algo, "naive") == 0) {
+        for (size_t i = 0; i < n; i++) {
+            buf[i] = (int32_t)i;
+            bsize[i] = sz[i];
+        }
+        nb = (int32_t)n;
+    } else if (strcmp(algo, "greedy-size") == 0) {
+        rc = shared_greedy_size(iv, n, sz, buf, &nb, bsize, err);
+    } else if (strcmp(algo, "color-end") == 0) {
+        rc = shared_color_end(iv, n, sz, buf, &nb, bsize, err);
+    } else {
+        rc = af__err(err, AF_EINVAL,
+                     "'%s' is not a shared-object algorithm (naive, color-end, greedy-size)", algo);
+    }
+    if (!rc) {
+        /* Offsets: objects stacked in index order. */
+        uint64_t *base = af__malloc(((size_t)nb + 1) * sizeof(uint64_t));
+        if (!base) {
+            rc = af__err(err, AF_ENOMEM, "out of memory");
+        } else {
+            uint64_t top = 0;
+            for (int32_t b = 0; b < nb; b++) {
+                base[b] = top;
+                top += bsize[b];
+            }
+            for (size_t i = 0; i < n; i++)
+                iv[i].offset = base[buf[i]];
+            *total = top;
+            *n_bufs = nb;
+            af__free(base);
+        }
+    }
+    af__free(sz);
+    af__free(bsize);
+    return rc;
+}
+
+static int place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                           af_error_t *err)
+{
+    int32_t *buf = af__malloc((n + 1) * sizeof(int32_t));
+    if (!buf)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    int32_t nb;
+    int rc = af__place_shared(iv, n, "color-end", align_of(o), buf, &nb, height, err);
+    af__free(buf);
+    return rc;
+}
+
+/* ---- ordered greedy engine ----------------------------------------------------------------- */
+
+typedef struct {
+    size_t n;
+    const af_interval_t *iv;
+    const uint64_t *sz;
+    int32_t *by_start; /* interval ids sorted by lower */
+    int32_t *pos;      /* position of an id in by_start */
+    int64_t *lowers;   /* lowers in by_start order, for binary search */
+    size_t leaves;     /* power of two >= n */
+    int64_t *tree;     /* max upper of placed leaves; INT64_MIN when none */
+    int32_t *hits;     /* scratch: overlapping placed ids */
+    int32_t *stack;
+} engine_t;
+
+static void engine_free(engine_t *e)
+{
+    af__free(e->by_start);
+    af__free(e->pos);
+    af__free(e->lowers);
+    af__free(e->tree);
+    af__free(e->hits);
+    af__free(e->stack);
+}
+
+static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uint64_t *sz)
+{
+    memset(e, 0, sizeof(*e));
+    e->n = n;
+    e->iv = iv;
+    e->sz = sz;
+    e->leaves = 1;
+    while (e->leaves < n)
+        e->leaves *= 2;
+    e->by_start = af__malloc((n + 1) * sizeof(int32_t));
+    e->pos = af__malloc((n + 1) * sizeof(int32_t));
+    e->lowers = af__malloc((n + 1) * sizeof(int64_t));
+    e->tree = af__malloc(2 * e->leaves * sizeof(int64_t));
+    e->hits = af__malloc((n + 1) * sizeof(int32_t));
+    e->stack = af__malloc(64 * 2 * sizeof(int32_t) + 2 * e->leaves * sizeof(int32_t));
+    if (!e->by_start || !e->pos || !e->lowers || !e->tree || !e->hits || !e->stack) {
+        engine_free(e);
+        return AF_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        e->by_start[i] = (int32_t)i;
+    sort_ctx_t c = {iv, sz, NULL};
+    qsort_r(e->by_start, n, sizeof(int32_t), cmp_by_start, &c);
+    for (size_t i = 0; i < n; i++) {
+        e->pos[e->by_start[i]] = (int32_t)i;
+        e->lowers[i] = iv[e->by_start[i]].lower;
+    }
+    return 0;
+}
+
+static void engine_reset(engine_t *e)
+{
+    for (size_t i = 0; i < 2 * e->leaves; i++)
+        e->tree[i] = INT64_MIN;
+}
+
+static void engine_mark_placed(engine_t *e, int32_t id)
+{
+    size_t i = e->leaves + (size_t)e->pos[id];
+    e->tree[i] = e->iv[id].upper;
+    for (i /= 2; i >= 1; i /= 2) {
+        int64_t m = e->tree[2 * i] > e->tree[2 * i + 1] ? e->tree[2 * i] : e->tree[2 * i + 1];
+        if (e->tree[i] == m)
+            break;
+        e->tree[i] = m;
+    }
+}
+
+/* Placed intervals overlapping [l, u): lower < u and upper > l. Returns their count in hits. */
+static size_t engine_overlaps(engine_t *e, int64_t l, int64_t u)
+{
+    /* hi = number of intervals with lower < u */
+    size_t lo = 0, hi = e->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (e->lowers[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t limit = lo, k = 0, sp = 0;
+    if (limit == 0)
+        return 0;
+    /* DFS over nodes covering leaf range [0, limit) whose max upper > l. */
+    int32_t *st = e->stack;
+    st[sp++] = 1;
+    while (sp) {
+        int32_t node = st[--sp];
+        if (e->tree[node] <= l)
+            continue;
+        /* node covers leaves [first, first + width) */
+        size_t depth_width = e->leaves, first = 0, x = (size_t)node;
+        int lvl = 0;
+        while (x > 1) {
+            x /= 2;
+            lvl++;
+        }
+        depth_width = e->leaves >> lvl;
+        first = ((size_t)node - ((size_t)1 << lvl)) * depth_width;
+        if (first >= limit)
+            continue;
+        if (depth_width == 1) {
+            e->hits[k++] = e->by_start[first];
+            continue;
+        }
+        st[sp++] = 2 * node + 1;
+        st[sp++] = 2 * node;
+    }
+    return k;
+}
+
+static int cmp_offset(const void *a, const void *b, void *arg)
+{
+    const af_interval_t *iv = arg;
+    uint64_t x = iv[*(const int32_t *)a].offset, y = iv[*(const int32_t *)b].offset;
+    return (x > y) - (x < y);
+}
+
+/* Places intervals in the given order; best_fit chooses the smallest fitting gap, else first. */
+static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *order, int best_fit,
+                             uint64_t give_up_above)
+{
+    engine_reset(e);
+    uint64_t height = 0;
+    for (size_t k = 0; k < e->n; k++) {
+        int32_t t = order[k];
+        uint64_t need = e->sz[t];
+        if (need == 0) {
+            out[t].offset = 0;
+            continue;
+        }
+        size_t m = engine_overlaps(e, e->iv[t].lower, e->iv[t].upper);
+        qsort_r(e->hits, m, sizeof(int32_t), cmp_offset, out);
+        uint64_t prev_end = 0, best_off = UINT64_MAX, best_gap = UINT64_MAX;
+        for (size_t j = 0; j < m; j++) {
+            int32_t h = e->hits[j];
+            uint64_t off = out[h].offset;
+            if (off > prev_end) {
+                uint64_t gap = off - prev_end;
+                if (gap >= need && gap < best_gap) {
+                    best_gap = gap;
+                    best_off = prev_end;
+                    if (!best_fit || gap == need)
+                        break;
+                }
+            }
+            if (off + e->sz[h] > prev_end)
+                prev_end = off + e->sz[h];
+        }
+        if (best_off == UINT64_MAX)
+            best_off = prev_end;
+        out[t].offset = best_off;
+        engine_mark_placed(e, t);
+        if (best_off + need > height) {
+            height = best_off + need;
+            if (height > give_up_above)
+                return UINT64_MAX; /* already worse than the incumbent */
+        }
+    }
+    return height;
+}
+
+static int place_greedy_size(af_interval_t *iv, size_t n, const af_place_opts_t *o,
+                             uint64_t *height, af_error_t *err)
+{
+    uint64_t *sz = aligned_sizes(iv, n, align_of(o));
+    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
+    engine_t e;
+    if (!sz || !ord || engine_init(&e, iv, n, sz)) {
+        af__free(sz);
+        af__free(ord);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = (int32_t)i;
+    sort_ctx_t c = {iv, sz, sz};
+    qsort_r(ord, n, sizeof(int32_t), cmp_by_key_desc, &c);
+    *height = engine_place(&e, iv, ord, 1, UINT64_MAX);
+    engine_free(&e);
+    af__free(sz);
+    af__free(ord);
+    return 0;
+}
+
+/* ---- portfolio ----------------------------------------------------------------------------- */
+
+enum { KEY_SIZE, KEY_LENGTH, KEY_AREA, KEY_START, KEY_CONFLICTS, KEY_COUNT_ };
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static size_t count_below(const int64_t *v, size_t n, int64_t x, int inclusive)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid] < x || (inclusive && v[mid] == x))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int conflict_counts(const af_interval_t *iv, size_t n, uint64_t *key)
+{
+    int64_t *lo = af__malloc((n + 1) * sizeof(int64_t));
+    int64_t *up = af__malloc((n + 1) * sizeof(int64_t));
+    if (!lo || !up) {
+        af__free(lo);
+        af__free(up);
+        return AF_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        lo[i] = iv[i].lower;
+        up[i] = iv[i].upper;
+    }
+    qsort(lo, n, sizeof(int64_t), cmp_i64);
+    qsort(up, n, sizeof(int64_t), cmp_i64);
+    for (size_t i = 0; i < n; i++) {
+        /* intervals with lower < upper_i minus those with upper <= lower_i, minus itself */
+        size_t started = count_below(lo, n, iv[i].upper, 0);
+        size_t ended = count_below(up, n, iv[i].lower, 1);
+        key[i] = (uint64_t)(started - ended - 1);
+    }
+    af__free(lo);
+    af__free(up);
+    return 0;
+}
+
+int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                        af_error_t *err)
+{
+    uint64_t a = align_of(o);
+    uint64_t *sz = aligned_sizes(iv, n, a);
+    uint64_t *key = af__malloc((n + 1) * sizeof(uint64_t));
+    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
+    af_interval_t *tmp = af__malloc((n + 1) * sizeof(af_interval_t));
+    engine_t e;
+    int eng = -1;
+    if (sz && key && ord && tmp)
+        eng = engine_init(&e, iv, n, sz);
+    if (eng) {
+        af__free(sz);
+        af__free(key);
+        af__free(ord);
+        af__free(tmp);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    memcpy(tmp, iv, n * sizeof(*iv));
+    uint64_t lb = af_intervals_lower_bound(iv, n, a), best = UINT64_MAX;
+    int rc = 0;
+    for (int k = 0; k < KEY_COUNT_ && best > lb && !rc; k++) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t len = (uint64_t)(iv[i].upper - iv[i].lower);
+            switch (k) {
+            case KEY_SIZE:
+                key[i] = sz[i];
+                break;
+            case KEY_LENGTH:
+                key[i] = len;
+                break;
+            case KEY_AREA:
+                key[i] = (sz[i] / (a ? a : 1)) * len;
+                break;
+            default:
+                key[i] = 0;
+                break;
+            }
+        }
+        if (k == KEY_CONFLICTS && conflict_counts(iv, n, key)) {
+            rc = af__err(err, AF_ENOMEM, "out of memory");
+            break;
+        }
+        for (size_t i = 0; i < n; i++)
+            ord[i] = (int32_t)i;
+        sort_ctx_t c = {iv, sz, key};
+        qsort_r(ord, n, sizeof(int32_t), k == KEY_START ? cmp_by_start : cmp_by_key_desc, &c);
+        for (int fit = 1; fit >= 0 && best > lb; fit--) {
+            uint64_t h = engine_place(&e, tmp, ord, fit, best);
+            if (h < best) {
+                best = h;
+                for (size_t i = 0; i < n; i++)
+                    iv[i].offset = tmp[i].offset;
+            }
+        }
+    }
+    if (n == 0)
+        best = 0;
+    *height = best;
+    engine_free(&e);
+    af__free(sz);
+    af__free(key);
+    af__free(ord);
+    af__free(tmp);
+    return rc;
+}
+
+/* ---- registry ------------------------------------------------------------------------------ */
+
+static const af__place_entry_t place_table[] = {
+    {"naive", place_naive, "every tensor its own bytes"},
+    {"firstfit-start", place_firstfit_start, "seed 2: by start time, first free block that fits"},
+    {"color-end", place_color_end, "seed 1: interval colouring by end, smallest free colour"},
+    {"greedy-size", place_greedy_size, "TFLite/XLA: by decreasing size, best-fitting gap"},
+    {"portfolio", af__place_portfolio, "several orders x best/first fit, keeps the lowest"},
+    {"search", af__place_search, "anytime branch-and-bound seeded by the portfolio"},
+};
+
+static const char *place_names[AF_ARRAY_SIZE(place_table) + 1];
+
+const char *const *af_place_names(void)
+{
+    for (size_t i = 0; i < AF_ARRAY_SIZE(place_table); i++)
+        place_names[i] = place_table[i].name;
+    return place_names;
+}
+
+const af__place_entry_t *af__place_find(const char *name)
+{
+    for (size_t i = 0; i < AF_ARRAY_SIZE(place_table); i++)
+        if (strcmp(place_table[i].name, name) == 0)
+            return &place_table[i];
+    return NULL;
+}
+
+int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
+                       uint64_t *height, af_error_t *err)
+{
+    const af__place_entry_t *e = af__place_find(algo ? algo : "portfolio");
+    if (!e)
+        return af__err(err, AF_EINVAL, "unknown placement algorithm '%s'", algo);
+    int rc = check_input(iv, n, err);
+    if (rc)
+        return rc;
+    af_place_opts_t o = {1, 10.0, 0};
+    if (opts)
+        o = *opts;
+    if (o.alignment == 0)
+        o.alignment = 1;
+    if (o.alignment & (o.alignment - 1))
+        return af__err(err, AF_EINVAL, "alignment %llu is not a power of two",
+                       (unsigned long long)o.alignment);
+    return e->fn(iv, n, &o, height, err);
+}

@@ -1,0 +1,515 @@
+/*
+ * af_plan_create(): schedule -> lifetimes -> in-place groups -> placement -> reuse edges ->
+ * report -> verify.
+ *
+ * In-place: a node's hint "output k may overwrite input j" is taken when input j's tensor (an
+ * intermediate arena tensor) is the latest member of its group, dies at this very node, and the
+ * output fits in the group's block and is not also read by the node. The output then joins the
+ * input's group: one block whose lifetime is the union of its members' (a chain a -> b -> c of
+ * in-place ops is one block). Placement works on groups.
+ *
+ * Where a tensor lives: constants (and views of constants) outside the arena; tensors of
+ * unknown size (and their views) in the dynamic region at run time; views at their root's
+ * offset plus the view offset; everything else in the arena at its group's offset.
+ *
+ * Safe mode turns reuse off: every arena tensor gets its own bytes (naive placement, no
+ * in-place), the reference the diagnosis compares against.
+ */
+#include "planner/plan_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static double ms_since(uint64_t t0)
+{
+    return (double)(af_now_ns() - t0) / 1e6;
+}
+
+void af_plan_destroy(af_plan_t *p)
+{
+    if (!p)
+        return;
+    af__free(p->order);
+    af__free(p->step);
+    af__free(p->tp);
+    af__free(p->group);
+    af__free(p->glast);
+    af__free(p->edges);
+    af__free(p);
+}
+
+/* Placement classes and lifetimes, before groups. */
+static void classify(af_plan_t *p, const af_lifetime_t *lt)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g);
+    for (int32_t i = 0; i < nt; i++) {
+        const af_tensor_info_t *t = af_graph_tensor(g, i);
+        const af_tensor_info_t *r = af_graph_tensor(g, af_graph_alias_root(g, i));
+        af_tensor_plan_t *x = &p->tp[i];
+        x->first = lt[i].first;
+        x->last = lt[i].last;
+        x->offset = 0;
+        x->bytes = 0;
+        x->buffer = -1;
+        x->inplace_of = -1;
+        p->group[i] = -1;
+        if (r->kind == AF_TENSOR_CONSTANT)
+            x->where = AF_WHERE_CONSTANT;
+        else if (r->bytes < 0 || t->bytes < 0)
+            x->where = AF_WHERE_DYNAMIC;
+        else if (t->alias_of >= 0)
+            x->where = AF_WHERE_ALIAS;
+        else
+            x->where = AF_WHERE_ARENA;
+        if (x->where == AF_WHERE_ARENA && t->bytes > 0 && x->first >= 0) {
+            x->bytes = af__align_up((uint64_t)t->bytes, p->opts.alignment);
+            p->group[i] = i;
+        }
+    }
+}
+
+/* glast[lead] = last step of the group, latest[lead] = the member that lives last. */
+static void take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
+{
+    const af_graph_t *g = p->g;
+    int32_t nn = af_graph_node_count(g);
+    for (int32_t s = 0; s < nn; s++) {
+        const af_node_info_t *nd = af_graph_node(g, p->order[s]);
+        for (int32_t k = 0; k < nd->n_inplace; k++) {
+            int32_t a = nd->inputs[nd->inplace[k].input];
+            int32_t b = nd->outputs[nd->inplace[k].output];
+            if (a == b || p->group[a] < 0 || p->group[b] != b ||
+                af_graph_tensor(g, a)->kind != AF_TENSOR_INTERMEDIATE || p->tp[b].inplace_of >= 0)
+                continue;
+            int32_t lead = p->group[a];
+            if (latest[lead] != a || glast[lead] != s || p->tp[b].first != s ||
+                p->tp[b].bytes > p->tp[lead].bytes)
+                continue;
+            int reads_b = 0;
+            for (int32_t j = 0; j < nd->n_inputs; j++)
+                reads_b |= nd->inputs[j] == b;
+            if (reads_b)
+                continue;
+            p->group[b] = lead;
+            p->tp[b].inplace_of = a;
+            glast[lead] = p->tp[b].last;
+            latest[lead] = b;
+        }
+    }
+}
+
+static uint64_t any_order_bound(const af_plan_t *p)
+{
+    const af_graph_t *g = p->g;
+    uint64_t best = 0;
+    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
+        const af_node_info_t *nd = af_graph_node(g, v);
+        uint64_t sum = 0;
+        for (int io = 0; io < 2; io++) {
+            int32_t cnt = io ? nd->n_outputs : nd->n_inputs;
+            const int32_t *ts = io ? nd->outputs : nd->inputs;
+            for (int32_t j = 0; j < cnt; j++) {
+                int32_t r = af_graph_alias_root(g, ts[j]);
+                if (p->group[r] < 0)
+                    continue;
+                int dup = 0; /* count each root once per node */
+                for (int io2 = 0; io2 <= io && !dup; io2++) {
+                    int32_t c2 = io2 ? nd->n_outputs : nd->n_inputs;
+                    const int32_t *t2 = io2 ? nd->outputs : nd->inputs;
+                    int32_t lim = io2 == io ? j : c2;
+                    for (int32_t m = 0; m < lim && !dup; m++)
+                        dup = af_graph_alias_root(g, t2[m]) == r;
+                }
+                if (!dup)
+                    sum += p->tp[r].bytes;
+            }
+        }
+        if (sum > best)
+            best = sum;
+    }
+    return best;
+}
+
+/* One interval per in-place group (leader = lowest-step member); returns the count. */
+static size_t group_intervals(const af_plan_t *p, const int32_t *glast, int32_t *ids,
+                              af_interval_t *iv)
+{
+    size_t n = 0;
+    for (int32_t i = 0; i < af_graph_tensor_count(p->g); i++) {
+        if (p->group[i] != i)
+            continue;
+        ids[n] = i;
+        iv[n].lower = p->tp[i].first;
+        iv[n].upper = (int64_t)glast[i] + 1;
+        iv[n].size = p->tp[i].bytes;
+        iv[n].offset = 0;
+        n++;
+    }
+    return n;
+}
+
+/* Shared-object figure for the report: best of the seed's colouring and greedy-by-size on the
+ * same groups (greedy-by-size is quadratic; skipped above 20,000 groups). */
+static int shared_figure(const af_plan_t *p, const int32_t *glast, uint64_t *out, af_error_t *err)
+{
+    int32_t nt = af_graph_tensor_count(p->g);
+    int32_t *ids = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int32_t *buf = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    af_interval_t *iv = af__malloc((size_t)(nt + 1) * sizeof(af_interval_t));
+    int rc = 0;
+    if (!ids || !buf || !iv) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+    } else {
+        size_t n = group_intervals(p, glast, ids, iv);
+        int32_t nb;
+        uint64_t a = 0, b = UINT64_MAX;
+        rc = af__place_shared(iv, n, "color-end", p->opts.alignment, buf, &nb, &a, err);
+        if (!rc && n <= 20000)
+            rc = af__place_shared(iv, n, "greedy-size", p->opts.alignment, buf, &nb, &b, err);
+        *out = a < b ? a : b;
+    }
+    af__free(ids);
+    af__free(buf);
+    af__free(iv);
+    return rc;
+}
+
+/* Places the groups; writes offsets (and buffers in shared mode) of every group member. */
+static int place_groups(af_plan_t *p, const int32_t *glast, int safe, const char *placer,
+                        uint64_t *arena, uint64_t *lb, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g);
+    int32_t *ids = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    af_interval_t *iv = af__malloc((size_t)(nt + 1) * sizeof(af_interval_t));
+    int32_t *buf = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int rc = 0;
+    if (!ids || !iv || !buf) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
+    size_t n = group_intervals(p, glast, ids, iv);
+    *lb = af_intervals_lower_bound(iv, n, 1);
+    af_place_opts_t po = {p->opts.alignment, p->opts.time_limit_s, p->opts.capacity};
+    int32_t nb = 0;
+    if (safe) {
+        rc = af_place_intervals(iv, n, "naive", &po, arena, err);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (int32_t)i;
+    } else if (p->opts.mode == AF_MODE_SHARED) {
+        uint64_t best = UINT64_MAX;
+        const char *cands[2] = {placer, NULL};
+        if (strcmp(placer, "portfolio") == 0) {
+            cands[0] = "color-end";
+            cands[1] = "greedy-size";
+        }
+        for (int c = 0; c < 2 && cands[c] && !rc; c++) {
+            af_interval_t *tmp = af__malloc((n + 1) * sizeof(*tmp));
+            int32_t *tb = af__malloc((n + 1) * sizeof(int32_t));
+            uint64_t total = 0;
+            if (!tmp || !tb) {
+                rc = af__err(err, AF_ENOMEM, "out of memory");
+            } else {
+                memcpy(tmp, iv, n * sizeof(*tmp));
+                rc = af__place_shared(tmp, n, cands[c], p->opts.alignment, tb, &nb, &total, err);
+                if (!rc && total < best) {
+                    best = total;
+                    memcpy(iv, tmp, n * sizeof(*tmp));
+                    memcpy(buf, tb, n * sizeof(int32_t));
+                    p->rep.placer = cands[c];
+                }
+            }
+            af__free(tmp);
+            af__free(tb);
+        }
+        *arena = best == UINT64_MAX ? 0 : best;
+    } else {
+        rc = af_place_intervals(iv, n, placer, &po, arena, err);
+    }
+    if (rc)
+        goto out;
+    for (size_t k = 0; k < n; k++) {
+        p->tp[ids[k]].offset = iv[k].offset;
+        p->tp[ids[k]].buffer = (safe || p->opts.mode == AF_MODE_SHARED) ? buf[k] : -1;
+    }
+    for (int32_t i = 0; i < nt; i++) {
+        int32_t lead = p->group[i];
+        if (lead >= 0 && lead != i) {
+            p->tp[i].offset = p->tp[lead].offset;
+            p->tp[i].buffer = p->tp[lead].buffer;
+        }
+    }
+out:
+    af__free(ids);
+    af__free(iv);
+    af__free(buf);
+    return rc;
+}
+
+static void place_views(af_plan_t *p)
+{
+    const af_graph_t *g = p->g;
+    for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
+        if (p->tp[i].where != AF_WHERE_ALIAS)
+            continue;
+        int32_t r = af_graph_alias_root(g, i);
+        p->tp[i].offset = p->tp[r].offset + (uint64_t)af_graph_alias_root_offset(g, i);
+        p->tp[i].buffer = p->tp[r].buffer;
+    }
+}
+
+/* AF_EBUDGET message: the peak step, its node and the tensors live there with their bytes. */
+static int budget_error(const af_plan_t *p, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    char live[300];
+    size_t len = 0;
+    int32_t s = p->rep.peak_step, shown = 0, more = 0;
+    live[0] = '\0';
+    for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
+        if (p->group[i] < 0 || p->tp[i].first > s || p->tp[i].last < s)
+            continue;
+        if (len + 64 < sizeof(live)) {
+            len += (size_t)snprintf(live + len, sizeof(live) - len, "%s'%s' (%llu B)",
+                                    shown ? ", " : "", af_graph_tensor(g, i)->name,
+                                    (unsigned long long)p->tp[i].bytes);
+            shown++;
+        } else {
+            more++;
+        }
+    }
+    if (more)
+        snprintf(live + len, sizeof(live) - len, " and %d more", more);
+    return af__err(err, AF_EBUDGET,
+                   "plan needs %llu bytes, over the budget of %llu: at step %d (node '%s') "
+                   "live: %s",
+                   (unsigned long long)p->arena, (unsigned long long)p->opts.budget, s,
+                   af_graph_node(g, p->order[s])->name, live);
+}
+
+static int plan_build(af_plan_t *p, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+    af_plan_report_t *r = &p->rep;
+    uint64_t t0 = af_now_ns(), t;
+    int rc;
+
+    af__sched_result_t sres;
+    t = af_now_ns();
+    if ((rc = af__schedule(g, &p->opts, p->order, &sres, err)))
+        return rc;
+    r->schedule = sres.name ? sres.name : p->opts.schedule;
+    r->schedule_optimal = sres.optimal;
+    r->schedule_ms = ms_since(t);
+
+    t = af_now_ns();
+    af_lifetime_t *lt = af__malloc((size_t)(nt + 1) * sizeof(*lt));
+    int32_t *glast = p->glast = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int32_t *latest = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int64_t *diff = af__malloc((size_t)(nn + 2) * sizeof(int64_t));
+    if (!lt || !glast || !latest || !diff) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = af__order_steps(g, p->order, p->step, err))) {
+        rc = af__err(err, AF_EINVAL, "scheduler '%s' returned a bad order: %s", r->schedule,
+                     err ? err->msg : "");
+        goto out;
+    }
+    af__lifetimes_from_steps(g, p->step, lt);
+    classify(p, lt);
+    for (int32_t i = 0; i < nt; i++) {
+        glast[i] = p->tp[i].last;
+        latest[i] = i;
+    }
+    int safe = p->opts.safe_mode;
+    if (p->opts.inplace && !safe)
+        take_inplace(p, glast, latest);
+    r->lifetime_ms = ms_since(t);
+
+    t = af_now_ns();
+    r->placer = safe ? "naive" : p->opts.placer;
+    uint64_t lb = 0;
+    if ((rc = place_groups(p, glast, safe, r->placer, &p->arena, &lb, err)))
+        goto out;
+    place_views(p);
+    r->place_ms = ms_since(t);
+    r->lower_bound_bytes = lb;
+    r->arena_bytes = p->arena;
+    (void)af__peak_of(g, lt, p->opts.alignment, &r->peak_step, diff);
+
+    /* Report figures. */
+    for (int32_t i = 0; i < nt; i++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, i);
+        if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
+            r->constant_bytes += (uint64_t)ti->bytes;
+        if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
+            r->dynamic_tensors++;
+        if (p->group[i] >= 0) {
+            r->arena_tensors++;
+            r->naive_bytes += p->tp[i].bytes;
+        }
+    }
+    r->any_order_bound_bytes = any_order_bound(p);
+
+    if (!safe && p->opts.mode == AF_MODE_OFFSET) {
+        t = af_now_ns();
+        if ((rc = af__plan_reuse_edges(p, err)))
+            goto out;
+        r->reuse_edges = p->n_edges;
+        r->place_ms += ms_since(t);
+    }
+    if (p->opts.mode == AF_MODE_SHARED || safe)
+        r->shared_object_bytes = p->arena;
+    else if ((rc = shared_figure(p, glast, &r->shared_object_bytes, err)))
+        goto out;
+    if (p->opts.budget && p->arena > p->opts.budget) {
+        rc = budget_error(p, err);
+        goto out;
+    }
+    r->total_ms = ms_since(t0);
+out:
+    af__free(lt);
+    af__free(latest);
+    af__free(diff);
+    return rc;
+}
+
+/* Arena bytes of the same pipeline on the input order (report only). */
+static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
+{
+    af_plan_opts_t o = p->opts;
+    o.schedule = "input";
+    o.verify = 0;
+    o.budget = 0;
+    if (strcmp(o.placer, "search") == 0)
+        o.placer = "portfolio";
+    af_plan_t *q = NULL;
+    int rc = af_plan_create(p->g, &o, &q, err);
+    if (!rc)
+        *out = q->arena;
+    af_plan_destroy(q);
+    return rc;
+}
+
+int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
+                   af_error_t *err)
+{
+    if (!g || !out)
+        return af__err(err, AF_EINVAL, "NULL graph or output pointer");
+    if (!af_graph_is_finalized(g))
+        return af__err(err, AF_EINVAL, "graph is not finalized");
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    if (opts)
+        o = *opts;
+    if (o.alignment == 0 || (o.alignment & (o.alignment - 1)))
+        return af__err(err, AF_EINVAL, "alignment %llu is not a power of two",
+                       (unsigned long long)o.alignment);
+    if (!o.placer)
+        o.placer = "portfolio";
+    if (!o.schedule)
+        o.schedule = "best";
+    if (!af__place_find(o.placer))
+        return af__err(err, AF_EINVAL, "unknown placement algorithm '%s'", o.placer);
+    if (!af__sched_find(o.schedule))
+        return af__err(err, AF_EINVAL, "unknown scheduler '%s'", o.schedule);
+
+    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+    af_plan_t *p = af__calloc(1, sizeof(*p));
+    if (!p)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    p->g = g;
+    p->opts = o;
+    p->rep.tensors = nt;
+    p->rep.nodes = nn;
+    p->order = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    p->step = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    p->tp = af__calloc((size_t)nt + 1, sizeof(af_tensor_plan_t));
+    p->group = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int rc;
+    if (!p->order || !p->step || !p->tp || !p->group) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = plan_build(p, err)))
+        goto fail;
+    uint64_t t = af_now_ns();
+    if (strcmp(p->rep.schedule ? p->rep.schedule : "", "input") == 0 || o.safe_mode)
+        p->rep.input_order_bytes = p->arena;
+    else if ((rc = input_order_arena(p, &p->rep.input_order_bytes, err)))
+        goto fail;
+    p->rep.total_ms += ms_since(t);
+    if (o.verify) {
+        t = af_now_ns();
+        if ((rc = af_plan_verify(p, err)))
+            goto fail;
+        p->rep.verify_ms = ms_since(t);
+    }
+    *out = p;
+    return 0;
+fail:
+    af_plan_destroy(p);
+    return rc;
+}
+
+/* ---- accessors ------------------------------------------------------------------------------- */
+
+const af_graph_t *af_plan_graph(const af_plan_t *p)
+{
+    return p->g;
+}
+
+const af_plan_report_t *af_plan_report(const af_plan_t *p)
+{
+    return &p->rep;
+}
+
+const af_plan_opts_t *af_plan_opts(const af_plan_t *p)
+{
+    return &p->opts;
+}
+
+const int32_t *af_plan_order(const af_plan_t *p)
+{
+    return p->order;
+}
+
+int32_t af_plan_step_of(const af_plan_t *p, int32_t node)
+{
+    if (node < 0 || node >= af_graph_node_count(p->g))
+        return -1;
+    return p->step[node];
+}
+
+const af_tensor_plan_t *af_plan_tensor(const af_plan_t *p, int32_t tensor)
+{
+    if (tensor < 0 || tensor >= af_graph_tensor_count(p->g))
+        return NULL;
+    return &p->tp[tensor];
+}
+
+uint64_t af_plan_arena_bytes(const af_plan_t *p)
+{
+    return p->arena;
+}
+
+int32_t af_plan_reuse_edge_count(const af_plan_t *p)
+{
+    return p->n_edges;
+}
+
+const af_reuse_edge_t *af_plan_reuse_edges(const af_plan_t *p)
+{
+    return p->edges;
+}
+
+int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset)
+{
+    if (tensor < 0 || tensor >= af_graph_tensor_count(p->g))
+        return AF_EINVAL;
+    p->tp[tensor].offset = offset;
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* The plan object, shared by planner/plan.c, verify.c and events.c. */
+#ifndef ARENAFLOW_PLAN_INT_H
+#define ARENAFLOW_PLAN_INT_H
+
+#include "planner/planner_int.h"
+
+struct af_plan {
+    const af_graph_t *g;
+    af_plan_opts_t opts;
+    af_plan_report_t rep;
+    int32_t *order; /* node ids by step */
+    int32_t *step;  /* step by node id */
+    af_tensor_plan_t *tp;
+    int32_t *group; /* in-place group leader per tensor (itself when alone), -1 if not arena */
+    int32_t *glast; /* per group leader: last step of the whole group */
+    af_reuse_edge_t *edges;
+    int32_t n_edges;
+    uint64_t arena;
+};
+
+/* Reuse edges for the current offsets (planner/reuse.c). */
+int af__plan_reuse_edges(af_plan_t *p, af_error_t *err);
+
+/* Address-range ownership map: which tenant last held each byte range of the arena. */
+typedef struct af__seg {
+    uint64_t start, end;
+    int32_t owner;
+} af__seg_t;
+
+typedef struct af__segmap {
+    af__seg_t *v;
+    size_t n, cap;
+} af__segmap_t;
+
+/* Makes owner the tenant of [start, end); appends the distinct previous owners of any byte of
+ * that range to *prev (growable, *n_prev entries, *cap_prev capacity). Returns 0 or AF_ENOMEM. */
+int af__segmap_assign(af__segmap_t *m, uint64_t start, uint64_t end, int32_t owner, int32_t **prev,
+                      size_t *n_prev, size_t *cap_prev);
+void af__segmap_free(af__segmap_t *m);
+
+/* Nodes that touch a group's bytes (producers and readers of its members and their views),
+ * as CSR: nodes[off[lead] .. off[lead + 1]). */
+int af__group_touchers(const af_plan_t *p, int32_t **off, int32_t **nodes);
+
+#endif

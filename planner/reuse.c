@@ -1,0 +1,220 @@
+/*
+ * Write-after-read reuse edges for parallel execution (DESIGN.md planner step 5; the seed's
+ * "fence" between a FREE and an ALLOC on different threads).
+ *
+ * When group B takes bytes that group A held, B's producer must not start before every node
+ * that touches A (its producer and all readers of A's members and views) has finished. Walking
+ * the groups by first step, an address-range map remembers the last tenant of every byte; B
+ * gets edges only from the tenants it directly replaces. That is enough: an earlier tenant C of
+ * the same bytes was itself replaced by A, whose producer waited for C's touchers, and A's
+ * touchers run after A's producer. An edge r -> p(B) is left out when data dependencies already
+ * order r before p(B) (r is p(B) itself, a direct predecessor, or found by a short backward
+ * search bounded to AF__REUSE_DFS_LIMIT visits); the verifier re-proves every pair.
+ */
+#include "planner/plan_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define AF__REUSE_DFS_LIMIT 64
+
+void af__segmap_free(af__segmap_t *m)
+{
+    af__free(m->v);
+    m->v = NULL;
+    m->n = m->cap = 0;
+}
+
+int af__segmap_assign(af__segmap_t *m, uint64_t start, uint64_t end, int32_t owner, int32_t **prev,
+                      size_t *n_prev, size_t *cap_prev)
+{
+    if (start >= end)
+        return 0;
+    /* first segment with end > start */
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->v[mid].end <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t i = lo, j = lo;
+    af__seg_t left = {0, 0, -1}, right = {0, 0, -1};
+    while (j < m->n && m->v[j].start < end) {
+        int32_t o = m->v[j].owner;
+        int seen = 0;
+        for (size_t k = 0; k < *n_prev && !seen; k++)
+            seen = (*prev)[k] == o;
+        if (!seen) {
+            if (af__grow((void **)prev, cap_prev, *n_prev + 1, sizeof(int32_t)))
+                return AF_ENOMEM;
+            (*prev)[(*n_prev)++] = o;
+        }
+        if (m->v[j].start < start)
+            left = (af__seg_t){m->v[j].start, start, o};
+        if (m->v[j].end > end)
+            right = (af__seg_t){end, m->v[j].end, o};
+        j++;
+    }
+    size_t repl = (size_t)(left.owner >= 0) + 1 + (size_t)(right.owner >= 0);
+    size_t newn = m->n - (j - i) + repl;
+    if (af__grow((void **)&m->v, &m->cap, newn, sizeof(af__seg_t)))
+        return AF_ENOMEM;
+    memmove(&m->v[i + repl], &m->v[j], (m->n - j) * sizeof(af__seg_t));
+    size_t k = i;
+    if (left.owner >= 0)
+        m->v[k++] = left;
+    m->v[k++] = (af__seg_t){start, end, owner};
+    if (right.owner >= 0)
+        m->v[k++] = right;
+    m->n = newn;
+    return 0;
+}
+
+int af__group_touchers(const af_plan_t *p, int32_t **off_out, int32_t **nodes_out)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g);
+    int32_t *off = af__calloc((size_t)nt + 2, sizeof(int32_t));
+    if (!off)
+        return AF_ENOMEM;
+        /* lead of the group a tensor's bytes belong to (views count for their root's group) */
+#define LEAD_OF(t) (p->group[af_graph_alias_root(g, (t))])
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t lead = LEAD_OF(t);
+        if (lead < 0)
+            continue;
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        off[lead + 1] += ti->n_consumers + (ti->producer >= 0);
+    }
+    for (int32_t t = 0; t < nt; t++)
+        off[t + 1] += off[t];
+    int32_t *nodes = af__malloc((size_t)off[nt] * sizeof(int32_t) + sizeof(int32_t));
+    int32_t *fill = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    if (!nodes || !fill) {
+        af__free(off);
+        af__free(nodes);
+        af__free(fill);
+        return AF_ENOMEM;
+    }
+    memcpy(fill, off, (size_t)nt * sizeof(int32_t));
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t lead = LEAD_OF(t);
+        if (lead < 0)
+            continue;
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        if (ti->producer >= 0)
+            nodes[fill[lead]++] = ti->producer;
+        for (int32_t k = 0; k < ti->n_consumers; k++)
+            nodes[fill[lead]++] = ti->consumers[k];
+    }
+#undef LEAD_OF
+    af__free(fill);
+    *off_out = off;
+    *nodes_out = nodes;
+    return 0;
+}
+
+/* True when data dependencies alone order r before v (bounded backward search from v). */
+static int data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
+                        int32_t stamp)
+{
+    const af_graph_t *g = p->g;
+    if (r == v)
+        return 1;
+    int32_t sp = 0, visits = 0, rs = p->step[r];
+    stack[sp++] = v;
+    mark[v] = stamp;
+    while (sp && visits < AF__REUSE_DFS_LIMIT) {
+        const af_node_info_t *nd = af_graph_node(g, stack[--sp]);
+        visits++;
+        for (int32_t k = 0; k < nd->n_preds; k++) {
+            int32_t u = nd->preds[k];
+            if (u == r)
+                return 1;
+            if (mark[u] == stamp || p->step[u] < rs)
+                continue;
+            mark[u] = stamp;
+            if (sp < AF__REUSE_DFS_LIMIT)
+                stack[sp++] = u;
+        }
+    }
+    return 0;
+}
+
+static int cmp_first(const void *a, const void *b, void *arg)
+{
+    const af_plan_t *p = arg;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (p->tp[x].first != p->tp[y].first)
+        return p->tp[x].first < p->tp[y].first ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+    int32_t *off = NULL, *nodes = NULL, *leads = NULL, *prev = NULL, *stack = NULL, *mark = NULL;
+    int32_t *emitted = NULL;
+    size_t n_prev = 0, cap_prev = 0, cap_edges = 0, nl = 0;
+    af__segmap_t sm = {0};
+    int rc = af__group_touchers(p, &off, &nodes);
+    if (rc)
+        return af__err(err, rc, "out of memory");
+    leads = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    stack = af__malloc((AF__REUSE_DFS_LIMIT + 1) * sizeof(int32_t));
+    mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    emitted = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    if (!leads || !stack || !mark || !emitted) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
+    memset(mark, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
+    memset(emitted, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
+    for (int32_t t = 0; t < nt; t++)
+        if (p->group[t] == t)
+            leads[nl++] = t;
+    qsort_r(leads, nl, sizeof(int32_t), cmp_first, p);
+    int32_t stamp = 0;
+    for (size_t k = 0; k < nl; k++) {
+        int32_t b = leads[k];
+        n_prev = 0;
+        if (af__segmap_assign(&sm, p->tp[b].offset, p->tp[b].offset + p->tp[b].bytes, b, &prev,
+                              &n_prev, &cap_prev)) {
+            rc = af__err(err, AF_ENOMEM, "out of memory");
+            goto out;
+        }
+        int32_t pb = af_graph_tensor(g, b)->producer;
+        if (pb < 0)
+            continue;
+        for (size_t q = 0; q < n_prev; q++) {
+            int32_t a = prev[q];
+            for (int32_t x = off[a]; x < off[a + 1]; x++) {
+                int32_t r = nodes[x];
+                if (emitted[r] == pb)
+                    continue;
+                emitted[r] = pb;
+                if (data_ordered(p, r, pb, stack, mark, stamp++))
+                    continue;
+                if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
+                             sizeof(af_reuse_edge_t))) {
+                    rc = af__err(err, AF_ENOMEM, "out of memory");
+                    goto out;
+                }
+                p->edges[p->n_edges++] = (af_reuse_edge_t){r, pb, a, b};
+            }
+        }
+    }
+out:
+    af__segmap_free(&sm);
+    af__free(off);
+    af__free(nodes);
+    af__free(leads);
+    af__free(prev);
+    af__free(stack);
+    af__free(mark);
+    af__free(emitted);
+    return rc;
+}

@@ -1,0 +1,412 @@
+/*
+ * Plan verifier, independent of the placer: it recomputes every tensor's true use range from
+ * the graph and the order (its own loop, not lifetime.c), then checks
+ *   1. each arena tensor's planned lifetime covers its true uses (incl. readers of its views);
+ *   2. alignment, arena bounds, views inside their root;
+ *   3. no two tensors live at the same step share a byte (sweep over steps with the live set
+ *      kept sorted by offset: a newcomer is checked against its two neighbours). The only
+ *      allowed sharing is a declared in-place hand-over: B over A at the node where A dies;
+ *   4. (offset mode, reuse on) for every byte range handed from tenant A to tenant B, each node
+ *      touching A is ordered before B's producer by data edges plus the plan's reuse edges.
+ * af_intervals_verify() does check 3 for raw intervals.
+ */
+#include "planner/plan_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- live-set sweep (shared by raw intervals and plans) ----------------------------------- */
+
+typedef struct {
+    int64_t first, last; /* inclusive */
+    uint64_t off, len;
+    int32_t id;
+    int32_t handover; /* id it takes over from (in-place), or -1 */
+} item_t;
+
+typedef struct {
+    const item_t *it;
+    size_t n;
+} sweep_t;
+
+static int cmp_item_first(const void *a, const void *b)
+{
+    const item_t *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    /* at the same step, plain newcomers before in-place hand-overs (the donor is still live) */
+    if ((x->handover >= 0) != (y->handover >= 0))
+        return x->handover >= 0 ? 1 : -1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static int cmp_item_last(const void *a, const void *b)
+{
+    const item_t *x = *(item_t *const *)a, *y = *(item_t *const *)b;
+    return (x->last > y->last) - (x->last < y->last);
+}
+
+/* Live set sorted by offset; no two members overlap. Returns the conflicting pair via a/b. */
+static int sweep(item_t *it, size_t n, int32_t *ca, int32_t *cb)
+{
+    qsort(it, n, sizeof(*it), cmp_item_first);
+    item_t **by_last = af__malloc((n + 1) * sizeof(*by_last));
+    item_t **live = af__malloc((n + 1) * sizeof(*live));
+    if (!by_last || !live) {
+        af__free(by_last);
+        af__free(live);
+        return AF_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        by_last[i] = &it[i];
+    qsort(by_last, n, sizeof(*by_last), cmp_item_last);
+    size_t nl = 0, e = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        item_t *x = &it[i];
+        /* retire everything whose last step is before x's first */
+        while (e < n && by_last[e]->last < x->first) {
+            item_t *d = by_last[e++];
+            for (size_t k = 0; k < nl; k++)
+                if (live[k] == d) {
+                    memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
+                    nl--;
+                    break;
+                }
+        }
+        if (x->handover >= 0) {
+            /* the donor hands its bytes over here: it leaves the live set */
+            for (size_t k = 0; k < nl; k++)
+                if (live[k]->id == x->handover && live[k]->last == x->first) {
+                    memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
+                    nl--;
+                    break;
+                }
+        }
+        size_t lo = 0, hi = nl;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (live[mid]->off < x->off)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && live[lo - 1]->off + live[lo - 1]->len > x->off) {
+            *ca = live[lo - 1]->id;
+            *cb = x->id;
+            rc = AF_EVERIFY;
+        } else if (lo < nl && x->off + x->len > live[lo]->off) {
+            *ca = live[lo]->id;
+            *cb = x->id;
+            rc = AF_EVERIFY;
+        } else {
+            memmove(&live[lo + 1], &live[lo], (nl - lo) * sizeof(*live));
+            live[lo] = x;
+            nl++;
+        }
+    }
+    af__free(by_last);
+    af__free(live);
+    return rc;
+}
+
+int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint64_t alignment,
+                        af_error_t *err)
+{
+    uint64_t a = alignment > 1 ? alignment : 1;
+    item_t *it = af__malloc((n + 1) * sizeof(*it));
+    if (!it)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (iv[i].lower >= iv[i].upper) {
+            af__free(it);
+            return af__err(err, AF_EVERIFY, "interval %zu is empty or reversed", i);
+        }
+        if (iv[i].offset % a) {
+            af__free(it);
+            return af__err(err, AF_EVERIFY, "interval %zu: offset %llu not aligned to %llu", i,
+                           (unsigned long long)iv[i].offset, (unsigned long long)a);
+        }
+        if (iv[i].size > height || iv[i].offset > height - iv[i].size) {
+            af__free(it);
+            return af__err(err, AF_EVERIFY, "interval %zu ends at %llu, above the height %llu", i,
+                           (unsigned long long)(iv[i].offset + iv[i].size),
+                           (unsigned long long)height);
+        }
+        if (iv[i].size == 0)
+            continue;
+        it[m++] = (item_t){iv[i].lower, iv[i].upper - 1, iv[i].offset, iv[i].size, (int32_t)i, -1};
+    }
+    int32_t x = -1, y = -1;
+    int rc = sweep(it, m, &x, &y);
+    af__free(it);
+    if (rc == AF_ENOMEM)
+        return af__err(err, rc, "out of memory");
+    if (rc)
+        return af__err(err, AF_EVERIFY,
+                       "intervals %d [%lld,%lld) @%llu+%llu and %d [%lld,%lld) @%llu+%llu overlap",
+                       x, (long long)iv[x].lower, (long long)iv[x].upper,
+                       (unsigned long long)iv[x].offset, (unsigned long long)iv[x].size, y,
+                       (long long)iv[y].lower, (long long)iv[y].upper,
+                       (unsigned long long)iv[y].offset, (unsigned long long)iv[y].size);
+    return 0;
+}
+
+/* ---- plan checks ---------------------------------------------------------------------------- */
+
+/* True use range of every tensor's root bytes, from the graph and the order alone. */
+static int true_ranges(const af_plan_t *p, int32_t *tf, int32_t *tl)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+    for (int32_t t = 0; t < nt; t++) {
+        tf[t] = INT32_MAX;
+        tl[t] = -1;
+    }
+    for (int32_t t = 0; t < nt; t++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        int32_t r = af_graph_alias_root(g, t);
+        int32_t lo = INT32_MAX, hi = -1;
+        if (ti->producer >= 0)
+            lo = hi = p->step[ti->producer];
+        if (ti->kind == AF_TENSOR_INPUT)
+            lo = 0;
+        for (int32_t k = 0; k < ti->n_consumers; k++) {
+            int32_t s = p->step[ti->consumers[k]];
+            lo = s < lo ? s : lo;
+            hi = s > hi ? s : hi;
+        }
+        if (ti->kind == AF_TENSOR_OUTPUT)
+            hi = nn - 1;
+        if (hi < 0)
+            continue;
+        if (lo < tf[r])
+            tf[r] = lo;
+        if (hi > tl[r])
+            tl[r] = hi;
+    }
+    return 0;
+}
+
+static int check_tensors(const af_plan_t *p, const int32_t *tf, const int32_t *tl, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    uint64_t a = p->opts.alignment;
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        const af_tensor_plan_t *x = &p->tp[t];
+        if (x->where == AF_WHERE_ALIAS) {
+            int32_t r = af_graph_alias_root(g, t);
+            uint64_t want = p->tp[r].offset + (uint64_t)af_graph_alias_root_offset(g, t);
+            if (x->offset != want ||
+                (p->tp[r].where == AF_WHERE_ARENA &&
+                 x->offset + (uint64_t)ti->bytes > p->tp[r].offset + p->tp[r].bytes))
+                return af__err(err, AF_EVERIFY, "view '%s' is not inside its base '%s'", ti->name,
+                               af_graph_tensor(g, r)->name);
+            continue;
+        }
+        if (x->where != AF_WHERE_ARENA || ti->bytes <= 0)
+            continue;
+        if (x->bytes < (uint64_t)ti->bytes)
+            return af__err(err, AF_EVERIFY, "tensor '%s' reserves %llu bytes, needs %lld", ti->name,
+                           (unsigned long long)x->bytes, (long long)ti->bytes);
+        if (x->offset % a)
+            return af__err(err, AF_EVERIFY, "tensor '%s' at offset %llu is not %llu-aligned",
+                           ti->name, (unsigned long long)x->offset, (unsigned long long)a);
+        if (x->offset + x->bytes > p->arena)
+            return af__err(err, AF_EVERIFY, "tensor '%s' [%llu, %llu) is outside the arena (%llu)",
+                           ti->name, (unsigned long long)x->offset,
+                           (unsigned long long)(x->offset + x->bytes),
+                           (unsigned long long)p->arena);
+        if (tl[t] >= 0 && (x->first > tf[t] || x->last < tl[t]))
+            return af__err(err, AF_EVERIFY,
+                           "tensor '%s' is used in steps [%d, %d] but planned live only in "
+                           "[%d, %d]",
+                           ti->name, tf[t], tl[t], x->first, x->last);
+    }
+    return 0;
+}
+
+static int check_overlaps(const af_plan_t *p, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g);
+    item_t *it = af__malloc((size_t)(nt + 1) * sizeof(*it));
+    if (!it)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    size_t m = 0;
+    for (int32_t t = 0; t < nt; t++) {
+        const af_tensor_plan_t *x = &p->tp[t];
+        if (x->where != AF_WHERE_ARENA || x->bytes == 0 || x->first < 0)
+            continue;
+        int32_t h = -1;
+        if (x->inplace_of >= 0) {
+            /* a declared hand-over: the donor dies at the step its successor is produced by a
+             * node carrying the matching hint */
+            const af_node_info_t *nd = af_graph_node(g, p->order[x->first]);
+            for (int32_t k = 0; k < nd->n_inplace && h < 0; k++)
+                if (nd->outputs[nd->inplace[k].output] == t &&
+                    nd->inputs[nd->inplace[k].input] == x->inplace_of &&
+                    p->tp[x->inplace_of].last == x->first &&
+                    x->bytes <= p->tp[x->inplace_of].bytes &&
+                    x->offset == p->tp[x->inplace_of].offset)
+                    h = x->inplace_of;
+            if (h < 0) {
+                af__free(it);
+                return af__err(err, AF_EVERIFY,
+                               "tensor '%s' claims an in-place hand-over from "
+                               "'%s' that the graph does not allow here",
+                               af_graph_tensor(g, t)->name,
+                               af_graph_tensor(g, x->inplace_of)->name);
+            }
+        }
+        it[m++] = (item_t){x->first, x->last, x->offset, x->bytes, t, h};
+    }
+    int32_t a = -1, b = -1;
+    int rc = sweep(it, m, &a, &b);
+    af__free(it);
+    if (rc == AF_ENOMEM)
+        return af__err(err, rc, "out of memory");
+    if (rc) {
+        const af_tensor_plan_t *x = &p->tp[a], *y = &p->tp[b];
+        return af__err(err, AF_EVERIFY,
+                       "tensors '%s' (steps %d-%d, bytes [%llu, %llu)) and '%s' (steps %d-%d, "
+                       "bytes [%llu, %llu)) are live at the same time and share bytes",
+                       af_graph_tensor(g, a)->name, x->first, x->last,
+                       (unsigned long long)x->offset, (unsigned long long)(x->offset + x->bytes),
+                       af_graph_tensor(g, b)->name, y->first, y->last,
+                       (unsigned long long)y->offset, (unsigned long long)(y->offset + y->bytes));
+    }
+    return 0;
+}
+
+/* Is r ordered before v by data edges + reuse edges? Exhaustive backward search from v over
+ * nodes at steps > step(r) (every edge goes forward in the order, so this terminates). */
+static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc, int32_t r,
+                   int32_t v, int32_t *stack, int32_t *mark, int32_t stamp)
+{
+    if (r == v)
+        return 1;
+    const af_graph_t *g = p->g;
+    int32_t sp = 0, rs = p->step[r];
+    stack[sp++] = v;
+    mark[v] = stamp;
+    while (sp) {
+        int32_t u = stack[--sp];
+        const af_node_info_t *nd = af_graph_node(g, u);
+        for (int pass = 0; pass < 2; pass++) {
+            int32_t cnt = pass ? roff[u + 1] - roff[u] : nd->n_preds;
+            const int32_t *src = pass ? rsrc + roff[u] : nd->preds;
+            for (int32_t k = 0; k < cnt; k++) {
+                int32_t w = src[k];
+                if (w == r)
+                    return 1;
+                if (mark[w] == stamp || p->step[w] < rs)
+                    continue;
+                mark[w] = stamp;
+                stack[sp++] = w;
+            }
+        }
+    }
+    return 0;
+}
+
+static int cmp_lead_first(const void *a, const void *b, void *arg)
+{
+    const af_plan_t *p = arg;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (p->tp[x].first != p->tp[y].first)
+        return p->tp[x].first < p->tp[y].first ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+static int check_reuse(const af_plan_t *p, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+    int32_t *off = NULL, *nodes = NULL, *prev = NULL;
+    int32_t *roff = af__calloc((size_t)nn + 2, sizeof(int32_t));
+    int32_t *rsrc = af__malloc((size_t)(p->n_edges + 1) * sizeof(int32_t));
+    int32_t *leads = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int32_t *stack = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    int32_t *mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    size_t n_prev = 0, cap_prev = 0, nl = 0;
+    af__segmap_t sm = {0};
+    int rc = 0;
+    if (!roff || !rsrc || !leads || !stack || !mark || af__group_touchers(p, &off, &nodes)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (int32_t e = 0; e < p->n_edges; e++)
+        roff[p->edges[e].to + 1]++;
+    for (int32_t v = 0; v < nn; v++)
+        roff[v + 1] += roff[v];
+    {
+        int32_t *fill = stack; /* borrowed as scratch */
+        memcpy(fill, roff, (size_t)nn * sizeof(int32_t));
+        for (int32_t e = 0; e < p->n_edges; e++)
+            rsrc[fill[p->edges[e].to]++] = p->edges[e].from;
+    }
+    memset(mark, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
+    for (int32_t t = 0; t < nt; t++)
+        if (p->group[t] == t)
+            leads[nl++] = t;
+    qsort_r(leads, nl, sizeof(int32_t), cmp_lead_first, (void *)p);
+    int32_t stamp = 0;
+    for (size_t k = 0; k < nl && !rc; k++) {
+        int32_t b = leads[k];
+        n_prev = 0;
+        if (af__segmap_assign(&sm, p->tp[b].offset, p->tp[b].offset + p->tp[b].bytes, b, &prev,
+                              &n_prev, &cap_prev)) {
+            rc = af__err(err, AF_ENOMEM, "out of memory");
+            break;
+        }
+        int32_t pb = af_graph_tensor(g, b)->producer;
+        for (size_t q = 0; q < n_prev && !rc; q++) {
+            int32_t a = prev[q];
+            for (int32_t x = off[a]; x < off[a + 1]; x++) {
+                int32_t r = nodes[x];
+                if (pb < 0 || !ordered(p, roff, rsrc, r, pb, stack, mark, stamp++)) {
+                    rc = af__err(err, AF_EVERIFY,
+                                 "'%s' reuses the bytes of '%s' but its producer %s%s%s may run "
+                                 "before '%s', which uses '%s' (missing reuse edge)",
+                                 af_graph_tensor(g, b)->name, af_graph_tensor(g, a)->name,
+                                 pb < 0 ? "(none: it is a graph input)" : "'",
+                                 pb < 0 ? "" : af_graph_node(g, pb)->name, pb < 0 ? "" : "'",
+                                 af_graph_node(g, r)->name, af_graph_tensor(g, a)->name);
+                    break;
+                }
+            }
+        }
+    }
+out:
+    af__segmap_free(&sm);
+    af__free(off);
+    af__free(nodes);
+    af__free(prev);
+    af__free(roff);
+    af__free(rsrc);
+    af__free(leads);
+    af__free(stack);
+    af__free(mark);
+    return rc;
+}
+
+int af_plan_verify(const af_plan_t *p, af_error_t *err)
+{
+    if (!p)
+        return af__err(err, AF_EINVAL, "NULL plan");
+    int32_t nt = af_graph_tensor_count(p->g);
+    int32_t *tf = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int32_t *tl = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int rc;
+    if (!tf || !tl)
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+    else if (!(rc = true_ranges(p, tf, tl)) && !(rc = check_tensors(p, tf, tl, err)) &&
+             !(rc = check_overlaps(p, err)) && p->opts.mode == AF_MODE_OFFSET && !p->opts.safe_mode)
+        rc = check_reuse(p, err);
+    af__free(tf);
+    af__free(tl);
+    return rc;
+}

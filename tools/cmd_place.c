@@ -1,0 +1,161 @@
+/*
+ * arenaflow place FILE.csv: the placement problem alone, in MiniMalloc's CSV format.
+ */
+#include "tools/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: arenaflow place FILE.csv [--algo NAME] [--capacity N] [--time-limit S]\n"
+               "                       [--alignment N] [--out FILE]\n\n"
+               "Reads buffers in MiniMalloc's CSV format (header id,lower,upper,size; each buffer\n"
+               "lives in [lower, upper)), gives each an offset, verifies the packing, writes the\n"
+               "same rows with an 'offset' column to FILE (default stdout) and reports the height\n"
+               "against the lower bound (the largest total size live at one time) on stderr.\n\n"
+               "  --algo NAME       placement algorithm (default portfolio):");
+    for (const char *const *n = af_place_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "\n"
+               "  --capacity N      report whether the buffers fit in N bytes (exit 1 if not)\n"
+               "  --time-limit S    time limit for --algo search, seconds (default 10)\n"
+               "  --alignment N     offsets are multiples of N (default 1)\n"
+               "  --out FILE        write the placed CSV to FILE instead of stdout\n");
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        char *nb = realloc(buf, cap *= 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf = nb;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return buf;
+}
+
+int cmd_place(int argc, char **argv)
+{
+    const char *path = NULL, *out = NULL, *algo = "portfolio";
+    af_place_opts_t po = {1, 10.0, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return CLI_OK;
+        }
+        int has_val = i + 1 < argc;
+        if (!strcmp(a, "--algo") && has_val) {
+            algo = argv[++i];
+        } else if (!strcmp(a, "--out") && has_val) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--capacity") && has_val) {
+            if (cli_parse_size(argv[++i], &po.capacity)) {
+                cli_error("place: bad --capacity '%s'", argv[i]);
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(a, "--alignment") && has_val) {
+            if (cli_parse_size(argv[++i], &po.alignment) || po.alignment == 0 ||
+                (po.alignment & (po.alignment - 1))) {
+                cli_error("place: --alignment must be a power of two");
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(a, "--time-limit") && has_val) {
+            char *end;
+            po.time_limit_s = strtod(argv[++i], &end);
+            if (*end || po.time_limit_s < 0) {
+                cli_error("place: bad --time-limit '%s'", argv[i]);
+                return CLI_USAGE;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("place: unknown option or missing value '%s'", a);
+            return CLI_USAGE;
+        } else if (!path) {
+            path = a;
+        } else {
+            cli_error("place: more than one input file");
+            return CLI_USAGE;
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    size_t len = 0;
+    char *text = read_all(path, &len);
+    if (!text) {
+        cli_error("%s: cannot read", path);
+        return CLI_FAIL;
+    }
+    af_error_t err;
+    af_error_clear(&err);
+    af_interval_t *iv = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = af_intervals_parse_csv(text, len, &iv, &ids, &n, &err);
+    free(text);
+    if (rc) {
+        cli_error("%s: %s", path, err.msg);
+        return CLI_FAIL;
+    }
+    uint64_t height = 0, t0 = af_now_ns();
+    rc = af_place_intervals(iv, n, algo, &po, &height, &err);
+    double ms = (double)(af_now_ns() - t0) / 1e6;
+    int status = CLI_OK;
+    if (!rc)
+        rc = af_intervals_verify(iv, n, height, po.alignment, &err);
+    if (rc) {
+        cli_error("%s: %s", path, err.msg);
+        status = CLI_FAIL;
+        goto done;
+    }
+    FILE *f = out ? fopen(out, "w") : stdout;
+    if (!f) {
+        cli_error("%s: cannot write", out);
+        status = CLI_FAIL;
+        goto done;
+    }
+    fprintf(f, "id,lower,upper,size,offset\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%lld,%lld,%lld,%llu,%llu\n", (long long)ids[i], (long long)iv[i].lower,
+                (long long)iv[i].upper, (unsigned long long)iv[i].size,
+                (unsigned long long)iv[i].offset);
+    if (out && fclose(f)) {
+        cli_error("%s: write failed", out);
+        status = CLI_FAIL;
+    }
+    uint64_t lb = af_intervals_lower_bound(iv, n, po.alignment);
+    FILE *rep = out ? stdout : stderr;
+    fprintf(rep,
+            "buffers %zu  algo %s  height %llu  lower bound %llu  height/lb %.4f  time %.3f ms\n",
+            n, algo, (unsigned long long)height, (unsigned long long)lb,
+            lb ? (double)height / (double)lb : 1.0, ms);
+    if (po.capacity) {
+        int fits = height <= po.capacity;
+        fprintf(rep, "capacity %llu: %s\n", (unsigned long long)po.capacity,
+                fits ? "fits" : "does not fit");
+        if (!fits)
+            status = CLI_FAIL;
+    }
+done:
+    af_free(iv);
+    af_free(ids);
+    return status;
+}

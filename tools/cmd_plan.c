@@ -1,0 +1,237 @@
+/*
+ * arenaflow plan GRAPH: plan a graph and print its memory report (text or one JSON object).
+ */
+#include "tools/cli.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INPUTS 64
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: arenaflow plan GRAPH [options]\n\n"
+            "Plans GRAPH (a JSON graph, or an .onnx model) — the order its nodes run in and the\n"
+            "offset of every tensor in one arena — verifies the plan and prints the report.\n\n"
+            "options:\n"
+            "  --algo NAME        placement algorithm (default portfolio):");
+    for (const char *const *n = af_place_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "\n  --schedule NAME    scheduler (default best):");
+    for (const char *const *n = af_schedule_names(); *n; n++)
+        fprintf(f, " %s", *n);
+    fprintf(f, "\n"
+               "  --mode offset|shared  one arena with offsets, or shared buffers (objects)\n"
+               "  --alignment N      offset alignment in bytes (default 256)\n"
+               "  --budget BYTES     fail (exit 1) when the plan needs more than BYTES (K/M/G ok)\n"
+               "  --time-limit S     time limit of --algo search (default 10)\n"
+               "  --capacity BYTES   --algo search: target arena height\n"
+               "  --safe             safe mode: no reuse at all (every tensor its own bytes)\n"
+               "  --no-inplace       ignore in-place hints\n"
+               "  --config FILE      read planner options from an INI file ([planner] section);\n"
+               "                     command-line options override it\n"
+               "  --input NAME=DIMS  ONNX: fix a symbolic input shape, e.g. input=1,3,224,224\n"
+               "  --events FILE      write the event table (CSV) to FILE ('-' = stdout)\n"
+               "  --json             print one JSON object instead of the text report\n"
+               "  -h, --help         this help\n\n"
+               "exit status: 0 planned, 1 rejected input or failed plan, 2 usage error\n");
+}
+
+static void human_bytes(char *out, size_t n, uint64_t b)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(out, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+}
+
+static void print_text(const af_graph_t *g, const af_plan_report_t *r)
+{
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    human_bytes(a, sizeof a, r->naive_bytes);
+    human_bytes(b, sizeof b, r->input_order_bytes);
+    human_bytes(c, sizeof c, r->shared_object_bytes);
+    human_bytes(d, sizeof d, r->arena_bytes);
+    human_bytes(e, sizeof e, r->lower_bound_bytes);
+    human_bytes(f, sizeof f, r->any_order_bound_bytes);
+    printf("graph             %s\n", af_graph_name(g)[0] ? af_graph_name(g) : "(unnamed)");
+    printf("tensors           %d (%d in the arena, %d dynamic)\n", r->tensors, r->arena_tensors,
+           r->dynamic_tensors);
+    printf("nodes             %d\n", r->nodes);
+    printf("schedule          %s%s\n", r->schedule, r->schedule_optimal ? " (proven optimal)" : "");
+    printf("placer            %s\n", r->placer);
+    printf("naive bytes       %12llu  %s\n", (unsigned long long)r->naive_bytes, a);
+    printf("input order       %12llu  %s\n", (unsigned long long)r->input_order_bytes, b);
+    printf("shared objects    %12llu  %s\n", (unsigned long long)r->shared_object_bytes, c);
+    printf("arena bytes       %12llu  %s\n", (unsigned long long)r->arena_bytes, d);
+    printf("lower bound       %12llu  %s  (max live bytes in this order)\n",
+           (unsigned long long)r->lower_bound_bytes, e);
+    printf("any-order bound   %12llu  %s  (max over nodes of inputs + outputs)\n",
+           (unsigned long long)r->any_order_bound_bytes, f);
+    printf("arena / lower     %.4f\n",
+           r->lower_bound_bytes ? (double)r->arena_bytes / (double)r->lower_bound_bytes : 1.0);
+    printf("arena / naive     %.4f\n",
+           r->naive_bytes ? (double)r->arena_bytes / (double)r->naive_bytes : 1.0);
+    printf("peak step         %d\n", r->peak_step);
+    printf("constants         %llu bytes (outside the arena)\n",
+           (unsigned long long)r->constant_bytes);
+    printf("reuse edges       %d\n", r->reuse_edges);
+    printf("planning time     %.3f ms (schedule %.3f, lifetimes %.3f, place %.3f, verify %.3f)\n",
+           r->total_ms + r->verify_ms, r->schedule_ms, r->lifetime_ms, r->place_ms, r->verify_ms);
+}
+
+static int print_json(const af_graph_t *g, const af_plan_report_t *r)
+{
+    json_t *o = json_pack(
+        "{s:s, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:I, "
+        "s:i, s:f, s:f, s:f, s:f, s:f, s:f}",
+        "graph", af_graph_name(g), "tensors", r->tensors, "nodes", r->nodes, "arena_tensors",
+        r->arena_tensors, "dynamic_tensors", r->dynamic_tensors, "schedule", r->schedule,
+        "schedule_optimal", r->schedule_optimal, "placer", r->placer, "naive_bytes",
+        (json_int_t)r->naive_bytes, "input_order_bytes", (json_int_t)r->input_order_bytes,
+        "shared_object_bytes", (json_int_t)r->shared_object_bytes, "arena_bytes",
+        (json_int_t)r->arena_bytes, "lower_bound_bytes", (json_int_t)r->lower_bound_bytes,
+        "any_order_bound_bytes", (json_int_t)r->any_order_bound_bytes, "arena_over_lower_bound",
+        r->lower_bound_bytes ? (double)r->arena_bytes / (double)r->lower_bound_bytes : 1.0,
+        "peak_step", r->peak_step, "constant_bytes", (json_int_t)r->constant_bytes, "reuse_edges",
+        r->reuse_edges, "planning_ms", r->total_ms + r->verify_ms, "schedule_ms", r->schedule_ms,
+        "lifetime_ms", r->lifetime_ms, "place_ms", r->place_ms, "verify_ms", r->verify_ms,
+        "arena_over_naive", r->naive_bytes ? (double)r->arena_bytes / (double)r->naive_bytes : 1.0);
+    if (!o)
+        return -1;
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!s)
+        return -1;
+    puts(s);
+    free(s);
+    return 0;
+}
+
+/* Options that map 1:1 onto planner config keys. */
+static const struct {
+    const char *flag;
+    const char *key;
+} flag_keys[] = {
+    {"--algo", "placer"},         {"--schedule", "schedule"}, {"--mode", "mode"},
+    {"--alignment", "alignment"}, {"--budget", "budget"},     {"--time-limit", "time_limit"},
+    {"--capacity", "capacity"},
+};
+
+int cmd_plan(int argc, char **argv)
+{
+    const char *path = NULL, *config = NULL, *events = NULL;
+    const char *set_key[16], *set_val[16];
+    char *inputs[MAX_INPUTS];
+    int n_set = 0, n_inputs = 0, json = 0, safe = 0, no_inplace = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return CLI_OK;
+        }
+        size_t k = 0;
+        while (k < sizeof(flag_keys) / sizeof(flag_keys[0]) && strcmp(a, flag_keys[k].flag))
+            k++;
+        if (k < sizeof(flag_keys) / sizeof(flag_keys[0])) {
+            if (i + 1 >= argc || n_set >= 16) {
+                cli_error("plan: %s needs a value", a);
+                return CLI_USAGE;
+            }
+            set_key[n_set] = flag_keys[k].key;
+            set_val[n_set++] = argv[++i];
+        } else if (!strcmp(a, "--config") || !strcmp(a, "--events") || !strcmp(a, "--input")) {
+            if (i + 1 >= argc) {
+                cli_error("plan: %s needs a value", a);
+                return CLI_USAGE;
+            }
+            if (!strcmp(a, "--config"))
+                config = argv[++i];
+            else if (!strcmp(a, "--events"))
+                events = argv[++i];
+            else if (n_inputs < MAX_INPUTS)
+                inputs[n_inputs++] = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--safe")) {
+            safe = 1;
+        } else if (!strcmp(a, "--no-inplace")) {
+            no_inplace = 1;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("plan: unknown option '%s' (see 'arenaflow plan --help')", a);
+            return CLI_USAGE;
+        } else if (!path) {
+            path = a;
+        } else {
+            cli_error("plan: more than one graph given ('%s' and '%s')", path, a);
+            return CLI_USAGE;
+        }
+    }
+    if (!path) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    af_plan_opts_t opts;
+    af_plan_opts_init(&opts);
+    if (config && cli_load_config(config, &opts))
+        return CLI_FAIL;
+    af_error_t err;
+    af_error_clear(&err);
+    for (int k = 0; k < n_set; k++)
+        if (af_plan_opts_set(&opts, set_key[k], set_val[k], &err)) {
+            cli_error("plan: %s", err.msg);
+            return CLI_USAGE;
+        }
+    if (safe)
+        opts.safe_mode = 1;
+    if (no_inplace)
+        opts.inplace = 0;
+
+    af_graph_t *g = cli_load_graph(path, inputs, n_inputs);
+    if (!g)
+        return CLI_FAIL;
+    af_plan_t *p = NULL;
+    int rc = af_plan_create(g, &opts, &p, &err);
+    if (rc) {
+        cli_error("%s: %s", path, err.msg[0] ? err.msg : af_strerror(rc));
+        af_graph_destroy(g);
+        return CLI_FAIL;
+    }
+    int status = CLI_OK;
+    if (events) {
+        FILE *f = strcmp(events, "-") ? fopen(events, "w") : stdout;
+        if (!f) {
+            cli_error("%s: cannot write the event table", events);
+            status = CLI_FAIL;
+        } else {
+            if (af_plan_write_events_csv(p, f, &err)) {
+                cli_error("%s: %s", events, err.msg);
+                status = CLI_FAIL;
+            }
+            if (f != stdout && fclose(f)) {
+                cli_error("%s: write failed", events);
+                status = CLI_FAIL;
+            }
+        }
+    }
+    if (!events || strcmp(events, "-")) {
+        if (json) {
+            if (print_json(g, af_plan_report(p))) {
+                cli_error("out of memory");
+                status = CLI_FAIL;
+            }
+        } else {
+            print_text(g, af_plan_report(p));
+        }
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+    return status;
+}
