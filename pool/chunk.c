@@ -220,7 +220,7 @@ void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b)
     if (k->head)
         k->head->prev = b;
     k->head = b;
-    k->nfree++;
+    AF__ST(&k->nfree, AF__LD(&k->nfree) + 1);
     af__pool_chunk_t *ch = chunk_of(p, b);
     if (++ch->nfree == ch->nblocks && p->opts.idle_trim_ms)
         ch->idle_since = af_now_ns();
@@ -236,7 +236,7 @@ static void central_unlink(af_pool_t *p, uint32_t c, af__pool_block_t *b)
     if (b->next)
         b->next->prev = b->prev;
     b->prev = b->next = NULL;
-    k->nfree--;
+    AF__ST(&k->nfree, AF__LD(&k->nfree) - 1);
 }
 
 af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c)
@@ -284,7 +284,7 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_
     int64_t live = af__pool_live_req(p) + (int64_t)want;
     af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
     for (uint32_t d = c + 1; d <= p->cls[c].borrow_last && !b; d++) {
-        if (!p->cls[d].head) /* racy peek, rechecked under the lock */
+        if (!AF__LD(&p->cls[d].nfree)) /* peek; rechecked under the lock */
             continue;
         af__pool_clock(p, d);
         b = af__pool_central_pop(p, d);

@@ -353,7 +353,7 @@ static void class_stats(af_pool_t *p, uint32_t c, af_pool_class_stats_t *cs)
     cs->block_size = k->bs;
     cs->chunks = k->nchunks;
     cs->blocks = k->nblocks;
-    cs->blocks_free = k->nfree;
+    cs->blocks_free = AF__LD(&k->nfree);
     pthread_mutex_unlock(&k->lock);
     cs->blocks_lent = AF__LD(&k->lent_now);
     cs->lent_total = AF__LD(&k->lent_total);

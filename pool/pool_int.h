@@ -62,7 +62,8 @@ typedef struct af__pool_class {
     pthread_mutex_t lock;
     uint64_t bs;
     af__pool_block_t *head; /* central free list, LIFO at head */
-    uint64_t nfree, nblocks, nchunks;
+    _Atomic uint64_t nfree; /* written under the class lock, peeked without it */
+    uint64_t nblocks, nchunks;
     uint64_t next_chunk; /* bytes of the next chunk to map (glock) */
     uint32_t cache_cap, batch;
     uint32_t borrow_last;           /* borrow from classes (cls, borrow_last] */
