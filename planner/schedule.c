@@ -1,37 +1,368 @@
 /*
- * Scheduler registry and the "input" scheduler (the order the graph came in).
- * Other schedulers live in planner/schedule_*.c and are rows of the table below.
+ * Scheduler registry and the default portfolio `best`.
+ *
+ * Every scheduler is one row of sched_table. All of them work on the memory model of
+ * schedule_int.h (built once per call) and report the exact simulated peak of their order,
+ * which matches af_order_peak() by construction (same lifetime rule, same alignment).
+ *
+ * `best` runs the portfolio members (input, seed, xla-list, lpmf, dfs, rpo, bfs), keeps the
+ * order with the lowest simulated peak (ties: smaller area = sum over steps of live bytes, then
+ * table order, so `input` wins full ties) — never worse than the input order, since it is a
+ * member. Then:
+ *   - n <= dp_max_nodes (and <= 64): exact DP over the whole graph with the best peak as the
+ *     pruning bound; when the DP completes within dp_max_states the result is proven optimal.
+ *   - otherwise, n <= REFINE_MAX_NODES: peak-targeted refinement (the HMCOS idea): windows of
+ *     dp_max_nodes consecutive steps around the current peak step are re-ordered exactly by the
+ *     DP while that lowers the peak, under a total state budget of dp_max_states.
+ * Fast path rule for big graphs: above BIG_NODES nodes only input, lpmf and xla-list run (the
+ * cheapest members, O(n log n) with small constants) and there is no refinement; this keeps a
+ * million-tensor graph well inside its planning-time target.
+ *
+ * Budget: with opts->budget set, an order whose peak exceeds it is refused with AF_EBUDGET, the
+ * message naming the scheduler, the peak step and node, and the largest tensors live there. The
+ * seed scheduler additionally applies its executability check while ordering.
+ *
+ * Reentrant: no global mutable state (the name list is built from a constant table).
  */
-#include "planner/planner_int.h"
+#include "planner/schedule_int.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static int sched_input(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
-                       af__sched_result_t *res, af_error_t *err)
+#define BIG_NODES 150000
+#define REFINE_MAX_NODES 150000
+#define REFINE_ROUNDS 24
+
+typedef int (*member_fn)(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
+                         af_error_t *err);
+
+static int member_input(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
+                        af_error_t *err)
 {
     (void)o;
     (void)err;
-    memcpy(order, af_graph_input_order(g), (size_t)af_graph_node_count(g) * sizeof(*order));
-    res->name = "input";
+    memcpy(order, af_graph_input_order(m->g), (size_t)m->n * sizeof(*order));
     return 0;
 }
 
-static const af__sched_entry_t sched_table[] = {
-    {"input", sched_input, "the order the graph came in"},
+/* Portfolio members, in tie-break order. `big` = also run on graphs above BIG_NODES. */
+static const struct member {
+    const char *name;
+    member_fn fn;
+    int big;
+} members[] = {
+    {"input", member_input, 1},  {"lpmf", af__sched_lpmf, 1}, {"xla-list", af__sched_xla_list, 1},
+    {"seed", af__sched_seed, 0}, {"dfs", af__sched_dfs, 0},   {"rpo", af__sched_rpo, 0},
+    {"bfs", af__sched_bfs, 0},
 };
 
-static const char *sched_names[AF_ARRAY_SIZE(sched_table) + 1];
+/* ---- budget errors ------------------------------------------------------------------------ */
+
+typedef struct live_t {
+    int32_t t;
+    uint64_t bytes;
+} live_t;
+
+static int cmp_live(const void *a, const void *b)
+{
+    const live_t *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->t - y->t;
+}
+
+static int budget_error(const af__smodel_t *m, const af_plan_opts_t *o, const int32_t *order,
+                        const char *who, uint64_t peak, af_error_t *err)
+{
+    const af_graph_t *g = m->g;
+    int32_t nt = af_graph_tensor_count(g), step = 0;
+    uint64_t p2;
+    af__smodel_peak(m, order, &p2, &step, NULL);
+    af_lifetime_t *lt = af__malloc(((size_t)nt + 1) * sizeof(*lt));
+    live_t *lv = af__malloc(((size_t)nt + 1) * sizeof(*lv));
+    char list[300] = "";
+    int32_t n_live = 0;
+    if (lt && lv && af_lifetimes_compute(g, order, lt, NULL) == 0) {
+        for (int32_t t = 0; t < nt; t++)
+            if (af__is_arena_root(g, t) && lt[t].first >= 0 && lt[t].first <= step &&
+                step <= lt[t].last)
+                lv[n_live++] = (live_t){t, af__align_up((uint64_t)af_graph_tensor(g, t)->bytes,
+                                                        o->alignment ? o->alignment : 1)};
+        qsort(lv, (size_t)n_live, sizeof(*lv), cmp_live);
+        size_t len = 0;
+        int32_t shown = 0;
+        for (; shown < n_live && len < sizeof(list) - 64; shown++) {
+            int w = snprintf(list + len, sizeof(list) - len, "%s%s (%llu)", shown ? ", " : "",
+                             af_graph_tensor(g, lv[shown].t)->name,
+                             (unsigned long long)lv[shown].bytes);
+            if (w < 0 || (size_t)w >= sizeof(list) - len) {
+                list[len] = '\0';
+                break;
+            }
+            len += (size_t)w;
+        }
+        if (shown < n_live && len < sizeof(list) - 24)
+            snprintf(list + len, sizeof(list) - len, " and %d more", (int)(n_live - shown));
+    }
+    af__free(lt);
+    af__free(lv);
+    return af__err(err, AF_EBUDGET,
+                   "memory budget %llu bytes cannot be met: best order (%s) peaks at %llu "
+                   "bytes at step %d (node '%s'); live there: %s",
+                   (unsigned long long)o->budget, who, (unsigned long long)peak, (int)step,
+                   m->n ? af_graph_node(g, order[step])->name : "", list);
+}
+
+/* ---- refinement --------------------------------------------------------------------------- */
+
+typedef struct refine {
+    const af__smodel_t *m;
+    int32_t *order, *step;
+    uint64_t *during, *live_after;
+    uint64_t peak, states, max_states;
+    int32_t k;
+    int optimal;
+} refine_t;
+
+static int first_peak(refine_t *r, int32_t *ps)
+{
+    if (af__smodel_profile(r->m, r->order, r->during, r->live_after))
+        return AF_ENOMEM;
+    r->peak = 0;
+    *ps = 0;
+    for (int32_t s = 0; s < r->m->n; s++)
+        if (r->during[s] > r->peak) {
+            r->peak = r->during[s];
+            *ps = s;
+        }
+    return 0;
+}
+
+/* Tries windows around the peak step; *better = 1 if one lowered its local peak. */
+static int refine_round(refine_t *r, int32_t ps, int *better)
+{
+    const af__smodel_t *m = r->m;
+    int32_t k = r->k, starts[3] = {ps - k / 2, ps - k + 1, ps}, tried[3];
+    *better = 0;
+    for (int i = 0; i < 3 && r->states < r->max_states; i++) {
+        int32_t lo = starts[i] < 0 ? 0 : starts[i];
+        if (lo > m->n - k)
+            lo = m->n - k;
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            dup |= tried[j] == lo;
+        tried[i] = lo;
+        if (dup)
+            continue;
+        af__dp_window_t w = {.lo = lo,
+                             .hi = lo + k,
+                             .bound = r->peak,
+                             .live_before = lo ? r->live_after[lo - 1] : m->base,
+                             .max_states = (r->max_states - r->states) / 4 + 1024};
+        if (af__sched_dp_window(m, r->order, r->step, &w))
+            return AF_ENOMEM;
+        r->states += w.states_used;
+        if (w.improved) {
+            *better = 1;
+            return 0;
+        }
+    }
+    return 0;
+}
+
+/* Exact DP on small graphs, peak-targeted window DP on larger ones. *peak is updated. */
+static int refine(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, uint64_t *peak,
+                  int *optimal, int *changed)
+{
+    int32_t n = m->n, k = o->dp_max_nodes > 64 ? 64 : o->dp_max_nodes;
+    *optimal = 0;
+    *changed = 0;
+    if (n == 0 || k < 2)
+        return 0;
+    refine_t r = {.m = m, .order = order, .max_states = o->dp_max_states, .k = k < n ? k : n};
+    r.step = af__malloc((size_t)n * sizeof(int32_t));
+    r.during = af__malloc((size_t)n * sizeof(uint64_t));
+    r.live_after = af__malloc((size_t)n * sizeof(uint64_t));
+    int rc = AF_ENOMEM;
+    if (!r.step || !r.during || !r.live_after)
+        goto out;
+    for (int32_t s = 0; s < n; s++)
+        r.step[order[s]] = s;
+    if (n <= k) {
+        af__dp_window_t w = {.lo = 0,
+                             .hi = n,
+                             .bound = *peak,
+                             .live_before = m->base,
+                             .max_states = o->dp_max_states};
+        if ((rc = af__sched_dp_window(m, order, r.step, &w)))
+            goto out;
+        *optimal = w.complete;
+        *changed = w.improved;
+        if (w.improved)
+            *peak = w.peak;
+        rc = 0;
+        goto out;
+    }
+    rc = 0;
+    if (n > REFINE_MAX_NODES)
+        goto out;
+    for (int round = 0; round < REFINE_ROUNDS && r.states < r.max_states; round++) {
+        int32_t ps;
+        int better;
+        if ((rc = first_peak(&r, &ps)) || (rc = refine_round(&r, ps, &better)))
+            goto out;
+        if (!better)
+            break;
+        *changed = 1;
+    }
+    if (*changed) {
+        int32_t ps;
+        rc = first_peak(&r, &ps);
+        *peak = r.peak;
+    }
+out:
+    af__free(r.step);
+    af__free(r.during);
+    af__free(r.live_after);
+    return rc;
+}
+
+/* ---- entry points ------------------------------------------------------------------------- */
+
+static int run_portfolio(const af__smodel_t *m, const af_plan_opts_t *o, int force_all,
+                         int32_t *order, af__sched_result_t *res, af_error_t *err)
+{
+    int32_t *tmp = af__malloc(((size_t)m->n + 1) * sizeof(int32_t));
+    if (!tmp)
+        return af__err(err, AF_ENOMEM, "out of memory in the scheduler");
+    uint64_t best = UINT64_MAX, best_area = UINT64_MAX;
+    int rc = 0;
+    for (size_t i = 0; i < AF_ARRAY_SIZE(members); i++) {
+        if (!force_all && m->n > BIG_NODES && !members[i].big)
+            continue;
+        uint64_t peak, area;
+        if ((rc = members[i].fn(m, o, tmp, err)) ||
+            (rc = af__smodel_peak(m, tmp, &peak, NULL, &area))) {
+            if (rc == AF_ENOMEM)
+                af__err(err, rc, "out of memory in the scheduler");
+            break;
+        }
+        if (peak < best || (peak == best && area < best_area)) {
+            best = peak;
+            best_area = area;
+            res->name = members[i].name;
+            memcpy(order, tmp, (size_t)m->n * sizeof(int32_t));
+        }
+    }
+    af__free(tmp);
+    res->peak = best;
+    return rc;
+}
+
+static int sched_portfolio(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
+                           af__sched_result_t *res, af_error_t *err, int is_dp)
+{
+    af__smodel_t m;
+    int rc = af__smodel_init(&m, g, o->alignment, err);
+    if (rc)
+        return rc;
+    if ((rc = run_portfolio(&m, o, is_dp, order, res, err)))
+        goto out;
+    int optimal = 0, changed = 0;
+    if (is_dp || m.n <= BIG_NODES) {
+        if ((rc = refine(&m, o, order, &res->peak, &optimal, &changed))) {
+            rc = af__err(err, rc, "out of memory in the exact scheduler");
+            goto out;
+        }
+    }
+    res->optimal = optimal;
+    if (changed)
+        res->name = "dp";
+    else if (is_dp && optimal)
+        res->name = "dp";
+    if (o->budget && res->peak > o->budget)
+        rc = budget_error(&m, o, order, res->name, res->peak, err);
+out:
+    af__smodel_free(&m);
+    return rc;
+}
+
+static int sched_best(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
+                      af__sched_result_t *res, af_error_t *err)
+{
+    return sched_portfolio(g, o, order, res, err, 0);
+}
+
+static int sched_dp(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
+                    af__sched_result_t *res, af_error_t *err)
+{
+    int rc = sched_portfolio(g, o, order, res, err, 1);
+    res->name = "dp";
+    return rc;
+}
+
+static int run_member(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
+                      af__sched_result_t *res, af_error_t *err, const char *name)
+{
+    const struct member *mb = NULL;
+    for (size_t i = 0; i < AF_ARRAY_SIZE(members); i++)
+        if (strcmp(members[i].name, name) == 0)
+            mb = &members[i];
+    af__smodel_t m;
+    int rc = af__smodel_init(&m, g, o->alignment, err);
+    if (rc)
+        return rc;
+    res->name = mb->name;
+    if (!(rc = mb->fn(&m, o, order, err)) &&
+        !(rc = af__smodel_peak(&m, order, &res->peak, NULL, NULL)) && o->budget &&
+        res->peak > o->budget)
+        rc = budget_error(&m, o, order, mb->name, res->peak, err);
+    if (rc == AF_ENOMEM)
+        af__err(err, rc, "out of memory in the scheduler");
+    af__smodel_free(&m);
+    return rc;
+}
+
+#define MEMBER_ENTRY(fn, name)                                                                     \
+    static int fn(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,                    \
+                  af__sched_result_t *res, af_error_t *err)                                        \
+    {                                                                                              \
+        return run_member(g, o, order, res, err, name);                                            \
+    }
+MEMBER_ENTRY(sched_input, "input")
+MEMBER_ENTRY(sched_seed, "seed")
+MEMBER_ENTRY(sched_xla, "xla-list")
+MEMBER_ENTRY(sched_lpmf, "lpmf")
+MEMBER_ENTRY(sched_dfs, "dfs")
+MEMBER_ENTRY(sched_rpo, "rpo")
+MEMBER_ENTRY(sched_bfs, "bfs")
+
+static const af__sched_entry_t sched_table[] = {
+    {"input", sched_input, "the order the graph came in"},
+    {"seed", sched_seed, "seed list scheduler: alpha*freed/time + beta*critical path; budget"},
+    {"xla-list", sched_xla, "XLA list scheduler: bytes freed - bytes defined"},
+    {"lpmf", sched_lpmf, "Inductor least-peak-memory-first"},
+    {"dfs", sched_dfs, "XLA post-order DFS, heavy operand subtrees first"},
+    {"rpo", sched_rpo, "reverse post-order"},
+    {"bfs", sched_bfs, "breadth-first (Kahn, FIFO)"},
+    {"dp", sched_dp, "exact DP (Serenity) up to dp_max_nodes, window DP beyond"},
+    {"best", sched_best, "portfolio of all, lowest simulated peak, DP/refinement (default)"},
+};
+
+static const char *const sched_names[] = {"input", "seed", "xla-list", "lpmf", "dfs",
+                                          "rpo",   "bfs",  "dp",       "best", NULL};
+_Static_assert(AF_ARRAY_SIZE(sched_names) == AF_ARRAY_SIZE(sched_table) + 1,
+               "sched_names out of step with sched_table");
 
 const char *const *af_schedule_names(void)
 {
-    for (size_t i = 0; i < AF_ARRAY_SIZE(sched_table); i++)
-        sched_names[i] = sched_table[i].name;
     return sched_names;
 }
 
 const af__sched_entry_t *af__sched_find(const char *name)
 {
-    for (size_t i = 0; i < AF_ARRAY_SIZE(sched_table); i++)
+    for (size_t i = 0; name && i < AF_ARRAY_SIZE(sched_table); i++)
         if (strcmp(sched_table[i].name, name) == 0)
             return &sched_table[i];
     return NULL;
@@ -40,10 +371,15 @@ const af__sched_entry_t *af__sched_find(const char *name)
 int af__schedule(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
                  af__sched_result_t *res, af_error_t *err)
 {
-    const char *name = o->schedule ? o->schedule : "input";
+    const char *name = o->schedule ? o->schedule : "best";
     const af__sched_entry_t *e = af__sched_find(name);
-    if (!e)
-        return af__err(err, AF_EINVAL, "unknown scheduler '%s'", name);
     memset(res, 0, sizeof(*res));
+    if (!e)
+        return af__err(err, AF_EINVAL,
+                       "unknown scheduler '%s' (known: input, seed, xla-list, "
+                       "lpmf, dfs, rpo, bfs, dp, best)",
+                       name);
+    if (!af_graph_is_finalized(g))
+        return af__err(err, AF_EINVAL, "graph is not finalized");
     return e->fn(g, o, order, res, err);
 }
