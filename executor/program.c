@@ -17,14 +17,85 @@
 
 #include <string.h>
 
+/* Arena byte range of a tensor (resolving views); 0 when it has no arena bytes. */
+static int arena_range(const af_plan_t *plan, int32_t t, uint64_t *lo, uint64_t *hi)
+{
+    const af_graph_t *g = af_plan_graph(plan);
+    int32_t r = af_graph_alias_root(g, t);
+    const af_tensor_plan_t *rp = af_plan_tensor(plan, r);
+    int64_t bytes = af_graph_tensor(g, t)->bytes;
+    if (rp->where != AF_WHERE_ARENA || bytes <= 0)
+        return 0;
+    *lo = rp->offset + (uint64_t)af_graph_alias_root_offset(g, t);
+    *hi = *lo + (uint64_t)bytes;
+    return 1;
+}
+
+/*
+ * In-place guard edges. A node writing output B in place of input A overwrites bytes that other
+ * readers of A (or of views sharing A's bytes) may still need when they are not ordered before
+ * it by data edges. The plan order runs them first; the edges reader -> producer(B) make every
+ * parallel order do the same. Only readers earlier in the plan order get an edge (a later
+ * reader would be a planner error the verifier reports), so no cycle can form.
+ */
+static int add_inplace_guards(const af_plan_t *plan, af_reuse_edge_t **e, size_t *ne, size_t *cap)
+{
+    const af_graph_t *g = af_plan_graph(plan);
+    int32_t nt = af_graph_tensor_count(g);
+    for (int32_t b = 0; b < nt; b++) {
+        const af_tensor_plan_t *bp = af_plan_tensor(plan, b);
+        int32_t pb = af_graph_tensor(g, b)->producer;
+        uint64_t blo, bhi, tlo, thi;
+        if (bp->inplace_of < 0 || pb < 0 || !arena_range(plan, b, &blo, &bhi))
+            continue;
+        int32_t sb = af_plan_step_of(plan, pb);
+        for (int32_t t = 0; t < nt; t++) {
+            const af_tensor_plan_t *tp = af_plan_tensor(plan, t);
+            if (t == b || !arena_range(plan, t, &tlo, &thi) || thi <= blo || tlo >= bhi)
+                continue;
+            const af_tensor_info_t *ti = af_graph_tensor(g, t);
+            int32_t first = tp->first, last = tp->last;
+            if (ti->alias_of >= 0) { /* views live as long as their root says */
+                const af_tensor_plan_t *rp = af_plan_tensor(plan, af_graph_alias_root(g, t));
+                first = rp->first;
+                last = rp->last;
+            }
+            if (first > sb || last < sb)
+                continue;
+            for (int32_t j = 0; j < ti->n_consumers; j++) {
+                int32_t r = ti->consumers[j];
+                if (r == pb || af_plan_step_of(plan, r) > sb)
+                    continue;
+                if (af__grow((void **)e, cap, *ne + 1, sizeof(**e)))
+                    return AF_ENOMEM;
+                (*e)[(*ne)++] = (af_reuse_edge_t){r, pb, t, b};
+            }
+        }
+    }
+    return 0;
+}
+
 /* Builds the successor CSR and initial pending counts for a plan. */
-static int build_edges(const af_plan_t *plan, int32_t **off_out, int32_t **succ_out,
+static int build_edges(const af_plan_t *plan, int data_only, int32_t **off_out, int32_t **succ_out,
                        int32_t **pend_out)
 {
     const af_graph_t *g = af_plan_graph(plan);
     int32_t n = af_graph_node_count(g);
-    int32_t ne = af_plan_reuse_edge_count(plan);
-    const af_reuse_edge_t *re = af_plan_reuse_edges(plan);
+    size_t ne_all = 0, cap_all = 0;
+    af_reuse_edge_t *re = NULL;
+    if (!data_only) {
+        int32_t npe = af_plan_reuse_edge_count(plan);
+        if (af__grow((void **)&re, &cap_all, (size_t)npe + 1, sizeof(*re)))
+            return AF_ENOMEM;
+        if (npe)
+            memcpy(re, af_plan_reuse_edges(plan), (size_t)npe * sizeof(*re));
+        ne_all = (size_t)npe;
+        if (add_inplace_guards(plan, &re, &ne_all, &cap_all)) {
+            af__free(re);
+            return AF_ENOMEM;
+        }
+    }
+    int32_t ne = (int32_t)ne_all;
     int32_t *off = af__calloc((size_t)n + 1, sizeof(int32_t));
     int32_t *pend = af__calloc((size_t)n + 1, sizeof(int32_t));
     int32_t *mark = af__malloc(((size_t)n + 1) * sizeof(int32_t));
@@ -78,6 +149,7 @@ static int build_edges(const af_plan_t *plan, int32_t **off_out, int32_t **succ_
     af__free(mark);
     af__free(roff);
     af__free(rto);
+    af__free(re);
     *off_out = off;
     *succ_out = succ;
     *pend_out = pend;
@@ -89,6 +161,7 @@ oom:
     af__free(roff);
     af__free(rto);
     af__free(succ);
+    af__free(re);
     return AF_ENOMEM;
 }
 
@@ -97,7 +170,7 @@ int af_executor_critical_path(const af_plan_t *p, double *cost, int32_t *nodes)
     if (!p)
         return AF_EINVAL;
     int32_t *off, *succ, *pend;
-    int rc = build_edges(p, &off, &succ, &pend);
+    int rc = build_edges(p, 0, &off, &succ, &pend);
     if (rc)
         return rc;
     const af_graph_t *g = af_plan_graph(p);
@@ -209,7 +282,8 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
     p->n_tensors = af_graph_tensor_count(g);
     p->arena_bytes = af_plan_arena_bytes(plan);
     atomic_init(&p->refs, 1);
-    int rc = build_edges(plan, &p->succ_off, &p->succ, &p->init_pending);
+    int rc = build_edges(plan, ex->opts.debug_ignore_reuse_edges, &p->succ_off, &p->succ,
+                         &p->init_pending);
     if (rc) {
         af__err(err, rc, "out of memory compiling the plan");
         goto fail;

@@ -73,6 +73,7 @@ typedef struct af_executor_opts {
     int verify;                     /* check checksums around every kernel: -1 = only with the
                                        "verify" set (default), 0 never, 1 always */
     af_pool_t *pool;                /* arenas come from here; NULL: the executor creates its own */
+    int debug_ignore_reuse_edges;   /* test hook: schedule by data edges only (unsafe) */
 } af_executor_opts_t;
 
 /* Fills *o with the defaults above. */
