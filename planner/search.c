@@ -33,6 +33,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef AF_SEARCH_TRACE
+#include <stdio.h>
+#endif
 
 #define DEFAULT_TIME_LIMIT_S 10.0
 
@@ -151,6 +154,8 @@ static void free_part(part_info_t *pi)
     af__free(sp->sec_hi);
     af__free(sp->ov_start);
     af__free(sp->ov);
+    af__free(sp->sec_start);
+    af__free(sp->sec_buf);
     for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
         af__free(sp->order[h]);
     af__free(sp->rank);
@@ -249,14 +254,23 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
                 sp->rank[i] = sp->ov_start[i]; /* fill cursors */
         }
     }
-    /* The undo log never holds more than every buffer's sections (floor, total) + overlaps. */
-    size_t cap = nov;
-    for (int32_t b = 0; b < n; b++)
-        cap += 2 * (size_t)(sp->sec_hi[b] - sp->sec_lo[b]);
-    sp->caplog = cap;
-    sp->log = af__malloc((cap ? cap : 1) * sizeof *sp->log);
-    if (!sp->log)
+    /* Buffers live in each section (CSR). */
+    sp->sec_start = af__calloc(us + 1, sizeof(int32_t));
+    if (!sp->sec_start)
         return AF_ENOMEM;
+    for (int32_t b = 0; b < n; b++)
+        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
+            sp->sec_start[s + 1]++;
+    for (int32_t s = 0; s < sp->nsec; s++)
+        sp->sec_start[s + 1] += sp->sec_start[s];
+    sp->sec_buf = af__malloc(((size_t)sp->sec_start[sp->nsec] + 1) * sizeof(int32_t));
+    if (!sp->sec_buf)
+        return AF_ENOMEM;
+    for (int32_t s = 0; s < sp->nsec; s++)
+        sp->floor[s] = (uint64_t)sp->sec_start[s]; /* fill cursors */
+    for (int32_t b = 0; b < n; b++)
+        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
+            sp->sec_buf[sp->floor[s]++] = b;
     return build_orders(sp, iv, pi->gidx, keys);
 }
 
@@ -343,8 +357,14 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double dea
             limit *= 2;
         for (int h = 0; h < AF__SEARCH_N_ORDERS; h++) {
             sp->nodes = 0;
+            sp->max_depth = 0;
             sp->node_limit = limit;
             int r = af__search_dfs(sp, h, cap, c->scratch);
+#ifdef AF_SEARCH_TRACE
+            fprintf(stderr, "part n=%d depth=%d cap=%llu order=%d limit=%llu nodes=%llu r=%d\n",
+                    sp->n, sp->max_depth, (unsigned long long)cap, h, (unsigned long long)limit,
+                    (unsigned long long)sp->nodes, r);
+#endif
             if (r == AF__SEARCH_ABORTED)
                 continue;
             if (r == AF__SEARCH_FOUND) {

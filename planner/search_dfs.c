@@ -64,9 +64,18 @@ static void undo_to(af__search_part_t *p, size_t mark)
     }
 }
 
-/* Places buffer b at its minimum offset and propagates to sections and overlapping buffers. */
-static void place(af__search_part_t *p, int32_t b)
+/*
+ * Places buffer b at its minimum offset and propagates: floors and totals of its sections, the
+ * minimum offsets of the unplaced buffers overlapping it, and then the floors of the sections
+ * those buffers live in (no unplaced buffer of a section can go below the lowest minimum offset
+ * among them). Returns 0 or AF_ENOMEM (undo log).
+ */
+static int place(af__search_part_t *p, int32_t b)
 {
+    size_t need = p->nlog + 2 * (size_t)(p->sec_hi[b] - p->sec_lo[b]) +
+                  (size_t)(p->ov_start[b + 1] - p->ov_start[b]);
+    if (af__grow((void **)&p->log, &p->caplog, need, sizeof *p->log))
+        return AF_ENOMEM;
     uint64_t o = p->minoff[b], top = o + p->size[b];
     p->off[b] = o;
     for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++) {
@@ -80,16 +89,38 @@ static void place(af__search_part_t *p, int32_t b)
         if (p->off[c] == AF__SEARCH_UNPLACED && p->minoff[c] < raised)
             set_word(p, &p->minoff[c], raised);
     }
+    return 0;
 }
 
-/* Cross-section inference after placing at offset o. */
-static int check(const af__search_part_t *p, uint64_t o, uint64_t cap)
+/*
+ * Cross-section inference after placing at (o, rank last). Every unplaced buffer c will sit at
+ * or above eff(c): its minimum offset, raised to o (placements never go down), and above o when
+ * the canonical order forbids placing it at o (its rank is below last at that offset). In each
+ * section the unplaced buffers stack above the lowest eff and above the placed tops, so that
+ * level + their total must fit under cap.
+ */
+static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t cap)
 {
     for (int32_t s = 0; s < p->nsec; s++) {
         uint64_t f = p->floor[s];
-        if (p->total[s] && f < o)
-            f = o;
-        if (f > cap || p->total[s] > cap - f)
+        if (f > cap)
+            return 0;
+        if (p->total[s] == 0)
+            continue;
+        uint64_t m = UINT64_MAX;
+        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1] && m > f; k++) {
+            int32_t c = p->sec_buf[k];
+            if (p->off[c] != AF__SEARCH_UNPLACED)
+                continue;
+            uint64_t e = p->minoff[c];
+            if (e < o || (e == o && p->rank[c] < last))
+                e = p->rank[c] > last ? o : o + 1;
+            if (e < m)
+                m = e;
+        }
+        if (m > f)
+            f = m;
+        if (p->total[s] > cap - f)
             return 0;
     }
     return 1;
@@ -183,7 +214,10 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
         int32_t b = p->cand[f->next++];
         uint64_t o = p->minoff[b];
         f->log_mark = p->nlog;
-        place(p, b);
+        if (place(p, b)) {
+            rc = AF_ENOMEM;
+            break;
+        }
         f->placed = b;
         placed++;
         p->nodes++;
@@ -195,7 +229,11 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             rc = AF__SEARCH_TIMEOUT;
             break;
         }
-        if (!check(p, o, cap))
+#ifdef AF_SEARCH_TRACE
+        if (placed > p->max_depth)
+            p->max_depth = placed;
+#endif
+        if (!check(p, o, p->rank[b], cap))
             continue;
         if (placed == p->n) {
             for (int32_t i = 0; i < p->n; i++)

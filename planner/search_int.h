@@ -44,6 +44,8 @@ typedef struct af__search_part {
     int32_t *sec_hi;                     /* n: one past its last section */
     int32_t *ov_start;                   /* n+1: CSR of overlapping buffers */
     int32_t *ov;                         /* ov_start[n] entries */
+    int32_t *sec_start;                  /* nsec+1: CSR of the buffers live in each section */
+    int32_t *sec_buf;                    /* sec_start[nsec] entries */
     int32_t *order[AF__SEARCH_N_ORDERS]; /* static orders (buffer indices) */
     int32_t *rank;                       /* n: position of a buffer in the current order */
     /* search state */
@@ -59,7 +61,8 @@ typedef struct af__search_part {
     af__search_frame_t *frames; /* n+1 */
     /* limits */
     uint64_t nodes, node_limit;
-    double deadline; /* monotonic seconds */
+    int32_t max_depth; /* deepest placement count reached (statistics) */
+    double deadline;   /* monotonic seconds */
 } af__search_part_t;
 
 #define AF__SEARCH_UNPLACED UINT64_MAX
