@@ -23,6 +23,7 @@
 #include "common/common_int.h"
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -225,7 +226,7 @@ struct af__daemon {
     int64_t active_runs;
     int64_t pending_plans;
     int draining;
-    volatile int cancel_runs; /* set on the loop thread when the drain times out; read by work */
+    atomic_int cancel_runs; /* set on the loop thread when the drain times out; read by work */
     int ready;
     uint64_t started_ns;
     void *exec; /* executor state owned by work.c */

@@ -236,10 +236,10 @@ static void on_drain_tick(uv_timer_t *t)
     }
     double waited_ms = (double)(af_now_ns() - srv.drain_started_ns) / 1e6;
     if (d->active_runs > 0 || d->pending_plans > 0) {
-        if (waited_ms > (double)d->cfg.drain_timeout_ms && !d->cancel_runs) {
+        if (waited_ms > (double)d->cfg.drain_timeout_ms && !atomic_load(&d->cancel_runs)) {
             af__dlog(AF__LOG_WARN, "drain timeout: stopping %lld runs after their current round",
                      (long long)d->active_runs);
-            d->cancel_runs = 1;
+            atomic_store(&d->cancel_runs, 1);
         }
         return;
     }

@@ -251,7 +251,7 @@ static void run_work(uv_work_t *w)
     job_t *j = w->data;
     uint64_t t0 = af_now_ns();
     for (j->done = 0; j->done < j->rounds; j->done++) {
-        if (j->d->cancel_runs) {
+        if (atomic_load_explicit(&j->d->cancel_runs, memory_order_relaxed)) {
             j->rc = AF_ECANCELED;
             break;
         }
