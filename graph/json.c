@@ -37,9 +37,12 @@ typedef struct ctx {
 
 /* ---- schema helpers --------------------------------------------------------------------- */
 
-/* Rejects keys of obj not in the NULL-terminated list `allowed`; `what` names the object. */
+/*
+ * Rejects keys of obj not in the NULL-terminated list `allowed`. The object is named in the
+ * message as `what` followed by `name` in quotes (when name is not NULL), e.g. tensor 'x'.
+ */
 static int check_keys(const json_t *obj, const char *const *allowed, const char *what,
-                      af_error_t *err)
+                      const char *name, af_error_t *err)
 {
     const char *key;
     json_t *val;
@@ -55,8 +58,8 @@ static int check_keys(const json_t *obj, const char *const *allowed, const char 
             for (const char *const *a = allowed; *a && len < sizeof(list); a++)
                 len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
                                         a == allowed ? "" : ", ", *a);
-            return af__err(err, AF_EPARSE, "%s: unknown key '%s' (expected one of: %s)", what, key,
-                           list);
+            return af__err(err, AF_EPARSE, "%s%s%s%s: unknown key '%s' (expected one of: %s)", what,
+                           name ? " '" : "", name ? name : "", name ? "'" : "", key, list);
         }
     }
     return 0;
@@ -160,15 +163,13 @@ static int read_shape(const ctx_t *c, const json_t *shape, const char *name, int
 static int read_tensor(const ctx_t *c, af_graph_t *g, const json_t *t, size_t idx)
 {
     af_error_t *err = c->err;
-    char what[64];
     if (!json_is_object(t))
         return af__err(err, AF_EPARSE, "tensors[%zu] must be an object", idx);
     const json_t *jname = json_object_get(t, "name");
     if (!json_is_string(jname) || !json_string_value(jname)[0])
         return af__err(err, AF_EPARSE, "tensors[%zu] has no 'name' (a non-empty string)", idx);
     const char *name = json_string_value(jname);
-    snprintf(what, sizeof(what), "tensor '%.40s'", name);
-    int rc = check_keys(t, tensor_keys, what, err);
+    int rc = check_keys(t, tensor_keys, "tensor", name, err);
     if (rc)
         return rc;
 
@@ -296,15 +297,13 @@ static int read_inplace(const ctx_t *c, const json_t *arr, const char *node, af_
     af_inplace_t *v = af__malloc((cnt ? cnt : 1) * sizeof(*v));
     if (!v)
         return af__err(err, AF_ENOMEM, "out of memory");
-    char what[96];
-    snprintf(what, sizeof(what), "node '%.40s' inplace hint", node);
     for (size_t i = 0; i < cnt; i++) {
         const json_t *h = json_array_get(arr, i);
         int64_t o = -1, in = -1;
         int rc = 0;
         if (!json_is_object(h))
             rc = af__err(err, AF_EPARSE, "node '%s': inplace[%zu] must be an object", node, i);
-        else if (!(rc = check_keys(h, inplace_keys, what, err)) &&
+        else if (!(rc = check_keys(h, inplace_keys, "in-place hint of node", node, err)) &&
                  (get_int(c, json_object_get(h, "output"), &o) != 0 ||
                   get_int(c, json_object_get(h, "input"), &in) != 0 || o < 0 || in < 0 ||
                   o > INT32_MAX || in > INT32_MAX))
@@ -384,19 +383,19 @@ static int read_attr(const ctx_t *c, af_graph_t *g, int32_t node, const char *ke
 static int read_node(const ctx_t *c, af_graph_t *g, const json_t *n, size_t idx)
 {
     af_error_t *err = c->err;
-    char what[64], label[48];
+    char autoname[32];
     if (!json_is_object(n))
         return af__err(err, AF_EPARSE, "nodes[%zu] must be an object", idx);
     const json_t *jname = json_object_get(n, "name");
     if (jname && (!json_is_string(jname) || !json_string_value(jname)[0]))
         return af__err(err, AF_EPARSE, "nodes[%zu]: 'name' must be a non-empty string", idx);
     /* Unnamed nodes are named "node<index>" by the builder; messages use the same label. */
+    const char *label = autoname;
     if (jname)
-        snprintf(label, sizeof(label), "%.40s", json_string_value(jname));
+        label = json_string_value(jname);
     else
-        snprintf(label, sizeof(label), "node%zu", idx);
-    snprintf(what, sizeof(what), "node '%s'", label);
-    int rc = check_keys(n, node_keys, what, err);
+        snprintf(autoname, sizeof(autoname), "node%zu", idx);
+    int rc = check_keys(n, node_keys, "node", label, err);
     if (rc)
         return rc;
     const json_t *op = json_object_get(n, "op");
@@ -455,7 +454,7 @@ static int read_graph(const ctx_t *c, const json_t *root, af_graph_t *g)
     af_error_t *err = c->err;
     if (!json_is_object(root))
         return af__err(err, AF_EPARSE, "a graph file must hold one JSON object");
-    int rc = check_keys(root, top_keys, "graph", err);
+    int rc = check_keys(root, top_keys, "graph", NULL, err);
     if (rc)
         return rc;
     const json_t *fmt = json_object_get(root, "format");

@@ -709,6 +709,26 @@ static void test_graph_rejects_cycle_behind_acyclic_prefix(void **state)
     assert_null(strstr(err.msg, "chain")); /* only the nodes on the cycle are named */
 }
 
+static void test_graph_rejects_long_cycle(void **state)
+{
+    (void)state;
+    /* 40 nodes with long names on one cycle: the message is shortened, never overflows, and
+     * still names nodes of the cycle. */
+    enum { N = 40 };
+    static char tensors[N * 160], nodes[N * 400], doc[N * 600];
+    size_t tl = 0, nl = 0;
+    for (int i = 0; i < N; i++) {
+        tl += (size_t)snprintf(tensors + tl, sizeof(tensors) - tl,
+                               "%s{'name': 'edge_%d', 'bytes': 4}", i ? ", " : "", i);
+        nl += (size_t)snprintf(nodes + nl, sizeof(nodes) - nl,
+                               "%s{'name': 'a_rather_long_node_name_on_the_ring_number_%d', 'op': "
+                               "'Relu', 'inputs': ['edge_%d'], 'outputs': ['edge_%d']}",
+                               i ? ", " : "", i, (i + N - 1) % N, i);
+    }
+    snprintf(doc, sizeof(doc), GRAPH("%s", "%s"), tensors, nodes);
+    expect_reject(doc, AF_ECYCLE, "a_rather_long_node_name_on_the_ring_number_", NULL);
+}
+
 static void test_graph_rejects_self_loop(void **state)
 {
     (void)state;
@@ -1306,6 +1326,7 @@ int main(void)
         cmocka_unit_test(test_graph_save_json_is_atomic_and_reloads),
         cmocka_unit_test(test_graph_rejects_cycle),
         cmocka_unit_test(test_graph_rejects_cycle_behind_acyclic_prefix),
+        cmocka_unit_test(test_graph_rejects_long_cycle),
         cmocka_unit_test(test_graph_rejects_self_loop),
         cmocka_unit_test(test_graph_rejects_tensor_produced_twice),
         cmocka_unit_test(test_graph_rejects_produced_input),
