@@ -430,6 +430,9 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
 
 int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, af_error_t *err)
 {
+    /* A finalized graph may be read by many threads at once: no writer after finalize. */
+    if (g->finalized)
+        return af__err(err, AF_EINVAL, "graph is finalized; attributes cannot be changed");
     if (node < 0 || (size_t)node >= g->n_nodes)
         return af__err(err, AF_EINVAL, "attribute on unknown node %d", node);
     if (!attr || !attr->name || !attr->name[0] || (unsigned)attr->type > AF_ATTR_FLOATS ||

@@ -1178,6 +1178,8 @@ static void test_graph_writer_rejects_nan_attribute(void **state)
     a.f = NAN;
     assert_int_equal(af_graph_node_set_attr(g, id, &a, NULL), 0);
     assert_int_equal(af_graph_finalize(g, NULL), 0);
+    /* After finalize the graph is immutable (it may be shared between threads). */
+    assert_int_equal(af_graph_node_set_attr(g, id, &a, NULL), AF_EINVAL);
     char *text = NULL;
     af_error_t err;
     assert_int_equal(af_graph_to_json(g, &text, &err), AF_EINVAL);
