@@ -15,6 +15,8 @@ static int64_t conv_out(int64_t in, int k, int stride, int pad, int dil)
 static zt conv_gen(zb_t *z, zt x, int64_t cout, int kh, int kw, int stride, int ph, int pw, int dil,
                    int groups, int bias)
 {
+    if (z->rc || groups < 1)
+        return 0; /* after an error shapes read as zeros: do not divide by them */
     const zshape_t *s = zb_shape(z, x);
     int64_t n = s->d[0], cin = s->d[1];
     int64_t ho = conv_out(s->d[2], kh, stride, ph, dil),
