@@ -47,6 +47,11 @@ typedef struct part_info {
     uint64_t proven; /* smallest capacity not proven infeasible */
 } part_info_t;
 
+typedef struct sort_key {
+    uint64_t k[3];
+    int32_t idx;
+} sort_key_t;
+
 typedef struct search_ctx {
     const af_interval_t *iv;
     size_t n;
@@ -55,12 +60,8 @@ typedef struct search_ctx {
     part_info_t *parts;
     int32_t nparts;
     uint64_t *scratch; /* max partition size */
+    sort_key_t *keys;  /* max partition size */
 } search_ctx_t;
-
-typedef struct sort_key {
-    uint64_t k[3];
-    int32_t idx;
-} sort_key_t;
 
 static int cmp_desc(const void *a, const void *b)
 {
@@ -116,33 +117,69 @@ static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, ui
 
 /* ---- building the partitions -------------------------------------------------------------- */
 
+/*
+ * Per-buffer features the static orders sort by (descending): the largest cross-section the
+ * buffer takes part in (tot), its lifetime length (width), size x width (area), size, and start
+ * time (earliest first, stored complemented).
+ */
+static void build_features(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx)
+{
+    for (int32_t b = 0; b < sp->n; b++) {
+        const af_interval_t *v = &iv[gidx[b]];
+        uint64_t tot = 0, width = (uint64_t)(v->upper - v->lower), area;
+        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
+            if (sp->sec_init[s] > tot)
+                tot = sp->sec_init[s];
+        if (!af__mul_u64(width, v->size, &area))
+            area = UINT64_MAX;
+        sp->feat[0][b] = tot;
+        sp->feat[1][b] = width;
+        sp->feat[2][b] = area;
+        sp->feat[3][b] = v->size;
+        sp->feat[4][b] = ~ord64(v->lower);
+    }
+}
+
+/* Sorts into order[h] by the features spec[0..2], ties by tie[b] then index. */
+static void sort_order(af__search_part_t *sp, int h, const int8_t *spec, const uint64_t *tie,
+                       sort_key_t *keys)
+{
+    for (int32_t b = 0; b < sp->n; b++) {
+        for (int i = 0; i < 3; i++)
+            keys[b].k[i] = spec[i] < 0 ? (tie ? tie[b] : 0) : sp->feat[spec[i]][b];
+        keys[b].idx = b;
+    }
+    qsort(keys, (size_t)sp->n, sizeof *keys, cmp_desc);
+    for (int32_t b = 0; b < sp->n; b++)
+        sp->order[h][b] = keys[b].idx;
+}
+
 static int build_orders(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx,
                         sort_key_t *keys)
 {
-    /* tot: the largest cross-section the buffer takes part in. */
+    /* MiniMalloc's best preorders (total, width, area...) plus size-first and start-first. */
     static const int8_t spec[AF__SEARCH_N_ORDERS][3] = {
         {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0}, {4, 3, 1},
     };
-    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++) {
-        for (int32_t b = 0; b < sp->n; b++) {
-            const af_interval_t *v = &iv[gidx[b]];
-            uint64_t tot = 0, width = (uint64_t)(v->upper - v->lower);
-            for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
-                if (sp->sec_init[s] > tot)
-                    tot = sp->sec_init[s];
-            uint64_t area;
-            if (!af__mul_u64(width, v->size, &area))
-                area = UINT64_MAX;
-            uint64_t val[5] = {tot, width, area, v->size, ~ord64(v->lower)};
-            for (int i = 0; i < 3; i++)
-                keys[b].k[i] = val[spec[h][i]];
-            keys[b].idx = b;
-        }
-        qsort(keys, (size_t)sp->n, sizeof *keys, cmp_desc);
-        for (int32_t b = 0; b < sp->n; b++)
-            sp->order[h][b] = keys[b].idx;
-    }
+    build_features(sp, iv, gidx);
+    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
+        sort_order(sp, h, spec[h], NULL, keys);
     return 0;
+}
+
+/* A randomised order for restart number k: two random features, then random ties. */
+static void random_order(af__search_part_t *sp, uint64_t k, sort_key_t *keys, uint64_t *tie)
+{
+    uint64_t st = k * UINT64_C(0x9E3779B97F4A7C15) + (uint64_t)sp->n;
+    for (int32_t b = 0; b < sp->n; b++) {
+        st = st * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        tie[b] = st >> 17;
+    }
+    int8_t spec[3];
+    spec[0] = (int8_t)((st >> 33) % AF__SEARCH_N_FEATURES);
+    spec[1] = (int8_t)((st >> 41) % AF__SEARCH_N_FEATURES);
+    spec[2] = -1;
+    sort_order(sp, AF__SEARCH_RANDOM_ORDER, spec, tie, keys);
 }
 
 static void free_part(part_info_t *pi)
@@ -156,14 +193,17 @@ static void free_part(part_info_t *pi)
     af__free(sp->ov);
     af__free(sp->sec_start);
     af__free(sp->sec_buf);
-    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
+    for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
         af__free(sp->order[h]);
+    for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
+        af__free(sp->feat[f]);
     af__free(sp->rank);
     af__free(sp->minoff);
     af__free(sp->off);
     af__free(sp->floor);
     af__free(sp->total);
     af__free(sp->sec_init);
+    af__free(sp->lim);
     af__free(sp->log);
     af__free(sp->cand);
     af__free(sp->frames);
@@ -200,11 +240,14 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
     sp->floor = af__malloc(us * sizeof(uint64_t));
     sp->total = af__malloc(us * sizeof(uint64_t));
     sp->sec_init = af__calloc(us, sizeof(uint64_t));
+    sp->lim = af__malloc(2 * (us + 1) * sizeof(uint64_t));
     sp->frames = af__malloc((un + 1) * sizeof *sp->frames);
     int ok = sp->size && sp->sec_lo && sp->sec_hi && sp->ov_start && sp->rank && sp->minoff &&
-             sp->off && sp->floor && sp->total && sp->sec_init && sp->frames;
-    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
+             sp->off && sp->floor && sp->total && sp->sec_init && sp->lim && sp->frames;
+    for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
         ok = ok && (sp->order[h] = af__malloc(un * sizeof(int32_t))) != NULL;
+    for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
+        ok = ok && (sp->feat[f] = af__malloc(un * sizeof(uint64_t))) != NULL;
     if (!ok)
         return AF_ENOMEM;
     for (int32_t b = 0; b < n; b++) {
@@ -320,7 +363,8 @@ static int build_parts(search_ctx_t *c, sort_key_t *keys, int64_t *times)
     af__free(sorted);
     if (rc == 0) {
         c->scratch = af__malloc((maxn ? maxn : 1) * sizeof(uint64_t));
-        if (!c->scratch)
+        c->keys = af__malloc((maxn ? maxn : 1) * sizeof *c->keys);
+        if (!c->scratch || !c->keys)
             rc = AF_ENOMEM;
     }
     return rc;
@@ -351,19 +395,25 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double dea
         return AF__SEARCH_INFEASIBLE;
     af__search_part_t *sp = &pi->sp;
     sp->deadline = deadline;
-    uint64_t limit = 2 * (uint64_t)sp->n + 64;
-    for (;;) {
+    uint64_t limit = 2 * (uint64_t)sp->n + 64, restart = 0;
+    for (int round = 0;; round++) {
         if (limit < (UINT64_C(1) << 60))
             limit *= 2;
-        for (int h = 0; h < AF__SEARCH_N_ORDERS; h++) {
+        int n_random = round < 16 ? 4 << (round / 2) : 1024;
+        for (int h = 0; h < AF__SEARCH_N_ORDERS + n_random; h++) {
+            int slot = h;
+            if (h >= AF__SEARCH_N_ORDERS) {
+                random_order(sp, restart++, c->keys, c->scratch);
+                slot = AF__SEARCH_RANDOM_ORDER;
+            }
             sp->nodes = 0;
             sp->max_depth = 0;
-            sp->node_limit = limit;
-            int r = af__search_dfs(sp, h, cap, c->scratch);
+            sp->node_limit = h >= AF__SEARCH_N_ORDERS ? 4 * (uint64_t)sp->n + 64 : limit;
+            int r = af__search_dfs(sp, slot, cap, c->scratch);
 #ifdef AF_SEARCH_TRACE
             fprintf(stderr, "part n=%d depth=%d cap=%llu order=%d limit=%llu nodes=%llu r=%d\n",
-                    sp->n, sp->max_depth, (unsigned long long)cap, h, (unsigned long long)limit,
-                    (unsigned long long)sp->nodes, r);
+                    sp->n, sp->max_depth, (unsigned long long)cap, h,
+                    (unsigned long long)sp->node_limit, (unsigned long long)sp->nodes, r);
 #endif
             if (r == AF__SEARCH_ABORTED)
                 continue;
@@ -559,6 +609,7 @@ int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint
         free_part(&c.parts[k]);
     af__free(c.parts);
     af__free(c.scratch);
+    af__free(c.keys);
     af__free(c.best);
     af__free(work);
     return rc;

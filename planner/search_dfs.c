@@ -27,6 +27,9 @@
 #include <time.h>
 
 typedef af__search_frame_t frame_t;
+#ifdef AF_SEARCH_TRACE
+long fail_hist[2], fail_sec[100000], split_hist[2];
+#endif
 
 typedef struct cand_key {
     uint64_t off;
@@ -120,8 +123,13 @@ static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t 
         }
         if (m > f)
             f = m;
-        if (p->total[s] > cap - f)
+        if (p->total[s] > cap - f) {
+#ifdef AF_SEARCH_TRACE
+            fail_hist[cap - p->sec_init[s] == 0 ? 0 : 1]++;
+            fail_sec[s]++;
+#endif
             return 0;
+        }
     }
     return 1;
 }
@@ -131,8 +139,25 @@ static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t 
  * stack, sorted by (minimum offset, rank); fills *f. keys is scratch of n entries.
  */
 static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t last_off,
-                           int32_t last_rank, cand_key_t *keys, frame_t *f)
+                           int32_t last_rank, uint64_t cap, cand_key_t *keys, frame_t *f)
 {
+    /*
+     * A placement at offset m fails the cross-section check in any section s it does not touch
+     * once m > cap - total[s] (the lowest unplaced buffer there would start above m). pre[s] and
+     * suf[s] are the minima of that limit over sections < s and >= s, so a candidate's limit
+     * outside its own sections is min(pre[lo], suf[hi]); candidates above it are not tried.
+     */
+    uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
+    pre[0] = UINT64_MAX;
+    for (int32_t s = 0; s < p->nsec; s++) {
+        uint64_t u = p->total[s] ? cap - p->total[s] : UINT64_MAX;
+        pre[s + 1] = u < pre[s] ? u : pre[s];
+    }
+    suf[p->nsec] = UINT64_MAX;
+    for (int32_t s = p->nsec - 1; s >= 0; s--) {
+        uint64_t u = p->total[s] ? cap - p->total[s] : UINT64_MAX;
+        suf[s] = u < suf[s + 1] ? u : suf[s + 1];
+    }
     uint64_t min_height = UINT64_MAX;
     for (int32_t i = 0; i < p->n; i++) {
         int32_t b = ord[i];
@@ -146,6 +171,8 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
         if (p->off[b] != AF__SEARCH_UNPLACED || m >= min_height)
             continue;
         if (m < last_off || (m == last_off && i < last_rank))
+            continue;
+        if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
             continue;
         keys[k].off = m;
         keys[k].rank = i;
@@ -193,7 +220,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
         return AF_ENOMEM;
     frame_t *fr = p->frames;
     int32_t depth = 0, placed = 0;
-    int rc = push_candidates(p, ord, 0, -1, keys, &fr[0]);
+    int rc = push_candidates(p, ord, 0, -1, cap, keys, &fr[0]);
     while (rc == 0) {
         frame_t *f = &fr[depth];
         if (f->placed >= 0) {
@@ -235,6 +262,24 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
 #endif
         if (!check(p, o, p->rank[b], cap))
             continue;
+#ifdef AF_SEARCH_TRACE
+        {
+            /* does the unplaced set split in time? */
+            int32_t reach = -1, groups = 0;
+            for (int32_t s = 0; s < p->nsec; s++) {
+                if (p->total[s] == 0)
+                    continue;
+                if (s >= reach)
+                    groups++;
+                for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1]; k++) {
+                    int32_t c = p->sec_buf[k];
+                    if (p->off[c] == AF__SEARCH_UNPLACED && p->sec_hi[c] > reach)
+                        reach = p->sec_hi[c];
+                }
+            }
+            split_hist[groups > 1]++;
+        }
+#endif
         if (placed == p->n) {
             for (int32_t i = 0; i < p->n; i++)
                 out[i] = p->off[i];
@@ -242,7 +287,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             break;
         }
         depth++;
-        rc = push_candidates(p, ord, o, p->rank[b], keys, &fr[depth]);
+        rc = push_candidates(p, ord, o, p->rank[b], cap, keys, &fr[depth]);
     }
     af__free(keys);
     return rc;

@@ -18,6 +18,8 @@ enum {
 
 /* Static orders the restarts cycle through (ties broken by index). */
 enum { AF__SEARCH_N_ORDERS = 6 };
+/* Slot of the randomised order (regenerated before each randomised restart). */
+enum { AF__SEARCH_RANDOM_ORDER = AF__SEARCH_N_ORDERS, AF__SEARCH_N_FEATURES = 5 };
 
 /* Undo-log entry: a word the search changed and its previous value. */
 typedef struct af__search_undo {
@@ -39,21 +41,23 @@ typedef struct af__search_frame {
 typedef struct af__search_part {
     int32_t n, nsec;
     uint64_t alignment;
-    uint64_t *size;                      /* n */
-    int32_t *sec_lo;                     /* n: first section the buffer is live in */
-    int32_t *sec_hi;                     /* n: one past its last section */
-    int32_t *ov_start;                   /* n+1: CSR of overlapping buffers */
-    int32_t *ov;                         /* ov_start[n] entries */
-    int32_t *sec_start;                  /* nsec+1: CSR of the buffers live in each section */
-    int32_t *sec_buf;                    /* sec_start[nsec] entries */
-    int32_t *order[AF__SEARCH_N_ORDERS]; /* static orders (buffer indices) */
-    int32_t *rank;                       /* n: position of a buffer in the current order */
+    uint64_t *size;                          /* n */
+    int32_t *sec_lo;                         /* n: first section the buffer is live in */
+    int32_t *sec_hi;                         /* n: one past its last section */
+    int32_t *ov_start;                       /* n+1: CSR of overlapping buffers */
+    int32_t *ov;                             /* ov_start[n] entries */
+    int32_t *sec_start;                      /* nsec+1: CSR of the buffers live in each section */
+    int32_t *sec_buf;                        /* sec_start[nsec] entries */
+    int32_t *order[AF__SEARCH_N_ORDERS + 1]; /* static orders + the random one */
+    uint64_t *feat[AF__SEARCH_N_FEATURES];   /* n each: tot, width, area, size, ~lower */
+    int32_t *rank;                           /* n: position of a buffer in the current order */
     /* search state */
     uint64_t *minoff;   /* n: lowest offset the buffer may take now */
     uint64_t *off;      /* n: offset, or AF__SEARCH_UNPLACED */
     uint64_t *floor;    /* nsec: top of the placed buffers live in the section */
     uint64_t *total;    /* nsec: total size of the unplaced buffers live in the section */
     uint64_t *sec_init; /* nsec: total size of all buffers live in the section */
+    uint64_t *lim;      /* 2 * (nsec + 1): scratch of the candidate filter */
     af__search_undo_t *log;
     size_t nlog, caplog;
     int32_t *cand; /* candidate stack, grows with depth */
