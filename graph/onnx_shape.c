@@ -208,6 +208,14 @@ static int rule_cast(af__onnx_ctx_t *c)
     return 0;
 }
 
+static int rule_eyelike(af__onnx_ctx_t *c)
+{
+    rule_unary(c);
+    if (OUT(0))
+        c->out[0]->elem = (int32_t)af__onnx_attr_i(c->node, "dtype", c->out[0]->elem);
+    return 0;
+}
+
 /* ---- linear algebra ------------------------------------------------------------------- */
 
 static int rule_matmul(af__onnx_ctx_t *c)
@@ -514,7 +522,7 @@ static const rule_t rules[] = {
     {"HardSigmoid", rule_unary, F_INPLACE},
     {"HardSwish", rule_unary, F_INPLACE},
     {"LeakyRelu", rule_unary, F_INPLACE},
-    {"PRelu", rule_bcast, 0},
+    {"PRelu", rule_unary, 0}, /* slope broadcasts into X (legacy opsets: any way) */
     {"Elu", rule_unary, F_INPLACE},
     {"Selu", rule_unary, F_INPLACE},
     {"Celu", rule_unary, F_INPLACE},
@@ -561,7 +569,7 @@ static const rule_t rules[] = {
     {"CumSum", rule_unary, 0},
     {"Trilu", rule_unary, 0},
     {"ReverseSequence", rule_unary, 0},
-    {"EyeLike", rule_unary, 0},
+    {"EyeLike", rule_eyelike, 0},
     {"Cast", rule_cast, 0},
     {"CastLike", rule_cast, 0},
     {"Dropout", rule_dropout, 0},

@@ -1,10 +1,137 @@
-/* Placeholder until the command lands (owned by its issue). */
+/*
+ * arenaflow convert — imports an ONNX model (graph/onnx.c) and writes it in the JSON graph
+ * format, or as a table of inferred shapes (--shapes, used by tests/onnx_shapes.py to compare
+ * with ONNX's own shape inference).
+ */
+#include "arenaflow/onnx.h"
 #include "tools/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: arenaflow convert MODEL.onnx [--input NAME=d0,d1,...]... [--out GRAPH.json]\n"
+        "                         [--shapes FILE] [--dynamic] [--no-declared] [--keep-folded]\n\n"
+        "Imports an ONNX model with static shape inference and writes the graph as JSON\n"
+        "(to stdout when --out is not given).\n\n"
+        "  --input NAME=DIMS  dims of graph input NAME (\"NAME=\" for a scalar), or the value of\n"
+        "                     a symbolic dim (\"batch_size=1\"); may be repeated\n"
+        "  --out FILE         JSON output file ('-' = stdout)\n"
+        "  --shapes FILE      write 'name kind dtype rank dims bytes' lines instead ('-' = "
+        "stdout)\n"
+        "  --dynamic          allow inputs with unknown dims (their tensors become dynamic)\n"
+        "  --no-declared      ignore the shapes the model declares; inferred shapes only\n"
+        "  --keep-folded      keep the nodes whose outputs fold to constants\n");
+}
+
+static const char *kind_name(af_tensor_kind_t k)
+{
+    static const char *names[] = {"intermediate", "input", "output", "constant"};
+    return (unsigned)k < 4 ? names[k] : "?";
+}
+
+static int write_shapes(const af_graph_t *g, const char *path)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        cli_error("%s: cannot open for writing", path);
+        return CLI_FAIL;
+    }
+    for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
+        const af_tensor_info_t *t = af_graph_tensor(g, i);
+        fprintf(f, "%s\t%s\t%s\t%d\t", t->name, kind_name(t->kind), af_dtype_name(t->dtype),
+                t->rank);
+        for (int32_t k = 0; k < t->rank; k++)
+            fprintf(f, "%s%lld", k ? "," : "", (long long)t->shape[k]);
+        fprintf(f, "\t%lld\n", (long long)t->bytes);
+    }
+    int bad = ferror(f);
+    if (f != stdout && fclose(f))
+        bad = 1;
+    if (bad) {
+        cli_error("%s: write error", path);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
 
 int cmd_convert(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    cli_error("command not built yet");
-    return CLI_FAIL;
+    const char *model = NULL, *out = NULL, *shapes = NULL;
+    af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    const char **inputs = calloc((size_t)argc + 1, sizeof(*inputs));
+    if (!inputs) {
+        cli_error("out of memory");
+        return CLI_FAIL;
+    }
+    int rc = CLI_USAGE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            usage(stdout);
+            rc = CLI_OK;
+            goto done;
+        } else if (!strcmp(a, "--input") && i + 1 < argc) {
+            inputs[o.n_inputs++] = argv[++i];
+        } else if (!strncmp(a, "--input=", 8)) {
+            inputs[o.n_inputs++] = a + 8;
+        } else if (!strcmp(a, "--out") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--shapes") && i + 1 < argc) {
+            shapes = argv[++i];
+        } else if (!strcmp(a, "--dynamic")) {
+            o.allow_dynamic = 1;
+        } else if (!strcmp(a, "--no-declared")) {
+            o.use_declared = 0;
+        } else if (!strcmp(a, "--keep-folded")) {
+            o.keep_folded = 1;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("convert: unknown option '%s'", a);
+            usage(stderr);
+            goto done;
+        } else if (!model) {
+            model = a;
+        } else {
+            cli_error("convert: more than one model given");
+            goto done;
+        }
+    }
+    if (!model) {
+        usage(stderr);
+        goto done;
+    }
+    o.inputs = inputs;
+    af_error_t err;
+    af_error_clear(&err);
+    af_graph_t *g = NULL;
+    int r = af_onnx_load(model, &o, &g, &err);
+    if (r) {
+        cli_error("%s", err.msg[0] ? err.msg : af_strerror(r));
+        rc = CLI_FAIL;
+        goto done;
+    }
+    if (shapes) {
+        rc = write_shapes(g, shapes);
+    } else if (!out || !strcmp(out, "-")) {
+        char *json = NULL;
+        r = af_graph_to_json(g, &json, &err);
+        if (!r)
+            fputs(json, stdout);
+        af_free(json);
+        rc = r ? CLI_FAIL : CLI_OK;
+    } else {
+        r = af_graph_save_json(g, out, &err);
+        rc = r ? CLI_FAIL : CLI_OK;
+    }
+    if (r)
+        cli_error("%s", err.msg[0] ? err.msg : af_strerror(r));
+    af_graph_destroy(g);
+done:
+    free(inputs);
+    return rc;
 }
