@@ -4,6 +4,8 @@
  */
 #include "tools/cli.h"
 
+#include "arenaflow/onnx.h"
+
 #include <errno.h>
 #include <ini.h>
 #include <stdarg.h>
@@ -95,9 +97,15 @@ af_graph_t *cli_load_graph(const char *path, char **inputs, int n_inputs)
     af_error_t err;
     af_error_clear(&err);
     af_graph_t *g = NULL;
-    if (ends_with(path, ".onnx")) {
-        cli_error("%s: ONNX support is not built into this arenaflow", path);
-        return NULL;
+    if (ends_with(path, ".onnx")) { /* ONNX importer (issue #5) */
+        af_onnx_opts_t o;
+        af_onnx_opts_init(&o);
+        o.inputs = (const char *const *)inputs;
+        o.n_inputs = n_inputs;
+        int orc = af_onnx_load(path, &o, &g, &err);
+        if (orc)
+            cli_error("%s", err.msg[0] ? err.msg : af_strerror(orc));
+        return orc ? NULL : g;
     }
     if (n_inputs > 0) {
         cli_error("--input applies to ONNX models only");
