@@ -27,7 +27,8 @@ void af__replan_observe(af_session_t *s, const af__round_t *r)
 }
 
 /* Copies g with the dynamic tensors sized from sizes[] (0 keeps a tensor dynamic). */
-static int copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out, af_error_t *err)
+int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
+                        af_error_t *err)
 {
     af_graph_t *c = NULL;
     int rc = af_graph_create(&c);
@@ -47,7 +48,7 @@ static int copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **o
             .alias_of = ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL,
             .alias_offset = ti->alias_offset,
         };
-        if (ti->bytes < 0 && sizes[t]) {
+        if (ti->bytes < 0 && sizes && sizes[t]) {
             d.bytes = (int64_t)sizes[t];
             d.rank = -1; /* the shape had unknown dims; the size is what warm-up saw */
             d.shape = NULL;
@@ -109,7 +110,7 @@ static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes,
     af_error_clear(&err);
     af_graph_t *g = NULL;
     af_plan_t *plan = NULL;
-    int rc = copy_graph(old->g, sizes, &g, &err);
+    int rc = af__exec_copy_graph(old->g, sizes, &g, &err);
     if (rc)
         return rc;
     if ((rc = af_plan_create(g, &s->replan_opts, &plan, &err)))
