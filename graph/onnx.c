@@ -63,10 +63,13 @@ typedef struct imp {
 
 /* ---- protobuf allocator through the library hooks ------------------------------------- */
 
+/* allocator_data points to an int set when an allocation failed (OOM vs corrupt input). */
 static void *pb_alloc(void *data, size_t size)
 {
-    (void)data;
-    return af__malloc(size ? size : 1);
+    void *p = af__malloc(size ? size : 1);
+    if (!p)
+        *(int *)data = 1;
+    return p;
 }
 
 static void pb_free(void *data, void *p)
@@ -75,7 +78,6 @@ static void pb_free(void *data, void *p)
     af__free(p);
 }
 
-static ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, NULL};
 
 /* ---- value table ---------------------------------------------------------------------- */
 
@@ -749,11 +751,15 @@ int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, a
     }
     if (!out || (!data && len))
         return af__err(err, AF_EINVAL, "af_onnx_load_mem: NULL argument");
+    int oom = 0;
+    ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, &oom};
     Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, len, data);
+    if (!m && oom)
+        return af__err(err, AF_ENOMEM, "out of memory decoding the ONNX model");
     if (!m)
         return af__err(err, AF_EPARSE,
                        "not a valid ONNX model: protobuf decoding failed (truncated or corrupt "
-                       "file, or out of memory)");
+                       "file)");
     imp_t im = {.opts = opts, .err = err};
     int rc = import_model(&im, m, out);
     for (size_t i = 0; i < im.n_vals; i++)
