@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "arenaflow/graph.h"
+#include "arenaflow/plan.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -359,6 +360,60 @@ static void test_graph_diamond_example_order_matters(void **state)
                   (long long)in_order, (long long)branch_first);
     assert_true(branch_first * 3 < in_order * 2); /* the seed's point: order changes the peak */
     af_graph_destroy(g);
+}
+
+/* The examples promise things the planner must see too: seed 2's lifetimes, the diamond's
+ * order-dependent peak, and every example plans and verifies. */
+static void test_graph_examples_agree_with_planner(void **state)
+{
+    (void)state;
+    af_error_t err;
+    af_graph_t *g = load_example("seed2_hotel.json");
+    af_lifetime_t lt[5];
+    assert_int_equal(af_lifetimes_compute(g, af_graph_input_order(g), lt, &err), 0);
+    for (int32_t t = 0; t < 5; t++) {
+        int first, last;
+        lifetime(g, t, &first, &last);
+        if (lt[t].first != first || lt[t].last != last)
+            print_error("%s: planner [%d,%d], brute force [%d,%d]\n", af_graph_tensor(g, t)->name,
+                        lt[t].first, lt[t].last, first, last);
+        assert_int_equal(lt[t].first, first);
+        assert_int_equal(lt[t].last, last);
+    }
+    af_graph_destroy(g);
+
+    g = load_example("diamond.json");
+    const char *better_names[] = {"make_A", "B", "C", "make_D", "E", "F", "join"};
+    int32_t better[7];
+    for (int i = 0; i < 7; i++)
+        better[i] = node_id(g, better_names[i]);
+    uint64_t p_in = 0, p_better = 0;
+    assert_int_equal(af_order_peak(g, af_graph_input_order(g), 256, &p_in, NULL, &err), 0);
+    assert_int_equal(af_order_peak(g, better, 256, &p_better, NULL, &err), 0);
+    assert_true(p_better * 3 < p_in * 2);
+    af_graph_destroy(g);
+
+    for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
+        g = load_example(examples[i]);
+        af_plan_opts_t opts;
+        af_plan_opts_init(&opts);
+        af_plan_t *p = NULL;
+        int rc = af_plan_create(g, &opts, &p, &err);
+        if (rc)
+            print_error("%s: plan: %s\n", examples[i], err.msg);
+        assert_int_equal(rc, 0);
+        rc = af_plan_verify(p, &err);
+        if (rc)
+            print_error("%s: verify: %s\n", examples[i], err.msg);
+        assert_int_equal(rc, 0);
+        const af_plan_report_t *r = af_plan_report(p);
+        print_message("%s: arena %llu bytes, naive %llu, lower bound %llu\n", examples[i],
+                      (unsigned long long)r->arena_bytes, (unsigned long long)r->naive_bytes,
+                      (unsigned long long)r->lower_bound_bytes);
+        assert_true(r->arena_bytes <= r->naive_bytes);
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
 }
 
 /* ---- the format, field by field -------------------------------------------------------- */
@@ -1322,6 +1377,7 @@ int main(void)
         cmocka_unit_test(test_graph_loads_examples),
         cmocka_unit_test(test_graph_seed2_example_has_the_seed_lifetimes),
         cmocka_unit_test(test_graph_diamond_example_order_matters),
+        cmocka_unit_test(test_graph_examples_agree_with_planner),
         cmocka_unit_test(test_graph_json_reads_every_field),
         cmocka_unit_test(test_graph_json_roundtrip_examples),
         cmocka_unit_test(test_graph_json_roundtrip_random),
