@@ -97,6 +97,36 @@ static void fail_round(af__round_t *r, int rc)
     atomic_store(&r->abort, 1);
 }
 
+static int overlaps_output(const void *p, uint64_t n, void *const *outp, const uint64_t *outb,
+                           int32_t n_out)
+{
+    const uint8_t *a = p;
+    for (int32_t k = 0; k < n_out; k++) {
+        const uint8_t *b = outp[k];
+        if (b && a < b + outb[k] && b < a + n)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Second read of the inputs, after the kernel: catches a writer that raced with the kernel
+ * (bytes overwritten between the first check and the end of the read). Inputs the node itself
+ * overwrote (in place) are skipped.
+ */
+static void recheck_inputs(af__round_t *r, const af_node_info_t *ni, const void **in,
+                           const uint64_t *inb, const uint8_t *ok_in, void *const *outp,
+                           const uint64_t *outb, int32_t v)
+{
+    for (int32_t i = 0; i < ni->n_inputs; i++) {
+        int32_t t = ni->inputs[i];
+        if (!ok_in[i] || !in[i] || overlaps_output(in[i], inb[i], outp, outb, ni->n_outputs))
+            continue;
+        if (af__exec_checksum(in[i], inb[i]) != r->sum[t])
+            mark_corrupt(r, t, v);
+    }
+}
+
 void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
 {
     af_session_t *s = r->s;
@@ -109,6 +139,7 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
     void **outp = s->sc_ptr + (size_t)w->id * stride + s->max_in;
     uint64_t *inb = s->sc_bytes + (size_t)w->id * stride;
     uint64_t *outb = inb + s->max_in;
+    uint8_t *ok_in = s->sc_flags + (size_t)w->id * stride;
     int verify = s->verify;
     if (p->n_dyn && alloc_dynamic(r, p, ni)) {
         fail_round(r, AF_ENOMEM);
@@ -118,8 +149,11 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         int32_t t = ni->inputs[i];
         in[i] = tensor_ptr(r, p, t);
         inb[i] = tensor_bytes(r, p, t);
-        if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t])
+        ok_in[i] = 1;
+        if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t]) {
             mark_corrupt(r, t, v);
+            ok_in[i] = 0;
+        }
     }
     for (int32_t k = 0; k < ni->n_outputs; k++) {
         int32_t t = ni->outputs[k];
@@ -146,10 +180,12 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         fail_round(r, rc);
         return;
     }
-    if (verify)
+    if (verify) {
         for (int32_t k = 0; k < ni->n_outputs; k++)
             if (outp[k])
                 r->sum[ni->outputs[k]] = af__exec_checksum(outp[k], outb[k]);
+        recheck_inputs(r, ni, in, inb, ok_in, outp, outb, v);
+    }
     if (s->history)
         r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
 }

@@ -112,6 +112,7 @@ static void session_free(af_session_t *s)
     af__free(s->free_slots);
     af__free(s->sc_ptr);
     af__free(s->sc_bytes);
+    af__free(s->sc_flags);
     af__free(s->consts);
     af__free(s->const_sum);
     af__free(s->last_sum);
@@ -200,10 +201,11 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     size_t per = (size_t)(s->max_in + s->max_out) + 1;
     s->sc_ptr = af__calloc(per * (size_t)ex->n, sizeof(void *));
     s->sc_bytes = af__calloc(per * (size_t)ex->n, sizeof(uint64_t));
+    s->sc_flags = af__calloc(per * (size_t)ex->n, 1);
     s->last_sum = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
     s->last_seq = af__calloc((size_t)p->n_nodes + 1, sizeof(uint64_t));
     s->dyn_max = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
-    if (!s->sc_ptr || !s->sc_bytes || !s->last_sum || !s->last_seq || !s->dyn_max ||
+    if (!s->sc_ptr || !s->sc_bytes || !s->sc_flags || !s->last_sum || !s->last_seq || !s->dyn_max ||
         alloc_slots(s, p) || alloc_consts(s, p)) {
         rc = af__err(err, AF_ENOMEM, "out of memory creating a session");
         goto fail;

@@ -18,7 +18,8 @@ struct af_session {
     int32_t max_in, max_out; /* kernel arity bounds (scratch size) */
     void **sc_ptr;           /* per worker: max_in + max_out pointers */
     uint64_t *sc_bytes;
-    uint8_t *consts; /* constant tensors (weights), filled once */
+    uint8_t *sc_flags; /* per worker: input passed its first check */
+    uint8_t *consts;   /* constant tensors (weights), filled once */
     uint64_t *const_sum;
     uv_mutex_t mu;
     uv_cond_t cv;
