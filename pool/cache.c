@@ -26,15 +26,11 @@
 #if defined(__GNUC__)
 #define AF__LIKELY(x) __builtin_expect(!!(x), 1)
 #define AF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define AF__COLD __attribute__((noinline, cold))
 #else
 #define AF__LIKELY(x) (x)
 #define AF__UNLIKELY(x) (x)
-#endif
-
-#if defined(AF_ASAN_BUILD)
-#define AF__ANNOTATE 1
-#else
-#define AF__ANNOTATE 0
+#define AF__COLD
 #endif
 
 int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
@@ -45,6 +41,11 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     if (!k)
         return AF_ENOMEM;
     k->pool = p;
+#if defined(AF_ASAN_BUILD)
+    k->flags = 1; /* poison/unpoison every block */
+#else
+    k->flags = p->poison || p->exact_peak;
+#endif
     k->bins = af__calloc(p->nclasses, sizeof(k->bins[0]));
     size_t total = 0;
     for (uint32_t c = 0; c < p->nclasses; c++)
@@ -113,6 +114,10 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
     for (uint32_t c = 0; c < p->nclasses; c++) {
         AF__ADD(&p->cls[c].allocs, AF__LD(&k->bins[c].allocs));
         AF__ADD(&p->cls[c].frees, AF__LD(&k->bins[c].frees));
+        uint64_t lent = AF__LD(&k->bins[c].lent);
+        AF__ADD(&p->cls[c].lent_now, (int64_t)(lent - AF__LD(&k->bins[c].returned)));
+        AF__ADD(&p->cls[c].lent_total, lent);
+        AF__ADD(&p->borrows, lent);
         a += AF__LD(&k->bins[c].allocs);
         f += AF__LD(&k->bins[c].frees);
     }
@@ -157,9 +162,7 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         AF__ST(&bd->n, n - 1);
         atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
                               memory_order_relaxed);
-        AF__ADD(&p->cls[d].lent_now, 1);
-        AF__ADD(&p->cls[d].lent_total, 1);
-        AF__ADD(&p->borrows, 1);
+        AF__ST(&bd->lent, AF__LD(&bd->lent) + 1);
         *out = b;
         return 0;
     }
@@ -183,34 +186,50 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
     return af__pool_alloc_slow(p, c, size, out);
 }
 
-int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
+/* Everything the fast path leaves out: miss, huge, annotations, exact peak. Out of line so the
+ * fast path needs no stack frame. */
+static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out,
+                                     af__pool_block_t *b, uint32_t c)
 {
     af_pool_t *p = k->pool;
-    if (AF__UNLIKELY(size - 1 >= p->max_size)) {
+    if (!b) {
         if (size == 0)
             return AF_EINVAL;
-        AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
-        return af__pool_huge_alloc(p, size, out);
-    }
-    uint32_t c = (uint32_t)af__pool_class_fast(p, size);
-    af__pool_bin_t *bin = &k->bins[c];
-    uint32_t n = AF__LD(&bin->n);
-    af__pool_block_t *b;
-    if (AF__LIKELY(n)) {
-        b = bin->slots[n - 1];
-        AF__ST(&bin->n, n - 1);
-        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
-    } else {
+        if (size > p->max_size) {
+            AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
+            return af__pool_huge_alloc(p, size, out);
+        }
         int rc = cache_miss(k, c, size, &b);
         if (rc)
             return rc;
-        bin = &k->bins[(AF__LD(&b->state) >> 8) & 0xff]; /* the owner's bin counts it */
+        b->req = (uint32_t)size;
+        af__pool_bin_t *bin = &k->bins[(AF__LD(&b->state) >> 8) & 0xff]; /* the owner counts */
+        AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
     }
+    live_add(k, (int64_t)size);
+    af__pool_on_alloc(p, b->addr, size);
+    *out = b->addr;
+    return 0;
+}
+
+int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
+{
+    const af_pool_t *p = k->pool;
+    if (AF__UNLIKELY(size - 1 >= p->max_size))
+        return cache_alloc_rest(k, size, out, NULL, 0);
+    uint32_t c = (uint32_t)af__pool_class_fast(p, size);
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t n = AF__LD(&bin->n);
+    if (AF__UNLIKELY(!n))
+        return cache_alloc_rest(k, size, out, NULL, c);
+    af__pool_block_t *b = bin->slots[n - 1];
+    AF__ST(&bin->n, n - 1);
+    atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
     b->req = (uint32_t)size;
     AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
-    live_add(k, (int64_t)size);
-    if (AF__ANNOTATE || AF__UNLIKELY(p->poison))
-        af__pool_on_alloc(p, b->addr, size);
+    if (AF__UNLIKELY(k->flags))
+        return cache_alloc_rest(k, size, out, b, c);
+    AF__ST(&k->live_req, AF__LD(&k->live_req) + (int64_t)size);
     *out = b->addr;
     return 0;
 }
@@ -233,32 +252,33 @@ static inline int release_state(af_pool_t *p, af__pool_block_t *b, uint32_t *old
     return 0;
 }
 
-int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
+/* The general free: foreign pointers, double frees, huge chunks, borrowed blocks, full bins,
+ * annotations. */
+static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_block_t *b,
+                                    af__pool_chunk_t *ch, int released, uint32_t st)
 {
     af_pool_t *p = k->pool;
-    af__pool_chunk_t *ch;
-    af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
-    if (AF__UNLIKELY(!b)) {
+    if (!b) {
         AF__ADD(&p->foreign_frees, 1);
         return AF_EFOREIGN;
     }
-    uint32_t st;
-    int rc = release_state(p, b, &st);
-    if (rc)
-        return rc;
-    if (AF__UNLIKELY(ch->cls < 0)) {
+    if (!released) {
+        int rc = release_state(p, b, &st);
+        if (rc)
+            return rc;
+    }
+    if (ch->cls < 0) {
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
         return af__pool_huge_free(p, ch);
     }
     uint32_t c = (uint32_t)ch->cls; /* the owner class, also for a borrowed block (seed §5.3) */
-    if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_BORROWED))
-        AF__SUB(&p->cls[c].lent_now, 1);
-    live_add(k, -(int64_t)b->req);
-    if (AF__ANNOTATE || AF__UNLIKELY(p->poison))
-        af__pool_on_free(p, b->addr, ch->bs);
     af__pool_bin_t *bin = &k->bins[c];
+    if ((st & 0xff) == AF_BLOCK_BORROWED)
+        AF__ST(&bin->returned, AF__LD(&bin->returned) + 1);
+    live_add(k, -(int64_t)b->req);
+    af__pool_on_free(p, b->addr, ch->bs);
     uint32_t n = AF__LD(&bin->n);
-    if (AF__UNLIKELY(n == bin->cap)) {
+    if (n == bin->cap) {
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
         bin_flush(k, c, p->cls[c].batch);
         n = AF__LD(&bin->n);
@@ -267,6 +287,33 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     bin->slots[n] = b;
     AF__ST(&bin->n, n + 1);
     AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
+    return 0;
+}
+
+int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
+{
+    const af_pool_t *p = k->pool;
+    af__pool_chunk_t *ch;
+    af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
+    if (AF__UNLIKELY(!b))
+        return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
+    /* Fast case: a block in use by its own class (not huge, not borrowed). */
+    uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
+    uint32_t c = (st >> 8) & 0xff;
+    if (AF__UNLIKELY((st & 0xff) != AF_BLOCK_INUSE || c == AF__POOL_HUGE_CLASS || k->flags))
+        return cache_free_rest(k, ptr, b, ch, 0, 0);
+    if (AF__UNLIKELY(!atomic_compare_exchange_strong_explicit(
+            &b->state, &st, af__blk_state(AF_BLOCK_FREE, c, 0), memory_order_acq_rel,
+            memory_order_relaxed)))
+        return cache_free_rest(k, ptr, b, ch, 0, 0); /* raced: redo it the careful way */
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t n = AF__LD(&bin->n);
+    if (AF__UNLIKELY(n == bin->cap))
+        return cache_free_rest(k, ptr, b, ch, 1, st);
+    bin->slots[n] = b;
+    AF__ST(&bin->n, n + 1);
+    AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
+    AF__ST(&k->live_req, AF__LD(&k->live_req) - (int64_t)b->req);
     return 0;
 }
 

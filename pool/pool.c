@@ -355,7 +355,7 @@ static void class_stats(af_pool_t *p, uint32_t c, af_pool_class_stats_t *cs)
     cs->blocks = k->nblocks;
     cs->blocks_free = AF__LD(&k->nfree);
     pthread_mutex_unlock(&k->lock);
-    cs->blocks_lent = AF__LD(&k->lent_now);
+    int64_t lent = AF__LD(&k->lent_now);
     cs->lent_total = AF__LD(&k->lent_total);
     cs->allocs = AF__LD(&k->allocs);
     cs->frees = AF__LD(&k->frees);
@@ -363,7 +363,11 @@ static void class_stats(af_pool_t *p, uint32_t c, af_pool_class_stats_t *cs)
         cs->blocks_cached += AF__LD(&q->bins[c].n);
         cs->allocs += AF__LD(&q->bins[c].allocs);
         cs->frees += AF__LD(&q->bins[c].frees);
+        uint64_t out = AF__LD(&q->bins[c].lent);
+        lent += (int64_t)(out - AF__LD(&q->bins[c].returned));
+        cs->lent_total += out;
     }
+    cs->blocks_lent = lent > 0 ? (uint64_t)lent : 0;
     uint64_t held = cs->blocks_free + cs->blocks_cached;
     cs->blocks_in_use = cs->blocks > held ? cs->blocks - held : 0;
 }
@@ -389,6 +393,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
         for (uint32_t c = 0; c < p->nclasses; c++) {
             cache_a += AF__LD(&q->bins[c].allocs);
             cache_f += AF__LD(&q->bins[c].frees);
+            st->borrows += AF__LD(&q->bins[c].lent);
         }
     }
     st->fast_allocs = AF__LD(&p->retired_fast_allocs) + (cache_a - slow_a);
@@ -411,7 +416,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     st->peak_requested_bytes = AF__LD(&p->peak_req);
     st->metadata_bytes = AF__LD(&p->metadata);
     st->huge_bytes = AF__LD(&p->huge_bytes);
-    st->borrows = AF__LD(&p->borrows);
+    st->borrows += AF__LD(&p->borrows);
     st->global_locks = AF__LD(&p->global_locks);
     st->class_locks = AF__LD(&p->class_locks);
     st->os_maps = AF__LD(&p->os_maps);

@@ -68,7 +68,8 @@ typedef struct af__pool_class {
     uint32_t cache_cap, batch;
     uint32_t borrow_last;           /* borrow from classes (cls, borrow_last] */
     _Atomic uint64_t allocs, frees; /* through no-cache calls, borrows, retired caches */
-    _Atomic uint64_t lent_now, lent_total;
+    _Atomic int64_t lent_now;       /* lent by slow paths, minus returned through no-cache frees */
+    _Atomic uint64_t lent_total;
     char pad[64];
 } af__pool_class_t;
 
@@ -77,11 +78,14 @@ typedef struct af__pool_bin {
     uint32_t cap;
     af__pool_block_t **slots;
     _Atomic uint64_t allocs, frees;
+    _Atomic uint64_t lent;     /* blocks of this class this cache lent to smaller requests */
+    _Atomic uint64_t returned; /* borrowed blocks of this class freed through this cache */
 } af__pool_bin_t;
 
 struct af_pool_cache {
     af_pool_t *pool;
     af__pool_bin_t *bins;
+    int flags; /* nonzero: every call takes the general path (poison, ASan, exact peak) */
     _Atomic int64_t live_req;
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */

@@ -1,0 +1,552 @@
+/*
+ * bench_pool — replays tensor allocation traces against the arenaflow pool, jemalloc and glibc
+ * malloc, in one run, at 1 and 2 threads; then reports reserved ÷ peak live for the default
+ * ladder beside the seed's ladder.
+ *
+ * Traces: the planner's event table CSV (`arenaflow plan G --events F.csv`: header
+ * event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes; ALLOC rows carry bytes, FREE
+ * rows name the tensor), one or more `--trace FILE`; without any, a built-in synthetic trace
+ * (fixed seed: log-uniform 256 B – 64 MiB, each tensor dies 1–4 steps after it is made, one in
+ * ten lives 10–200 steps like a skip connection). One round = the whole trace; anything still
+ * live at the end of a round is freed, so rounds repeat like executor rounds.
+ *
+ * Method: each thread replays its own copy of the trace (the pool: through its own cache);
+ * 2 warm-up rounds, then `reps` repetitions of enough rounds for ~100k pairs; the median
+ * repetition is reported as ns per alloc+free pair (wall time ÷ pairs done by one thread, so a
+ * perfectly scaling allocator shows the same figure at 1 and 2 threads). Every allocation gets a
+ * tag written into its first word, read back at free into a checksum: the same checksum for
+ * every allocator proves they all did the same work, and a wrong pointer would show.
+ *
+ * Which malloc is which: this program is linked with libjemalloc (arenaflow links it), so the
+ * plain `malloc` symbol resolves to jemalloc's, not glibc's. The "jemalloc" column calls
+ * mallocx/dallocx (default arena, thread cache on: jemalloc's fast path); the "glibc" column
+ * calls __libc_malloc/__libc_free, glibc's own entry points, which jemalloc does not replace.
+ * The program prints what `malloc` resolved to.
+ */
+#include "arenaflow/pool.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef AF_HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+
+typedef struct {
+    uint32_t slot;  /* tensor slot */
+    uint32_t alloc; /* 1 = alloc, 0 = free */
+    uint64_t size;
+} op_t;
+
+typedef struct {
+    const char *name;
+    op_t *ops;
+    size_t nops, npairs;
+    uint32_t nslots;
+    uint64_t peak_live, min_size, max_size;
+} trace_t;
+
+/* ---- traces --------------------------------------------------------------------------- */
+
+static uint64_t rng(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void push(trace_t *t, size_t *cap, uint32_t slot, int alloc, uint64_t size)
+{
+    if (t->nops == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        t->ops = realloc(t->ops, *cap * sizeof(op_t));
+        if (!t->ops) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+    }
+    t->ops[t->nops++] = (op_t){slot, (uint32_t)alloc, size};
+}
+
+/* Adds FREE ops for every slot still live, and computes pairs, peak live, size range. */
+static void finish_trace(trace_t *t, size_t *cap)
+{
+    uint64_t *live = calloc(t->nslots + 1, sizeof(uint64_t));
+    uint64_t cur = 0;
+    t->min_size = UINT64_MAX;
+    for (size_t i = 0; i < t->nops; i++) {
+        op_t *o = &t->ops[i];
+        if (o->alloc) {
+            live[o->slot] = o->size;
+            cur += o->size;
+            t->npairs++;
+            t->min_size = o->size < t->min_size ? o->size : t->min_size;
+            t->max_size = o->size > t->max_size ? o->size : t->max_size;
+            t->peak_live = cur > t->peak_live ? cur : t->peak_live;
+        } else {
+            cur -= live[o->slot];
+            live[o->slot] = 0;
+        }
+    }
+    for (uint32_t s = 0; s < t->nslots; s++)
+        if (live[s])
+            push(t, cap, s, 0, 0);
+    free(live);
+}
+
+static trace_t synthetic(void)
+{
+    trace_t t = {.name = "synthetic(seed 42)"};
+    size_t cap = 0;
+    enum { STEPS = 1500, MAXLIVE = 4096 };
+    uint64_t seed = 42;
+    int32_t death[MAXLIVE];
+    for (int i = 0; i < MAXLIVE; i++)
+        death[i] = -1;
+    uint32_t top = 0;
+    for (int step = 0; step < STEPS; step++) {
+        for (uint32_t s = 0; s < top; s++)
+            if (death[s] == step) {
+                push(&t, &cap, s, 0, 0);
+                death[s] = -1;
+            }
+        int outs = 1 + (rng(&seed) % 4 == 0);
+        for (int k = 0; k < outs; k++) {
+            uint32_t s = 0;
+            while (s < top && death[s] >= 0)
+                s++;
+            if (s == top)
+                top++;
+            double u = (double)(rng(&seed) >> 11) / 9007199254740992.0;
+            uint64_t size = (uint64_t)(256.0 * __builtin_exp(u * __builtin_log(262144.0)));
+            uint64_t r = rng(&seed);
+            int life = r % 10 == 0 ? 10 + (int)((r >> 8) % 191) : 1 + (int)((r >> 8) % 4);
+            death[s] = step + life;
+            push(&t, &cap, s, 1, size);
+        }
+    }
+    t.nslots = top;
+    finish_trace(&t, &cap);
+    return t;
+}
+
+typedef struct {
+    char *name;
+    uint32_t slot;
+} name_t;
+
+static uint32_t slot_of(name_t **tab, size_t *ntab, size_t *captab, const char *name)
+{
+    /* small traces (thousands of tensors): a linear probe hash table */
+    if (*ntab * 2 >= *captab) {
+        size_t nc = *captab ? *captab * 2 : 1024;
+        name_t *nt = calloc(nc, sizeof(name_t));
+        for (size_t i = 0; i < *captab; i++)
+            if ((*tab)[i].name) {
+                size_t h = 0;
+                for (const char *c = (*tab)[i].name; *c; c++)
+                    h = h * 131 + (unsigned char)*c;
+                while (nt[h & (nc - 1)].name)
+                    h++;
+                nt[h & (nc - 1)] = (*tab)[i];
+            }
+        free(*tab);
+        *tab = nt;
+        *captab = nc;
+    }
+    size_t h = 0;
+    for (const char *c = name; *c; c++)
+        h = h * 131 + (unsigned char)*c;
+    while ((*tab)[h & (*captab - 1)].name) {
+        if (!strcmp((*tab)[h & (*captab - 1)].name, name))
+            return (*tab)[h & (*captab - 1)].slot;
+        h++;
+    }
+    (*tab)[h & (*captab - 1)] = (name_t){strdup(name), (uint32_t)*ntab};
+    return (uint32_t)(*ntab)++;
+}
+
+/* Splits a CSV line in place (no quoting in the event table). */
+static int split(char *line, char **f, int max)
+{
+    int n = 0;
+    f[n++] = line;
+    for (char *c = line; *c && n < max; c++)
+        if (*c == ',') {
+            *c = 0;
+            f[n++] = c + 1;
+        } else if (*c == '\n' || *c == '\r') {
+            *c = 0;
+        }
+    return n;
+}
+
+static int load_trace(const char *path, trace_t *t)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return -1;
+    }
+    memset(t, 0, sizeof(*t));
+    t->name = path;
+    char line[4096], *f[16];
+    int ctype = -1, cname = -1, cbytes = -1;
+    if (!fgets(line, sizeof(line), fp)) {
+        fclose(fp);
+        return -1;
+    }
+    int n = split(line, f, 16);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(f[i], "event_type"))
+            ctype = i;
+        if (!strcmp(f[i], "tensor_name"))
+            cname = i;
+        if (!strcmp(f[i], "bytes"))
+            cbytes = i;
+    }
+    if (ctype < 0 || cname < 0 || cbytes < 0) {
+        fprintf(stderr, "%s: header lacks event_type/tensor_name/bytes\n", path);
+        fclose(fp);
+        return -1;
+    }
+    name_t *tab = NULL;
+    size_t ntab = 0, captab = 0, cap = 0;
+    uint8_t *live = NULL;
+    size_t live_cap = 0;
+    while (fgets(line, sizeof(line), fp)) {
+        n = split(line, f, 16);
+        if (n <= cbytes)
+            continue;
+        int is_alloc = !strcmp(f[ctype], "ALLOC"), is_free = !strcmp(f[ctype], "FREE");
+        if (!is_alloc && !is_free)
+            continue;
+        uint32_t s = slot_of(&tab, &ntab, &captab, f[cname]);
+        if (s >= live_cap) {
+            live_cap = (s + 1) * 2;
+            live = realloc(live, live_cap);
+            memset(live + s, 0, live_cap - s);
+        }
+        uint64_t bytes = strtoull(f[cbytes], NULL, 10);
+        if (is_alloc && bytes > 0 && !live[s]) {
+            push(t, &cap, s, 1, bytes);
+            live[s] = 1;
+        } else if (is_free && live[s]) {
+            push(t, &cap, s, 0, 0);
+            live[s] = 0;
+        }
+    }
+    fclose(fp);
+    for (size_t i = 0; i < captab; i++)
+        free(tab[i].name);
+    free(tab);
+    free(live);
+    t->nslots = (uint32_t)ntab;
+    finish_trace(t, &cap);
+    return t->npairs ? 0 : -1;
+}
+
+/* ---- allocators -------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name, *what;
+    void *(*make)(void *ctx); /* per-thread state */
+    void (*unmake)(void *ts);
+    void *(*alloc)(void *ts, size_t n);
+    void (*free)(void *ts, void *p);
+} alloc_t;
+
+static af_pool_t *g_pool;
+
+static void *pool_make(void *ctx)
+{
+    af_pool_cache_t *k = NULL;
+    if (af_pool_cache_create(ctx, &k))
+        exit(1);
+    return k;
+}
+static void pool_unmake(void *ts)
+{
+    af_pool_cache_destroy(ts);
+}
+static void *pool_alloc(void *ts, size_t n)
+{
+    void *p;
+    return af_pool_cache_alloc(ts, n, &p) ? NULL : p;
+}
+static void pool_free(void *ts, void *p)
+{
+    af_pool_cache_free(ts, p);
+}
+
+static void *nop_make(void *ctx)
+{
+    return ctx;
+}
+static void nop_unmake(void *ts)
+{
+    (void)ts;
+}
+#ifdef AF_HAVE_JEMALLOC
+static void *je_alloc(void *ts, size_t n)
+{
+    return mallocx(n, 0);
+}
+static void je_free(void *ts, void *p)
+{
+    dallocx(p, 0);
+}
+#endif
+static void *glibc_alloc(void *ts, size_t n)
+{
+    return __libc_malloc(n);
+}
+static void glibc_free(void *ts, void *p)
+{
+    __libc_free(p);
+}
+
+/* ---- replay ------------------------------------------------------------------------------ */
+
+typedef struct {
+    const trace_t *t;
+    const alloc_t *a;
+    void *ctx;
+    int rounds;
+    pthread_barrier_t *bar;
+    uint64_t checksum, errors, ns;
+} job_t;
+
+/* Replays `rounds` rounds. With tag != 0 every block gets a tag word written at alloc and read
+ * back at free (the verification pass); the timed pass touches no block memory. */
+static void replay_rounds(const trace_t *t, const alloc_t *a, void *ts, void **ptrs, int rounds,
+                          int tag, uint64_t *sum, uint64_t *errors)
+{
+    for (int r = 0; r < rounds; r++)
+        for (size_t i = 0; i < t->nops; i++) {
+            const op_t *o = &t->ops[i];
+            if (o->alloc) {
+                uint64_t *p = a->alloc(ts, o->size);
+                if (!p) {
+                    (*errors)++;
+                    continue;
+                }
+                if (tag)
+                    *p = (uint64_t)o->slot * 0x9E3779B97F4A7C15ull + (uint64_t)r;
+                ptrs[o->slot] = p;
+            } else if (ptrs[o->slot]) {
+                uint64_t *p = ptrs[o->slot];
+                if (tag) {
+                    uint64_t want = (uint64_t)o->slot * 0x9E3779B97F4A7C15ull + (uint64_t)r;
+                    *errors += *p != want;
+                    *sum += *p;
+                } else {
+                    *sum += 1;
+                }
+                a->free(ts, p);
+                ptrs[o->slot] = NULL;
+            }
+        }
+}
+
+static void *job_run(void *arg)
+{
+    job_t *j = arg;
+    void *ts = j->a->make(j->ctx);
+    void **ptrs = calloc(j->t->nslots + 1, sizeof(void *));
+    uint64_t pairs = 0;
+    replay_rounds(j->t, j->a, ts, ptrs, 1, 1, &j->checksum, &j->errors); /* verify + warm up */
+    uint64_t c0 = af_now_ns();
+    replay_rounds(j->t, j->a, ts, ptrs, 1, 0, &pairs, &j->errors); /* calibrate */
+    uint64_t per_round = af_now_ns() - c0 + 1;
+    /* about 30 ms of timed work, at least 2 rounds */
+    j->rounds = (int)(30000000u / per_round);
+    j->rounds = j->rounds < 2 ? 2 : j->rounds > 100000 ? 100000 : j->rounds;
+    pthread_barrier_wait(j->bar);
+    uint64_t t0 = af_now_ns();
+    replay_rounds(j->t, j->a, ts, ptrs, j->rounds, 0, &pairs, &j->errors);
+    j->ns = af_now_ns() - t0;
+    j->errors += pairs != (uint64_t)j->t->npairs * (uint64_t)(j->rounds + 1);
+    pthread_barrier_wait(j->bar);
+    pthread_barrier_wait(j->bar); /* keep the cache until the stats are read */
+    free(ptrs);
+    j->a->unmake(ts);
+    return NULL;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+typedef struct {
+    double ns_pair;
+    uint64_t checksum, errors, locks, pairs;
+} result_t;
+
+static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int reps)
+{
+    double *ns = calloc((size_t)reps, sizeof(double));
+    result_t res = {0};
+    for (int rep = 0; rep < reps; rep++) {
+        af_pool_opts_t po;
+        af_pool_opts_init(&po);
+        if (a->make == pool_make && af_pool_create(&po, &g_pool, NULL))
+            exit(1);
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
+        job_t jobs[2];
+        pthread_t th[2];
+        for (int i = 0; i < nthreads; i++) {
+            jobs[i] = (job_t){t, a, g_pool, 0, &bar, 0, 0, 0};
+            pthread_create(&th[i], NULL, job_run, &jobs[i]);
+        }
+        af_pool_stats_t st0, st1;
+        pthread_barrier_wait(&bar); /* warm-up done */
+        if (g_pool)
+            af_pool_stats(g_pool, &st0);
+        pthread_barrier_wait(&bar); /* replay done */
+        if (g_pool) {
+            af_pool_stats(g_pool, &st1);
+            res.locks +=
+                (st1.global_locks - st0.global_locks) + (st1.class_locks - st0.class_locks);
+        }
+        pthread_barrier_wait(&bar);
+        ns[rep] = 0;
+        for (int i = 0; i < nthreads; i++) {
+            pthread_join(th[i], NULL);
+            res.checksum += rep == 0 ? jobs[i].checksum : 0;
+            res.errors += jobs[i].errors;
+            ns[rep] += (double)jobs[i].ns / ((double)t->npairs * jobs[i].rounds) / nthreads;
+            res.pairs += (uint64_t)t->npairs * (uint64_t)jobs[i].rounds;
+        }
+        pthread_barrier_destroy(&bar);
+        af_pool_destroy(g_pool);
+        g_pool = NULL;
+    }
+    qsort(ns, (size_t)reps, sizeof(double), cmp_double);
+    res.ns_pair = ns[reps / 2];
+    free(ns);
+    return res;
+}
+
+/* reserved ÷ peak live: one thread, fresh pool, 3 rounds. */
+static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po)
+{
+    af_pool_t *p;
+    if (af_pool_create(po, &p, NULL))
+        exit(1);
+    af_pool_cache_t *k;
+    af_pool_cache_create(p, &k);
+    alloc_t a = {"pool", "", pool_make, pool_unmake, pool_alloc, pool_free};
+    void **ptrs = calloc(t->nslots + 1, sizeof(void *));
+    uint64_t sum = 0, err = 0;
+    replay_rounds(t, &a, k, ptrs, 3, 0, &sum, &err);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    printf("  %-22s classes %3u  peak reserved %9.1f MiB  reserved/peak-live %.3f  borrows %llu  "
+           "os maps %llu\n",
+           label, st.nclasses, (double)st.peak_reserved_bytes / (1 << 20),
+           (double)st.peak_reserved_bytes / (double)t->peak_live, (unsigned long long)st.borrows,
+           (unsigned long long)st.os_maps);
+    free(ptrs);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+static void run_trace(const trace_t *t, int reps)
+{
+    printf("\ntrace %s: %zu alloc+free pairs/round, %u tensors, sizes %llu B .. %.1f MiB, "
+           "peak live %.1f MiB\n",
+           t->name, t->npairs, t->nslots, (unsigned long long)t->min_size,
+           (double)t->max_size / (1 << 20), (double)t->peak_live / (1 << 20));
+    alloc_t allocs[3];
+    int na = 0;
+    allocs[na++] = (alloc_t){"arenaflow", "af_pool_cache_alloc/free, one cache per thread",
+                             pool_make,   pool_unmake,
+                             pool_alloc,  pool_free};
+#ifdef AF_HAVE_JEMALLOC
+    allocs[na++] = (alloc_t){"jemalloc", "mallocx/dallocx, default arena + tcache",
+                             nop_make,   nop_unmake,
+                             je_alloc,   je_free};
+#endif
+    allocs[na++] = (alloc_t){
+        "glibc", "__libc_malloc/__libc_free", nop_make, nop_unmake, glibc_alloc, glibc_free};
+    for (int nt = 1; nt <= 2; nt++) {
+        result_t r[3];
+        for (int i = 0; i < na; i++)
+            r[i] = measure(t, &allocs[i], nt, reps);
+        printf("  %d thread%s: ns per alloc+free pair (median of %d)\n", nt, nt > 1 ? "s" : "",
+               reps);
+        for (int i = 0; i < na; i++)
+            printf("    %-10s %9.2f ns   x%-8.2f checksum %016llx errors %llu%s\n", allocs[i].name,
+                   r[i].ns_pair, r[i].ns_pair / r[0].ns_pair, (unsigned long long)r[i].checksum,
+                   (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
+        printf("    arenaflow pool lock acquisitions during the timed rounds: %llu (%.6f per "
+               "pair)\n",
+               (unsigned long long)r[0].locks, (double)r[0].locks / (double)r[0].pairs);
+    }
+    af_pool_opts_t po;
+    printf("  reserved / peak live (1 thread, 3 rounds, fresh pool):\n");
+    af_pool_opts_init(&po);
+    fragmentation(t, "default ladder", &po);
+    af_pool_opts_init(&po);
+    po.steps_per_doubling = 6;
+    fragmentation(t, "default, 6 steps/doubl.", &po);
+    af_pool_opts_init(&po);
+    po.ladder = AF_POOL_LADDER_SEED;
+    po.seed_pure = 1;
+    fragmentation(t, "seed 256K..64M", &po);
+    af_pool_opts_init(&po);
+    po.ladder = AF_POOL_LADDER_SEED;
+    fragmentation(t, "seed + pow2 below", &po);
+}
+
+int main(int argc, char **argv)
+{
+    int reps = 7;
+    trace_t traces[64];
+    int nt = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--trace") && i + 1 < argc && nt < 64) {
+            if (load_trace(argv[++i], &traces[nt]) == 0)
+                nt++;
+            else
+                fprintf(stderr, "skipping %s (no ALLOC rows)\n", argv[i]);
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            reps = reps < 1 ? 1 : reps;
+        } else {
+            fprintf(stderr, "usage: %s [--trace EVENTS.csv]... [--reps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (nt == 0)
+        traces[nt++] = synthetic();
+    void *(*volatile m)(size_t) = malloc;
+    printf("bench_pool: arenaflow %s\n", af_version());
+    printf("columns: arenaflow = af_pool_cache_alloc/free (one cache per thread); "
+#ifdef AF_HAVE_JEMALLOC
+           "jemalloc = mallocx/dallocx (default arena, tcache on); "
+#endif
+           "glibc = __libc_malloc/__libc_free\n");
+    printf("plain malloc() in this binary resolves to %s\n",
+           (void *)m == (void *)__libc_malloc ? "glibc" : "a replacement (jemalloc, linked in)");
+    printf("timed rounds touch no block memory (allocator cost only); a first untimed round per "
+           "thread writes a tag word into every block and checks it at free: that is the "
+           "checksum, equal for every allocator when they did the same work\n"
+           "ns per pair = a thread's time for its timed rounds / its pairs (mean over threads; "
+           "~30 ms of timed rounds per thread and repetition)\n");
+    for (int i = 0; i < nt; i++)
+        run_trace(&traces[i], reps);
+    return 0;
+}
