@@ -230,6 +230,43 @@ else
     expect 501 "memory.svg (renderer not built)"
 fi
 
+# ONNX upload with input dims in the query (skipped when Debian's python3-onnx is missing).
+if /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+    /usr/bin/python3 - "$T/tiny.onnx" <<'PYEOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 64])
+y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 64])
+nodes = [helper.make_node("Relu", ["X"], ["h"], name="relu"),
+         helper.make_node("Add", ["h", "X"], ["Y"], name="add")]
+m = helper.make_model(helper.make_graph(nodes, "tiny", [x], [y]),
+                      opset_imports=[helper.make_opsetid("", 13)])
+onnx.save(m, sys.argv[1])
+PYEOF
+    req POST "/v1/graphs?input=X=2,64" -H 'Content-Type: application/onnx' --data-binary @"$T/tiny.onnx"
+    if [ "$CODE" = 501 ]; then
+        ok "ONNX upload -> 501 (importer not built)"
+    else
+        expect 201 "ONNX upload with ?input=X=2,64"
+        [ "$(jget 'd["nodes"]')" = 2 ] || fail "ONNX graph: wrong node count"
+        OID1=$(jget 'd["id"]')
+        req POST "/v1/graphs" -H 'Content-Type: application/onnx' --data-binary @"$T/tiny.onnx"
+        expect 400 "ONNX upload without the dims of a symbolic input"
+        body_has "unknown dims" "ONNX missing dims message"
+        req POST "/v1/graphs?format=onnx&input=N=3" --data-binary @"$T/tiny.onnx"
+        expect 201 "ONNX upload, symbolic dim set by name (?format=onnx&input=N=3)"
+        OID2=$(jget 'd["id"]')
+        [ "$OID1" != "$OID2" ] || fail "different dims gave the same id"
+        req DELETE "/v1/graphs/$OID1"
+        expect 200 "delete the first ONNX graph"
+        req DELETE "/v1/graphs/$OID2"
+        expect 200 "delete the second ONNX graph"
+    fi
+else
+    echo "skip: ONNX upload (no python3-onnx to build a model)"
+fi
+
 # ---- 3. bad input --------------------------------------------------------------------------
 printf '{"format": "arenaflow-graph", "version": 1, "tensors": [' >"$T/trunc.json"
 req POST /v1/graphs --data-binary @"$T/trunc.json"
@@ -448,5 +485,27 @@ PID=
 [ "$RC" = 0 ] || fail "daemon exit status $RC after SIGTERM"
 grep -q "drained in" "$LOG" || fail "no drain log line"
 ok "daemon exited 0 after draining"
+
+# ---- 9. SIGTERM with a run longer than drain_timeout_ms: the run stops, answers 503, exit 0 --
+write_cfg 1M 1 ""
+sed -i 's/drain_timeout_ms = 60000/drain_timeout_ms = 200/' "$CFG"
+start
+curl -s -o "$T/cut.out" -w '%{http_code}' --max-time 120 -X POST -d "{\"rounds\": $((LONG * 20)), \"verify\": true}" "$AFD/v1/graphs/$ID/run" >"$T/cut.code" &
+CURL=$!
+for _ in $(seq 1 200); do
+    [ "$(metric arenaflowd_runs_in_flight)" = 1 ] && break
+    sleep 0.02
+done
+kill -TERM "$PID"
+wait "$CURL"
+[ "$(cat "$T/cut.code")" = 503 ] || fail "run cut by the drain timeout: $(cat "$T/cut.code") $(cat "$T/cut.out")"
+grep -q "stopped after" "$T/cut.out" || fail "cut run message: $(cat "$T/cut.out")"
+ok "drain timeout: the long run stopped after its current round and answered 503"
+wait "$PID"
+RC=$?
+PID=
+[ "$RC" = 0 ] || fail "exit status $RC after a drain timeout"
+grep -q "drain timeout" "$LOG" || fail "no drain timeout log line"
+ok "daemon exited 0 after the drain timeout"
 
 echo "cli_daemon: all $CHECKS checks passed"
