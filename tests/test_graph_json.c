@@ -106,6 +106,13 @@ static void test_graph_json_roundtrip_examples(void **state)
         check_roundtrip(g, examples[i]);
         af_graph_destroy(g);
     }
+    /* The empty graph is a graph too. */
+    af_graph_t *g = NULL;
+    af_error_t err;
+    assert_int_equal(parse_q(GRAPH("", ""), &g, &err), 0);
+    assert_int_equal(af_graph_tensor_count(g), 0);
+    check_roundtrip(g, "empty graph");
+    af_graph_destroy(g);
 }
 
 /* ---- random graphs through the builder -------------------------------------------------- */
