@@ -42,6 +42,8 @@ typedef struct af__worker {
     uv_thread_t thread;
     af__deque_t dq;
     uint32_t rng;
+    af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
+    size_t rcap;
     atomic_ullong steals, tasks;
 } af__worker_t;
 

@@ -184,20 +184,6 @@ static int deque_pop_tail(af__deque_t *d, af__task_t *t)
     return ok;
 }
 
-static int deque_steal_head(af__deque_t *d, af__task_t *t)
-{
-    int ok = 0;
-    uv_mutex_lock(&d->mu);
-    if (d->count) {
-        *t = d->buf[d->head];
-        d->head = (d->head + 1) % d->cap;
-        d->count--;
-        ok = 1;
-    }
-    uv_mutex_unlock(&d->mu);
-    return ok;
-}
-
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
 {
     if (n == 0)
@@ -228,6 +214,53 @@ int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n
     return 0;
 }
 
+/* Steals the older half of a victim's deque (at most STEAL_MAX): one lock per batch instead of
+ * one per task. The first stolen task is returned; the others go to the thief's own deque and
+ * stay counted in `queued`. */
+#define STEAL_MAX 32
+static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
+{
+    af__task_t got[STEAL_MAX];
+    size_t k = 0;
+    uv_mutex_lock(&d->mu);
+    if (d->count) {
+        k = (d->count + 1) / 2;
+        if (k > STEAL_MAX)
+            k = STEAL_MAX;
+        for (size_t i = 0; i < k; i++)
+            got[i] = d->buf[(d->head + i) % d->cap];
+        d->head = (d->head + k) % d->cap;
+        d->count -= k;
+    }
+    uv_mutex_unlock(&d->mu);
+    if (!k)
+        return 0;
+    *t = got[0];
+    if (k > 1) {
+        af__deque_t *own = &w->dq;
+        uv_mutex_lock(&own->mu);
+        if (deque_reserve(own, own->count + k - 1) == 0) {
+            for (size_t i = 1; i < k; i++)
+                own->buf[(own->head + own->count + i - 1) % own->cap] = got[i];
+            own->count += k - 1;
+            k = 1;
+        }
+        uv_mutex_unlock(&own->mu);
+        if (k > 1) { /* no memory to hold them: give them back to the victim's head */
+            uv_mutex_lock(&d->mu);
+            if (deque_reserve(d, d->count + k - 1) == 0) {
+                for (size_t i = k - 1; i >= 1; i--) {
+                    d->head = (d->head + d->cap - 1) % d->cap;
+                    d->buf[d->head] = got[i];
+                }
+                d->count += k - 1;
+            }
+            uv_mutex_unlock(&d->mu);
+        }
+    }
+    return 1;
+}
+
 static int find_task(af__worker_t *w, af__task_t *t)
 {
     af_executor_t *ex = w->ex;
@@ -239,7 +272,7 @@ static int find_task(af__worker_t *w, af__task_t *t)
     int32_t start = (int32_t)((w->rng >> 8) % (uint32_t)ex->n);
     for (int32_t i = 0; i < ex->n; i++) {
         int32_t v = (start + i) % ex->n;
-        if (v != w->id && deque_steal_head(&ex->workers[v].dq, t)) {
+        if (v != w->id && steal_half(w, &ex->workers[v].dq, t)) {
             atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
             goto found;
         }
@@ -250,7 +283,24 @@ found:
     return 1;
 }
 
-/* Runs a task and then, as long as it makes one ready, the successor it released. */
+static void run_chain(af__worker_t *w, af__task_t t);
+
+/* Runs t now on this worker (when there is no memory to queue it). The batch buffer is set
+ * aside so the nested run cannot overwrite entries the caller still has to handle. */
+static void run_inline(af__worker_t *w, af__task_t t)
+{
+    af__task_t *keep = w->rbuf;
+    size_t cap = w->rcap;
+    w->rbuf = NULL;
+    w->rcap = 0;
+    run_chain(w, t);
+    af__free(w->rbuf);
+    w->rbuf = keep;
+    w->rcap = cap;
+}
+
+/* Runs a task and then, as long as it makes one ready, the successor it released. The other
+ * successors it makes ready are pushed in one batch (one lock, one wake-up). */
 static void run_chain(af__worker_t *w, af__task_t t)
 {
     for (;;) {
@@ -259,19 +309,26 @@ static void run_chain(af__worker_t *w, af__task_t t)
         af__round_run_node(w, r, t.node);
         atomic_fetch_add_explicit(&w->tasks, 1, memory_order_relaxed);
         int32_t next = -1;
-        for (int32_t i = p->succ_off[t.node]; i < p->succ_off[t.node + 1]; i++) {
+        size_t nready = 0;
+        int32_t lo = p->succ_off[t.node], hi = p->succ_off[t.node + 1];
+        for (int32_t i = lo; i < hi; i++) {
             int32_t s = p->succ[i];
             if (atomic_fetch_sub_explicit(&r->pending[s], 1, memory_order_acq_rel) != 1)
                 continue;
             if (next < 0) {
                 next = s;
-            } else {
-                af__task_t nt = {r, s};
-                if (af__exec_push(w->ex, w->id, &nt, 1))
-                    /* No memory to queue it: run it now, recursively bounded by the fan-out. */
-                    run_chain(w, nt);
+                continue;
             }
+            if (nready == w->rcap &&
+                af__grow((void **)&w->rbuf, &w->rcap, nready + 1, sizeof(*w->rbuf))) {
+                run_inline(w, (af__task_t){r, s}); /* no memory to queue it: run it now */
+                continue;
+            }
+            w->rbuf[nready++] = (af__task_t){r, s};
         }
+        if (nready && af__exec_push(w->ex, w->id, w->rbuf, nready))
+            for (size_t i = 0; i < nready; i++) /* remaining > 0 here: r stays valid */
+                run_inline(w, w->rbuf[i]);
         if (atomic_fetch_sub_explicit(&r->remaining, 1, memory_order_acq_rel) == 1) {
             af__round_complete(r); /* r may be reused from here on */
             return;
@@ -417,6 +474,7 @@ void af_executor_destroy(af_executor_t *ex)
     for (int32_t i = 0; i < ex->n; i++) {
         uv_mutex_destroy(&ex->workers[i].dq.mu);
         af__free(ex->workers[i].dq.buf);
+        af__free(ex->workers[i].rbuf);
     }
     for (size_t i = 0; i < ex->n_kregs; i++)
         af__free(ex->kregs[i].op);
