@@ -137,6 +137,7 @@ static void build_features(af__search_part_t *sp, const af_interval_t *iv, const
         sp->feat[2][b] = area;
         sp->feat[3][b] = v->size;
         sp->feat[4][b] = ~ord64(v->lower);
+        sp->feat[5][b] = ord64(v->upper);
     }
 }
 
@@ -159,7 +160,8 @@ static int build_orders(af__search_part_t *sp, const af_interval_t *iv, const in
 {
     /* MiniMalloc's best preorders (total, width, area...) plus size-first and start-first. */
     static const int8_t spec[AF__SEARCH_N_ORDERS][3] = {
-        {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0}, {4, 3, 1},
+        {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0},
+        {4, 3, 1}, {5, 3, 1}, {4, 1, 3}, {5, 1, 3},
     };
     build_features(sp, iv, gidx);
     for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
