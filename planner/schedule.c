@@ -13,7 +13,8 @@
  *     pruning bound; when the DP completes within dp_max_states the result is proven optimal.
  *   - otherwise, n <= REFINE_MAX_NODES: peak-targeted refinement (the HMCOS idea): windows of
  *     dp_max_nodes consecutive steps around the current peak step are re-ordered exactly by the
- *     DP while that lowers the peak, under a total state budget of dp_max_states.
+ *     DP while that lowers the peak, under a total state budget of min(dp_max_states,
+ *     REFINE_STATES) shared by the three best distinct member orders, which are refined in turn.
  * Fast path rule for big graphs: above BIG_NODES nodes only input, lpmf and xla-list run (the
  * cheapest members, O(n log n) with small constants) and there is no refinement; this keeps a
  * million-tensor graph well inside its planning-time target.
@@ -33,6 +34,9 @@
 #define BIG_NODES 150000
 #define REFINE_MAX_NODES 150000
 #define REFINE_ROUNDS 24
+#define PLACE_EVAL_ROOTS 400 /* tie-break by placed arena up to this many arena tensors */
+#define PLACE_EVAL_MAX 4     /* and for at most this many distinct tied orders */
+#define REFINE_STATES 240000 /* window-DP states per `best` call, over all windows */
 
 typedef int (*member_fn)(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
                          af_error_t *err);
@@ -180,7 +184,8 @@ static int refine(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order
     *changed = 0;
     if (n == 0 || k < 2)
         return 0;
-    refine_t r = {.m = m, .order = order, .max_states = o->dp_max_states, .k = k < n ? k : n};
+    uint64_t budget = o->dp_max_states < REFINE_STATES ? o->dp_max_states : REFINE_STATES;
+    refine_t r = {.m = m, .order = order, .max_states = budget, .k = k < n ? k : n};
     r.step = af__malloc((size_t)n * sizeof(int32_t));
     r.during = af__malloc((size_t)n * sizeof(uint64_t));
     r.live_after = af__malloc((size_t)n * sizeof(uint64_t));
@@ -228,36 +233,203 @@ out:
     return rc;
 }
 
-/* ---- entry points ------------------------------------------------------------------------- */
+/* ---- candidates and selection ------------------------------------------------------------ */
 
-static int run_portfolio(const af__smodel_t *m, const af_plan_opts_t *o, int force_all,
-                         int32_t *order, af__sched_result_t *res, af_error_t *err)
+#define MAX_CAND 16
+
+typedef struct cand {
+    const char *name;
+    int32_t *order;
+    uint64_t peak, area, arena;
+    int optimal;
+} cand_t;
+
+typedef struct pf {
+    const af__smodel_t *m;
+    const af_plan_opts_t *o;
+    cand_t c[MAX_CAND];
+    int n;
+    uint64_t input_peak;
+} pf_t;
+
+static void pf_free(pf_t *p)
 {
-    int32_t *tmp = af__malloc(((size_t)m->n + 1) * sizeof(int32_t));
-    if (!tmp)
-        return af__err(err, AF_ENOMEM, "out of memory in the scheduler");
-    uint64_t best = UINT64_MAX, best_area = UINT64_MAX;
-    int rc = 0;
+    for (int i = 0; i < p->n; i++)
+        af__free(p->c[i].order);
+}
+
+static cand_t *pf_add(pf_t *p, const char *name)
+{
+    if (p->n == MAX_CAND)
+        return NULL;
+    cand_t *c = &p->c[p->n];
+    memset(c, 0, sizeof(*c));
+    c->order = af__malloc(((size_t)p->m->n + 1) * sizeof(int32_t));
+    if (!c->order)
+        return NULL;
+    c->name = name;
+    p->n++;
+    return c;
+}
+
+static int by_peak(const cand_t *a, const cand_t *b)
+{
+    if (a->peak != b->peak)
+        return a->peak < b->peak;
+    return a->area < b->area;
+}
+
+/*
+ * Placed arena of an order: the intervals of the model's roots placed by the portfolio placer
+ * (in-place merging, done later by af_plan_create, is not modelled: this is a tie-breaker).
+ */
+static int placed_arena(const af__smodel_t *m, const af_plan_opts_t *o, const int32_t *order,
+                        uint64_t *arena)
+{
+    int32_t n = m->n, nr = m->nr;
+    int32_t *first = af__malloc(((size_t)nr + 1) * sizeof(int32_t));
+    int32_t *last = af__malloc(((size_t)nr + 1) * sizeof(int32_t));
+    af_interval_t *iv = af__malloc(((size_t)nr + 1) * sizeof(af_interval_t));
+    int rc = AF_ENOMEM;
+    if (!first || !last || !iv)
+        goto out;
+    for (int32_t r = 0; r < nr; r++) {
+        first[r] = (m->flags[r] & SM_INPUT) ? 0 : -1;
+        last[r] = first[r];
+    }
+    for (int32_t s = 0; s < n; s++)
+        for (int32_t t = m->t_off[order[s]]; t < m->t_off[order[s] + 1]; t++) {
+            int32_t r = m->t_root[t];
+            if (first[r] < 0)
+                first[r] = s;
+            last[r] = s;
+        }
+    size_t k = 0;
+    for (int32_t r = 0; r < nr; r++) {
+        if (first[r] < 0)
+            continue;
+        int32_t l = (m->flags[r] & SM_PINNED) ? n - 1 : last[r];
+        iv[k++] = (af_interval_t){.lower = first[r], .upper = (int64_t)l + 1, .size = m->size[r]};
+    }
+    af_place_opts_t po = {.alignment = o->alignment ? o->alignment : 1, .time_limit_s = 1};
+    rc = af_place_intervals(iv, k, "portfolio", &po, arena, NULL);
+out:
+    af__free(first);
+    af__free(last);
+    af__free(iv);
+    return rc;
+}
+
+static int run_members(pf_t *p, int force_all, af_error_t *err)
+{
+    const af__smodel_t *m = p->m;
     for (size_t i = 0; i < AF_ARRAY_SIZE(members); i++) {
         if (!force_all && m->n > BIG_NODES && !members[i].big)
             continue;
-        uint64_t peak, area;
-        if ((rc = members[i].fn(m, o, tmp, err)) ||
-            (rc = af__smodel_peak(m, tmp, &peak, NULL, &area))) {
-            if (rc == AF_ENOMEM)
-                af__err(err, rc, "out of memory in the scheduler");
-            break;
-        }
-        if (peak < best || (peak == best && area < best_area)) {
-            best = peak;
-            best_area = area;
-            res->name = members[i].name;
-            memcpy(order, tmp, (size_t)m->n * sizeof(int32_t));
-        }
+        cand_t *c = pf_add(p, members[i].name);
+        if (!c)
+            return af__err(err, AF_ENOMEM, "out of memory in the scheduler");
+        int rc = members[i].fn(m, p->o, c->order, err);
+        if (!rc && af__smodel_peak(m, c->order, &c->peak, NULL, &c->area))
+            rc = af__err(err, AF_ENOMEM, "out of memory in the scheduler");
+        if (rc)
+            return rc;
+        if (i == 0)
+            p->input_peak = c->peak;
     }
-    af__free(tmp);
-    res->peak = best;
-    return rc;
+    return 0;
+}
+
+/* Refines copies of the best distinct member orders (exact DP on small graphs). */
+static int refine_best(pf_t *p, int force_all)
+{
+    const af__smodel_t *m = p->m;
+    int n0 = p->n, top = m->n <= p->o->dp_max_nodes ? 1 : 3;
+    uint8_t used[MAX_CAND] = {0};
+    for (int t = 0; t < top; t++) {
+        int b = -1;
+        for (int i = 0; i < n0; i++) {
+            if (used[i])
+                continue;
+            int dup = 0;
+            for (int j = 0; j < n0 && !dup; j++)
+                dup = used[j] == 2 && p->c[j].peak == p->c[i].peak &&
+                      !memcmp(p->c[j].order, p->c[i].order, (size_t)m->n * sizeof(int32_t));
+            if (dup) {
+                used[i] = 1;
+                continue;
+            }
+            if (b < 0 || by_peak(&p->c[i], &p->c[b]))
+                b = i;
+        }
+        if (b < 0)
+            break;
+        used[b] = 2;
+        if (!force_all && m->n > BIG_NODES)
+            break;
+        cand_t *c = pf_add(p, "dp");
+        if (!c)
+            return AF_ENOMEM;
+        memcpy(c->order, p->c[b].order, (size_t)m->n * sizeof(int32_t));
+        c->peak = p->c[b].peak;
+        int changed = 0;
+        af_plan_opts_t o = *p->o;
+        o.dp_max_states = p->o->dp_max_states / (uint64_t)top;
+        int rc = refine(m, &o, c->order, &c->peak, &c->optimal, &changed);
+        if (rc)
+            return rc;
+        if (!changed) { /* same order as the member: keep the member's name */
+            c->name = p->c[b].name;
+            p->c[b].optimal = c->optimal;
+            af__free(c->order);
+            p->n--;
+            continue;
+        }
+        if (af__smodel_peak(m, c->order, &c->peak, NULL, &c->area))
+            return AF_ENOMEM;
+    }
+    return 0;
+}
+
+/*
+ * Lowest simulated peak; among orders tied on it, the smallest placed arena when the graph is
+ * small enough to place them all (then the smaller area, then table order).
+ */
+static int select_best(pf_t *p)
+{
+    int b = 0;
+    for (int i = 1; i < p->n; i++)
+        if (by_peak(&p->c[i], &p->c[b]))
+            b = i;
+    if (p->m->nr > PLACE_EVAL_ROOTS || p->o->budget)
+        return b; /* with a budget the lowest peak is what matters */
+    uint64_t lim = p->c[b].peak;
+    int ties = 0;
+    for (int i = 0; i < p->n; i++)
+        ties += p->c[i].peak == lim;
+    if (ties < 2)
+        return b;
+    int best = b, evaluated = 1;
+    if (placed_arena(p->m, p->o, p->c[b].order, &p->c[b].arena))
+        return b;
+    for (int i = 0; i < p->n && evaluated < PLACE_EVAL_MAX; i++) {
+        cand_t *c = &p->c[i];
+        if (i == b || c->peak > lim)
+            continue;
+        int dup = 0;
+        for (int j = 0; j < i && !dup; j++)
+            dup = p->c[j].peak == lim &&
+                  !memcmp(p->c[j].order, c->order, (size_t)p->m->n * sizeof(int32_t));
+        if (dup || !memcmp(p->c[b].order, c->order, (size_t)p->m->n * sizeof(int32_t)))
+            continue;
+        evaluated++;
+        if (placed_arena(p->m, p->o, c->order, &c->arena))
+            return best;
+        if (c->arena < p->c[best].arena ||
+            (c->arena == p->c[best].arena && by_peak(c, &p->c[best])))
+            best = i;
+    }
+    return best;
 }
 
 static int sched_portfolio(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
@@ -267,23 +439,27 @@ static int sched_portfolio(const af_graph_t *g, const af_plan_opts_t *o, int32_t
     int rc = af__smodel_init(&m, g, o->alignment, err);
     if (rc)
         return rc;
-    if ((rc = run_portfolio(&m, o, is_dp, order, res, err)))
+    pf_t p = {.m = &m, .o = o};
+    if ((rc = run_members(&p, is_dp, err)))
         goto out;
-    int optimal = 0, changed = 0;
-    if (is_dp || m.n <= BIG_NODES) {
-        if ((rc = refine(&m, o, order, &res->peak, &optimal, &changed))) {
-            rc = af__err(err, rc, "out of memory in the exact scheduler");
-            goto out;
-        }
+    if ((rc = refine_best(&p, is_dp))) {
+        rc = af__err(err, rc, "out of memory in the exact scheduler");
+        goto out;
     }
-    res->optimal = optimal;
-    if (changed)
-        res->name = "dp";
-    else if (is_dp && optimal)
-        res->name = "dp";
+    int b = select_best(&p);
+    cand_t *c = &p.c[b];
+    memcpy(order, c->order, (size_t)m.n * sizeof(int32_t));
+    res->name = c->name;
+    res->peak = c->peak;
+    /* proven optimal: a complete DP whose bound was this peak */
+    res->optimal = 0;
+    for (int i = 0; i < p.n; i++)
+        if (p.c[i].optimal && p.c[i].peak == c->peak)
+            res->optimal = 1;
     if (o->budget && res->peak > o->budget)
         rc = budget_error(&m, o, order, res->name, res->peak, err);
 out:
+    pf_free(&p);
     af__smodel_free(&m);
     return rc;
 }
