@@ -78,7 +78,6 @@ static void pb_free(void *data, void *p)
     af__free(p);
 }
 
-
 /* ---- value table ---------------------------------------------------------------------- */
 
 static uint64_t hash_str(const char *s)
@@ -420,6 +419,62 @@ static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *
     return rc == AF_ENOMEM ? af__err(im->err, rc, "out of memory") : rc;
 }
 
+/*
+ * If with a condition not known at load time: both branches are imported, and the If node
+ * reads the condition and both branches' outputs and produces its own. Planning then reserves
+ * memory for both branches (a conservative superset: never less than either branch needs), and
+ * at run time the If node copies out the outputs of the branch its condition names. An output
+ * has a static shape when both branches agree on it; otherwise it is dynamic.
+ */
+static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no, int depth)
+{
+    const char *nname = n->name ? n->name : "";
+    const Onnx__AttributeProto *ta = af__onnx_attr(n, "then_branch");
+    const Onnx__AttributeProto *ea = af__onnx_attr(n, "else_branch");
+    if (!ta || !ta->g || !ea || !ea->g)
+        return af__err(im->err, AF_EPARSE, "op If, node '%s': a branch is missing", nname);
+    const Onnx__GraphProto *b[2] = {ta->g, ea->g};
+    if (b[0]->n_output != (size_t)no || b[1]->n_output != (size_t)no)
+        return af__err(im->err, AF_EPARSE,
+                       "op If, node '%s': branches have %zu and %zu outputs, "
+                       "the node %d",
+                       nname, b[0]->n_output, b[1]->n_output, no);
+    if (1 + 2 * no > 32)
+        return af__err(im->err, AF_ENOTSUP, "op If, node '%s': more than 15 outputs", nname);
+    int32_t kio[64];
+    kio[0] = io[0];
+    int rc;
+    for (int k = 0; k < 2; k++) {
+        if ((rc = run_graph(im, b[k], depth + 1)))
+            return rc;
+        for (int i = 0; i < no; i++) {
+            const char *nm = b[k]->output[i]->name;
+            if (!nm || !nm[0])
+                return af__err(im->err, AF_EPARSE, "op If, node '%s': unnamed branch output",
+                               nname);
+            if ((kio[1 + k * no + i] = val_get(im, nm)) < 0)
+                return af__err(im->err, AF_ENOMEM, "out of memory");
+        }
+    }
+    for (int i = 0; i < no; i++) {
+        kio[1 + 2 * no + i] = io[ni + i];
+        if (io[ni + i] < 0)
+            continue;
+        const af__onnx_val_t *t = &im->vals[kio[1 + i]], *e = &im->vals[kio[1 + no + i]];
+        af__onnx_val_t *o = &im->vals[io[ni + i]];
+        o->elem = t->elem == e->elem ? t->elem : 0;
+        if (t->rank >= 0 && t->rank == e->rank) {
+            af__onnx_copy_shape(o, t);
+            for (int d = 0; d < t->rank; d++)
+                if (t->dims[d] != e->dims[d])
+                    o->dims[d] = -1;
+        }
+        if (im->opts->use_declared && (rc = merge_declared(im, o, "")))
+            return rc;
+    }
+    return keep_node(im, n, kio, 1 + 2 * no, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+}
+
 static int check_node(imp_t *im, const Onnx__NodeProto *n, size_t idx)
 {
     if (!n->op_type || !n->op_type[0])
@@ -457,12 +512,12 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
     int is_default = !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
     if (is_default && !strcmp(n->op_type, "If")) {
         const af__onnx_val_t *cond = ni > 0 && io[0] >= 0 ? &im->vals[io[0]] : NULL;
-        if (depth < MAX_DEPTH && cond && af__onnx_numel(cond) == 1 && af__onnx_vals_known(cond))
+        if (depth >= MAX_DEPTH || !cond)
+            return af__err(im->err, AF_ENOTSUP, "op If, node '%s': %s", nname,
+                           cond ? "If nested too deeply" : "no condition");
+        if (af__onnx_numel(cond) == 1 && af__onnx_vals_known(cond))
             return inline_if(im, n, cond, depth);
-        return af__err(im->err, AF_ENOTSUP,
-                       "op If, node '%s': control flow is supported only when the condition "
-                       "'%s' is known at load time",
-                       nname, ni > 0 ? n->input[0] : "");
+        return import_both(im, n, io, ni, no, depth);
     }
     for (size_t i = 0; i < n->n_attribute; i++)
         if (n->attribute[i]->g || n->attribute[i]->n_graphs)

@@ -430,8 +430,9 @@ static int fold_elementwise(af__onnx_ctx_t *c, af__onnx_val_t *o, bin_fn bin, un
 {
     int is_where = !strcmp(c->node->op_type, "Where");
     int nin = un ? 1 : c->n_in;
-    for (int i = 0; i < nin; i++)
-        if (!c->in[i] || !c->in[i]->vals || c->in[i]->rank > o->rank)
+    int flat_copy = un && strcmp(c->node->op_type, "Expand");
+    for (int i = 0; i < nin; i++) /* broadcasting needs ranks <= the output's */
+        if (!c->in[i] || !c->in[i]->vals || (!flat_copy && c->in[i]->rank > o->rank))
             return 0;
     if (un && af__onnx_numel(c->in[0]) != af__onnx_numel(o) && strcmp(c->node->op_type, "Expand"))
         return 0;
@@ -440,7 +441,6 @@ static int fold_elementwise(af__onnx_ctx_t *c, af__onnx_val_t *o, bin_fn bin, un
         return rc < 0 ? AF_ENOMEM : 0;
     int isint = af__onnx_is_int(c->in[0]->elem);
     int64_t n = af__onnx_numel(o);
-    int flat_copy = un && strcmp(c->node->op_type, "Expand");
     for (int64_t e = 0; e < n; e++) {
         double a = c->in[0]->vals[flat_copy ? e : bcast_src(o, c->in[0], e)], r;
         if (un) {

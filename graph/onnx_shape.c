@@ -293,6 +293,41 @@ static int rule_gemm(af__onnx_ctx_t *c)
     return 0;
 }
 
+/* LSTM / GRU / RNN: Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden]. */
+static int rule_rnn(af__onnx_ctx_t *c)
+{
+    const af__onnx_val_t *x = IN(0), *w = IN(1);
+    if (!x)
+        return 0;
+    const char *op = c->node->op_type;
+    int gates = !strcmp(op, "LSTM") ? 4 : !strcmp(op, "GRU") ? 3 : 1;
+    const Onnx__AttributeProto *dir = af__onnx_attr(c->node, "direction");
+    int64_t dirs =
+        dir && dir->has_s && dir->s.len == 13 && !memcmp(dir->s.data, "bidirectional", 13) ? 2 : 1;
+    int64_t hidden = af__onnx_attr_i(c->node, "hidden_size", -1);
+    if (hidden < 0 && w && w->rank == 3 && w->dims[1] >= 0)
+        hidden = w->dims[1] / gates;
+    int layout = af__onnx_attr_i(c->node, "layout", 0) != 0;
+    int64_t seq = x->rank == 3 ? x->dims[layout ? 1 : 0] : -1;
+    int64_t batch = x->rank == 3 ? x->dims[layout ? 0 : 1] : -1;
+    if (x->rank >= 0 && x->rank != 3)
+        return af__onnx_node_err(c, AF_ESHAPE, "input rank %d, want 3", x->rank);
+    for (int o = 0; o < c->n_out && o < 3; o++) {
+        af__onnx_val_t *v = c->out[o];
+        v->elem = x->elem;
+        if (o == 0) {
+            af__onnx_set_rank(v, 4);
+            int64_t d[4] = {seq, dirs, batch, hidden}, dl[4] = {batch, seq, dirs, hidden};
+            memcpy(v->dims, layout ? dl : d, sizeof(d));
+        } else {
+            af__onnx_set_rank(v, 3);
+            int64_t d[3] = {dirs, batch, hidden}, dl[3] = {batch, dirs, hidden};
+            memcpy(v->dims, layout ? dl : d, sizeof(d));
+        }
+    }
+    return 0;
+}
+
 /* ---- convolution and pooling ---------------------------------------------------------- */
 
 typedef struct win {
@@ -605,6 +640,9 @@ static const rule_t rules[] = {
     {"MatMul", rule_matmul, 0},
     {"MatMulInteger", rule_matmul, 0},
     {"Gemm", rule_gemm, 0},
+    {"LSTM", rule_rnn, 0},
+    {"GRU", rule_rnn, 0},
+    {"RNN", rule_rnn, 0},
     {"Conv", rule_window, 0},
     {"ConvInteger", rule_window, 0},
     {"QLinearConv", rule_window, 0},

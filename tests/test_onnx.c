@@ -251,14 +251,15 @@ static void assert_shape(const af_tensor_info_t *t, int rank, ...)
 /* ---- models ------------------------------------------------------------------------------ */
 
 /*
- * x[N,3,4,4] -> Relu -> r; Shape(r) -> Gather(0) -> Concat([b, -1]) -> Reshape(r) -> y.
+ * x[N,3,4,4] -> Relu -> r; Shape(r) -> Gather([0]) -> Squeeze -> Unsqueeze -> Concat([b, -1])
+ * -> Reshape(r) -> y -> Sigmoid -> z.
  * With N given, the shape chain folds and y is a static [N,48] view of r.
  */
 static pb_t model_shape_chain(void)
 {
     pb_t g = {0};
     int64_t xd[] = {-1, 3, 4, 4}, zero = 0, minus1 = -1;
-    pb_t idx = tensor_i64(NULL, 1, &zero, 1);
+    pb_t idx = tensor_i64(NULL, 1, &zero, 0); /* [0]: Gather gives [N], Squeeze makes N */
     attr_t value = {'t', "value", .sub = &idx}, axis0 = {'i', "axis", .i = 0};
     add_input(&g, "x", F32, 4, xd, "N");
     add_i64_init(&g, "minus1", 1, &minus1);
@@ -266,7 +267,8 @@ static pb_t model_shape_chain(void)
     add_node(&g, "Shape", "shape", "r", "s", NULL, 0, NULL);
     add_node(&g, "Constant", "const0", "", "i0", &value, 1, NULL);
     add_node(&g, "Gather", "gather", "s,i0", "b", &axis0, 1, NULL);
-    add_node(&g, "Unsqueeze", "unsq", "b", "b1", &(attr_t){'I', "axes", .ints = &zero, .n = 1}, 1,
+    add_node(&g, "Squeeze", "sq", "b", "b0", NULL, 0, NULL);
+    add_node(&g, "Unsqueeze", "unsq", "b0", "b1", &(attr_t){'I', "axes", .ints = &zero, .n = 1}, 1,
              NULL);
     add_node(&g, "Concat", "concat", "b1,minus1", "tgt", &axis0, 1, NULL);
     add_node(&g, "Reshape", "reshape", "r,tgt", "y", NULL, 0, NULL);
@@ -286,7 +288,7 @@ static void test_onnx_fold_shape_chain(void **state)
     if (rc)
         print_error("%s\n", err.msg);
     assert_int_equal(rc, 0);
-    /* Shape, Constant, Gather, Unsqueeze, Concat are folded away: Relu, Reshape, Sigmoid stay. */
+    /* Shape, Constant, Gather, (Un)Squeeze, Concat fold away: Relu, Reshape, Sigmoid stay. */
     assert_int_equal(af_graph_node_count(g), 3);
     assert_int_equal(af_graph_find_node(g, "gather"), -1);
     const af_tensor_info_t *y = tensor(g, "y"), *tgt = tensor(g, "tgt");
@@ -398,7 +400,7 @@ static void test_onnx_broadcast_error_names_node(void **state)
     free(m.b);
 }
 
-/* If on a constant condition is replaced by its branch; Loop is rejected by name. */
+/* If on a constant (cond 0/1) or run-time (cond 2) condition; Loop is rejected by name. */
 static pb_t model_control(const char *op, int cond)
 {
     pb_t g = {0}, tg = {0}, eg = {0};
@@ -409,8 +411,13 @@ static pb_t model_control(const char *op, int cond)
     add_output(&eg, "e_out", F32);
     attr_t br[] = {{'g', "then_branch", .sub = &tg}, {'g', "else_branch", .sub = &eg}};
     add_input(&g, "x", F32, 2, xd, NULL);
-    pb_t ct = tensor_i64(NULL, 1, &c, 1);
-    add_node(&g, "Constant", "cond_c", "", "cond", &(attr_t){'t', "value", .sub = &ct}, 1, NULL);
+    if (cond > 1) { /* condition is a graph input */
+        add_input(&g, "cond", BOOL, 0, NULL, NULL);
+    } else {
+        pb_t ct = tensor_i64(NULL, 1, &c, 1);
+        add_node(&g, "Constant", "cond_c", "", "cond", &(attr_t){'t', "value", .sub = &ct}, 1,
+                 NULL);
+    }
     add_node(&g, op, "ctl", strcmp(op, "If") ? "-,cond" : "cond", "y", br, 2, NULL);
     add_node(&g, "Neg", "neg", "y", "z", NULL, 0, NULL);
     add_output(&g, "z", F32);
@@ -436,7 +443,27 @@ static void test_onnx_if_inlined_loop_rejected(void **state)
         af_graph_destroy(gr);
         free(m.b);
     }
-    pb_t m = model_control("Loop", 1);
+    /* A condition only known at run time: both branches are imported, the If node selects. */
+    pb_t m = model_control("If", 2);
+    int rc = load(&m, NULL, 0, &gr, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    int32_t ifn = af_graph_find_node(gr, "ctl");
+    assert_true(ifn >= 0);
+    assert_string_equal(af_graph_node(gr, ifn)->op, "If");
+    assert_int_equal(af_graph_node(gr, ifn)->n_inputs, 3); /* cond, then out, else out */
+    assert_true(af_graph_find_node(gr, "then_relu") >= 0);
+    assert_true(af_graph_find_node(gr, "else_sig") >= 0);
+    assert_shape(tensor(gr, "y"), 2, (int64_t)2, (int64_t)5); /* both branches agree */
+    af_plan_t *p = NULL;
+    assert_int_equal(af_plan_create(gr, NULL, &p, &err), 0);
+    assert_int_equal(af_plan_verify(p, &err), 0);
+    af_plan_destroy(p);
+    af_graph_destroy(gr);
+    free(m.b);
+
+    m = model_control("Loop", 1);
     assert_int_equal(load(&m, NULL, 0, &gr, &err), AF_ENOTSUP);
     assert_null(gr);
     assert_non_null(strstr(err.msg, "Loop"));
