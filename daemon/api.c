@@ -171,7 +171,21 @@ static int ctype_is(const af__dreq_t *r, const char *want)
            strncasecmp(r->content_type, want, n) == 0;
 }
 
-/* Finds "key=value" pairs in the query; returns the n-th value of key (copied) or NULL. */
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/*
+ * The nth value of `key` in the query ("k=v&k=v", %XX and '+' decoded), copied into out (cut at
+ * len - 1 bytes). Returns 0, or -1 when absent. The query is not NUL-terminated.
+ */
 static int query_get(const af__dreq_t *r, const char *key, int nth, char *out, size_t len)
 {
     if (!r->query)
@@ -181,24 +195,22 @@ static int query_get(const af__dreq_t *r, const char *key, int nth, char *out, s
         size_t j = i;
         while (j < r->query_len && r->query[j] != '&')
             j++;
-        if (j - i > klen && strncmp(r->query + i, key, klen) == 0 && r->query[i + klen] == '=') {
-            if (nth-- == 0) {
-                size_t vlen = j - i - klen - 1, o = 0;
-                for (size_t k = 0; k < vlen && o + 1 < len; k++) {
-                    char ch = r->query[i + klen + 1 + k];
-                    if (ch == '%' && k + 2 < vlen + 0 + 1 && k + 2 <= vlen - 1 + 1) {
-                        unsigned v;
-                        if (sscanf(r->query + i + klen + 2 + k, "%2x", &v) == 1) {
-                            out[o++] = (char)v;
-                            k += 2;
-                            continue;
-                        }
-                    }
-                    out[o++] = ch == '+' ? ' ' : ch;
+        const char *v = r->query + i + klen + 1;
+        if (j - i > klen && strncmp(r->query + i, key, klen) == 0 && r->query[i + klen] == '=' &&
+            nth-- == 0) {
+            size_t vlen = j - i - klen - 1, o = 0;
+            for (size_t k = 0; k < vlen && o + 1 < len; k++) {
+                int hi, lo;
+                if (v[k] == '%' && k + 2 < vlen && (hi = hexval(v[k + 1])) >= 0 &&
+                    (lo = hexval(v[k + 2])) >= 0) {
+                    out[o++] = (char)(hi * 16 + lo);
+                    k += 2;
+                } else {
+                    out[o++] = v[k] == '+' ? ' ' : v[k];
                 }
-                out[o] = '\0';
-                return 0;
             }
+            out[o] = '\0';
+            return 0;
         }
         i = j + 1;
     }
