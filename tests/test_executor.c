@@ -229,10 +229,16 @@ static void test_executor_reuse_edges_required(void **state)
     uint64_t with_edges = 0, without = 0;
     for (int32_t v = 0; v < af_graph_node_count(g); v++) {
         with_edges += corrupted_with(p, 0, v);
+#ifndef AF_TSAN_BUILD /* without the edges the race is real: TSan would (rightly) report it */
         without += corrupted_with(p, 1, v);
+#endif
     }
     assert_int_equal(with_edges, 0);
+#ifndef AF_TSAN_BUILD
     assert_true(without > 0); /* some slowed node lets the unordered writer in first */
+#else
+    (void)without;
+#endif
     af_plan_destroy(p);
     /* strict: A and B never share bytes, so even without edges nothing is corrupted */
     p = make_plan(g, AF_REUSE_STRICT, 0);

@@ -131,7 +131,7 @@ static void usage(FILE *f)
             "default " RUN_DEFAULT_GRAPH ") and executes it for a number of rounds on a pool of\n"
             "worker threads, several rounds in flight, each in its own arena from the pool.\n\n"
             "options:\n"
-            "  --rounds N         timed rounds (default 50)\n"
+            "  --rounds N         timed rounds (default 20)\n"
             "  --warmup N         untimed rounds first (default 2 x inflight: every arena and\n"
             "                     deque has reached its size before the timed rounds)\n"
             "  --threads N        worker threads (default: all CPUs)\n"
@@ -151,7 +151,7 @@ static void usage(FILE *f)
 
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    *a = (run_args_t){.rounds = 50, .warmup = -1, .threads = -1, .inflight = -1};
+    *a = (run_args_t){.rounds = 20, .warmup = -1, .threads = -1, .inflight = -1};
     static const char *const with_value[] = {"--rounds",  "--threads",       "--inflight",
                                              "--warmup",  "--batch",         "--config",
                                              "--kernels", "--parallel-reuse"};
