@@ -73,7 +73,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
 }
 
 /* Returns the top `count` blocks of bins[c] to the central list. */
-static void bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
+void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
 {
     af_pool_t *p = k->pool;
     af__pool_bin_t *bin = &k->bins[c];
@@ -93,7 +93,7 @@ void af_pool_cache_flush(af_pool_cache_t *k)
     if (!k)
         return;
     for (uint32_t c = 0; c < k->pool->nclasses; c++)
-        bin_flush(k, c, UINT32_MAX);
+        af__pool_bin_flush(k, c, UINT32_MAX);
     af__pool_idle_tick(k->pool);
 }
 
@@ -153,7 +153,7 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
     af__pool_class_t *cls = &p->cls[c];
     af__pool_block_t *b = NULL;
     AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
-    for (uint32_t d = c + 1; d <= cls->borrow_last; d++) {
+    for (uint32_t d = c + 1; d <= cls->borrow_near; d++) {
         af__pool_bin_t *bd = &k->bins[d];
         uint32_t n = AF__LD(&bd->n);
         if (!n)
@@ -183,7 +183,7 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         *out = b;
         return 0;
     }
-    return af__pool_alloc_slow(p, c, size, out);
+    return af__pool_alloc_slow(p, c, size, k, out);
 }
 
 /* Everything the fast path leaves out: miss, huge, annotations, exact peak. Out of line so the
@@ -280,7 +280,7 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
     uint32_t n = AF__LD(&bin->n);
     if (n == bin->cap) {
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
-        bin_flush(k, c, p->cls[c].batch);
+        af__pool_bin_flush(k, c, p->cls[c].batch);
         n = AF__LD(&bin->n);
         af__pool_idle_tick(p);
     }
@@ -333,7 +333,7 @@ int af_pool_alloc(af_pool_t *p, size_t size, void **out)
         atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
         b->req = (uint32_t)size;
     } else {
-        int rc = af__pool_alloc_slow(p, c, size, &b);
+        int rc = af__pool_alloc_slow(p, c, size, NULL, &b);
         if (rc)
             return rc;
     }

@@ -1,7 +1,7 @@
 /*
  * Address space, chunks, central free lists, borrowing, huge chunks and trimming.
  *
- * The pool reserves one PROT_NONE range at creation. Chunks are whole 64 KiB granules of it,
+ * The pool reserves one PROT_NONE range at creation. Chunks are whole 16 KiB granules of it,
  * taken first-fit from a sorted list of released ranges or from a bump pointer, and made usable
  * with mmap(MAP_FIXED, RW); releasing maps PROT_NONE over them again (the pages and their commit
  * charge go back to the OS) and gives the range back. A granule table maps every granule to its
@@ -36,21 +36,64 @@
 
 /* ---- address space (glock) ------------------------------------------------------------- */
 
-static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
+/* Takes `n` granules from a sorted range list: best fit when best, else first fit. */
+static int rl_take(af__pool_range_t *v, size_t *nv, uint64_t n, int best, uint64_t *start)
 {
-    for (size_t i = 0; i < p->nvfree; i++) {
-        af__pool_range_t *r = &p->vfree[i];
-        if (r->len < n)
+    size_t pick = SIZE_MAX;
+    for (size_t i = 0; i < *nv; i++) {
+        if (v[i].len < n || (pick != SIZE_MAX && v[i].len >= v[pick].len))
             continue;
-        *start = r->start;
-        r->start += n;
-        r->len -= n;
-        if (r->len == 0) {
-            memmove(r, r + 1, (p->nvfree - i - 1) * sizeof(*r));
-            p->nvfree--;
+        pick = i;
+        if (!best || v[i].len == n)
+            break;
+    }
+    if (pick == SIZE_MAX)
+        return AF_ENOMEM;
+    *start = v[pick].start;
+    v[pick].start += n;
+    v[pick].len -= n;
+    if (v[pick].len == 0) {
+        memmove(&v[pick], &v[pick + 1], (*nv - pick - 1) * sizeof(*v));
+        (*nv)--;
+    }
+    return 0;
+}
+
+/* Gives a range back to a sorted list, merging with its neighbours. Returns AF_ENOMEM when the
+ * list cannot grow (the range is then lost to the pool, nothing else breaks). */
+static int rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start, uint64_t n)
+{
+    size_t i = 0;
+    while (i < *nv && (*v)[i].start < start)
+        i++;
+    int merge_prev = i > 0 && (*v)[i - 1].start + (*v)[i - 1].len == start;
+    int merge_next = i < *nv && start + n == (*v)[i].start;
+    if (merge_prev) {
+        (*v)[i - 1].len += n;
+        if (merge_next) {
+            (*v)[i - 1].len += (*v)[i].len;
+            memmove(&(*v)[i], &(*v)[i + 1], (*nv - i - 1) * sizeof(**v));
+            (*nv)--;
         }
         return 0;
     }
+    if (merge_next) {
+        (*v)[i].start = start;
+        (*v)[i].len += n;
+        return 0;
+    }
+    if (af__grow((void **)v, cap, *nv + 1, sizeof(**v)))
+        return AF_ENOMEM;
+    memmove(&(*v)[i + 1], &(*v)[i], (*nv - i) * sizeof(**v));
+    (*v)[i] = (af__pool_range_t){start, n};
+    (*nv)++;
+    return 0;
+}
+
+static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
+{
+    if (rl_take(p->vfree, &p->nvfree, n, 0, start) == 0)
+        return 0;
     if (p->va_bump + n > p->ngranules)
         return AF_ENOMEM;
     *start = p->va_bump;
@@ -60,28 +103,7 @@ static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 
 static void va_give(af_pool_t *p, uint64_t start, uint64_t n)
 {
-    size_t i = 0;
-    while (i < p->nvfree && p->vfree[i].start < start)
-        i++;
-    int merge_prev = i > 0 && p->vfree[i - 1].start + p->vfree[i - 1].len == start;
-    int merge_next = i < p->nvfree && start + n == p->vfree[i].start;
-    if (merge_prev) {
-        p->vfree[i - 1].len += n;
-        if (merge_next) {
-            p->vfree[i - 1].len += p->vfree[i].len;
-            memmove(&p->vfree[i], &p->vfree[i + 1], (p->nvfree - i - 1) * sizeof(p->vfree[0]));
-            p->nvfree--;
-        }
-    } else if (merge_next) {
-        p->vfree[i].start = start;
-        p->vfree[i].len += n;
-    } else {
-        if (af__grow((void **)&p->vfree, &p->cap_vfree, p->nvfree + 1, sizeof(p->vfree[0])))
-            return; /* out of memory: the range stays unusable, nothing breaks */
-        memmove(&p->vfree[i + 1], &p->vfree[i], (p->nvfree - i) * sizeof(p->vfree[0]));
-        p->vfree[i] = (af__pool_range_t){start, n};
-        p->nvfree++;
-    }
+    rl_give(&p->vfree, &p->nvfree, &p->cap_vfree, start, n);
     /* A free range that reaches the bump pointer folds back into it. */
     if (p->nvfree && p->vfree[p->nvfree - 1].start + p->vfree[p->nvfree - 1].len == p->va_bump) {
         p->va_bump = p->vfree[p->nvfree - 1].start;
@@ -106,6 +128,9 @@ static void publish(af_pool_t *p, af__pool_chunk_t *ch, af__pool_chunk_t *val)
         atomic_store_explicit(&p->gtab[g], val, memory_order_release);
 }
 
+/* Makes a chunk: from mapped memory that a retired chunk left (no OS call), else freshly mapped. */
+static void chunk_release(af_pool_t *p, af__pool_chunk_t *ch);
+
 static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64_t bytes,
                      af__pool_chunk_t **out)
 {
@@ -122,22 +147,37 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
         AF__ADD(&p->metadata, sizeof(*ch));
     }
     int rc = AF_ENOMEM;
-    uint64_t start;
-    ch->blocks = af__calloc(nb, sizeof(af__pool_block_t));
-    if (!ch->blocks)
-        goto fail;
-    if (va_take(p, bytes >> AF__POOL_GRANULE_SHIFT, &start))
-        goto fail_blocks;
-    char *base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
-    if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-        MAP_FAILED) {
-        va_give(p, start, bytes >> AF__POOL_GRANULE_SHIFT);
-        goto fail_blocks;
+    uint64_t start, ng = bytes >> AF__POOL_GRANULE_SHIFT;
+    if (ch->cap_blocks < nb) {
+        af__pool_block_t *nbk = af__calloc(nb, sizeof(af__pool_block_t));
+        if (!nbk)
+            goto fail;
+        af__free(ch->blocks);
+        AF__ADD(&p->metadata, (nb - ch->cap_blocks) * sizeof(af__pool_block_t));
+        ch->blocks = nbk;
+        ch->cap_blocks = nb;
     }
-    AF__ADD(&p->os_maps, 1);
+    char *base;
+    if (rl_take(p->mfree, &p->nmfree, ng, 1, &start) == 0) {
+        base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
+        p->mfree_bytes -= bytes;
+        AF__ADD(&p->recycled, bytes);
+    } else {
+        if (va_take(p, ng, &start))
+            goto fail;
+        base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
+        if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                 0) == MAP_FAILED) {
+            va_give(p, start, ng);
+            goto fail;
+        }
+        AF__ADD(&p->os_maps, 1);
 #ifdef AF_ASAN_BUILD
-    ASAN_POISON_MEMORY_REGION(base, bytes);
+        ASAN_POISON_MEMORY_REGION(base, bytes);
 #endif
+        AF__ADD(&p->reserved, bytes);
+        note_reserved(p);
+    }
     ch->base = base;
     ch->bytes = bytes;
     ch->bs = bs;
@@ -152,23 +192,36 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
     uint32_t owner = cls < 0 ? AF__POOL_HUGE_CLASS : (uint32_t)cls;
     for (uint32_t i = 0; i < nb; i++) {
         ch->blocks[i].addr = base + (uint64_t)i * bs;
+        ch->blocks[i].prev = ch->blocks[i].next = NULL;
         atomic_init(&ch->blocks[i].state, af__blk_state(AF_BLOCK_FREE, owner, 0));
     }
     publish(p, ch, ch);
-    AF__ADD(&p->reserved, bytes);
-    AF__ADD(&p->metadata, nb * sizeof(af__pool_block_t));
-    note_reserved(p);
     *out = ch;
     return 0;
 
-fail_blocks:
-    af__free(ch->blocks);
-    ch->blocks = NULL;
 fail:
     ch->mapped = 0;
     ch->hnext = p->spare;
     p->spare = ch;
     return rc;
+}
+
+/* Takes a chunk out of service but keeps its memory mapped, as a free range other classes can
+ * be cut from without an OS call (seed §5.3's compaction). glock held; no block of it is listed. */
+static void chunk_retire(af_pool_t *p, af__pool_chunk_t *ch)
+{
+    publish(p, ch, NULL);
+    uint64_t start = (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT;
+    if (rl_give(&p->mfree, &p->nmfree, &p->cap_mfree, start, ch->bytes >> AF__POOL_GRANULE_SHIFT)) {
+        ch->hnext = NULL; /* no room to remember the range: unmap it instead */
+        publish(p, ch, ch);
+        chunk_release(p, ch);
+        return;
+    }
+    p->mfree_bytes += ch->bytes;
+    ch->mapped = 0;
+    ch->hnext = p->spare;
+    p->spare = ch;
 }
 
 /* Unmaps a chunk none of whose blocks is on a list or in use. glock held. */
@@ -185,12 +238,31 @@ static void chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
             ch->bytes >> AF__POOL_GRANULE_SHIFT);
     AF__SUB(&p->reserved, ch->bytes);
     AF__ADD(&p->trimmed, ch->bytes);
-    AF__SUB(&p->metadata, ch->nblocks * sizeof(af__pool_block_t));
-    af__free(ch->blocks);
-    ch->blocks = NULL;
     ch->mapped = 0;
     ch->hnext = p->spare;
     p->spare = ch;
+}
+
+/* Unmaps the mapped-free ranges. glock held. Returns the bytes released. */
+static uint64_t release_mfree(af_pool_t *p)
+{
+    uint64_t freed = 0;
+    for (size_t i = 0; i < p->nmfree; i++) {
+        char *a = p->va_base + (p->mfree[i].start << AF__POOL_GRANULE_SHIFT);
+        uint64_t len = p->mfree[i].len << AF__POOL_GRANULE_SHIFT;
+#ifdef AF_ASAN_BUILD
+        ASAN_UNPOISON_MEMORY_REGION(a, len);
+#endif
+        mmap(a, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+        AF__ADD(&p->os_unmaps, 1);
+        va_give(p, p->mfree[i].start, p->mfree[i].len);
+        AF__SUB(&p->reserved, len);
+        AF__ADD(&p->trimmed, len);
+        freed += len;
+    }
+    p->nmfree = 0;
+    p->mfree_bytes = 0;
+    return freed;
 }
 
 void af__pool_unmap_all(af_pool_t *p)
@@ -199,6 +271,9 @@ void af__pool_unmap_all(af_pool_t *p)
     for (size_t i = 0; i < p->nchunks; i++)
         if (p->chunks[i]->mapped)
             ASAN_UNPOISON_MEMORY_REGION(p->chunks[i]->base, p->chunks[i]->bytes);
+    for (size_t i = 0; i < p->nmfree; i++)
+        ASAN_UNPOISON_MEMORY_REGION(p->va_base + (p->mfree[i].start << AF__POOL_GRANULE_SHIFT),
+                                    p->mfree[i].len << AF__POOL_GRANULE_SHIFT);
 #else
     (void)p;
 #endif
@@ -251,39 +326,94 @@ af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c)
 
 /* ---- growth and borrowing (glock) ------------------------------------------------------ */
 
-int af__pool_grow(af_pool_t *p, uint32_t c)
+/* Retires every chunk whose blocks are all free on the central list (after flushing the
+ * caller's cache, k may be NULL) into the mapped-free ranges, where neighbours coalesce and any
+ * class can cut a new chunk without an OS call. glock held. */
+static void scavenge(af_pool_t *p, af_pool_cache_t *k)
 {
-    af__pool_class_t *k = &p->cls[c];
-    uint64_t nb = 1;
-    if (k->bs <= p->opts.chunk_max) {
-        nb = k->next_chunk / k->bs;
-        nb = nb ? nb : 1;
+    if (k)
+        for (uint32_t c = 0; c < p->nclasses; c++)
+            af__pool_bin_flush(k, c, UINT32_MAX);
+    for (size_t i = 0; i < p->nchunks; i++) {
+        af__pool_chunk_t *ch = p->chunks[i];
+        if (!ch->mapped || ch->cls < 0)
+            continue;
+        uint32_t c = (uint32_t)ch->cls;
+        if (AF__LD(&p->cls[c].nfree) < ch->nblocks) /* cheap peek; rechecked under the lock */
+            continue;
+        af__pool_clock(p, c);
+        int idle = ch->nfree == ch->nblocks;
+        if (idle) {
+            for (uint32_t j = 0; j < ch->nblocks; j++)
+                central_unlink(p, c, &ch->blocks[j]);
+            p->cls[c].nblocks -= ch->nblocks;
+            p->cls[c].nchunks--;
+            ch->nfree = 0;
+        }
+        af__pool_cunlock(p, c);
+        if (idle)
+            chunk_retire(p, ch);
     }
-    uint64_t bytes = af__align_up(nb * k->bs, AF__POOL_GRANULE);
+}
+
+static int mfree_fits(const af_pool_t *p, uint64_t ng)
+{
+    for (size_t i = 0; i < p->nmfree; i++)
+        if (p->mfree[i].len >= ng)
+            return 1;
+    return 0;
+}
+
+/* Blocks in the next chunk of class c. */
+static uint64_t cl_chunk_blocks(const af_pool_t *p, uint32_t c)
+{
+    const af__pool_class_t *cl = &p->cls[c];
+    if (cl->bs > p->opts.chunk_max)
+        return 1;
+    uint64_t nb = cl->next_chunk / cl->bs;
+    return nb ? nb : 1;
+}
+
+static uint64_t cl_chunk_bytes(const af_pool_t *p, uint32_t c)
+{
+    return af__align_up(cl_chunk_blocks(p, c) * p->cls[c].bs, AF__POOL_GRANULE);
+}
+
+int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k)
+{
+    af__pool_class_t *cl = &p->cls[c];
+    uint64_t nb = cl_chunk_blocks(p, c);
+    uint64_t bytes = cl_chunk_bytes(p, c);
+    if (!mfree_fits(p, bytes >> AF__POOL_GRANULE_SHIFT))
+        scavenge(p, k);
     af__pool_chunk_t *ch;
-    int rc = chunk_new(p, (int32_t)c, k->bs, (uint32_t)nb, bytes, &ch);
+    int rc = chunk_new(p, (int32_t)c, cl->bs, (uint32_t)nb, bytes, &ch);
     if (rc)
         return rc;
-    if (k->next_chunk < p->opts.chunk_max)
-        k->next_chunk *= 2;
+    if (cl->next_chunk < p->opts.chunk_max)
+        cl->next_chunk *= 2;
     af__pool_clock(p, c);
     for (uint32_t i = ch->nblocks; i-- > 0;)
         af__pool_central_push(p, c, &ch->blocks[i]);
     ch->idle_since = 0;
-    k->nblocks += ch->nblocks;
-    k->nchunks++;
+    cl->nblocks += ch->nblocks;
+    cl->nchunks++;
     af__pool_cunlock(p, c);
     return 0;
 }
 
-int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_t **blk)
+int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t *k,
+                        af__pool_block_t **blk)
 {
     af__pool_block_t *b = NULL;
     int rc = 0;
     af__pool_glock(p);
     int64_t live = af__pool_live_req(p) + (int64_t)want;
     af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
-    for (uint32_t d = c + 1; d <= p->cls[c].borrow_last && !b; d++) {
+    /* Cutting an exact chunk from retired memory wastes nothing and calls no OS: first. */
+    uint64_t want_chunk = cl_chunk_bytes(p, c);
+    int fits = mfree_fits(p, want_chunk >> AF__POOL_GRANULE_SHIFT);
+    for (uint32_t d = c + 1; d <= p->cls[c].borrow_last && !b && !fits; d++) {
         if (!AF__LD(&p->cls[d].nfree)) /* peek; rechecked under the lock */
             continue;
         af__pool_clock(p, d);
@@ -306,7 +436,7 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_
                                   memory_order_relaxed);
             break;
         }
-        if ((rc = af__pool_grow(p, c)))
+        if ((rc = af__pool_grow(p, c, k)))
             break;
     }
     af__pool_gunlock(p);
@@ -419,7 +549,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
         freed += ch->bytes;
         chunk_release(p, ch);
     }
-    return freed;
+    return freed + release_mfree(p);
 }
 
 static void purge_range(af_pool_t *p, char *a, uint64_t len, uint64_t *freed)

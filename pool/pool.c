@@ -33,13 +33,14 @@ void af_pool_opts_init(af_pool_opts_t *o)
 #ifdef AF_TSAN_BUILD
     o->va_reserve = 16ull << 30;
 #else
-    o->va_reserve = 64ull << 30;
+    o->va_reserve = 32ull << 30;
 #endif
     o->cache_slots = 128;
     o->cache_bytes = 256ull << 20;
     o->borrow_max_ratio = 4.0;
-    o->chunk_min = 64ull << 10;
-    o->chunk_max = 1ull << 20;
+    o->cache_borrow_ratio = 1.3;
+    o->chunk_min = 16ull << 10;
+    o->chunk_max = 128ull << 10;
     o->huge_cache_bytes = 1ull << 30;
 }
 
@@ -138,6 +139,11 @@ static void init_classes(af_pool_t *p)
                    (double)p->units[last + 1] <= o->borrow_max_ratio * p->units[c])
                 last++;
         k->borrow_last = last;
+        last = c;
+        while (last + 1 < p->nclasses && last < k->borrow_last &&
+               (double)p->units[last + 1] <= o->cache_borrow_ratio * p->units[c])
+            last++;
+        k->borrow_near = last;
     }
 }
 
@@ -158,7 +164,7 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
         opts->chunk_max > (1ull << 31) || opts->cache_slots == 0 ||
         opts->va_reserve < (64ull << 20))
         return af__err(err, AF_EINVAL,
-                       "pool: need 64 KiB <= chunk_min <= chunk_max <= 2 GiB, cache_slots > 0 "
+                       "pool: need 16 KiB <= chunk_min <= chunk_max <= 2 GiB, cache_slots > 0 "
                        "and va_reserve >= 64 MiB");
 
     af_pool_t *p = af__calloc(1, sizeof(*p));
@@ -242,6 +248,7 @@ void af_pool_destroy(af_pool_t *p)
     }
     af__free(p->chunks);
     af__free(p->vfree);
+    af__free(p->mfree);
     munmap(p->va_raw, p->va_bytes);
     af__free(p->gtab);
     for (uint32_t c = 0; c < p->nclasses; c++)
@@ -423,6 +430,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     st->os_unmaps = AF__LD(&p->os_unmaps);
     st->os_madvise = AF__LD(&p->os_madvise);
     st->trimmed_bytes = AF__LD(&p->trimmed);
+    st->recycled_bytes = AF__LD(&p->recycled);
     st->double_frees = AF__LD(&p->double_frees);
     st->foreign_frees = AF__LD(&p->foreign_frees);
     st->fragmentation = st->peak_requested_bytes

@@ -19,7 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define AF__POOL_GRANULE_SHIFT 16 /* chunks start and end on 64 KiB granules */
+#define AF__POOL_GRANULE_SHIFT 14 /* chunks start and end on 16 KiB granules */
 #define AF__POOL_GRANULE ((uint64_t)1 << AF__POOL_GRANULE_SHIFT)
 #define AF__POOL_LUT_SIZE 512
 #define AF__POOL_HUGE_CLASS 0xffu /* owner class byte of a huge chunk's block */
@@ -45,15 +45,15 @@ typedef struct af__pool_block {
 
 typedef struct af__pool_chunk {
     char *base;
-    uint64_t bytes; /* mapped bytes (multiple of the granule) */
-    uint64_t bs;    /* block size */
-    uint64_t inv;   /* ceil(2^32 / bs): exact division of block offsets (< 2^32) */
-    uint64_t req;   /* huge chunk: bytes requested */
-    uint32_t nblocks;
-    int32_t cls;         /* class, or -1 for a huge chunk */
-    uint32_t nfree;      /* blocks in the central free list (class lock) */
-    int mapped;          /* 0 once released (descriptor kept for reuse) */
-    uint64_t idle_since; /* ns when nfree reached nblocks (class lock) */
+    uint64_t bytes;               /* mapped bytes (multiple of the granule) */
+    uint64_t bs;                  /* block size */
+    uint64_t inv;                 /* ceil(2^32 / bs): exact division of block offsets (< 2^32) */
+    uint64_t req;                 /* huge chunk: bytes requested */
+    uint32_t nblocks, cap_blocks; /* blocks in use / allocated in `blocks` (kept when retired) */
+    int32_t cls;                  /* class, or -1 for a huge chunk */
+    uint32_t nfree;               /* blocks in the central free list (class lock) */
+    int mapped;                   /* 0 once released (descriptor kept for reuse) */
+    uint64_t idle_since;          /* ns when nfree reached nblocks (class lock) */
     af__pool_block_t *blocks;
     struct af__pool_chunk *hnext; /* huge cache list (glock) */
 } af__pool_chunk_t;
@@ -66,7 +66,8 @@ typedef struct af__pool_class {
     uint64_t nblocks, nchunks;
     uint64_t next_chunk; /* bytes of the next chunk to map (glock) */
     uint32_t cache_cap, batch;
-    uint32_t borrow_last;           /* borrow from classes (cls, borrow_last] */
+    uint32_t borrow_last;           /* slow path borrows from central lists of (cls, borrow_last] */
+    uint32_t borrow_near;           /* a cache borrows from its own bins of (cls, borrow_near] */
     _Atomic uint64_t allocs, frees; /* through no-cache calls, borrows, retired caches */
     _Atomic int64_t lent_now;       /* lent by slow paths, minus returned through no-cache frees */
     _Atomic uint64_t lent_total;
@@ -112,9 +113,12 @@ struct af_pool {
     uint64_t va_bytes;
 
     pthread_mutex_t glock;
-    uint64_t va_bump; /* granules handed out from the top of the reservation */
-    af__pool_range_t *vfree;
+    uint64_t va_bump;        /* granules handed out from the top of the reservation */
+    af__pool_range_t *vfree; /* unmapped holes below va_bump */
     size_t nvfree, cap_vfree;
+    af__pool_range_t *mfree; /* mapped, owned by no chunk: retired chunks, coalesced */
+    size_t nmfree, cap_mfree;
+    uint64_t mfree_bytes;
     af__pool_chunk_t **chunks; /* every descriptor ever made (glock) */
     size_t nchunks, cap_chunks;
     af__pool_chunk_t *spare; /* released descriptors, reused (linked by hnext) */
@@ -128,7 +132,7 @@ struct af_pool {
     _Atomic int64_t live_req; /* no-cache path + retired caches (+ everything if exact_peak) */
     _Atomic uint64_t peak_req;
     _Atomic uint64_t global_locks, class_locks, borrows;
-    _Atomic uint64_t os_maps, os_unmaps, os_madvise, trimmed;
+    _Atomic uint64_t os_maps, os_unmaps, os_madvise, trimmed, recycled;
     _Atomic uint64_t double_frees, foreign_frees;
     _Atomic uint64_t huge_allocs, huge_frees;
     _Atomic uint64_t retired_fast_allocs, retired_fast_frees;
@@ -185,9 +189,14 @@ af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c);
  * class's central list, else map a chunk for c. Takes glock (and class locks). On success *blk
  * is in state INUSE or BORROWED with req set. `want` = requested bytes.
  */
-int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_t **blk);
-/* Maps a new chunk for class c and pushes its blocks to the central list. glock held. */
-int af__pool_grow(af_pool_t *p, uint32_t c);
+int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t *k,
+                        af__pool_block_t **blk);
+/* Makes a new chunk for class c and pushes its blocks to the central list. glock held. For a
+ * single-block class it first cuts the chunk from retired mapped memory, scavenging free
+ * single-block chunks of other classes (and the caller's cache k, may be NULL) if needed. */
+int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k);
+/* Returns up to `count` blocks of k's bin c to the central list (takes the class lock). */
+void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count);
 int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out);
 int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch);
 /* Releases every chunk and the reservation (destroy). */

@@ -280,6 +280,7 @@ static void borrow_roundtrip(int use_cache)
     o.ladder = AF_POOL_LADDER_CUSTOM;
     o.classes = ladder;
     o.nclasses = 2;
+    o.cache_borrow_ratio = 4; /* let the cache lend its 4 MiB block to a 1 MiB request */
     af_pool_t *p = make_pool(&o);
     af_pool_cache_t *k = NULL;
     if (use_cache)
@@ -339,6 +340,46 @@ static void test_pool_borrow_returns_to_owner_class_cached(void **state)
 {
     (void)state;
     borrow_roundtrip(1);
+}
+
+/* Free chunks of one class are re-cut for another class from the still-mapped memory (no OS
+ * call), neighbours coalescing: seed §5.3's compaction. */
+static void test_pool_free_chunks_recycled_across_classes(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.borrow_max_ratio = 0; /* no borrowing: only recycling can avoid a new mapping */
+    o.cache_borrow_ratio = 0;
+    af_pool_t *p = make_pool(&o);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a[4], *big;
+    for (int i = 0; i < 4; i++) { /* four adjacent 1 MiB single-block chunks */
+        assert_int_equal(af_pool_cache_alloc(k, 1u << 20, &a[i]), 0);
+        memset(a[i], i + 1, 1u << 20);
+    }
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(af_pool_cache_free(k, a[i]), 0);
+    af_pool_stats_t st0, st;
+    af_pool_stats(p, &st0);
+    assert_int_equal(af_pool_cache_alloc(k, 3u << 20, &big), 0); /* needs 3 of them merged */
+    af_pool_stats(p, &st);
+    assert_int_equal(st.os_maps, st0.os_maps);
+    assert_int_equal(st.reserved_bytes, st0.reserved_bytes);
+    assert_true(st.recycled_bytes >= (3u << 20));
+    int c = af_pool_class_of(p, 3u << 20);
+    af_pool_block_info_t bi;
+    assert_int_equal(af_pool_block_info(p, big, &bi), 0);
+    assert_int_equal(bi.owner_class, c);
+    assert_int_equal(bi.state, AF_BLOCK_INUSE);
+    memset(big, 0x77, 3u << 20);
+    assert_ptr_equal(big, a[0]); /* cut from the coalesced range where the first chunk began */
+    assert_int_equal(af_pool_cache_free(k, a[1]), AF_EFOREIGN); /* now inside `big` */
+    assert_int_equal(af_pool_cache_free(k, a[3]), AF_EFOREIGN); /* retired, not re-cut yet */
+    assert_int_equal(af_pool_cache_free(k, big), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
 }
 
 static void test_pool_huge_reused_then_trimmed(void **state)
@@ -820,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_pool_foreign_pointer_detected),
         cmocka_unit_test(test_pool_borrow_returns_to_owner_class),
         cmocka_unit_test(test_pool_borrow_returns_to_owner_class_cached),
+        cmocka_unit_test(test_pool_free_chunks_recycled_across_classes),
         cmocka_unit_test(test_pool_huge_reused_then_trimmed),
         cmocka_unit_test(test_pool_cache_fast_path_takes_no_lock),
         cmocka_unit_test(test_pool_stress_single_thread),

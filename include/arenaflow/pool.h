@@ -60,13 +60,15 @@ typedef struct af_pool_opts {
     int seed_pure;               /* seed ladder: only the five seed classes; default 0 */
     const uint64_t *classes;     /* custom ladder (copied at create) */
     uint32_t nclasses;
-    uint64_t va_reserve;       /* address space reserved up front; default 64 GiB (TSan: 16 GiB) */
+    uint64_t va_reserve;       /* address space reserved up front; default 32 GiB (TSan: 16 GiB) */
     uint32_t cache_slots;      /* per-cache, per-class stack capacity; default 64 */
     uint64_t cache_bytes;      /* per-cache, per-class byte cap (min 2 blocks); default 256 MiB */
     double borrow_max_ratio;   /* borrow only from classes <= ratio x the wanted class; default 4;
                                   0 disables borrowing */
-    uint64_t chunk_min;        /* smallest chunk mapped for a class; default 64 KiB */
-    uint64_t chunk_max;        /* chunks grow (doubling per class) up to this; default 4 MiB
+    double cache_borrow_ratio; /* a cache lends its own free blocks up to this ratio without a
+                                  lock (capped by borrow_max_ratio); default 1.3 */
+    uint64_t chunk_min;        /* smallest chunk mapped for a class; default 16 KiB */
+    uint64_t chunk_max;        /* chunks grow (doubling per class) up to this; default 128 KiB
                                   (a class larger than this maps one block per chunk) */
     uint64_t huge_cache_bytes; /* freed huge chunks kept for reuse up to this; default 1 GiB */
     uint32_t idle_trim_ms;     /* idle policy: chunks idle this long are released during slow
@@ -187,7 +189,8 @@ typedef struct af_pool_stats {
     uint64_t class_locks; /* per-class lock acquisitions (cache refill/flush, no-cache) */
     uint64_t os_maps, os_unmaps, os_madvise; /* OS calls */
     uint64_t trimmed_bytes;                  /* total released by trim / idle policy */
-    uint64_t double_frees, foreign_frees;    /* bad frees reported */
+    uint64_t recycled_bytes; /* free chunks of one class re-cut for another, no OS call */
+    uint64_t double_frees, foreign_frees; /* bad frees reported */
     double fragmentation; /* peak_reserved_bytes / peak_requested_bytes (0 if none) */
     uint32_t nclasses;
     af_pool_class_stats_t classes[AF_POOL_MAX_CLASSES];
