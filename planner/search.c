@@ -33,9 +33,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef AF_SEARCH_TRACE
-#include <stdio.h>
-#endif
 
 #define DEFAULT_TIME_LIMIT_S 10.0
 
@@ -178,7 +175,7 @@ static void random_order(af__search_part_t *sp, uint64_t k, sort_key_t *keys, ui
         tie[b] = st >> 17;
     }
     int8_t spec[3];
-    spec[0] = (int8_t)((st >> 33) % AF__SEARCH_N_FEATURES);
+    spec[0] = (int8_t)(4 + ((st >> 33) & 1)); /* sweeps: start first or end first */
     spec[1] = (int8_t)((st >> 41) % AF__SEARCH_N_FEATURES);
     spec[2] = -1;
     sort_order(sp, AF__SEARCH_RANDOM_ORDER, spec, tie, keys);
@@ -409,14 +406,8 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double dea
                 slot = AF__SEARCH_RANDOM_ORDER;
             }
             sp->nodes = 0;
-            sp->max_depth = 0;
             sp->node_limit = h >= AF__SEARCH_N_ORDERS ? 4 * (uint64_t)sp->n + 64 : limit;
             int r = af__search_dfs(sp, slot, cap, c->scratch);
-#ifdef AF_SEARCH_TRACE
-            fprintf(stderr, "part n=%d depth=%d cap=%llu order=%d limit=%llu nodes=%llu r=%d\n",
-                    sp->n, sp->max_depth, (unsigned long long)cap, h,
-                    (unsigned long long)sp->node_limit, (unsigned long long)sp->nodes, r);
-#endif
             if (r == AF__SEARCH_ABORTED)
                 continue;
             if (r == AF__SEARCH_FOUND) {

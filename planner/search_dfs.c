@@ -27,9 +27,6 @@
 #include <time.h>
 
 typedef af__search_frame_t frame_t;
-#ifdef AF_SEARCH_TRACE
-long fail_hist[2], fail_sec[100000], split_hist[2];
-#endif
 
 typedef struct cand_key {
     uint64_t off;
@@ -105,13 +102,17 @@ static int place(af__search_part_t *p, int32_t b)
 static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t cap)
 {
     for (int32_t s = 0; s < p->nsec; s++) {
-        uint64_t f = p->floor[s];
+        uint64_t f = p->floor[s], t = p->total[s];
         if (f > cap)
             return 0;
-        if (p->total[s] == 0)
+        if (t == 0)
             continue;
-        uint64_t m = UINT64_MAX;
-        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1] && m > f; k++) {
+        /* Every eff is >= o; the section is fine once one eff is <= lim (the highest start of
+         * its lowest unplaced buffer that still lets the rest fit). */
+        if (t > cap - (f > o ? f : o))
+            return 0;
+        uint64_t lim = cap - t, m = UINT64_MAX;
+        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1] && m > lim; k++) {
             int32_t c = p->sec_buf[k];
             if (p->off[c] != AF__SEARCH_UNPLACED)
                 continue;
@@ -121,15 +122,8 @@ static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t 
             if (e < m)
                 m = e;
         }
-        if (m > f)
-            f = m;
-        if (p->total[s] > cap - f) {
-#ifdef AF_SEARCH_TRACE
-            fail_hist[cap - p->sec_init[s] == 0 ? 0 : 1]++;
-            fail_sec[s]++;
-#endif
+        if (m > lim)
             return 0;
-        }
     }
     return 1;
 }
@@ -256,30 +250,8 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             rc = AF__SEARCH_TIMEOUT;
             break;
         }
-#ifdef AF_SEARCH_TRACE
-        if (placed > p->max_depth)
-            p->max_depth = placed;
-#endif
         if (!check(p, o, p->rank[b], cap))
             continue;
-#ifdef AF_SEARCH_TRACE
-        {
-            /* does the unplaced set split in time? */
-            int32_t reach = -1, groups = 0;
-            for (int32_t s = 0; s < p->nsec; s++) {
-                if (p->total[s] == 0)
-                    continue;
-                if (s >= reach)
-                    groups++;
-                for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1]; k++) {
-                    int32_t c = p->sec_buf[k];
-                    if (p->off[c] == AF__SEARCH_UNPLACED && p->sec_hi[c] > reach)
-                        reach = p->sec_hi[c];
-                }
-            }
-            split_hist[groups > 1]++;
-        }
-#endif
         if (placed == p->n) {
             for (int32_t i = 0; i < p->n; i++)
                 out[i] = p->off[i];

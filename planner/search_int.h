@@ -65,8 +65,7 @@ typedef struct af__search_part {
     af__search_frame_t *frames; /* n+1 */
     /* limits */
     uint64_t nodes, node_limit;
-    int32_t max_depth; /* deepest placement count reached (statistics) */
-    double deadline;   /* monotonic seconds */
+    double deadline; /* monotonic seconds */
 } af__search_part_t;
 
 #define AF__SEARCH_UNPLACED UINT64_MAX
