@@ -52,6 +52,7 @@ static void random_instance(uint64_t seed, af_interval_t *iv, size_t n)
 int main(int argc, char **argv)
 {
     int n_graphs = 200, n_inst = 200, big = 100000;
+    setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--graphs"))
             n_graphs = atoi(argv[i + 1]);
@@ -148,9 +149,10 @@ int main(int argc, char **argv)
     free(gh);
 
     if (big > 0) {
-        /* a long random DAG with about `big` tensors: build once, plan 3 times, median */
-        printf("\n## planning a large graph with the default portfolio placer\n");
-        af_graph_t *g = rd_graph(77, big * 10 / 12);
+        /* a deep residual network with `big` tensors: build once, plan 3 times, median */
+        printf("\n## planning a %d-tensor residual network with the default portfolio placer\n",
+               big);
+        af_graph_t *g = rd_layered_graph(77, big);
         double t[3];
         uint64_t arena = 0, lb = 0;
         for (int rep = 0; rep < 3; rep++) {

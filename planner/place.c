@@ -374,6 +374,10 @@ static int place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o
 /* ---- ordered greedy engine ----------------------------------------------------------------- */
 
 typedef struct {
+    uint64_t off, end;
+} span_t;
+
+typedef struct {
     size_t n;
     const af_interval_t *iv;
     const uint64_t *sz;
@@ -383,7 +387,8 @@ typedef struct {
     size_t leaves;     /* power of two >= n */
     int64_t *tree;     /* max upper of placed leaves; INT64_MIN when none */
     int32_t *hits;     /* scratch: overlapping placed ids */
-    int32_t *stack;
+    size_t *stack;
+    span_t *spans; /* scratch: overlapping placed ranges */
 } engine_t;
 
 static void engine_free(engine_t *e)
@@ -394,6 +399,7 @@ static void engine_free(engine_t *e)
     af__free(e->tree);
     af__free(e->hits);
     af__free(e->stack);
+    af__free(e->spans);
 }
 
 static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uint64_t *sz)
@@ -410,8 +416,9 @@ static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uin
     e->lowers = af__malloc((n + 1) * sizeof(int64_t));
     e->tree = af__malloc(2 * e->leaves * sizeof(int64_t));
     e->hits = af__malloc((n + 1) * sizeof(int32_t));
-    e->stack = af__malloc(64 * 2 * sizeof(int32_t) + 2 * e->leaves * sizeof(int32_t));
-    if (!e->by_start || !e->pos || !e->lowers || !e->tree || !e->hits || !e->stack) {
+    e->stack = af__malloc(3 * 2 * 64 * sizeof(size_t));
+    e->spans = af__malloc((n + 1) * sizeof(span_t));
+    if (!e->by_start || !e->pos || !e->lowers || !e->tree || !e->hits || !e->stack || !e->spans) {
         engine_free(e);
         return AF_ENOMEM;
     }
@@ -459,39 +466,53 @@ static size_t engine_overlaps(engine_t *e, int64_t l, int64_t u)
     size_t limit = lo, k = 0, sp = 0;
     if (limit == 0)
         return 0;
-    /* DFS over nodes covering leaf range [0, limit) whose max upper > l. */
-    int32_t *st = e->stack;
+    /* DFS over nodes covering leaf range [0, limit) whose max upper > l; each stack entry
+     * carries its node, first leaf and width so no level arithmetic is needed. */
+    size_t *st = e->stack;
     st[sp++] = 1;
+    st[sp++] = 0;
+    st[sp++] = e->leaves;
     while (sp) {
-        int32_t node = st[--sp];
-        if (e->tree[node] <= l)
+        size_t width = st[--sp], first = st[--sp], node = st[--sp];
+        if (e->tree[node] <= l || first >= limit)
             continue;
-        /* node covers leaves [first, first + width) */
-        size_t depth_width = e->leaves, first = 0, x = (size_t)node;
-        int lvl = 0;
-        while (x > 1) {
-            x /= 2;
-            lvl++;
-        }
-        depth_width = e->leaves >> lvl;
-        first = ((size_t)node - ((size_t)1 << lvl)) * depth_width;
-        if (first >= limit)
-            continue;
-        if (depth_width == 1) {
+        if (width == 1) {
             e->hits[k++] = e->by_start[first];
             continue;
         }
+        size_t half = width / 2;
         st[sp++] = 2 * node + 1;
+        st[sp++] = first + half;
+        st[sp++] = half;
         st[sp++] = 2 * node;
+        st[sp++] = first;
+        st[sp++] = half;
     }
     return k;
 }
 
-static int cmp_offset(const void *a, const void *b, void *arg)
+static int cmp_span(const void *a, const void *b)
 {
-    const af_interval_t *iv = arg;
-    uint64_t x = iv[*(const int32_t *)a].offset, y = iv[*(const int32_t *)b].offset;
+    uint64_t x = ((const span_t *)a)->off, y = ((const span_t *)b)->off;
     return (x > y) - (x < y);
+}
+
+/* Insertion sort for the common small case, qsort beyond. */
+static void sort_spans(span_t *v, size_t n)
+{
+    if (n > 24) {
+        qsort(v, n, sizeof(*v), cmp_span);
+        return;
+    }
+    for (size_t i = 1; i < n; i++) {
+        span_t x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1].off > x.off) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
 }
 
 /* Places intervals in the given order; best_fit chooses the smallest fitting gap, else first. */
@@ -508,13 +529,17 @@ static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *ord
             continue;
         }
         size_t m = engine_overlaps(e, e->iv[t].lower, e->iv[t].upper);
-        qsort_r(e->hits, m, sizeof(int32_t), cmp_offset, out);
-        uint64_t prev_end = 0, best_off = UINT64_MAX, best_gap = UINT64_MAX;
+        span_t *sp = e->spans;
         for (size_t j = 0; j < m; j++) {
             int32_t h = e->hits[j];
-            uint64_t off = out[h].offset;
-            if (off > prev_end) {
-                uint64_t gap = off - prev_end;
+            sp[j].off = out[h].offset;
+            sp[j].end = out[h].offset + e->sz[h];
+        }
+        sort_spans(sp, m);
+        uint64_t prev_end = 0, best_off = UINT64_MAX, best_gap = UINT64_MAX;
+        for (size_t j = 0; j < m; j++) {
+            if (sp[j].off > prev_end) {
+                uint64_t gap = sp[j].off - prev_end;
                 if (gap >= need && gap < best_gap) {
                     best_gap = gap;
                     best_off = prev_end;
@@ -522,8 +547,8 @@ static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *ord
                         break;
                 }
             }
-            if (off + e->sz[h] > prev_end)
-                prev_end = off + e->sz[h];
+            if (sp[j].end > prev_end)
+                prev_end = sp[j].end;
         }
         if (best_off == UINT64_MAX)
             best_off = prev_end;

@@ -125,6 +125,15 @@ static uint64_t any_order_bound(const af_plan_t *p)
                     sum += p->tp[r].bytes;
             }
         }
+        /* an in-place pair may share one block: count only the larger of the two */
+        for (int32_t k = 0; k < nd->n_inplace; k++) {
+            int32_t a = af_graph_alias_root(g, nd->inputs[nd->inplace[k].input]);
+            int32_t b = af_graph_alias_root(g, nd->outputs[nd->inplace[k].output]);
+            if (a == b || p->group[a] < 0 || p->group[b] < 0)
+                continue;
+            uint64_t m = p->tp[a].bytes < p->tp[b].bytes ? p->tp[a].bytes : p->tp[b].bytes;
+            sum = sum > m ? sum - m : 0;
+        }
         if (sum > best)
             best = sum;
     }

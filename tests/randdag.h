@@ -133,6 +133,73 @@ static inline af_graph_t *rd_graph(uint64_t seed, int max_nodes)
     return g;
 }
 
+/*
+ * A large realistic graph: a chain of residual blocks (conv -> relu (in place) -> conv -> add
+ * with the block input), with a long skip connection every 64 blocks (UNet-like), weights as
+ * constants, one input and one output. About 6 tensors per block.
+ */
+static inline af_graph_t *rd_layered_graph(uint64_t seed, int n_tensors)
+{
+    rd_rng_t r = {seed * 11400714819323198485ull + 7};
+    af_graph_t *g;
+    if (af_graph_create(&g))
+        return NULL;
+    int blocks = n_tensors / 6 > 1 ? n_tensors / 6 : 1;
+    char x[32], a[32], b[32], c[32], y[32], w1[32], w2[32], nm[32], skip[32];
+    af_tensor_desc_t d = {0};
+    d.rank = -1;
+    d.name = "x0";
+    d.bytes = 1 << 20;
+    d.kind = AF_TENSOR_INPUT;
+    af_graph_add_tensor(g, &d, NULL, NULL);
+    snprintf(x, sizeof x, "x0");
+    skip[0] = '\0';
+    for (int k = 0; k < blocks; k++) {
+        int64_t sz = (int64_t)(4096 + rd_below(&r, 4u << 20));
+        snprintf(a, sizeof a, "a%d", k);
+        snprintf(b, sizeof b, "b%d", k);
+        snprintf(c, sizeof c, "c%d", k);
+        snprintf(y, sizeof y, "x%d", k + 1);
+        snprintf(w1, sizeof w1, "w1_%d", k);
+        snprintf(w2, sizeof w2, "w2_%d", k);
+        const char *names[] = {a, b, c, y, w1, w2};
+        for (int i = 0; i < 6; i++) {
+            d.name = names[i];
+            d.bytes = i >= 4 ? 4096 : sz;
+            d.kind = i >= 4
+                         ? AF_TENSOR_CONSTANT
+                         : (k == blocks - 1 && i == 3 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE);
+            af_graph_add_tensor(g, &d, NULL, NULL);
+        }
+        af_inplace_t hint = {0, 0};
+        const char *i1[] = {x, w1}, *o1[] = {a};
+        const char *i2[] = {a}, *o2[] = {b};
+        const char *i3[] = {b, w2}, *o3[] = {c};
+        const char *i4[] = {c, x, skip}, *o4[] = {y};
+        af_node_desc_t nd = {0};
+        snprintf(nm, sizeof nm, "conv1_%d", k);
+        nd = (af_node_desc_t){nm, "Conv", i1, 2, o1, 1, 100.0, NULL, 0};
+        af_graph_add_node(g, &nd, NULL, NULL);
+        snprintf(nm, sizeof nm, "relu_%d", k);
+        nd = (af_node_desc_t){nm, "Relu", i2, 1, o2, 1, 10.0, &hint, 1};
+        af_graph_add_node(g, &nd, NULL, NULL);
+        snprintf(nm, sizeof nm, "conv2_%d", k);
+        nd = (af_node_desc_t){nm, "Conv", i3, 2, o3, 1, 100.0, NULL, 0};
+        af_graph_add_node(g, &nd, NULL, NULL);
+        snprintf(nm, sizeof nm, "add_%d", k);
+        nd = (af_node_desc_t){nm, "Add", i4, skip[0] && k % 64 == 63 ? 3 : 2, o4, 1, 10.0, NULL, 0};
+        af_graph_add_node(g, &nd, NULL, NULL);
+        if (k % 64 == 0)
+            snprintf(skip, sizeof skip, "%s", y);
+        snprintf(x, sizeof x, "%s", y);
+    }
+    if (af_graph_finalize(g, NULL)) {
+        af_graph_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
 /* A random topological order (Kahn with random choice among ready nodes). */
 static inline void rd_random_order(const af_graph_t *g, uint64_t seed, int32_t *order)
 {

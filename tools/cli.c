@@ -125,8 +125,9 @@ struct cfg_ctx {
     int failed;
 };
 
-static int cfg_handler(void *user, const char *section, const char *name, const char *value,
-                       int lineno)
+/* Debian's inih calls handlers without a line number; ini_parse() reports the line of the
+ * first failing handler as its return value. */
+static int cfg_handler(void *user, const char *section, const char *name, const char *value)
 {
     struct cfg_ctx *c = user;
     if (section[0] && strcmp(section, "planner") != 0)
@@ -134,7 +135,7 @@ static int cfg_handler(void *user, const char *section, const char *name, const 
     af_error_t err;
     af_error_clear(&err);
     if (af_plan_opts_set(c->opts, name, value, &err)) {
-        cli_error("%s:%d: %s", c->path, lineno, err.msg);
+        cli_error("%s: [planner] %s", c->path, err.msg);
         c->failed = 1;
         return 0;
     }
