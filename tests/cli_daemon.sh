@@ -57,7 +57,15 @@ $3
 EOF
 }
 
+sanitizer_clean() { # a sanitizer report in the log fails the test even if the daemon goes on
+    if grep -q "Sanitizer" "$LOG" 2>/dev/null; then
+        grep -A20 "Sanitizer" "$LOG" | head -40
+        fail "sanitizer report in the daemon log"
+    fi
+}
+
 start() {
+    sanitizer_clean
     : >"$LOG"
     "$DAEMON" --config "$CFG" --state-dir "$STATE" 2>>"$LOG" &
     PID=$!
@@ -404,6 +412,7 @@ expect 201 "submit mlp"
 ID2=$(jget 'd["id"]')
 ARENA2=$(jget 'd["arena_bytes"]')
 [ -f "$STATE/graphs/$ID2.json" ] || fail "mlp not in the state dir"
+sanitizer_clean
 {
     kill -9 "$PID"
     wait "$PID"
@@ -508,4 +517,5 @@ PID=
 grep -q "drain timeout" "$LOG" || fail "no drain timeout log line"
 ok "daemon exited 0 after the drain timeout"
 
+sanitizer_clean
 echo "cli_daemon: all $CHECKS checks passed"
