@@ -203,6 +203,7 @@ static void free_part(part_info_t *pi)
     af__free(sp->total);
     af__free(sp->sec_init);
     af__free(sp->lim);
+    af__free(sp->wit);
     af__free(sp->log);
     af__free(sp->cand);
     af__free(sp->frames);
@@ -240,9 +241,10 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
     sp->total = af__malloc(us * sizeof(uint64_t));
     sp->sec_init = af__calloc(us, sizeof(uint64_t));
     sp->lim = af__malloc(2 * (us + 1) * sizeof(uint64_t));
+    sp->wit = af__malloc((us + 1) * sizeof(int32_t));
     sp->frames = af__malloc((un + 1) * sizeof *sp->frames);
     int ok = sp->size && sp->sec_lo && sp->sec_hi && sp->ov_start && sp->rank && sp->minoff &&
-             sp->off && sp->floor && sp->total && sp->sec_init && sp->lim && sp->frames;
+             sp->off && sp->floor && sp->total && sp->sec_init && sp->lim && sp->wit && sp->frames;
     for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
         ok = ok && (sp->order[h] = af__malloc(un * sizeof(int32_t))) != NULL;
     for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
@@ -313,6 +315,8 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
     for (int32_t b = 0; b < n; b++)
         for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
             sp->sec_buf[sp->floor[s]++] = b;
+    for (int32_t s = 0; s < sp->nsec; s++)
+        sp->wit[s] = sp->sec_buf[sp->sec_start[s]]; /* every section has a live buffer */
     return build_orders(sp, iv, pi->gidx, keys);
 }
 

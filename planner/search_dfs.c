@@ -99,7 +99,15 @@ static int place(af__search_part_t *p, int32_t b)
  * section the unplaced buffers stack above the lowest eff and above the placed tops, so that
  * level + their total must fit under cap.
  */
-static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t cap)
+static uint64_t eff(const af__search_part_t *p, int32_t c, uint64_t o, int32_t last)
+{
+    uint64_t e = p->minoff[c];
+    if (e < o || (e == o && p->rank[c] < last))
+        e = p->rank[c] > last ? o : o + 1;
+    return e;
+}
+
+static int check(af__search_part_t *p, uint64_t o, int32_t last, uint64_t cap)
 {
     for (int32_t s = 0; s < p->nsec; s++) {
         uint64_t f = p->floor[s], t = p->total[s];
@@ -108,21 +116,24 @@ static int check(const af__search_part_t *p, uint64_t o, int32_t last, uint64_t 
         if (t == 0)
             continue;
         /* Every eff is >= o; the section is fine once one eff is <= lim (the highest start of
-         * its lowest unplaced buffer that still lets the rest fit). */
+         * its lowest unplaced buffer that still lets the rest fit). wit[s] remembers the last
+         * buffer that showed it: usually it still does, and the scan is skipped. */
         if (t > cap - (f > o ? f : o))
             return 0;
-        uint64_t lim = cap - t, m = UINT64_MAX;
-        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1] && m > lim; k++) {
+        uint64_t lim = cap - t;
+        int32_t w = p->wit[s];
+        if (p->off[w] == AF__SEARCH_UNPLACED && eff(p, w, o, last) <= lim)
+            continue;
+        int ok = 0;
+        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1]; k++) {
             int32_t c = p->sec_buf[k];
-            if (p->off[c] != AF__SEARCH_UNPLACED)
-                continue;
-            uint64_t e = p->minoff[c];
-            if (e < o || (e == o && p->rank[c] < last))
-                e = p->rank[c] > last ? o : o + 1;
-            if (e < m)
-                m = e;
+            if (p->off[c] == AF__SEARCH_UNPLACED && eff(p, c, o, last) <= lim) {
+                p->wit[s] = c;
+                ok = 1;
+                break;
+            }
         }
-        if (m > lim)
+        if (!ok)
             return 0;
     }
     return 1;

@@ -58,6 +58,7 @@ typedef struct af__search_part {
     uint64_t *total;    /* nsec: total size of the unplaced buffers live in the section */
     uint64_t *sec_init; /* nsec: total size of all buffers live in the section */
     uint64_t *lim;      /* 2 * (nsec + 1): scratch of the candidate filter */
+    int32_t *wit;       /* nsec: a buffer that last kept the section feasible (a hint) */
     af__search_undo_t *log;
     size_t nlog, caplog;
     int32_t *cand; /* candidate stack, grows with depth */
