@@ -62,4 +62,14 @@ fi
 grep -q "first polluted tensor 'b'" "$tmp/diag2.txt" || fail "polluted tensor not named"
 grep -q "shared its bytes with 'c'" "$tmp/diag2.txt" || fail "culprit not named"
 grep -q "per-buffer history" "$tmp/diag2.txt" || fail "no history"
+# 5. plan cache across runs (a restart), and a corrupted cache file is ignored with a warning
+arenaflow run "$SRC/examples/diamond.json" --cache "$tmp/pc" --rounds 2 --json >"$tmp/c1.json"
+[ "$(field "$tmp/c1.json" plan_cache_hit)" = False ] || fail "first cached run should miss"
+arenaflow run "$SRC/examples/diamond.json" --cache "$tmp/pc" --rounds 2 --json >"$tmp/c2.json"
+[ "$(field "$tmp/c2.json" plan_cache_hit)" = True ] || fail "second run should hit the cache"
+f=$(ls "$tmp"/pc/*.afplan)
+printf 'garbage' | dd of="$f" bs=1 seek=150 conv=notrunc status=none
+arenaflow run "$SRC/examples/diamond.json" --cache "$tmp/pc" --rounds 2 --json >"$tmp/c3.json" 2>"$tmp/c3.err"
+[ "$(field "$tmp/c3.json" plan_cache_hit)" = False ] || fail "corrupted cache file trusted"
+grep -q "checksum" "$tmp/c3.err" || fail "no warning about the corrupted cache file"
 echo "cli_run: ok"

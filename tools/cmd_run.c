@@ -10,6 +10,7 @@
  */
 #include "tools/run_util.h"
 
+#include "arenaflow/cache.h"
 #include "zoo.h"
 
 #include <ini.h>
@@ -118,7 +119,7 @@ int run_load_exec_config(const char *path, af_executor_opts_t *opts)
 /* ---- the command ------------------------------------------------------------------------ */
 
 typedef struct run_args {
-    const char *path, *config, *kernels, *reuse;
+    const char *path, *config, *kernels, *reuse, *cache;
     long rounds, threads, inflight, warmup, batch;
     int verify, safe, json, compare;
 } run_args_t;
@@ -143,6 +144,8 @@ static void usage(FILE *f)
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
             "  --batch N          batch size for zoo:NAME graphs\n"
+            "  --cache DIR        take the plan from a persistent plan cache in DIR (planned and\n"
+            "                     stored on a miss; a later run, even after a restart, hits)\n"
             "  --config FILE      INI file: [planner] and [executor] sections\n"
             "  --json             print one JSON object\n"
             "  -h, --help         this help\n\n"
@@ -152,9 +155,9 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
     *a = (run_args_t){.rounds = 20, .warmup = -1, .threads = -1, .inflight = -1};
-    static const char *const with_value[] = {"--rounds",  "--threads",       "--inflight",
-                                             "--warmup",  "--batch",         "--config",
-                                             "--kernels", "--parallel-reuse"};
+    static const char *const with_value[] = {"--rounds",  "--threads",        "--inflight",
+                                             "--warmup",  "--batch",          "--config",
+                                             "--kernels", "--parallel-reuse", "--cache"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -184,6 +187,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->config = v;
         } else if (!strcmp(s, "--kernels")) {
             a->kernels = v;
+        } else if (!strcmp(s, "--cache")) {
+            a->cache = v;
         } else if (!strcmp(s, "--parallel-reuse")) {
             a->reuse = v;
         } else if (!strcmp(s, "--verify")) {
@@ -271,6 +276,7 @@ typedef struct run_result {
     const char *kernels;
     double cp_cost;
     int32_t cp_nodes;
+    int cache_hit; /* -1: no cache */
 } run_result_t;
 
 static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t *p,
@@ -295,6 +301,8 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
         r->plan_ms);
     if (!o)
         return CLI_FAIL;
+    if (r->cache_hit >= 0)
+        json_object_set_new(o, "plan_cache_hit", json_boolean(r->cache_hit));
     if (cmp) {
         for (int m = 0; m < 2; m++)
             if (cmp[m].ok)
@@ -444,14 +452,31 @@ int cmd_run(int argc, char **argv)
     af_graph_t *g = run_load_graph(a.path, (int32_t)a.batch);
     if (!g)
         return CLI_FAIL;
-    af_plan_t *p = NULL;
+    const af_plan_t *p = NULL;
+    af_plan_t *own = NULL;
+    af_plan_cache_t *cache = NULL;
+    int hit = 0;
     uint64_t t0 = af_now_ns();
-    if ((rc = af_plan_create(g, &po, &p, &err))) {
+    if (a.cache) {
+        af_plan_cache_opts_t co;
+        af_plan_cache_opts_init(&co);
+        co.dir = a.cache;
+        if ((rc = af_plan_cache_create(&co, &cache, &err)) == 0) {
+            for (int32_t i = 0; af_plan_cache_warning(cache, i); i++)
+                cli_error("warning: %s", af_plan_cache_warning(cache, i));
+            rc = af_plan_cache_get(cache, g, &po, &p, &hit, &err);
+        }
+    } else if ((rc = af_plan_create(g, &po, &own, &err)) == 0) {
+        p = own;
+    }
+    if (rc) {
         cli_error("run: %s", err.msg);
+        af_plan_cache_destroy(cache);
         af_graph_destroy(g);
         return CLI_FAIL;
     }
     run_result_t r = {0};
+    r.cache_hit = cache ? hit : -1;
     r.plan_ms = (double)(af_now_ns() - t0) / 1e6;
     af_executor_critical_path(p, &r.cp_cost, &r.cp_nodes);
     reuse_cmp_t cmp[2];
@@ -466,7 +491,17 @@ int cmd_run(int argc, char **argv)
         if (r.st.corrupted_tensors || r.st.failed_rounds)
             rc = CLI_FAIL;
     }
-    af_plan_destroy(p);
+    if (cache) {
+        af_plan_cache_stats_t cs;
+        af_plan_cache_stats(cache, &cs);
+        if (!a.json)
+            printf("plan cache     %s (%s; %llu hits, %llu restored from disk, %llu misses)\n",
+                   hit ? "hit" : "miss", a.cache, (unsigned long long)cs.hits,
+                   (unsigned long long)cs.restored, (unsigned long long)cs.misses);
+        af_plan_cache_release(cache, p);
+        af_plan_cache_destroy(cache);
+    }
+    af_plan_destroy(own);
     af_graph_destroy(g);
     return rc;
 }
