@@ -151,12 +151,16 @@ static json_t *report_json(const af_plan_t *p)
 
 json_t *af__entry_json(const af__entry_t *e, int with_report)
 {
-    json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:s}", "id", e->id, "name",
-                          af_graph_name(e->graph), "nodes", af_graph_node_count(e->graph),
-                          "tensors", af_graph_tensor_count(e->graph), "arena_bytes",
-                          (json_int_t)af_plan_arena_bytes(e->plan), "created",
-                          (json_int_t)e->created_unix, "runs", (json_int_t)e->runs, "rounds",
-                          (json_int_t)e->rounds, "planner", e->planner);
+    /* Names come from user input (an ONNX graph name may be any bytes): never let one break the
+     * answer; json_pack's "s" would fail on invalid UTF-8. */
+    json_t *name = json_string(af_graph_name(e->graph));
+    if (!name)
+        name = json_string("(name is not valid UTF-8)");
+    json_t *j = json_pack(
+        "{s:s, s:o, s:i, s:i, s:I, s:I, s:I, s:I, s:s}", "id", e->id, "name", name, "nodes",
+        af_graph_node_count(e->graph), "tensors", af_graph_tensor_count(e->graph), "arena_bytes",
+        (json_int_t)af_plan_arena_bytes(e->plan), "created", (json_int_t)e->created_unix, "runs",
+        (json_int_t)e->runs, "rounds", (json_int_t)e->rounds, "planner", e->planner);
     if (j && with_report)
         json_object_set_new(j, "report", report_json(e->plan));
     return j;

@@ -96,6 +96,9 @@ static void on_answer(af__dres_t *res, void *arg)
 {
     waiter_t *w = arg;
     h2o_req_t *req = w->req;
+    if (req)
+        af__dlog(AF__LOG_DEBUG, "%.*s %.*s -> %d", (int)req->method.len, req->method.base,
+                 (int)(req->path.len > 200 ? 200 : req->path.len), req->path.base, res->status);
     if (req) {
         req->res.status = res->status;
         req->res.reason = reason_of(res->status);
