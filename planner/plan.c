@@ -184,6 +184,76 @@ static int shared_figure(const af_plan_t *p, const int32_t *glast, uint64_t *out
     return rc;
 }
 
+/*
+ * parallel_reuse = strict: a block may pass to a new tenant only when every node touching the
+ * old tenant is a data-dependency ancestor of the new tenant's producer, so no reuse edge is
+ * ever needed. With desc[r] = steps of r's descendants (bitsets, reverse order), F(r) = 1 +
+ * the last step not descending from r; a group's block stays reserved until the max F over
+ * its touchers. Quadratic memory (nodes^2 / 8 bytes), so limited to AF__STRICT_MAX_NODES.
+ */
+#define AF__STRICT_MAX_NODES 16384
+
+static int strict_extend(const af_plan_t *p, const int32_t *ids, af_interval_t *iv, size_t n,
+                         af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nn = af_graph_node_count(g);
+    if (nn > AF__STRICT_MAX_NODES)
+        return af__err(err, AF_ENOTSUP,
+                       "parallel_reuse = strict supports graphs up to %d nodes (this one has %d); "
+                       "use fence",
+                       AF__STRICT_MAX_NODES, nn);
+    size_t words = ((size_t)nn + 63) / 64;
+    uint64_t *desc = af__calloc((size_t)nn * words + 1, sizeof(uint64_t));
+    int32_t *f = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+    int32_t *off = NULL, *nodes = NULL;
+    if (!desc || !f || af__group_touchers(p, &off, &nodes)) {
+        af__free(desc);
+        af__free(f);
+        af__free(off);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    for (int32_t s = nn - 1; s >= 0; s--) {
+        int32_t v = p->order[s];
+        uint64_t *dv = desc + (size_t)s * words;
+        const af_node_info_t *nd = af_graph_node(g, v);
+        for (int32_t k = 0; k < nd->n_succs; k++) {
+            int32_t ss = p->step[nd->succs[k]];
+            const uint64_t *du = desc + (size_t)ss * words;
+            for (size_t w = 0; w < words; w++)
+                dv[w] |= du[w];
+            dv[ss / 64] |= 1ull << (ss % 64);
+        }
+        /* last step after s that is not a descendant of v (word at a time, from the top) */
+        int32_t last = s;
+        for (size_t w = words; w-- > (size_t)s / 64;) {
+            uint64_t m = ~dv[w];
+            if (w == (size_t)s / 64)
+                m &= (s % 64 == 63) ? 0 : ~0ull << (s % 64 + 1);
+            if (w == words - 1 && nn % 64)
+                m &= (1ull << (nn % 64)) - 1;
+            if (m) {
+                last = (int32_t)(w * 64 + 63 - (size_t)__builtin_clzll(m));
+                break;
+            }
+        }
+        f[v] = last + 1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        int32_t lead = ids[k];
+        int64_t until = iv[k].upper;
+        for (int32_t x = off[lead]; x < off[lead + 1]; x++)
+            if (f[nodes[x]] > until)
+                until = f[nodes[x]];
+        iv[k].upper = until > iv[k].upper ? until : iv[k].upper;
+    }
+    af__free(desc);
+    af__free(f);
+    af__free(off);
+    af__free(nodes);
+    return 0;
+}
+
 /* Places the groups; writes offsets (and buffers in shared mode) of every group member. */
 static int place_groups(af_plan_t *p, const int32_t *glast, int safe, const char *placer,
                         uint64_t *arena, uint64_t *lb, af_error_t *err)
@@ -200,6 +270,9 @@ static int place_groups(af_plan_t *p, const int32_t *glast, int safe, const char
     }
     size_t n = group_intervals(p, glast, ids, iv);
     *lb = af_intervals_lower_bound(iv, n, 1);
+    if (!safe && p->opts.parallel_reuse == AF_REUSE_STRICT &&
+        (rc = strict_extend(p, ids, iv, n, err)))
+        goto out;
     af_place_opts_t po = {p->opts.alignment, p->opts.time_limit_s, p->opts.capacity};
     int32_t nb = 0;
     if (safe) {
@@ -363,7 +436,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     }
     r->any_order_bound_bytes = any_order_bound(p);
 
-    if (!safe && p->opts.mode == AF_MODE_OFFSET) {
+    /* strict placement needs no reuse edges by construction; the verifier re-proves that */
+    if (!safe && p->opts.mode == AF_MODE_OFFSET && p->opts.parallel_reuse == AF_REUSE_FENCE) {
         t = af_now_ns();
         if ((rc = af__plan_reuse_edges(p, err)))
             goto out;

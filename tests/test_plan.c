@@ -482,6 +482,35 @@ static void test_plan_safe_mode_has_no_reuse(void **state)
     af_graph_destroy(g);
 }
 
+static void test_plan_strict_reuse_needs_no_edges(void **state)
+{
+    (void)state;
+    double sum[2] = {0, 0};
+    for (uint64_t seed = 1; seed <= N_DAGS / 4; seed++) {
+        af_graph_t *g = rd_graph(seed + 11000, 200);
+        assert_non_null(g);
+        uint64_t arena[2];
+        for (int strict = 0; strict < 2; strict++) {
+            af_plan_opts_t o;
+            af_plan_opts_init(&o);
+            o.schedule = "input";
+            o.parallel_reuse = strict ? AF_REUSE_STRICT : AF_REUSE_FENCE;
+            af_plan_t *p;
+            af_error_t err;
+            if (af_plan_create(g, &o, &p, &err)) /* verify on: proves every reuse is ordered */
+                fail_msg("seed %llu strict %d: %s", (unsigned long long)seed, strict, err.msg);
+            if (strict)
+                assert_int_equal(af_plan_reuse_edge_count(p), 0);
+            arena[strict] = af_plan_arena_bytes(p);
+            af_plan_destroy(p);
+        }
+        sum[0] += (double)arena[0];
+        sum[1] += (double)arena[1];
+        af_graph_destroy(g);
+    }
+    print_message("strict arena / fence arena over %d DAGs: %.3f\n", N_DAGS / 4, sum[1] / sum[0]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_plan_lifetimes_match_brute_force),
         cmocka_unit_test(test_plan_event_table_replays),
         cmocka_unit_test(test_plan_portfolio_never_worse_than_greedy),
+        cmocka_unit_test(test_plan_strict_reuse_needs_no_edges),
         cmocka_unit_test(test_plan_random_dags_verify_all_algorithms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
