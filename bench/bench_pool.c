@@ -27,6 +27,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,10 @@ static void pool_unmake(void *ts)
 {
     af_pool_cache_destroy(ts);
 }
+static void *poolr_make(void *ctx)
+{
+    return pool_make(ctx);
+}
 static void *pool_alloc(void *ts, size_t n)
 {
     void *p;
@@ -322,8 +327,15 @@ typedef struct {
     void *ctx;
     int rounds;
     pthread_barrier_t *bar;
-    uint64_t checksum, errors, ns;
+    uint64_t checksum, errors, ns, cpu_ns;
 } job_t;
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Replays `rounds` rounds. With tag != 0 every block gets a tag word written at alloc and read
  * back at free (the verification pass); the timed pass touches no block memory. */
@@ -371,9 +383,10 @@ static void *job_run(void *arg)
     j->rounds = (int)(30000000u / per_round);
     j->rounds = j->rounds < 2 ? 2 : j->rounds > 100000 ? 100000 : j->rounds;
     pthread_barrier_wait(j->bar);
-    uint64_t t0 = af_now_ns();
+    uint64_t t0 = af_now_ns(), u0 = thread_cpu_ns();
     replay_rounds(j->t, j->a, ts, ptrs, j->rounds, 0, &pairs, &j->errors);
     j->ns = af_now_ns() - t0;
+    j->cpu_ns = thread_cpu_ns() - u0;
     j->errors += pairs != (uint64_t)j->t->npairs * (uint64_t)(j->rounds + 1);
     pthread_barrier_wait(j->bar);
     pthread_barrier_wait(j->bar); /* keep the cache until the stats are read */
@@ -389,25 +402,26 @@ static int cmp_double(const void *x, const void *y)
 }
 
 typedef struct {
-    double ns_pair;
+    double ns_pair, cpu_pair;
     uint64_t checksum, errors, locks, pairs;
 } result_t;
 
 static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int reps)
 {
-    double *ns = calloc((size_t)reps, sizeof(double));
+    double *ns = calloc((size_t)reps, sizeof(double)), *cpu = calloc((size_t)reps, sizeof(double));
     result_t res = {0};
     for (int rep = 0; rep < reps; rep++) {
         af_pool_opts_t po;
         af_pool_opts_init(&po);
-        if (a->make == pool_make && af_pool_create(&po, &g_pool, NULL))
+        po.recycle = a->make == poolr_make;
+        if ((a->make == pool_make || a->make == poolr_make) && af_pool_create(&po, &g_pool, NULL))
             exit(1);
         pthread_barrier_t bar;
         pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
         job_t jobs[2];
         pthread_t th[2];
         for (int i = 0; i < nthreads; i++) {
-            jobs[i] = (job_t){t, a, g_pool, 0, &bar, 0, 0, 0};
+            jobs[i] = (job_t){t, a, g_pool, 0, &bar, 0, 0, 0, 0};
             pthread_create(&th[i], NULL, job_run, &jobs[i]);
         }
         af_pool_stats_t st0, st1;
@@ -421,12 +435,13 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
                 (st1.global_locks - st0.global_locks) + (st1.class_locks - st0.class_locks);
         }
         pthread_barrier_wait(&bar);
-        ns[rep] = 0;
+        ns[rep] = cpu[rep] = 0;
         for (int i = 0; i < nthreads; i++) {
             pthread_join(th[i], NULL);
             res.checksum += rep == 0 ? jobs[i].checksum : 0;
             res.errors += jobs[i].errors;
             ns[rep] += (double)jobs[i].ns / ((double)t->npairs * jobs[i].rounds) / nthreads;
+            cpu[rep] += (double)jobs[i].cpu_ns / ((double)t->npairs * jobs[i].rounds) / nthreads;
             res.pairs += (uint64_t)t->npairs * (uint64_t)jobs[i].rounds;
         }
         pthread_barrier_destroy(&bar);
@@ -435,7 +450,10 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
     }
     qsort(ns, (size_t)reps, sizeof(double), cmp_double);
     res.ns_pair = ns[reps / 2];
+    qsort(cpu, (size_t)reps, sizeof(double), cmp_double);
+    res.cpu_pair = cpu[reps / 2];
     free(ns);
+    free(cpu);
     return res;
 }
 
@@ -469,11 +487,13 @@ static void run_trace(const trace_t *t, int reps)
            "peak live %.1f MiB\n",
            t->name, t->npairs, t->nslots, (unsigned long long)t->min_size,
            (double)t->max_size / (1 << 20), (double)t->peak_live / (1 << 20));
-    alloc_t allocs[3];
+    alloc_t allocs[4];
     int na = 0;
     allocs[na++] = (alloc_t){"arenaflow", "af_pool_cache_alloc/free, one cache per thread",
                              pool_make,   pool_unmake,
                              pool_alloc,  pool_free};
+    allocs[na++] = (alloc_t){
+        "af+recycle", "same, opts.recycle = 1", poolr_make, pool_unmake, pool_alloc, pool_free};
 #ifdef AF_HAVE_JEMALLOC
     allocs[na++] = (alloc_t){"jemalloc", "mallocx/dallocx, default arena + tcache",
                              nop_make,   nop_unmake,
@@ -482,23 +502,29 @@ static void run_trace(const trace_t *t, int reps)
     allocs[na++] = (alloc_t){
         "glibc", "__libc_malloc/__libc_free", nop_make, nop_unmake, glibc_alloc, glibc_free};
     for (int nt = 1; nt <= 2; nt++) {
-        result_t r[3];
+        result_t r[4];
         for (int i = 0; i < na; i++)
             r[i] = measure(t, &allocs[i], nt, reps);
-        printf("  %d thread%s: ns per alloc+free pair (median of %d)\n", nt, nt > 1 ? "s" : "",
-               reps);
+        printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
+               nt > 1 ? "s" : "", reps);
         for (int i = 0; i < na; i++)
-            printf("    %-10s %9.2f ns   x%-8.2f checksum %016llx errors %llu%s\n", allocs[i].name,
-                   r[i].ns_pair, r[i].ns_pair / r[0].ns_pair, (unsigned long long)r[i].checksum,
-                   (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
-        printf("    arenaflow pool lock acquisitions during the timed rounds: %llu (%.6f per "
-               "pair)\n",
-               (unsigned long long)r[0].locks, (double)r[0].locks / (double)r[0].pairs);
+            printf(
+                "    %-10s %9.2f | %9.2f ns   x%-7.2f | x%-7.2f checksum %016llx errors %llu%s\n",
+                allocs[i].name, r[i].ns_pair, r[i].cpu_pair, r[i].ns_pair / r[0].ns_pair,
+                r[i].cpu_pair / r[0].cpu_pair, (unsigned long long)r[i].checksum,
+                (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
+        for (int i = 0; i < 2; i++)
+            printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per pair)\n",
+                   allocs[i].name, (unsigned long long)r[i].locks,
+                   (double)r[i].locks / (double)r[i].pairs);
     }
     af_pool_opts_t po;
     printf("  reserved / peak live (1 thread, 3 rounds, fresh pool):\n");
     af_pool_opts_init(&po);
     fragmentation(t, "default ladder", &po);
+    af_pool_opts_init(&po);
+    po.recycle = 1;
+    fragmentation(t, "default + recycle", &po);
     af_pool_opts_init(&po);
     po.steps_per_doubling = 6;
     fragmentation(t, "default, 6 steps/doubl.", &po);
@@ -506,6 +532,8 @@ static void run_trace(const trace_t *t, int reps)
     po.ladder = AF_POOL_LADDER_SEED;
     po.seed_pure = 1;
     fragmentation(t, "seed 256K..64M", &po);
+    po.recycle = 1;
+    fragmentation(t, "seed 256K..64M+recycle", &po);
     af_pool_opts_init(&po);
     po.ladder = AF_POOL_LADDER_SEED;
     fragmentation(t, "seed + pow2 below", &po);
@@ -536,6 +564,7 @@ int main(int argc, char **argv)
     printf("bench_pool: arenaflow %s\n", af_version());
     printf("columns: arenaflow = af_pool_cache_alloc/free (one cache per thread); "
 #ifdef AF_HAVE_JEMALLOC
+           "af+recycle = the same with opts.recycle = 1; "
            "jemalloc = mallocx/dallocx (default arena, tcache on); "
 #endif
            "glibc = __libc_malloc/__libc_free\n");

@@ -384,7 +384,7 @@ int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k)
     af__pool_class_t *cl = &p->cls[c];
     uint64_t nb = cl_chunk_blocks(p, c);
     uint64_t bytes = cl_chunk_bytes(p, c);
-    if (!mfree_fits(p, bytes >> AF__POOL_GRANULE_SHIFT))
+    if (p->opts.recycle && !mfree_fits(p, bytes >> AF__POOL_GRANULE_SHIFT))
         scavenge(p, k);
     af__pool_chunk_t *ch;
     int rc = chunk_new(p, (int32_t)c, cl->bs, (uint32_t)nb, bytes, &ch);

@@ -38,7 +38,7 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->cache_slots = 128;
     o->cache_bytes = 256ull << 20;
     o->borrow_max_ratio = 4.0;
-    o->cache_borrow_ratio = 1.3;
+    o->cache_borrow_ratio = 4.0;
     o->chunk_min = 16ull << 10;
     o->chunk_max = 128ull << 10;
     o->huge_cache_bytes = 1ull << 30;

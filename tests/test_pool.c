@@ -349,6 +349,7 @@ static void test_pool_free_chunks_recycled_across_classes(void **state)
     (void)state;
     af_pool_opts_t o;
     af_pool_opts_init(&o);
+    o.recycle = 1;
     o.borrow_max_ratio = 0; /* no borrowing: only recycling can avoid a new mapping */
     o.cache_borrow_ratio = 0;
     af_pool_t *p = make_pool(&o);

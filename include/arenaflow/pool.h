@@ -66,16 +66,20 @@ typedef struct af_pool_opts {
     double borrow_max_ratio;   /* borrow only from classes <= ratio x the wanted class; default 4;
                                   0 disables borrowing */
     double cache_borrow_ratio; /* a cache lends its own free blocks up to this ratio without a
-                                  lock (capped by borrow_max_ratio); default 1.3 */
+                                  lock (capped by borrow_max_ratio); default 4 */
     uint64_t chunk_min;        /* smallest chunk mapped for a class; default 16 KiB */
     uint64_t chunk_max;        /* chunks grow (doubling per class) up to this; default 128 KiB
                                   (a class larger than this maps one block per chunk) */
     uint64_t huge_cache_bytes; /* freed huge chunks kept for reuse up to this; default 1 GiB */
     uint32_t idle_trim_ms;     /* idle policy: chunks idle this long are released during slow
                                   paths and af_pool_maintain(); 0 = off (default) */
-    int poison;                /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
-    int exact_peak;            /* keep one shared atomic of live bytes for an exact peak (costs
-                                  one atomic add per op); default 0 */
+    int recycle;    /* before mapping a chunk, retire every fully free chunk (flushing the calling
+                       cache first) into coalescing mapped ranges and cut the new chunk from them:
+                       lower reserved/peak, but in steady state it trades blocks between classes
+                       under the global lock instead of keeping them cached; default 0 */
+    int poison;     /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
+    int exact_peak; /* keep one shared atomic of live bytes for an exact peak (costs
+                       one atomic add per op); default 0 */
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
