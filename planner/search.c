@@ -121,6 +121,10 @@ static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, ui
  */
 static void build_features(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx)
 {
+    int32_t crit = 0; /* the (first) section with the largest cross-section */
+    for (int32_t s = 1; s < sp->nsec; s++)
+        if (sp->sec_init[s] > sp->sec_init[crit])
+            crit = s;
     for (int32_t b = 0; b < sp->n; b++) {
         const af_interval_t *v = &iv[gidx[b]];
         uint64_t tot = 0, width = (uint64_t)(v->upper - v->lower), area;
@@ -135,6 +139,10 @@ static void build_features(af__search_part_t *sp, const af_interval_t *iv, const
         sp->feat[3][b] = v->size;
         sp->feat[4][b] = ~ord64(v->lower);
         sp->feat[5][b] = ord64(v->upper);
+        int32_t dist = crit < sp->sec_lo[b]    ? sp->sec_lo[b] - crit
+                       : crit >= sp->sec_hi[b] ? crit - sp->sec_hi[b] + 1
+                                               : 0;
+        sp->feat[6][b] = ~(uint64_t)dist;
     }
 }
 
@@ -155,10 +163,14 @@ static void sort_order(af__search_part_t *sp, int h, const int8_t *spec, const u
 static int build_orders(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx,
                         sort_key_t *keys)
 {
-    /* MiniMalloc's best preorders (total, width, area...) plus size-first and start-first. */
+    /*
+     * Time sweeps first (start first, end first, outward from the largest cross-section: they
+     * solve guillotine-like tight instances), then MiniMalloc's preorders (total, width,
+     * area) and size first.
+     */
     static const int8_t spec[AF__SEARCH_N_ORDERS][3] = {
+        {4, 3, 1}, {5, 3, 1}, {6, 3, 1}, {4, 1, 3}, {5, 1, 3}, {6, 1, 3},
         {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0},
-        {4, 3, 1}, {5, 3, 1}, {4, 1, 3}, {5, 1, 3},
     };
     build_features(sp, iv, gidx);
     for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)

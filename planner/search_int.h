@@ -17,9 +17,9 @@ enum {
 };
 
 /* Static orders the restarts cycle through (ties broken by index). */
-enum { AF__SEARCH_N_ORDERS = 9 };
+enum { AF__SEARCH_N_ORDERS = 11 };
 /* Slot of the randomised order (regenerated before each randomised restart). */
-enum { AF__SEARCH_RANDOM_ORDER = AF__SEARCH_N_ORDERS, AF__SEARCH_N_FEATURES = 6 };
+enum { AF__SEARCH_RANDOM_ORDER = AF__SEARCH_N_ORDERS, AF__SEARCH_N_FEATURES = 7 };
 
 /* Undo-log entry: a word the search changed and its previous value. */
 typedef struct af__search_undo {
