@@ -87,9 +87,11 @@ int main(int argc, char **argv)
     uint64_t checksum = 0;
     int hits = 0, failures = 0;
     double ratio_sum = 0, port_time = 0;
-    printf("# bench_search: %d tight instances, %zu-%zu buffers, time limit %.1f s, "
-           "single-threaded\n",
-           count, bmin, bmax, limit);
+    af_tight_opts_t defaults;
+    af_tight_opts_init(&defaults);
+    printf("# bench_search: %d tight instances (af_tight_generate, seeds 1..%d, jitter %.2f), "
+           "%zu-%zu buffers, time limit %.1f s, single-threaded\n",
+           count, count, jit >= 0 ? jit : defaults.jitter, bmin, bmax, limit);
     printf("%-4s %-7s %-10s %-10s %-10s %-9s %-9s %s\n", "inst", "buffers", "lower_bnd",
            "portfolio", "search", "port_ms", "search_s", "optimal");
     for (int k = -1; k < count; k++) { /* k = -1: warm-up */

@@ -52,7 +52,7 @@ void af_tight_opts_init(af_tight_opts_t *o)
     o->seed = 1;
     o->capacity = 1048576;
     o->horizon = 0;
-    o->jitter = 0.25;
+    o->jitter = 0.0;
 }
 
 /* A cut point strictly inside (0, len), in the middle 60% when len allows it. */

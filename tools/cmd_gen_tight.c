@@ -25,7 +25,7 @@ static void usage(FILE *f)
            "  --seed S        random seed (default 1)\n"
            "  --capacity N    the optimum in bytes, K/M/G suffixes (default 1M)\n"
            "  --horizon T     time span (default 4 x buffers)\n"
-           "  --jitter F      fraction 0..1 of eligible pieces shrunk (default 0.25)\n"
+           "  --jitter F      fraction 0..1 of eligible pieces shrunk (default 0)\n"
            "  --out FILE      write to FILE instead of stdout\n");
 }
 

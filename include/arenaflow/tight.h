@@ -27,7 +27,8 @@ typedef struct af_tight_opts {
     uint64_t seed;     /* PRNG seed; default 1 */
     uint64_t capacity; /* the optimum; default 1048576; must be >= 1 */
     int64_t horizon;   /* time span [0, horizon); default 4 * buffers */
-    double jitter;     /* fraction of eligible pieces shrunk, 0..1; default 0.25 */
+    double jitter;     /* fraction of eligible pieces shrunk, 0..1; default 0 (every time point
+                          full: the tightest instances) */
 } af_tight_opts_t;
 
 /* Fills *o with the defaults above. */
