@@ -275,6 +275,9 @@ static int apply_input_spec(imp_t *im, const Onnx__GraphProto *g, const char *sp
         int32_t id = val_get(im, vi->name);
         if (id < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
+        if (im->vals[id].is_const)
+            return af__err(im->err, AF_EINVAL, "--input '%s': an initializer, its shape is fixed",
+                           vi->name);
         af__onnx_set_rank(&im->vals[id], n);
         memcpy(im->vals[id].dims, dims, (size_t)n * sizeof(int64_t));
         return 0;
@@ -349,6 +352,16 @@ static int setup_inputs(imp_t *im, const Onnx__GraphProto *g)
 
 static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth);
 
+/* A node's name for messages: its name, or its first output when it has none. */
+static const char *node_label(const Onnx__NodeProto *n)
+{
+    if (n->name && n->name[0])
+        return n->name;
+    if (n->n_output && n->output[0][0])
+        return n->output[0]; /* unnamed: the tensor it makes identifies it */
+    return "(unnamed)";
+}
+
 static int keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int n_in, int n_out)
 {
     if (af__grow((void **)&im->nodes, &im->cap_nodes, im->n_nodes + 1, sizeof(*im->nodes)))
@@ -395,12 +408,12 @@ static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *
     int taken = cond->vals[0] != 0;
     const Onnx__AttributeProto *a = af__onnx_attr(n, taken ? "then_branch" : "else_branch");
     if (!a || !a->g)
-        return af__err(im->err, AF_EPARSE, "op If, node '%s': no %s", n->name ? n->name : "",
+        return af__err(im->err, AF_EPARSE, "op If, node '%s': no %s", node_label(n),
                        taken ? "then_branch" : "else_branch");
     const Onnx__GraphProto *b = a->g;
     if (b->n_output != n->n_output)
         return af__err(im->err, AF_EPARSE, "op If, node '%s': branch has %zu outputs, node %zu",
-                       n->name ? n->name : "", b->n_output, n->n_output);
+                       node_label(n), b->n_output, n->n_output);
     int rc = run_graph(im, b, depth + 1);
     for (size_t i = 0; !rc && i < b->n_output; i++) {
         const Onnx__NodeProto *id;
@@ -428,7 +441,7 @@ static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *
  */
 static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no, int depth)
 {
-    const char *nname = n->name ? n->name : "";
+    const char *nname = node_label(n);
     const Onnx__AttributeProto *ta = af__onnx_attr(n, "then_branch");
     const Onnx__AttributeProto *ea = af__onnx_attr(n, "else_branch");
     if (!ta || !ta->g || !ea || !ea->g)
@@ -478,15 +491,14 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
 static int check_node(imp_t *im, const Onnx__NodeProto *n, size_t idx)
 {
     if (!n->op_type || !n->op_type[0])
-        return af__err(im->err, AF_EPARSE, "node %zu ('%s') has no op type", idx,
-                       n->name ? n->name : "");
+        return af__err(im->err, AF_EPARSE, "node %zu ('%s') has no op type", idx, node_label(n));
     if (n->n_input > 32 || n->n_output > 32)
         return af__err(im->err, AF_ENOTSUP, "op %s, node '%s': more than 32 inputs or outputs",
-                       n->op_type, n->name ? n->name : "");
+                       n->op_type, node_label(n));
     for (size_t i = 0; i < n->n_attribute; i++)
         if (!n->attribute[i]->name)
             return af__err(im->err, AF_EPARSE, "op %s, node '%s': attribute without a name",
-                           n->op_type, n->name ? n->name : "");
+                           n->op_type, node_label(n));
     return 0;
 }
 
@@ -502,7 +514,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
         if (nm[0] && io[i] < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
     }
-    const char *nname = n->name ? n->name : "";
+    const char *nname = node_label(n);
     for (int i = ni; i < ni + no; i++) {
         af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;
         if (v && (v->producer >= 0 || v->is_const || v->is_input || v->vals || v->rank >= 0))
@@ -583,7 +595,7 @@ static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
         if (id < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
         af__onnx_val_t *v = &im->vals[id];
-        if (v->is_const || v->producer >= 0)
+        if (v->is_const || v->producer >= 0 || v->is_input || v->rank >= 0)
             return af__err(im->err, AF_EPARSE, "initializer '%s' defined twice", t->name);
         af__free(v->vals);
         v->vals = NULL;

@@ -25,7 +25,9 @@ typedef int (*rule_fn)(af__onnx_ctx_t *c);
 
 static const char *node_name(const Onnx__NodeProto *n)
 {
-    return n->name && n->name[0] ? n->name : "(unnamed)";
+    if (n->name && n->name[0])
+        return n->name;
+    return n->n_output && n->output[0][0] ? n->output[0] : "(unnamed)"; /* its first output */
 }
 
 int af__onnx_node_err(af__onnx_ctx_t *c, int code, const char *fmt, ...)
