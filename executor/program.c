@@ -15,6 +15,7 @@
  */
 #include "executor/executor_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Arena byte range of a tensor (resolving views); 0 when it has no arena bytes. */
@@ -75,6 +76,94 @@ static int add_inplace_guards(const af_plan_t *plan, af_reuse_edge_t **e, size_t
     return 0;
 }
 
+/* Adds r -> to for every node r touching tensor t (producer and readers, views included) that
+ * runs before `to` in the plan order. views: CSR of the views of each root tensor. */
+static int add_toucher_edges(const af_plan_t *plan, int32_t t, int32_t to, const int32_t *voff,
+                             const int32_t *views, af_reuse_edge_t **e, size_t *ne, size_t *cap)
+{
+    const af_graph_t *g = af_plan_graph(plan);
+    int32_t st = af_plan_step_of(plan, to);
+    for (int32_t k = voff[t] - 1; k < voff[t + 1]; k++) {
+        int32_t x = k < voff[t] ? t : views[k];
+        const af_tensor_info_t *xi = af_graph_tensor(g, x);
+        for (int32_t j = -1; j < xi->n_consumers; j++) {
+            int32_t r = j < 0 ? xi->producer : xi->consumers[j];
+            if (r < 0 || r == to || af_plan_step_of(plan, r) > st)
+                continue;
+            if (af__grow((void **)e, cap, *ne + 1, sizeof(**e)))
+                return AF_ENOMEM;
+            (*e)[(*ne)++] = (af_reuse_edge_t){r, to, t, -1};
+        }
+    }
+    return 0;
+}
+
+static __thread const af_plan_t *tl_sort_plan; /* qsort context (no qsort_r in C11) */
+
+static int by_buffer_then_first(const void *a, const void *b)
+{
+    const af_tensor_plan_t *x = af_plan_tensor(tl_sort_plan, *(const int32_t *)a);
+    const af_tensor_plan_t *y = af_plan_tensor(tl_sort_plan, *(const int32_t *)b);
+    if (x->buffer != y->buffer)
+        return x->buffer < y->buffer ? -1 : 1;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Shared-object plans: the planner emits reuse edges for offset mode only, so the executor
+ * orders consecutive tenants of a shared buffer itself: every node touching tenant A runs
+ * before the producer of the next tenant B (earlier tenants are covered transitively).
+ */
+static int add_shared_edges(const af_plan_t *plan, af_reuse_edge_t **e, size_t *ne, size_t *cap)
+{
+    const af_plan_opts_t *o = af_plan_opts(plan);
+    if (o->mode != AF_MODE_SHARED || o->safe_mode)
+        return 0;
+    const af_graph_t *g = af_plan_graph(plan);
+    int32_t nt = af_graph_tensor_count(g), n = 0, rc = 0;
+    int32_t *ids = af__malloc(((size_t)nt + 1) * sizeof(int32_t));
+    int32_t *voff = af__calloc((size_t)nt + 2, sizeof(int32_t));
+    int32_t *views = af__malloc(((size_t)nt + 1) * sizeof(int32_t));
+    if (!ids || !voff || !views) {
+        rc = AF_ENOMEM;
+        goto out;
+    }
+    for (int32_t t = 0; t < nt; t++) { /* views grouped by alias root (CSR) */
+        int32_t r = af_graph_alias_root(g, t);
+        if (r != t)
+            voff[r + 1]++;
+    }
+    for (int32_t t = 0; t < nt; t++)
+        voff[t + 1] += voff[t];
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t r = af_graph_alias_root(g, t);
+        if (r != t)
+            views[voff[r]++] = t;
+    }
+    for (int32_t t = nt; t > 0; t--)
+        voff[t] = voff[t - 1];
+    voff[0] = 0;
+    for (int32_t t = 0; t < nt; t++) {
+        const af_tensor_plan_t *tp = af_plan_tensor(plan, t);
+        if (tp->where == AF_WHERE_ARENA && tp->buffer >= 0 && tp->first >= 0)
+            ids[n++] = t;
+    }
+    tl_sort_plan = plan;
+    qsort(ids, (size_t)n, sizeof(int32_t), by_buffer_then_first);
+    for (int32_t i = 0; i + 1 < n && !rc; i++) {
+        int32_t a = ids[i], b = ids[i + 1];
+        int32_t pb = af_graph_tensor(g, b)->producer;
+        if (af_plan_tensor(plan, a)->buffer != af_plan_tensor(plan, b)->buffer || pb < 0)
+            continue;
+        rc = add_toucher_edges(plan, a, pb, voff, views, e, ne, cap);
+    }
+out:
+    af__free(ids);
+    af__free(voff);
+    af__free(views);
+    return rc;
+}
+
 /* Builds the successor CSR and initial pending counts for a plan. */
 static int build_edges(const af_plan_t *plan, int data_only, int32_t **off_out, int32_t **succ_out,
                        int32_t **pend_out)
@@ -90,7 +179,8 @@ static int build_edges(const af_plan_t *plan, int data_only, int32_t **off_out, 
         if (npe)
             memcpy(re, af_plan_reuse_edges(plan), (size_t)npe * sizeof(*re));
         ne_all = (size_t)npe;
-        if (add_inplace_guards(plan, &re, &ne_all, &cap_all)) {
+        if (add_inplace_guards(plan, &re, &ne_all, &cap_all) ||
+            add_shared_edges(plan, &re, &ne_all, &cap_all)) {
             af__free(re);
             return AF_ENOMEM;
         }

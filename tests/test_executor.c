@@ -331,6 +331,36 @@ static void test_executor_random_dags_verified(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Shared-object plans carry no reuse edges from the planner: the executor orders the tenants
+ * of each shared buffer itself. */
+static void test_executor_shared_mode_verified(void **state)
+{
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    af_executor_t *ex = make_exec(4, "verify");
+    int dags = DEFAULT_DAGS / 5;
+    for (int d = 0; d < dags; d++) {
+        uint64_t seed = 5000 + (uint64_t)d;
+        af_graph_t *g = rd_graph(seed, 24);
+        assert_non_null(g);
+        af_plan_opts_t o;
+        af_plan_opts_init(&o);
+        o.mode = AF_MODE_SHARED;
+        af_plan_t *p = NULL;
+        af_error_t err;
+        int rc = af_plan_create(g, &o, &p, &err);
+        if (rc)
+            fail_msg("seed %llu: %s", (unsigned long long)seed, err.msg);
+        assert_int_equal(af_plan_verify(p, &err), 0);
+        run_pipelined(ex, p, &loop, seed, 3);
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
+    af_executor_destroy(ex);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* Several threads running rounds of one session at once (more than max_inflight). */
 typedef struct mt_ctx {
     af_session_t *s;
@@ -747,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_executor_opts_table),
         cmocka_unit_test(test_executor_critical_path),
         cmocka_unit_test(test_executor_random_dags_verified),
+        cmocka_unit_test(test_executor_shared_mode_verified),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
