@@ -15,6 +15,7 @@
  */
 #include "arenaflow/plan.h"
 #include "arenaflow/tight.h"
+#include "tests/randdag.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -298,6 +299,36 @@ static void test_search_rejects_bad_input(void **state)
     assert_int_equal(h, 0);
 }
 
+/* The placer "search" inside af_plan_create: plans verify and are never above the portfolio. */
+static void test_search_plans_verify(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        af_graph_t *g = rd_graph(seed, 40);
+        assert_non_null(g);
+        af_plan_opts_t o;
+        af_plan_opts_init(&o);
+        af_plan_t *ps = NULL, *pp = NULL;
+        af_error_t err;
+        int rc = af_plan_create(g, &o, &pp, &err);
+        if (rc)
+            fprintf(stderr, "seed %llu: portfolio plan: %s\n", (unsigned long long)seed, err.msg);
+        assert_int_equal(rc, 0);
+        o.placer = "search";
+        o.time_limit_s = 0.02;
+        rc = af_plan_create(g, &o, &ps, &err);
+        if (rc)
+            fprintf(stderr, "seed %llu: search plan: %s\n", (unsigned long long)seed, err.msg);
+        assert_int_equal(rc, 0);
+        assert_int_equal(af_plan_verify(ps, &err), 0);
+        assert_true(af_plan_arena_bytes(ps) <= af_plan_arena_bytes(pp));
+        assert_true(af_plan_arena_bytes(ps) >= af_plan_report(ps)->lower_bound_bytes);
+        af_plan_destroy(ps);
+        af_plan_destroy(pp);
+        af_graph_destroy(g);
+    }
+}
+
 /* ---- out of memory at the n-th allocation ------------------------------------------------- */
 
 static long fail_at = -1, alloc_count;
@@ -352,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_tight_generator_invariants),
         cmocka_unit_test(test_search_reaches_optimum_on_small_tight),
         cmocka_unit_test(test_search_rejects_bad_input),
+        cmocka_unit_test(test_search_plans_verify),
         cmocka_unit_test(test_search_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
