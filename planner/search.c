@@ -6,9 +6,14 @@
  * closes the gap. We follow MiniMalloc (Moffitt, ASPLOS 2023): the problem is split at time
  * points where nothing is live across (partitions are independent: the arena height is the
  * maximum of theirs), and each partition's "fits under capacity C?" question is answered by a
- * depth-first branch and bound over canonical packings (planner/search_dfs.c). Restarts cycle
- * through several static buffer orders with a doubling node limit, so one bad order cannot eat
- * the whole budget.
+ * depth-first branch and bound over canonical packings (planner/search_dfs.c). The static
+ * order that breaks ties between buffers at the same offset decides how the search sweeps:
+ * time sweeps (start first, end first, outward from the largest cross-section) fill tight
+ * instances level by level from one side and backtrack locally, MiniMalloc's orders (largest
+ * cross-section, length, area) suit other shapes. Restarts cycle through all of them with a
+ * doubling node limit, plus a growing number of short runs with randomised sweep orders (search
+ * times are heavy-tailed: many short dives beat one long one), so one bad order cannot eat the
+ * whole budget. Restart orders are seeded deterministically: same input, same result.
  *
  * Height search. The portfolio placer gives the incumbent (its packing per partition). Probes
  * then ask for capacity = the best lower bound first (the max cross-section: often optimal on
