@@ -13,7 +13,7 @@
  * cross-section, length, area) suit other shapes. Restarts cycle through all of them with a
  * doubling node limit, plus a growing number of short runs with randomised sweep orders (search
  * times are heavy-tailed: many short dives beat one long one), so one bad order cannot eat the
- * whole budget. Restart orders are seeded deterministically: same input, same result.
+ * whole budget. Randomised orders come from a fixed seed (no global state).
  *
  * Height search. The portfolio placer gives the incumbent (its packing per partition). Probes
  * then ask for capacity = the best lower bound first (the max cross-section: often optimal on
