@@ -441,6 +441,8 @@ int cmd_run(int argc, char **argv)
         if (!a.kernels)
             eo.kernels = "verify";
     }
+    /* the executor's rule for verify = auto: on with the verify kernels */
+    a.verify = eo.verify > 0 || (eo.verify < 0 && strcmp(eo.kernels, "verify") == 0);
     if (a.threads >= 0)
         eo.threads = (int32_t)a.threads;
     if (a.inflight > 0)
