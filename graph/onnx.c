@@ -34,32 +34,7 @@
 
 #define MAX_DEPTH 16 /* nested If branches inlined */
 
-typedef struct knode {
-    const Onnx__NodeProto *node;
-    int32_t *io; /* n_in input value ids (-1 absent) then n_out output ids (-1 absent) */
-    int n_in, n_out;
-} knode_t;
-
-typedef struct binding {
-    const char *param;
-    int64_t value;
-} binding_t;
-
-typedef struct imp {
-    const af_onnx_opts_t *opts;
-    af_error_t *err;
-    int64_t opset;
-    af__onnx_val_t *vals;
-    size_t n_vals, cap_vals;
-    int32_t *hash; /* open addressing: value ids, -1 empty; power-of-two size */
-    size_t hash_cap;
-    knode_t *nodes;
-    size_t n_nodes, cap_nodes;
-    Onnx__NodeProto **synth; /* Identity nodes made for inlined If outputs */
-    size_t n_synth, cap_synth;
-    binding_t *binds;
-    size_t n_binds, cap_binds;
-} imp_t;
+typedef af__onnx_imp_t imp_t;
 
 /* ---- protobuf allocator through the library hooks ------------------------------------- */
 
@@ -216,7 +191,7 @@ static int add_binding(imp_t *im, const char *param, int64_t value)
                              param, (long long)old, (long long)value);
     if (af__grow((void **)&im->binds, &im->cap_binds, im->n_binds + 1, sizeof(*im->binds)))
         return af__err(im->err, AF_ENOMEM, "out of memory");
-    im->binds[im->n_binds++] = (binding_t){param, value};
+    im->binds[im->n_binds++] = (af__onnx_binding_t){param, value};
     return 0;
 }
 
@@ -370,7 +345,7 @@ static int keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int
     if (!copy)
         return AF_ENOMEM;
     memcpy(copy, io, (size_t)(n_in + n_out) * sizeof(int32_t));
-    im->nodes[im->n_nodes++] = (knode_t){n, copy, n_in, n_out};
+    im->nodes[im->n_nodes++] = (af__onnx_knode_t){n, copy, n_in, n_out};
     for (int i = 0; i < n_in + n_out; i++)
         if (io[i] >= 0)
             im->vals[io[i]].used = 1;
@@ -618,132 +593,6 @@ static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
     return 0;
 }
 
-/* ---- emitting the graph --------------------------------------------------------------- */
-
-static int emit_tensor(imp_t *im, af_graph_t *gr, const af__onnx_val_t *v)
-{
-    int64_t n = af__onnx_numel(v);
-    int sz = af__onnx_elem_size(v->elem);
-    af_tensor_desc_t d = {.name = v->name, .dtype = (af_dtype_t)af__onnx_dtype(v->elem)};
-    d.rank = v->rank <= AF_MAX_RANK ? v->rank : -1;
-    d.shape = v->dims;
-    d.bytes = n >= 0 && sz > 0 && (uint64_t)n <= (uint64_t)INT64_MAX / (uint64_t)sz
-                  ? n * sz
-                  : AF_BYTES_DYNAMIC;
-    if (v->is_input)
-        d.kind = AF_TENSOR_INPUT;
-    else if (v->is_const && v->producer < 0)
-        d.kind = AF_TENSOR_CONSTANT;
-    else if (v->is_output)
-        d.kind = AF_TENSOR_OUTPUT;
-    if (v->alias_of >= 0)
-        d.alias_of = im->vals[v->alias_of].name;
-    return af_graph_add_tensor(gr, &d, NULL, im->err);
-}
-
-static int emit_attrs(imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
-{
-    for (size_t i = 0; i < n->n_attribute; i++) {
-        const Onnx__AttributeProto *a = n->attribute[i];
-        af_attr_t at = {.name = a->name};
-        double fl[64];
-        char s[256];
-        if (a->has_i) {
-            at.type = AF_ATTR_INT;
-            at.i = a->i;
-        } else if (a->has_f) {
-            at.type = AF_ATTR_FLOAT;
-            at.f = a->f;
-        } else if (a->has_s) {
-            at.type = AF_ATTR_STRING;
-            snprintf(s, sizeof(s), "%.*s", (int)(a->s.len < 255 ? a->s.len : 255),
-                     (const char *)a->s.data);
-            at.s = s;
-        } else if (a->n_ints) {
-            at.type = AF_ATTR_INTS;
-            at.ints = a->ints;
-            at.n = (int32_t)a->n_ints;
-        } else if (a->n_floats && a->n_floats <= AF_ARRAY_SIZE(fl)) {
-            at.type = AF_ATTR_FLOATS;
-            for (size_t k = 0; k < a->n_floats; k++)
-                fl[k] = a->floats[k];
-            at.floats = fl;
-            at.n = (int32_t)a->n_floats;
-        } else {
-            continue; /* tensors, graphs, types: not carried */
-        }
-        int rc = af_graph_node_set_attr(gr, id, &at, im->err);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
-static int emit_node(imp_t *im, af_graph_t *gr, const knode_t *k, size_t idx)
-{
-    const Onnx__NodeProto *n = k->node;
-    const char *ins[32], *outs[32];
-    int ni = 0, no = 0;
-    for (int i = 0; i < k->n_in; i++)
-        if (k->io[i] >= 0)
-            ins[ni++] = im->vals[k->io[i]].name;
-    for (int i = 0; i < k->n_out; i++)
-        if (k->io[k->n_in + i] >= 0)
-            outs[no++] = im->vals[k->io[k->n_in + i]].name;
-    char name[300];
-    snprintf(name, sizeof(name), "%s", n->name && n->name[0] ? n->name : "");
-    if (!name[0])
-        snprintf(name, sizeof(name), "%s_%zu", n->op_type, idx);
-    af_inplace_t ip = {0, 0};
-    af_node_desc_t d = {.name = name,
-                        .op = n->op_type,
-                        .inputs = ins,
-                        .n_inputs = ni,
-                        .outputs = outs,
-                        .n_outputs = no};
-    if (af__onnx_is_inplace(n->op_type) && k->n_in > 0 && k->io[0] >= 0 && no > 0 &&
-        k->io[k->n_in] >= 0) {
-        const af__onnx_val_t *a = &im->vals[k->io[0]], *b = &im->vals[k->io[k->n_in]];
-        if (!a->is_const && a->elem == b->elem && af__onnx_numel(a) >= 0 &&
-            af__onnx_numel(a) == af__onnx_numel(b) && a->alias_of < 0 && !a->is_input) {
-            d.inplace = &ip;
-            d.n_inplace = 1;
-        }
-    }
-    int32_t id;
-    int rc = af_graph_add_node(gr, &d, &id, im->err);
-    for (int t = 1; rc == AF_EDUP && t < 1000; t++) { /* ONNX does not require unique names */
-        snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
-        rc = af_graph_add_node(gr, &d, &id, im->err);
-    }
-    return rc ? rc : emit_attrs(im, gr, id, n);
-}
-
-static int emit_graph(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
-{
-    af_graph_t *gr = NULL;
-    int rc = af_graph_create(&gr);
-    if (rc)
-        return af__err(im->err, rc, "out of memory");
-    if (m->graph->name && (rc = af_graph_set_name(gr, m->graph->name)))
-        goto fail;
-    for (size_t i = 0; i < im->n_vals; i++) {
-        const af__onnx_val_t *v = &im->vals[i];
-        if ((v->used || v->is_output) && (rc = emit_tensor(im, gr, v)))
-            goto fail;
-    }
-    for (size_t i = 0; i < im->n_nodes; i++)
-        if ((rc = emit_node(im, gr, &im->nodes[i], i)))
-            goto fail;
-    if ((rc = af_graph_finalize(gr, im->err)))
-        goto fail;
-    *out = gr;
-    return 0;
-fail:
-    af_graph_destroy(gr);
-    return rc;
-}
-
 /* ---- entry points --------------------------------------------------------------------- */
 
 void af_onnx_opts_init(af_onnx_opts_t *o)
@@ -805,7 +654,7 @@ static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
         if ((rc = merge_declared(im, v, " (graph output)")))
             return rc;
     }
-    return emit_graph(im, m, out);
+    return af__onnx_emit(im, m->graph->name, out);
 }
 
 int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, af_graph_t **out,

@@ -49,6 +49,40 @@ typedef struct af__onnx_ctx {
     af_error_t *err;
 } af__onnx_ctx_t;
 
+typedef struct af__onnx_knode {
+    const Onnx__NodeProto *node;
+    int32_t *io; /* n_in input value ids (-1 absent) then n_out output ids (-1 absent) */
+    int n_in, n_out;
+} af__onnx_knode_t;
+
+typedef struct af__onnx_binding {
+    const char *param;
+    int64_t value;
+} af__onnx_binding_t;
+
+/* Importer state (onnx.c builds it, onnx_emit.c turns it into a graph). */
+typedef struct af__onnx_imp {
+    const af_onnx_opts_t *opts;
+    af_error_t *err;
+    int64_t opset;
+    af__onnx_val_t *vals;
+    size_t n_vals, cap_vals;
+    int32_t *hash; /* open addressing: value ids, -1 empty; power-of-two size */
+    size_t hash_cap;
+    af__onnx_knode_t *nodes;
+    size_t n_nodes, cap_nodes;
+    Onnx__NodeProto **synth; /* Identity nodes made for inlined If outputs */
+    size_t n_synth, cap_synth;
+    af__onnx_binding_t *binds;
+    size_t n_binds, cap_binds;
+} af__onnx_imp_t;
+
+/*
+ * Emits the kept values and nodes as a finalized graph named `name` (onnx_emit.c). Views become
+ * aliases, in-place hints are added for elementwise ops, attributes are copied. 0 or an error.
+ */
+int af__onnx_emit(af__onnx_imp_t *im, const char *name, af_graph_t **out);
+
 /* Element count of a value; -1 when a dim or the rank is unknown. */
 int64_t af__onnx_numel(const af__onnx_val_t *v);
 /* Bytes per element of an ONNX data type; 0 when unknown or variable (strings). */

@@ -1,0 +1,142 @@
+/*
+ * ONNX importer — turning the importer's kept values and nodes into a graph (graph.h).
+ *
+ * Every value read by a kept node, or a graph input/output, becomes a tensor: kind input,
+ * constant (initializers, Constant outputs, folded values with no run-time producer), output or
+ * intermediate; bytes = elements x element size when the shape is known, else AF_BYTES_DYNAMIC;
+ * a view's output is an alias of its input at offset 0. Every kept node becomes a node with its
+ * attributes (ints, floats, strings and their lists; tensors and graphs are not carried), named
+ * after the ONNX node (made unique with "#k" since ONNX does not require unique names), with an
+ * in-place hint when an elementwise op's output has its input's size and type. Reentrant.
+ */
+#ifdef AF_HAVE_ONNX /* built only with protobuf-c (graph/onnx.cmake) */
+#include "graph/onnx_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t *v)
+{
+    int64_t n = af__onnx_numel(v);
+    int sz = af__onnx_elem_size(v->elem);
+    af_tensor_desc_t d = {.name = v->name, .dtype = (af_dtype_t)af__onnx_dtype(v->elem)};
+    d.rank = v->rank <= AF_MAX_RANK ? v->rank : -1;
+    d.shape = v->dims;
+    d.bytes = n >= 0 && sz > 0 && (uint64_t)n <= (uint64_t)INT64_MAX / (uint64_t)sz
+                  ? n * sz
+                  : AF_BYTES_DYNAMIC;
+    if (v->is_input)
+        d.kind = AF_TENSOR_INPUT;
+    else if (v->is_const && v->producer < 0)
+        d.kind = AF_TENSOR_CONSTANT;
+    else if (v->is_output)
+        d.kind = AF_TENSOR_OUTPUT;
+    if (v->alias_of >= 0)
+        d.alias_of = im->vals[v->alias_of].name;
+    return af_graph_add_tensor(gr, &d, NULL, im->err);
+}
+
+static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
+{
+    for (size_t i = 0; i < n->n_attribute; i++) {
+        const Onnx__AttributeProto *a = n->attribute[i];
+        af_attr_t at = {.name = a->name};
+        double fl[64];
+        char s[256];
+        if (a->has_i) {
+            at.type = AF_ATTR_INT;
+            at.i = a->i;
+        } else if (a->has_f) {
+            at.type = AF_ATTR_FLOAT;
+            at.f = a->f;
+        } else if (a->has_s) {
+            at.type = AF_ATTR_STRING;
+            snprintf(s, sizeof(s), "%.*s", (int)(a->s.len < 255 ? a->s.len : 255),
+                     (const char *)a->s.data);
+            at.s = s;
+        } else if (a->n_ints) {
+            at.type = AF_ATTR_INTS;
+            at.ints = a->ints;
+            at.n = (int32_t)a->n_ints;
+        } else if (a->n_floats && a->n_floats <= AF_ARRAY_SIZE(fl)) {
+            at.type = AF_ATTR_FLOATS;
+            for (size_t k = 0; k < a->n_floats; k++)
+                fl[k] = a->floats[k];
+            at.floats = fl;
+            at.n = (int32_t)a->n_floats;
+        } else {
+            continue; /* tensors, graphs, types: not carried */
+        }
+        int rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t *k, size_t idx)
+{
+    const Onnx__NodeProto *n = k->node;
+    const char *ins[32], *outs[32];
+    int ni = 0, no = 0;
+    for (int i = 0; i < k->n_in; i++)
+        if (k->io[i] >= 0)
+            ins[ni++] = im->vals[k->io[i]].name;
+    for (int i = 0; i < k->n_out; i++)
+        if (k->io[k->n_in + i] >= 0)
+            outs[no++] = im->vals[k->io[k->n_in + i]].name;
+    char name[300];
+    snprintf(name, sizeof(name), "%s", n->name && n->name[0] ? n->name : "");
+    if (!name[0])
+        snprintf(name, sizeof(name), "%s_%zu", n->op_type, idx);
+    af_inplace_t ip = {0, 0};
+    af_node_desc_t d = {.name = name,
+                        .op = n->op_type,
+                        .inputs = ins,
+                        .n_inputs = ni,
+                        .outputs = outs,
+                        .n_outputs = no};
+    if (af__onnx_is_inplace(n->op_type) && k->n_in > 0 && k->io[0] >= 0 && no > 0 &&
+        k->io[k->n_in] >= 0) {
+        const af__onnx_val_t *a = &im->vals[k->io[0]], *b = &im->vals[k->io[k->n_in]];
+        if (!a->is_const && a->elem == b->elem && af__onnx_numel(a) >= 0 &&
+            af__onnx_numel(a) == af__onnx_numel(b) && a->alias_of < 0 && !a->is_input) {
+            d.inplace = &ip;
+            d.n_inplace = 1;
+        }
+    }
+    int32_t id;
+    int rc = af_graph_add_node(gr, &d, &id, im->err);
+    for (int t = 1; rc == AF_EDUP && t < 1000; t++) { /* ONNX does not require unique names */
+        snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
+        rc = af_graph_add_node(gr, &d, &id, im->err);
+    }
+    return rc ? rc : emit_attrs(im, gr, id, n);
+}
+
+int af__onnx_emit(af__onnx_imp_t *im, const char *name, af_graph_t **out)
+{
+    af_graph_t *gr = NULL;
+    int rc = af_graph_create(&gr);
+    if (rc)
+        return af__err(im->err, rc, "out of memory");
+    if (name && (rc = af_graph_set_name(gr, name)))
+        goto fail;
+    for (size_t i = 0; i < im->n_vals; i++) {
+        const af__onnx_val_t *v = &im->vals[i];
+        if ((v->used || v->is_output) && (rc = emit_tensor(im, gr, v)))
+            goto fail;
+    }
+    for (size_t i = 0; i < im->n_nodes; i++)
+        if ((rc = emit_node(im, gr, &im->nodes[i], i)))
+            goto fail;
+    if ((rc = af_graph_finalize(gr, im->err)))
+        goto fail;
+    *out = gr;
+    return 0;
+fail:
+    af_graph_destroy(gr);
+    return rc;
+}
+
+#endif /* AF_HAVE_ONNX */
