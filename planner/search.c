@@ -120,9 +120,10 @@ static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, ui
 /* ---- building the partitions -------------------------------------------------------------- */
 
 /*
- * Per-buffer features the static orders sort by (descending): the largest cross-section the
- * buffer takes part in (tot), its lifetime length (width), size x width (area), size, and start
- * time (earliest first, stored complemented).
+ * Per-buffer features the static orders sort by (descending): 0 the largest cross-section the
+ * buffer takes part in (tot), 1 its lifetime length (width), 2 size x width (area), 3 size,
+ * 4 start time (earliest first, stored complemented), 5 end time (latest first), 6 distance in
+ * sections from the largest cross-section (nearest first, complemented).
  */
 static void build_features(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx)
 {
