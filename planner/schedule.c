@@ -15,9 +15,9 @@
  *     dp_max_nodes consecutive steps around the current peak step are re-ordered exactly by the
  *     DP while that lowers the peak, under a total state budget of min(dp_max_states,
  *     REFINE_STATES) shared by the three best distinct member orders, which are refined in turn.
- * Fast path rule for big graphs: above BIG_NODES nodes only input, lpmf and xla-list run (the
- * cheapest members, O(n log n) with small constants) and there is no refinement; this keeps a
- * million-tensor graph well inside its planning-time target.
+ * Fast path rule for big graphs: above BIG_NODES nodes only input and lpmf run (the input order
+ * and the member that wins most often on wide graphs, O(n log n)) and there is no refinement; this
+ * keeps a million-tensor graph well inside its planning-time target.
  *
  * Budget: with opts->budget set, an order whose peak exceeds it is refused with AF_EBUDGET, the
  * message naming the scheduler, the peak step and node, and the largest tensors live there. The
@@ -27,6 +27,7 @@
  */
 #include "planner/schedule_int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,10 @@
 #define BIG_NODES 150000
 #define REFINE_MAX_NODES 150000
 #define REFINE_ROUNDS 24
+#define MAX_WINDOW_NODES 512 /* refinement windows: at most this many nodes (and 64 units) */
 #define PLACE_EVAL_ROOTS 400 /* tie-break by placed arena up to this many arena tensors */
 #define PLACE_EVAL_MAX 4     /* and for at most this many distinct tied orders */
-#define REFINE_STATES 240000 /* window-DP states per `best` call, over all windows */
+#define REFINE_STATES 120000 /* window-DP states per `best` call, over all windows */
 
 typedef int (*member_fn)(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
                          af_error_t *err);
@@ -129,10 +131,8 @@ typedef struct refine {
     int optimal;
 } refine_t;
 
-static int first_peak(refine_t *r, int32_t *ps)
+static void scan_peak(refine_t *r, int32_t *ps)
 {
-    if (af__smodel_profile(r->m, r->order, r->during, r->live_after))
-        return AF_ENOMEM;
     r->peak = 0;
     *ps = 0;
     for (int32_t s = 0; s < r->m->n; s++)
@@ -140,38 +140,95 @@ static int first_peak(refine_t *r, int32_t *ps)
             r->peak = r->during[s];
             *ps = s;
         }
-    return 0;
+}
+
+/*
+ * Recomputes the profile of steps [lo, hi) after the window was reordered: the rest of the
+ * order is unchanged, and so are the live bytes outside the window. A root is allocated at its
+ * first touch and freed after its last (step[] is current), O(touches of the window's roots).
+ */
+static void update_window(refine_t *r, int32_t lo, int32_t hi)
+{
+    const af__smodel_t *m = r->m;
+    uint64_t live = lo ? r->live_after[lo - 1] : m->base;
+    for (int32_t s = lo; s < hi; s++) {
+        int32_t v = r->order[s];
+        uint64_t alloc = 0, freed = 0;
+        for (int32_t t = m->t_off[v]; t < m->t_off[v + 1]; t++) {
+            int32_t x = m->t_root[t], mn = INT32_MAX, mx = -1;
+            for (int32_t i = m->r_off[x]; i < m->r_off[x + 1]; i++) {
+                int32_t st = r->step[m->r_node[i]];
+                mn = st < mn ? st : mn;
+                mx = st > mx ? st : mx;
+            }
+            if (!(m->flags[x] & SM_INPUT) && mn == s)
+                alloc += m->size[x];
+            if (!(m->flags[x] & SM_PINNED) && mx == s)
+                freed += m->size[x];
+        }
+        r->during[s] = live + alloc + (s == 0 ? m->extra0 : 0);
+        live = live + alloc - freed;
+        r->live_after[s] = live;
+    }
+}
+
+/*
+ * Grows a window from `anchor` to the left (dir < 0), right (dir > 0) or both ways alternately
+ * (dir == 0) while it holds at most r->k units.
+ */
+static void grow_window(const refine_t *r, int32_t anchor, int dir, int contract, int32_t *lo_out,
+                        int32_t *hi_out)
+{
+    const af__smodel_t *m = r->m;
+    int32_t lo = anchor, hi = anchor + 1;
+    int side = dir >= 0 ? 1 : -1, blocked_l = 0, blocked_r = 0;
+    while (hi - lo < MAX_WINDOW_NODES && !(blocked_l && blocked_r)) {
+        if (dir > 0 || (dir == 0 && side > 0 && !blocked_r) || (dir == 0 && blocked_l)) {
+            if (hi >= m->n || af__dp_units(m, r->step, r->order, lo, hi + 1, contract) > r->k)
+                blocked_r = 1;
+            else
+                hi++;
+            if (dir > 0 && blocked_r)
+                break;
+        } else {
+            if (lo <= 0 || af__dp_units(m, r->step, r->order, lo - 1, hi, contract) > r->k)
+                blocked_l = 1;
+            else
+                lo--;
+            if (dir < 0 && blocked_l)
+                break;
+        }
+        side = -side;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
 }
 
 /* Tries windows around the peak step; *better = 1 if one lowered its local peak. */
-static int refine_round(refine_t *r, int32_t ps, int *better)
+static int refine_round(refine_t *r, int32_t ps, int *better, int32_t *lo_out, int32_t *hi_out)
 {
     const af__smodel_t *m = r->m;
-    int32_t k = r->k, starts[3] = {ps - k / 2, ps - k + 1, ps}, tried[3];
     *better = 0;
-    for (int i = 0; i < 3 && r->states < r->max_states; i++) {
-        int32_t lo = starts[i] < 0 ? 0 : starts[i];
-        if (lo > m->n - k)
-            lo = m->n - k;
-        int dup = 0;
-        for (int j = 0; j < i; j++)
-            dup |= tried[j] == lo;
-        tried[i] = lo;
-        if (dup)
-            continue;
-        af__dp_window_t w = {.lo = lo,
-                             .hi = lo + k,
-                             .bound = r->peak,
-                             .live_before = lo ? r->live_after[lo - 1] : m->base,
-                             .max_states = (r->max_states - r->states) / 4 + 1024};
-        if (af__sched_dp_window(m, r->order, r->step, &w))
-            return AF_ENOMEM;
-        r->states += w.states_used;
-        if (w.improved) {
-            *better = 1;
-            return 0;
+    for (int contract = 1; contract >= 0; contract--)
+        for (int dir = 0; dir < 3 && r->states < r->max_states; dir++) {
+            int32_t lo, hi;
+            grow_window(r, ps, dir == 0 ? 0 : (dir == 1 ? -1 : 1), contract, &lo, &hi);
+            af__dp_window_t w = {.lo = lo,
+                                 .hi = hi,
+                                 .contract = contract,
+                                 .bound = r->peak,
+                                 .live_before = lo ? r->live_after[lo - 1] : m->base,
+                                 .max_states = (r->max_states - r->states) / 4 + 1024};
+            if (af__sched_dp_window(m, r->order, r->step, &w))
+                return AF_ENOMEM;
+            r->states += w.states_used;
+            if (w.improved) {
+                *better = 1;
+                *lo_out = lo;
+                *hi_out = hi;
+                return 0;
+            }
         }
-    }
     return 0;
 }
 
@@ -184,8 +241,7 @@ static int refine(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order
     *changed = 0;
     if (n == 0 || k < 2)
         return 0;
-    uint64_t budget = o->dp_max_states < REFINE_STATES ? o->dp_max_states : REFINE_STATES;
-    refine_t r = {.m = m, .order = order, .max_states = budget, .k = k < n ? k : n};
+    refine_t r = {.m = m, .order = order, .max_states = o->dp_max_states, .k = k < n ? k : n};
     r.step = af__malloc((size_t)n * sizeof(int32_t));
     r.during = af__malloc((size_t)n * sizeof(uint64_t));
     r.live_after = af__malloc((size_t)n * sizeof(uint64_t));
@@ -212,18 +268,24 @@ static int refine(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order
     rc = 0;
     if (n > REFINE_MAX_NODES)
         goto out;
+    if (af__smodel_profile(m, order, r.during, r.live_after)) {
+        rc = AF_ENOMEM;
+        goto out;
+    }
     for (int round = 0; round < REFINE_ROUNDS && r.states < r.max_states; round++) {
-        int32_t ps;
+        int32_t ps, lo = 0, hi = 0;
         int better;
-        if ((rc = first_peak(&r, &ps)) || (rc = refine_round(&r, ps, &better)))
+        scan_peak(&r, &ps);
+        if ((rc = refine_round(&r, ps, &better, &lo, &hi)))
             goto out;
         if (!better)
             break;
+        update_window(&r, lo, hi);
         *changed = 1;
     }
     if (*changed) {
         int32_t ps;
-        rc = first_peak(&r, &ps);
+        scan_peak(&r, &ps);
         *peak = r.peak;
     }
 out:
@@ -374,7 +436,10 @@ static int refine_best(pf_t *p, int force_all)
         c->peak = p->c[b].peak;
         int changed = 0;
         af_plan_opts_t o = *p->o;
-        o.dp_max_states = p->o->dp_max_states / (uint64_t)top;
+        if (m->n > o.dp_max_nodes) /* refinement: one shared state budget */
+            o.dp_max_states =
+                (p->o->dp_max_states < REFINE_STATES ? p->o->dp_max_states : REFINE_STATES) /
+                (uint64_t)top;
         int rc = refine(m, &o, c->order, &c->peak, &c->optimal, &changed);
         if (rc)
             return rc;

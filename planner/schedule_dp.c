@@ -1,18 +1,24 @@
 /*
  * Exact scheduling by dynamic programming over scheduled sets (Serenity, Ahn et al. 2020).
  *
- * For a window W of k <= 64 consecutive nodes of a topological order, everything before the
- * window is already run and everything after runs later, so any topological order of W can be
- * spliced in. The live bytes after running a subset S of W depend on S only (a root is live if
- * some toucher has run and some has not, or it is an input/output), so the search is a DP over
- * subsets: peak(S + v) = min over last nodes v of max(peak(S), mem(S) + alloc(v, S)). States are
+ * For a window W of consecutive steps of a topological order, everything before the window is
+ * already run and everything after runs later, so any topological order of W can be spliced in.
+ * The live bytes after running a subset S of W depend on S only (a root is live if some toucher
+ * has run and some has not, or it is an input/output), so the search is a DP over subsets:
+ * peak(S + u) = min over last units u of max(peak(S), peak of running u after S). States are
  * expanded layer by layer (|S| = 0, 1, ...); each layer is a hash table keyed by S keeping the
  * lowest peak (first found on ties, so results are deterministic). A transition whose step
  * reaches `bound` (the best peak known, from the heuristics) is pruned, which is what keeps the
  * reachable state count small. The number of states is capped; hitting the cap abandons the
  * window (no partial result is used) and reports the search incomplete.
  *
- * Memory: 32 bytes per state; time O(states * k * touches per node).
+ * Units: with `contract` set, chains inside the window (u -> v where u's only successor is v
+ * and v's only predecessor is u) are contracted into one unit that runs without interruption,
+ * so a 64-bit set covers windows of up to 64 chains (a RandWire node is one 5-op chain). This
+ * restricts the orders searched (an exact result is then exact for chain-atomic orders only);
+ * without `contract` every node is a unit and a complete search is a proof of optimality.
+ *
+ * Memory: 32 bytes per state; time O(states * units * touches per unit).
  */
 #include "planner/schedule_int.h"
 
@@ -21,79 +27,181 @@
 typedef struct dp_state {
     uint64_t mask, peak, mem;
     int32_t parent;
-    int32_t node; /* window index of the last node */
+    int32_t node; /* unit index of the last unit */
 } dp_state_t;
 
+enum { EV_ALLOC = 0, EV_STEP = 1, EV_FREE = 2 };
+
 typedef struct win {
-    int32_t k;
-    uint64_t pmask[64]; /* predecessors inside the window */
+    int32_t len, k;        /* window nodes, units (k <= 64) */
+    int32_t *unit_of;      /* window node -> unit */
+    int32_t *uoff, *unode; /* unit -> its window nodes, in chain order */
+    uint64_t pmask[64];    /* predecessor units inside the window */
     int32_t nroot;
     int32_t *gid;              /* local root -> model root */
-    uint64_t *rsize, *rmask;   /* size, window nodes touching it */
+    uint64_t *rsize, *rmask;   /* size, units touching it */
     uint8_t *rbefore, *rafter; /* allocated before the window / live after it */
-    int32_t *toff, *troot;     /* window node -> local roots */
+    int32_t *eoff, *ex;        /* unit -> events: root (or -1 for a step boundary) */
+    uint8_t *ekind;
+    int32_t *first, *last, *stamp; /* per local root, scratch for building events */
 } win_t;
 
 static void win_free(win_t *w)
 {
+    af__free(w->unit_of);
+    af__free(w->uoff);
+    af__free(w->unode);
     af__free(w->gid);
     af__free(w->rsize);
     af__free(w->rmask);
     af__free(w->rbefore);
     af__free(w->rafter);
-    af__free(w->toff);
-    af__free(w->troot);
+    af__free(w->eoff);
+    af__free(w->ex);
+    af__free(w->ekind);
+    af__free(w->first);
+    af__free(w->last);
+    af__free(w->stamp);
 }
 
-static int32_t local_root(win_t *w, const af__smodel_t *m, int32_t r)
+/* Merges window node i into its predecessor's unit when the edge between them is a chain link. */
+static int32_t chain_pred(const af_graph_t *g, const int32_t *step, int32_t v, int32_t lo,
+                          int32_t hi)
 {
-    for (int32_t x = 0; x < w->nroot; x++) /* windows touch a few hundred roots at most */
-        if (w->gid[x] == r)
-            return x;
+    const af_node_info_t *nd = af_graph_node(g, v);
+    if (nd->n_preds != 1)
+        return -1;
+    int32_t p = nd->preds[0], s = step[p];
+    if (s < lo || s >= hi || af_graph_node(g, p)->n_succs != 1)
+        return -1;
+    return s - lo;
+}
+
+int32_t af__dp_units(const af__smodel_t *m, const int32_t *step, const int32_t *order, int32_t lo,
+                     int32_t hi, int contract)
+{
+    int32_t k = 0;
+    for (int32_t i = lo; i < hi; i++)
+        k += !contract || chain_pred(m->g, step, order[i], lo, hi) < 0;
+    return k;
+}
+
+static int32_t local_root(win_t *w, const af__smodel_t *m, int32_t r, int32_t *map)
+{
+    if (map[r] >= 0 && map[r] < w->nroot && w->gid[map[r]] == r)
+        return map[r];
     int32_t x = w->nroot++;
     w->gid[x] = r;
     w->rsize[x] = m->size[r];
     w->rmask[x] = 0;
+    w->stamp[x] = -1;
+    map[r] = x;
     return x;
 }
 
-/* Collects the roots the window touches and their before/inside/after status. */
-static int win_build(const af__smodel_t *m, const int32_t *order, const int32_t *step, int32_t lo,
-                     int32_t hi, win_t *w)
+static int win_alloc(win_t *w, size_t nt)
 {
-    const af_graph_t *g = m->g;
-    memset(w, 0, sizeof(*w));
-    w->k = hi - lo;
-    size_t nt = 0;
-    for (int32_t i = lo; i < hi; i++)
-        nt += (size_t)(m->t_off[order[i] + 1] - m->t_off[order[i]]);
+    size_t n1 = (size_t)w->len + 1;
+    w->unit_of = af__malloc(n1 * sizeof(int32_t));
+    w->uoff = af__malloc(66 * sizeof(int32_t));
+    w->unode = af__malloc(n1 * sizeof(int32_t));
     w->gid = af__malloc((nt + 1) * sizeof(int32_t));
     w->rsize = af__malloc((nt + 1) * sizeof(uint64_t));
     w->rmask = af__malloc((nt + 1) * sizeof(uint64_t));
     w->rbefore = af__malloc(nt + 1);
     w->rafter = af__malloc(nt + 1);
-    w->toff = af__malloc(((size_t)w->k + 1) * sizeof(int32_t));
-    w->troot = af__malloc((nt + 1) * sizeof(int32_t));
-    if (!w->gid || !w->rsize || !w->rmask || !w->rbefore || !w->rafter || !w->toff || !w->troot)
-        return AF_ENOMEM;
-    int32_t nk = 0;
-    for (int32_t i = 0; i < w->k; i++) {
-        int32_t v = order[lo + i];
-        const af_node_info_t *nd = af_graph_node(g, v);
-        w->pmask[i] = 0;
+    w->eoff = af__malloc(66 * sizeof(int32_t));
+    w->ex = af__malloc((2 * nt + n1) * sizeof(int32_t));
+    w->ekind = af__malloc(2 * nt + n1);
+    w->first = af__malloc((nt + 1) * sizeof(int32_t));
+    w->last = af__malloc((nt + 1) * sizeof(int32_t));
+    w->stamp = af__malloc((nt + 1) * sizeof(int32_t));
+    return (w->unit_of && w->uoff && w->unode && w->gid && w->rsize && w->rmask && w->rbefore &&
+            w->rafter && w->eoff && w->ex && w->ekind && w->first && w->last && w->stamp)
+               ? 0
+               : AF_ENOMEM;
+}
+
+/* Units, their predecessor masks and member lists. Returns 1 when there are more than 64. */
+static int build_units(const af__smodel_t *m, const int32_t *order, const int32_t *step, int32_t lo,
+                       int32_t hi, int contract, win_t *w)
+{
+    const af_graph_t *g = m->g;
+    int32_t cnt[65] = {0};
+    w->k = 0;
+    for (int32_t i = 0; i < w->len; i++) {
+        int32_t p = contract ? chain_pred(g, step, order[lo + i], lo, hi) : -1;
+        if (p >= 0) {
+            w->unit_of[i] = w->unit_of[p];
+        } else {
+            if (w->k == 64)
+                return 1;
+            w->unit_of[i] = w->k++;
+        }
+        cnt[w->unit_of[i]]++;
+    }
+    w->uoff[0] = 0;
+    for (int32_t u = 0; u < w->k; u++)
+        w->uoff[u + 1] = w->uoff[u] + cnt[u];
+    memset(cnt, 0, sizeof(cnt));
+    for (int32_t i = 0; i < w->len; i++) {
+        int32_t u = w->unit_of[i];
+        w->unode[w->uoff[u] + cnt[u]++] = i;
+    }
+    for (int32_t u = 0; u < w->k; u++)
+        w->pmask[u] = 0;
+    for (int32_t i = 0; i < w->len; i++) {
+        const af_node_info_t *nd = af_graph_node(g, order[lo + i]);
         for (int32_t j = 0; j < nd->n_preds; j++) {
             int32_t s = step[nd->preds[j]];
-            if (s >= lo && s < hi)
-                w->pmask[i] |= 1ull << (s - lo);
-        }
-        w->toff[i] = nk;
-        for (int32_t t = m->t_off[v]; t < m->t_off[v + 1]; t++) {
-            int32_t x = local_root(w, m, m->t_root[t]);
-            w->rmask[x] |= 1ull << i;
-            w->troot[nk++] = x;
+            if (s >= lo && s < hi && w->unit_of[s - lo] != w->unit_of[i])
+                w->pmask[w->unit_of[i]] |= 1ull << w->unit_of[s - lo];
         }
     }
-    w->toff[w->k] = nk;
+    return 0;
+}
+
+/* Per unit: at each of its steps the roots first touched (alloc), a step mark, then the roots
+ * last touched (free candidates); plus each root's before/after status. */
+static void build_events(const af__smodel_t *m, const int32_t *order, const int32_t *step,
+                         int32_t lo, int32_t hi, win_t *w, int32_t *map)
+{
+    int32_t ne = 0;
+    for (int32_t u = 0; u < w->k; u++) {
+        w->eoff[u] = ne;
+        for (int32_t q = w->uoff[u]; q < w->uoff[u + 1]; q++) {
+            int32_t v = order[lo + w->unode[q]];
+            for (int32_t t = m->t_off[v]; t < m->t_off[v + 1]; t++) {
+                int32_t x = local_root(w, m, m->t_root[t], map);
+                w->rmask[x] |= 1ull << u;
+                if (w->stamp[x] != u) {
+                    w->stamp[x] = u;
+                    w->first[x] = q;
+                }
+                w->last[x] = q;
+            }
+        }
+        for (int32_t q = w->uoff[u]; q < w->uoff[u + 1]; q++) {
+            int32_t v = order[lo + w->unode[q]];
+            for (int32_t t = m->t_off[v]; t < m->t_off[v + 1]; t++) {
+                int32_t x = map[m->t_root[t]];
+                if (w->first[x] == q) {
+                    w->ex[ne] = x;
+                    w->ekind[ne++] = EV_ALLOC;
+                }
+            }
+            w->ex[ne] = -1;
+            w->ekind[ne++] = EV_STEP;
+            for (int32_t t = m->t_off[v]; t < m->t_off[v + 1]; t++) {
+                int32_t x = map[m->t_root[t]];
+                if (w->last[x] == q) {
+                    w->ex[ne] = x;
+                    w->ekind[ne++] = EV_FREE;
+                }
+            }
+        }
+    }
+    w->eoff[w->k] = ne;
     for (int32_t x = 0; x < w->nroot; x++) {
         int32_t r = w->gid[x];
         w->rbefore[x] = (m->flags[r] & SM_INPUT) != 0;
@@ -106,6 +214,21 @@ static int win_build(const af__smodel_t *m, const int32_t *order, const int32_t 
                 w->rafter[x] = 1;
         }
     }
+}
+
+static int win_build(const af__smodel_t *m, const int32_t *order, const int32_t *step, int32_t lo,
+                     int32_t hi, int contract, win_t *w, int32_t *map)
+{
+    memset(w, 0, sizeof(*w));
+    w->len = hi - lo;
+    size_t nt = 0;
+    for (int32_t i = lo; i < hi; i++)
+        nt += (size_t)(m->t_off[order[i] + 1] - m->t_off[order[i]]);
+    if (win_alloc(w, nt))
+        return AF_ENOMEM;
+    if (build_units(m, order, step, lo, hi, contract, w))
+        return 1;
+    build_events(m, order, step, lo, hi, w, map);
     return 0;
 }
 
@@ -178,19 +301,35 @@ static int dp_offer(dp_t *d, size_t from, const dp_state_t *s)
     return 0;
 }
 
-static void expand(const win_t *w, const dp_state_t *s, int32_t j, uint64_t extra,
+/* Runs unit u after set s: the unit's peak (*step_peak, UINT64_MAX if it reaches the bound) and
+ * the live bytes after it. */
+static void expand(const win_t *w, const dp_state_t *s, int32_t u, uint64_t extra, uint64_t bound,
                    uint64_t *step_peak, uint64_t *mem_after)
 {
-    uint64_t bit = 1ull << j, after = s->mask | bit, alloc = 0, freed = 0;
-    for (int32_t t = w->toff[j]; t < w->toff[j + 1]; t++) {
-        int32_t x = w->troot[t];
-        if (!w->rbefore[x] && !(w->rmask[x] & s->mask))
-            alloc += w->rsize[x];
-        if (!w->rafter[x] && !(w->rmask[x] & ~after))
-            freed += w->rsize[x];
+    uint64_t after = s->mask | (1ull << u), mem = s->mem, pk = 0;
+    for (int32_t e = w->eoff[u]; e < w->eoff[u + 1]; e++) {
+        int32_t x = w->ex[e];
+        switch (w->ekind[e]) {
+        case EV_ALLOC:
+            if (!w->rbefore[x] && !(w->rmask[x] & s->mask))
+                mem += w->rsize[x];
+            break;
+        case EV_STEP:
+            if (mem + extra > pk)
+                pk = mem + extra;
+            extra = 0; /* the step-0-only inputs count at the very first step */
+            if (pk >= bound) {
+                *step_peak = UINT64_MAX;
+                return;
+            }
+            break;
+        default:
+            if (!w->rafter[x] && !(w->rmask[x] & ~after))
+                mem -= w->rsize[x];
+        }
     }
-    *step_peak = s->mem + alloc + extra;
-    *mem_after = s->mem + alloc - freed;
+    *step_peak = pk;
+    *mem_after = mem;
 }
 
 static int search(const af__smodel_t *m, const win_t *w, af__dp_window_t *p, dp_t *d)
@@ -210,11 +349,11 @@ static int search(const af__smodel_t *m, const win_t *w, af__dp_window_t *p, dp_
                 if ((s.mask >> j) & 1 || (w->pmask[j] & ~s.mask))
                     continue;
                 uint64_t sp, mem;
-                expand(w, &s, j, (p->lo == 0 && layer == 0) ? m->extra0 : 0, &sp, &mem);
-                uint64_t pk = sp > s.peak ? sp : s.peak;
-                if (pk >= p->bound)
+                expand(w, &s, j, (p->lo == 0 && layer == 0) ? m->extra0 : 0, p->bound, &sp, &mem);
+                if (sp == UINT64_MAX)
                     continue;
-                dp_state_t nsx = {s.mask | (1ull << j), pk, mem, (int32_t)i, j};
+                dp_state_t nsx = {s.mask | (1ull << j), sp > s.peak ? sp : s.peak, mem, (int32_t)i,
+                                  j};
                 if (dp_offer(d, to, &nsx))
                     return AF_ENOMEM;
                 if (d->n > p->max_states) {
@@ -236,34 +375,53 @@ static int search(const af__smodel_t *m, const win_t *w, af__dp_window_t *p, dp_
     return 0;
 }
 
+/* Rewrites order[lo..hi) (and step) from the DP's best full state. */
+static int splice(const win_t *w, const dp_t *d, int32_t *order, int32_t *step, int32_t lo)
+{
+    uint64_t full = w->k == 64 ? ~0ull : (1ull << w->k) - 1;
+    int32_t units[64], *orig = af__malloc((size_t)w->len * sizeof(int32_t));
+    if (!orig)
+        return AF_ENOMEM;
+    memcpy(orig, order + lo, (size_t)w->len * sizeof(int32_t));
+    size_t last = d->n - 1;
+    while (d->st[last].mask != full)
+        last--;
+    int32_t i = w->k;
+    for (int32_t s = (int32_t)last; s > 0; s = d->st[s].parent)
+        units[--i] = d->st[s].node;
+    int32_t pos = lo;
+    for (int32_t k = 0; k < w->k; k++)
+        for (int32_t q = w->uoff[units[k]]; q < w->uoff[units[k] + 1]; q++) {
+            int32_t v = orig[w->unode[q]];
+            order[pos] = v;
+            step[v] = pos++;
+        }
+    af__free(orig);
+    return 0;
+}
+
 int af__sched_dp_window(const af__smodel_t *m, int32_t *order, int32_t *step, af__dp_window_t *p)
 {
     p->improved = 0;
     p->complete = 0;
-    if (p->hi - p->lo > 64 || p->hi <= p->lo)
+    if (p->hi <= p->lo)
         return 0;
     win_t w;
     dp_t d;
     memset(&d, 0, sizeof(d));
-    int rc = win_build(m, order, step, p->lo, p->hi, &w);
-    if (!rc)
-        rc = search(m, &w, p, &d);
-    if (!rc && p->improved) {
-        int32_t node[64];
-        size_t last = d.n - 1;
-        while (d.st[last].mask != (w.k == 64 ? ~0ull : (1ull << w.k) - 1))
-            last--;
-        int32_t orig[64];
-        memcpy(orig, order + p->lo, (size_t)w.k * sizeof(int32_t));
-        int32_t i = w.k;
-        for (int32_t s = (int32_t)last; s > 0; s = d.st[s].parent)
-            node[--i] = d.st[s].node;
-        for (int32_t k = 0; k < w.k; k++) {
-            order[p->lo + k] = orig[node[k]];
-            step[orig[node[k]]] = p->lo + k;
-        }
+    int32_t *map = af__malloc(((size_t)m->nr + 1) * sizeof(int32_t));
+    int rc = map ? 0 : AF_ENOMEM;
+    memset(&w, 0, sizeof(w));
+    if (!rc) {
+        memset(map, 0xff, ((size_t)m->nr + 1) * sizeof(int32_t));
+        rc = win_build(m, order, step, p->lo, p->hi, p->contract, &w, map);
     }
+    if (rc == 1)
+        rc = 0; /* more than 64 units: nothing to do */
+    else if (!rc && !(rc = search(m, &w, p, &d)) && p->improved)
+        rc = splice(&w, &d, order, step, p->lo);
     win_free(&w);
+    af__free(map);
     af__free(d.st);
     af__free(d.tab);
     return rc;

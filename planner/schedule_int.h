@@ -84,8 +84,8 @@ int af__sched_rpo(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order
 /*
  * Exact DP (schedule_dp.c), Serenity-style: over the sets of scheduled nodes of the window
  * order[lo..hi) of a complete topological order (the rest fixed), memoised on the set, keeping
- * the lowest peak per set, pruning every partial order whose peak reaches `bound`. Window size
- * <= 64. step[v] = position of v in order (updated for the window on success); live_before =
+ * the lowest peak per set, pruning every partial order whose peak reaches `bound`. At most
+ * 64 units. step[v] = position of v in order (updated for the window on success); live_before =
  * live bytes after step lo - 1 (base for lo == 0). *improved = 1 when order[lo..hi) was
  * rewritten to a window peak below bound; *complete = 1 when the search ran to the end within
  * max_states (the window's result, or `bound` if nothing was found, is then optimal for it).
@@ -93,6 +93,7 @@ int af__sched_rpo(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order
  */
 typedef struct af__dp_window {
     int32_t lo, hi;
+    int contract; /* contract chains into units (then `complete` is not an optimality proof) */
     uint64_t bound, live_before, max_states;
     int improved, complete;
     uint64_t peak; /* window peak when improved */
@@ -100,5 +101,8 @@ typedef struct af__dp_window {
 } af__dp_window_t;
 
 int af__sched_dp_window(const af__smodel_t *m, int32_t *order, int32_t *step, af__dp_window_t *w);
+/* Units the window order[lo..hi) has (chains contracted when `contract`). */
+int32_t af__dp_units(const af__smodel_t *m, const int32_t *step, const int32_t *order, int32_t lo,
+                     int32_t hi, int contract);
 
 #endif
