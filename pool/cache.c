@@ -94,6 +94,11 @@ void af_pool_cache_flush(af_pool_cache_t *k)
         return;
     for (uint32_t c = 0; c < k->pool->nclasses; c++)
         af__pool_bin_flush(k, c, UINT32_MAX);
+    for (int i = 0; i < AF__POOL_CACHE_HUGE; i++)
+        if (k->huge[i]) {
+            af__pool_huge_return(k->pool, k->huge[i]);
+            k->huge[i] = NULL;
+        }
     af__pool_idle_tick(k->pool);
 }
 
@@ -186,6 +191,35 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
     return af__pool_alloc_slow(p, c, size, k, out);
 }
 
+/* A huge request: a chunk this cache freed, within 25% of the size, else the pool (glock). */
+static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
+{
+    af_pool_t *p = k->pool;
+    uint64_t bytes = af__align_up(size, AF__POOL_GRANULE);
+    int best = -1;
+    for (int i = 0; i < AF__POOL_CACHE_HUGE; i++) {
+        af__pool_chunk_t *ch = k->huge[i];
+        if (ch && ch->bytes >= bytes && ch->bytes - bytes <= bytes / 4 &&
+            (best < 0 || ch->bytes < k->huge[best]->bytes))
+            best = i;
+    }
+    if (best < 0 || bytes < size) {
+        AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
+        return af__pool_huge_alloc(p, size, out);
+    }
+    af__pool_chunk_t *ch = k->huge[best];
+    k->huge[best] = NULL;
+    ch->req = size;
+    atomic_store_explicit(&ch->blocks[0].state,
+                          af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
+                          memory_order_relaxed);
+    AF__ADD(&p->huge_allocs, 1);
+    live_add(k, (int64_t)size);
+    af__pool_on_alloc(p, ch->base, size);
+    *out = ch->base;
+    return 0;
+}
+
 /* Everything the fast path leaves out: miss, huge, annotations, exact peak. Out of line so the
  * fast path needs no stack frame. */
 static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out,
@@ -195,10 +229,8 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
     if (!b) {
         if (size == 0)
             return AF_EINVAL;
-        if (size > p->max_size) {
-            AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
-            return af__pool_huge_alloc(p, size, out);
-        }
+        if (size > p->max_size)
+            return cache_huge_alloc(k, size, out);
         int rc = cache_miss(k, c, size, &b);
         if (rc)
             return rc;
@@ -268,6 +300,14 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
             return rc;
     }
     if (ch->cls < 0) {
+        for (int i = 0; i < AF__POOL_CACHE_HUGE; i++)
+            if (!k->huge[i]) { /* keep it for this cache's next huge request: no lock */
+                af__pool_on_free(p, ch->base, ch->bytes);
+                live_add(k, -(int64_t)ch->req);
+                AF__ADD(&p->huge_frees, 1);
+                k->huge[i] = ch;
+                return 0;
+            }
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
         return af__pool_huge_free(p, ch);
     }

@@ -493,9 +493,15 @@ int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
 int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch)
 {
     af__pool_on_free(p, ch->base, ch->bytes);
-    af__pool_glock(p);
     AF__SUB(&p->live_req, (int64_t)ch->req);
     AF__ADD(&p->huge_frees, 1);
+    af__pool_huge_return(p, ch);
+    return 0;
+}
+
+void af__pool_huge_return(af_pool_t *p, af__pool_chunk_t *ch)
+{
+    af__pool_glock(p);
     if (p->huge_free_bytes + ch->bytes <= p->opts.huge_cache_bytes) {
         ch->hnext = p->huge_free;
         p->huge_free = ch;
@@ -506,7 +512,6 @@ int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch)
         chunk_release(p, ch);
     }
     af__pool_gunlock(p);
-    return 0;
 }
 
 /* ---- trim and the idle policy ---------------------------------------------------------- */

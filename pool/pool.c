@@ -36,7 +36,7 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->va_reserve = 32ull << 30;
 #endif
     o->cache_slots = 128;
-    o->cache_bytes = 256ull << 20;
+    o->cache_bytes = 1ull << 30;
     o->borrow_max_ratio = 4.0;
     o->cache_borrow_ratio = 4.0;
     o->chunk_min = 16ull << 10;

@@ -23,6 +23,7 @@
 #define AF__POOL_GRANULE ((uint64_t)1 << AF__POOL_GRANULE_SHIFT)
 #define AF__POOL_LUT_SIZE 512
 #define AF__POOL_HUGE_CLASS 0xffu /* owner class byte of a huge chunk's block */
+#define AF__POOL_CACHE_HUGE 4     /* free huge chunks a cache keeps for reuse without a lock */
 
 /* Relaxed accessors for single-writer counters that other threads read. */
 #define AF__LD(p) atomic_load_explicit((p), memory_order_relaxed)
@@ -87,6 +88,7 @@ struct af_pool_cache {
     af_pool_t *pool;
     af__pool_bin_t *bins;
     int flags; /* nonzero: every call takes the general path (poison, ASan, exact peak) */
+    af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
     _Atomic int64_t live_req;
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
@@ -199,6 +201,8 @@ int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k);
 void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count);
 int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out);
 int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch);
+/* Puts a free (already annotated) huge chunk on the pool's huge cache or unmaps it. Takes glock. */
+void af__pool_huge_return(af_pool_t *p, af__pool_chunk_t *ch);
 /* Releases every chunk and the reservation (destroy). */
 void af__pool_unmap_all(af_pool_t *p);
 /* Idle policy check from slow paths (no lock held). */

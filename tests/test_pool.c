@@ -438,6 +438,34 @@ static void test_pool_cache_fast_path_takes_no_lock(void **state)
     af_pool_destroy(p);
 }
 
+/* A cache keeps the huge chunks it frees and hands them out again without the global mutex. */
+static void test_pool_cache_keeps_huge_chunks(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *h, *h2;
+    assert_int_equal(af_pool_cache_alloc(k, 100u << 20, &h), 0);
+    assert_int_equal(af_pool_cache_free(k, h), 0);
+    af_pool_stats_t st0, st;
+    af_pool_stats(p, &st0);
+    assert_int_equal(af_pool_cache_alloc(k, 90u << 20, &h2), 0);
+    assert_ptr_equal(h2, h);
+    assert_int_equal(af_pool_cache_free(k, h2), 0);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.global_locks, st0.global_locks);
+    assert_int_equal(st.os_maps, st0.os_maps);
+    assert_int_equal(af_pool_cache_free(k, h2), AF_EDOUBLEFREE);
+    assert_int_equal(st.requested_bytes, 0);
+    af_pool_cache_flush(k); /* back to the pool, where trim sees it */
+    uint64_t rel = 0;
+    af_pool_trim(p, AF_POOL_TRIM_RELEASE, &rel);
+    assert_true(rel >= (100u << 20));
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
 /* ---- stress -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -865,6 +893,7 @@ int main(void)
         cmocka_unit_test(test_pool_free_chunks_recycled_across_classes),
         cmocka_unit_test(test_pool_huge_reused_then_trimmed),
         cmocka_unit_test(test_pool_cache_fast_path_takes_no_lock),
+        cmocka_unit_test(test_pool_cache_keeps_huge_chunks),
         cmocka_unit_test(test_pool_stress_single_thread),
         cmocka_unit_test(test_pool_stress_multi_thread_cross_free),
         cmocka_unit_test(test_pool_trim_releases_rss),

@@ -62,7 +62,7 @@ typedef struct af_pool_opts {
     uint32_t nclasses;
     uint64_t va_reserve;       /* address space reserved up front; default 32 GiB (TSan: 16 GiB) */
     uint32_t cache_slots;      /* per-cache, per-class stack capacity; default 64 */
-    uint64_t cache_bytes;      /* per-cache, per-class byte cap (min 2 blocks); default 256 MiB */
+    uint64_t cache_bytes;      /* per-cache, per-class byte cap (min 2 blocks); default 1 GiB */
     double borrow_max_ratio;   /* borrow only from classes <= ratio x the wanted class; default 4;
                                   0 disables borrowing */
     double cache_borrow_ratio; /* a cache lends its own free blocks up to this ratio without a
