@@ -45,6 +45,7 @@ typedef struct af__worker {
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
     atomic_ullong steals, tasks;
+    char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
 } af__worker_t;
 
 typedef struct af__kernel_reg {
