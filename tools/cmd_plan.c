@@ -3,6 +3,8 @@
  */
 #include "tools/cli.h"
 
+#include "arenaflow/render.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,9 @@ static void usage(FILE *f)
                "                     command-line options override it\n"
                "  --input NAME=DIMS  ONNX: fix a symbolic input shape, e.g. input=1,3,224,224\n"
                "  --events FILE      write the event table (CSV) to FILE ('-' = stdout)\n"
+               "  --svg FILE         write the memory map (steps x arena offset) as SVG\n"
+               "  --html FILE        the same map in a self-contained HTML page (hover, zoom)\n"
+               "  --compare NAME     also draw the plan of placer or scheduler NAME beside it\n"
                "  --json             print one JSON object instead of the text report\n"
                "  -h, --help         this help\n\n"
                "exit status: 0 planned, 1 rejected input or failed plan, 2 usage error\n");
@@ -115,6 +120,56 @@ static int print_json(const af_graph_t *g, const af_plan_report_t *r)
     return 0;
 }
 
+/* Name of a placer or scheduler: sets it in o. Returns 0, or -1 when NAME is neither. */
+static int set_compare(af_plan_opts_t *o, const char *name)
+{
+    for (const char *const *n = af_place_names(); *n; n++)
+        if (!strcmp(*n, name)) {
+            o->placer = *n;
+            return 0;
+        }
+    for (const char *const *n = af_schedule_names(); *n; n++)
+        if (!strcmp(*n, name)) {
+            o->schedule = *n;
+            return 0;
+        }
+    return -1;
+}
+
+/* --svg / --html (and --compare): the memory map of the plan, beside a second plan if asked. */
+static int write_pictures(const af_graph_t *g, const af_plan_t *p, const af_plan_opts_t *opts,
+                          const char *compare, const char *svg, const char *html)
+{
+    af_plan_t *q = NULL;
+    af_error_t err;
+    af_error_clear(&err);
+    if (compare) {
+        af_plan_opts_t o2 = *opts;
+        if (set_compare(&o2, compare)) {
+            cli_error("plan: --compare %s: not a placer or scheduler name", compare);
+            return CLI_FAIL;
+        }
+        if (af_plan_create(g, &o2, &q, &err)) {
+            cli_error("plan: --compare %s: %s", compare, err.msg);
+            return CLI_FAIL;
+        }
+    }
+    int status = CLI_OK;
+    for (int k = 0; k < 2; k++) {
+        const char *path = k ? html : svg;
+        if (!path)
+            continue;
+        FILE *f = fopen(path, "w");
+        int rc = !f ? AF_EIO : (k ? af_plan_render_html : af_plan_render_svg)(p, q, NULL, f, &err);
+        if ((f && fclose(f)) || rc) {
+            cli_error("%s: %s", path, rc && err.msg[0] ? err.msg : "cannot write the picture");
+            status = CLI_FAIL;
+        }
+    }
+    af_plan_destroy(q);
+    return status;
+}
+
 /* Options that map 1:1 onto planner config keys. */
 static const struct {
     const char *flag;
@@ -128,6 +183,7 @@ static const struct {
 int cmd_plan(int argc, char **argv)
 {
     const char *path = NULL, *config = NULL, *events = NULL;
+    const char *svg = NULL, *html = NULL, *compare = NULL;
     const char *set_key[16], *set_val[16];
     char *inputs[MAX_INPUTS];
     int n_set = 0, n_inputs = 0, json = 0, safe = 0, no_inplace = 0;
@@ -158,6 +214,13 @@ int cmd_plan(int argc, char **argv)
                 events = argv[++i];
             else if (n_inputs < MAX_INPUTS)
                 inputs[n_inputs++] = argv[++i];
+        } else if (!strcmp(a, "--svg") || !strcmp(a, "--html") || !strcmp(a, "--compare")) {
+            if (i + 1 >= argc) {
+                cli_error("plan: %s needs a value", a);
+                return CLI_USAGE;
+            }
+            const char **dst = a[2] == 's' ? &svg : a[2] == 'h' ? &html : &compare;
+            *dst = argv[++i];
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--safe")) {
@@ -221,6 +284,8 @@ int cmd_plan(int argc, char **argv)
             }
         }
     }
+    if (status == CLI_OK && (svg || html))
+        status = write_pictures(g, p, &opts, compare, svg, html);
     if (!events || strcmp(events, "-")) {
         if (json) {
             if (print_json(g, af_plan_report(p))) {
