@@ -46,6 +46,7 @@ static const option_t options[] = {
     {"limits", "max_rounds", OPT_INT, OFF(max_rounds), 0, 1, 100000000},
     {"limits", "max_pending_plans", OPT_INT, OFF(max_pending_plans), 0, 1, 4096},
     {"limits", "drain_timeout_ms", OPT_INT, OFF(drain_timeout_ms), 0, 0, 3600000},
+    {"limits", "plan_cache_bytes", OPT_SIZE, OFF(plan_cache_bytes), 0, 1 << 20, (int64_t)1 << 40},
     {"runs", "fast_kernels", OPT_STR, STRF(fast_kernels), 0, 0},
 };
 
@@ -62,6 +63,7 @@ void af__dcfg_init(af__dcfg_t *c)
     c->max_rounds = 1000000;
     c->max_pending_plans = 4;
     c->drain_timeout_ms = 10000;
+    c->plan_cache_bytes = 256u << 20;
     snprintf(c->fast_kernels, sizeof(c->fast_kernels), "empty");
     af_plan_opts_init(&c->plan_opts);
     af_executor_opts_init(&c->exec_opts);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,15 +71,43 @@ int af__daemon_create(uv_loop_t *loop, const af__dcfg_t *cfg, af__daemon_t **out
         return rc;
     }
     uint64_t t0 = af_now_ns();
+    af_plan_cache_opts_t co;
+    af_plan_cache_opts_init(&co);
+    co.max_bytes = cfg->plan_cache_bytes;
+    char plans_dir[AF__DCFG_STR + 16];
+    if (cfg->state_dir[0]) {
+        mkdir(cfg->state_dir, 0755);
+        snprintf(plans_dir, sizeof(plans_dir), "%s/plans", cfg->state_dir);
+        co.dir = plans_dir;
+    }
+    af_error_t err;
+    af_error_clear(&err);
+    rc = af_plan_cache_create(&co, &d->plans, &err);
+    if (rc != 0) {
+        af__dlog(AF__LOG_ERROR, "cannot open the plan cache: %s", err.msg);
+        af__work_fini(d);
+        free(d);
+        return rc;
+    }
+    const char *w;
+    for (int32_t i = 0; (w = af_plan_cache_warning(d->plans, i)) != NULL; i++)
+        af__dlog(AF__LOG_WARN, "plan cache: %s", w);
     int n = af__store_load_all(d);
     if (n < 0) {
+        af_plan_cache_destroy(d->plans);
         af__work_fini(d);
         free(d);
         return AF_EIO;
     }
+    af_plan_cache_stats_t cs;
+    af_plan_cache_stats(d->plans, &cs);
     if (cfg->state_dir[0])
-        af__dlog(AF__LOG_INFO, "loaded %d stored graphs from %s in %.1f ms", n, cfg->state_dir,
-                 (double)(af_now_ns() - t0) / 1e6);
+        af__dlog(AF__LOG_INFO,
+                 "loaded %d stored graphs from %s in %.1f ms (%llu plans restored from disk, "
+                 "%llu re-planned, %llu plan files rejected)",
+                 n, cfg->state_dir, (double)(af_now_ns() - t0) / 1e6,
+                 (unsigned long long)cs.restored, (unsigned long long)cs.misses,
+                 (unsigned long long)cs.files_rejected);
     d->ready = 1;
     *out = d;
     return 0;
@@ -90,5 +119,6 @@ void af__daemon_destroy(af__daemon_t *d)
         return;
     af__store_free_all(d); /* sessions first: they are bound to the executors */
     af__work_fini(d);
+    af_plan_cache_destroy(d->plans); /* every plan was released with its entry */
     free(d);
 }

@@ -16,6 +16,7 @@
 #ifndef ARENAFLOW_DAEMON_INT_H
 #define ARENAFLOW_DAEMON_INT_H
 
+#include "arenaflow/cache.h"
 #include "arenaflow/executor.h"
 #include "arenaflow/graph.h"
 #include "arenaflow/plan.h"
@@ -43,6 +44,7 @@ typedef struct af__dcfg {
     int64_t max_rounds;           /* rounds per run request; more get 400 */
     int64_t max_pending_plans;    /* submissions being planned at once; more get 429 */
     int64_t drain_timeout_ms;     /* SIGTERM: wait this long for in-flight work */
+    uint64_t plan_cache_bytes;    /* LRU bound of the library plan cache (bytes) */
     /* [planner] section, kept as given so it can be hashed, stored and re-applied */
     int n_planner;
     char planner_key[AF__DCFG_MAX_PLANNER][32];
@@ -124,11 +126,12 @@ extern const double af__lat_bounds[AF__LAT_BUCKETS - 1];
 
 typedef struct af__entry {
     char id[AF__ID_LEN + 1];
-    af_graph_t *graph;
-    af_plan_t *plan;
-    char *planner; /* the planner string the plan was made with */
-    int refs;      /* 1 for the registry while listed + 1 per run in flight */
-    int listed;    /* 0 once deleted (freed when refs drops to 0) */
+    af_graph_t *graph;      /* the daemon's copy (names, persistence as JSON) */
+    const af_plan_t *plan;  /* held from the plan cache until the entry is freed */
+    af_plan_cache_t *cache; /* where plan goes back to */
+    char *planner;          /* the planner string the plan was made with */
+    int refs;               /* 1 for the registry while listed + 1 per run in flight */
+    int listed;             /* 0 once deleted (freed when refs drops to 0) */
     uint64_t created_unix;
     uint64_t hits, runs, rounds;
     af_session_t *session[2]; /* [0] fast kernels, [1] verify kernels; created on first run */
@@ -229,7 +232,8 @@ struct af__daemon {
     atomic_int cancel_runs; /* set on the loop thread when the drain times out; read by work */
     int ready;
     uint64_t started_ns;
-    void *exec; /* executor state owned by work.c */
+    void *exec;             /* executor state owned by work.c */
+    af_plan_cache_t *plans; /* the library's plan cache, persisted in <state_dir>/plans */
 };
 
 /* A daemon without sockets: registry, metrics, executor. The caller runs the loop. */

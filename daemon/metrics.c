@@ -136,6 +136,20 @@ char *af__metrics_render(af__daemon_t *d, size_t *out_len)
     gauge(&buf, &len, &cap, "arenaflowd_draining", "1 while shutting down.", d->draining);
     gauge(&buf, &len, &cap, "arenaflowd_uptime_seconds", "Seconds since start.",
           (double)(af_now_ns() - d->started_ns) / 1e9);
+    af_plan_cache_stats_t cs;
+    memset(&cs, 0, sizeof(cs));
+    if (d->plans)
+        af_plan_cache_stats(d->plans, &cs);
+    gauge(&buf, &len, &cap, "arenaflowd_plan_cache_bytes",
+          "Estimated bytes of the plans in the library plan cache.", (double)cs.bytes);
+    gauge(&buf, &len, &cap, "arenaflowd_plan_cache_entries",
+          "Plans in the library plan cache (listed or kept for reuse).", (double)cs.entries);
+    counter(&buf, &len, &cap, "arenaflowd_plan_cache_restored_total",
+            "Plans restored from the state directory instead of planned.", cs.restored);
+    counter(&buf, &len, &cap, "arenaflowd_plan_cache_evictions_total",
+            "Plans dropped by the plan cache's LRU bound.", cs.evictions);
+    counter(&buf, &len, &cap, "arenaflowd_plan_cache_files_rejected_total",
+            "Plan files found corrupted or foreign at start (ignored).", cs.files_rejected);
     af__work_metrics(d, &buf, &len, &cap);
     if (buf && out_len)
         *out_len = len;

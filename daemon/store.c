@@ -189,7 +189,8 @@ void af__entry_unref(af__entry_t *e)
         return;
     for (int i = 0; i < 2; i++)
         af_session_destroy(e->session[i]);
-    af_plan_destroy(e->plan);
+    if (e->plan)
+        af_plan_cache_release(e->cache, e->plan);
     af_graph_destroy(e->graph);
     free(e->planner);
     free(e);
@@ -228,7 +229,8 @@ void af__store_free_all(af__daemon_t *d)
 }
 
 /* Parses one stored file into a planned entry. NULL with a message in err. */
-static af__entry_t *load_one(const char *path, const char *name, af_error_t *err)
+static af__entry_t *load_one(af_plan_cache_t *cache, const char *path, const char *name,
+                             af_error_t *err)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
@@ -258,9 +260,11 @@ static af__entry_t *load_one(const char *path, const char *name, af_error_t *err
         goto fail;
     }
     memcpy(e->id, id, AF__ID_LEN + 1);
+    e->cache = cache;
     if (af_graph_parse_json(gtext, strlen(gtext), &e->graph, err) != 0 ||
         af__planner_opts_from_string(planner, &opts, err) != 0 ||
-        af_plan_create(e->graph, &opts, &e->plan, err) != 0 || af_plan_verify(e->plan, err) != 0)
+        af_plan_cache_get(cache, e->graph, &opts, &e->plan, NULL, err) != 0 ||
+        af_plan_verify(e->plan, err) != 0)
         goto fail;
     struct stat sb;
     if (stat(path, &sb) == 0)
@@ -268,7 +272,8 @@ static af__entry_t *load_one(const char *path, const char *name, af_error_t *err
     goto out;
 fail:
     if (e) {
-        af_plan_destroy(e->plan);
+        if (e->plan)
+            af_plan_cache_release(cache, e->plan);
         af_graph_destroy(e->graph);
         free(e->planner);
         free(e);
@@ -316,7 +321,7 @@ int af__store_load_all(af__daemon_t *d)
             continue;
         af_error_t err;
         af_error_clear(&err);
-        af__entry_t *e = load_one(path, de->d_name, &err);
+        af__entry_t *e = load_one(d->plans, path, de->d_name, &err);
         if (!e) {
             char bad[AF__DCFG_STR + 320];
             snprintf(bad, sizeof(bad), "%s.corrupt", path);

@@ -42,7 +42,8 @@ typedef struct job {
     af_error_t err;
     /* submit */
     af_graph_t *graph;
-    af_plan_t *plan;
+    const af_plan_t *plan; /* from the plan cache: released unless handed to an entry */
+    af_plan_cache_t *cache;
     af_plan_opts_t opts;
     char *planner;
     char state_dir[AF__DCFG_STR];
@@ -59,7 +60,8 @@ typedef struct job {
 
 static void job_free(job_t *j)
 {
-    af_plan_destroy(j->plan);
+    if (j->plan)
+        af_plan_cache_release(j->cache, j->plan);
     af_graph_destroy(j->graph);
     free(j->planner);
     free(j->lat_s);
@@ -71,7 +73,7 @@ static void job_free(job_t *j)
 static void plan_work(uv_work_t *w)
 {
     job_t *j = w->data;
-    j->rc = af_plan_create(j->graph, &j->opts, &j->plan, &j->err);
+    j->rc = af_plan_cache_get(j->cache, j->graph, &j->opts, &j->plan, NULL, &j->err);
     if (j->rc == 0)
         j->rc = af_plan_verify(j->plan, &j->err);
     if (j->rc == 0)
@@ -133,6 +135,7 @@ static void plan_after(uv_work_t *w, int status)
     memcpy(e->id, j->id, sizeof(e->id));
     e->graph = j->graph;
     e->plan = j->plan;
+    e->cache = j->cache;
     e->planner = j->planner;
     j->graph = NULL;
     j->plan = NULL;
@@ -160,7 +163,8 @@ void af__work_submit(af__daemon_t *d, af_graph_t *g, af__dres_t *res, af__dres_c
                  .arg = arg,
                  .graph = g,
                  .planner = j->planner,
-                 .opts = d->cfg.plan_opts};
+                 .opts = d->cfg.plan_opts,
+                 .cache = d->plans};
     j->w.data = j;
     snprintf(j->state_dir, sizeof(j->state_dir), "%s", d->cfg.state_dir);
     int rc = af__fingerprint(g, planner, j->id, &j->err);

@@ -426,6 +426,9 @@ req GET /v1/graphs
 expect 200 "list after kill -9"
 [ "$(jget 'sorted(g["id"] for g in d["graphs"]) == sorted(["'"$ID"'", "'"$ID2"'"])')" = True ] || fail "graphs lost across kill -9: $(cat "$T/body")"
 ok "both graphs reloaded after kill -9"
+grep -q "2 plans restored from disk, 0 re-planned" "$LOG" || fail "plans were not restored from the plan files: $(grep 'loaded' "$LOG")"
+[ "$(metric arenaflowd_plan_cache_restored_total)" = 2 ] || fail "restored plans not counted"
+ok "both plans restored from their plan files (no re-planning)"
 req POST /v1/graphs --data-binary @"$SRC/examples/mlp.json"
 expect 200 "resubmit mlp after restart"
 [ "$(jget 'd["cache"]')" = hit ] && [ "$(jget 'd["id"]')" = "$ID2" ] && [ "$(jget 'd["arena_bytes"]')" = "$ARENA2" ] || fail "not a cache hit with the same plan after restart"
@@ -434,6 +437,24 @@ ok "same graph after restart is a cache hit with the same arena"
 [ -e "$STATE/graphs/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee.json.corrupt" ] || fail "corrupt file not set aside"
 grep -q "cannot load stored graph" "$LOG" || fail "corrupt file not logged"
 ok "torn temp file removed, corrupt file kept as .corrupt and logged"
+# A plan file damaged on disk is rejected (checksum) and the graph re-planned, never trusted.
+sanitizer_clean
+{
+    kill -9 "$PID"
+    wait "$PID"
+} 2>/dev/null
+PID=
+PLANF=$(ls "$STATE"/plans/*.afplan | head -n 1)
+[ -n "$PLANF" ] || fail "no plan files in $STATE/plans"
+printf 'X' | dd of="$PLANF" bs=1 seek=40 conv=notrunc 2>/dev/null
+start
+grep -q "1 re-planned, 1 plan files rejected" "$LOG" || fail "damaged plan file not rejected: $(grep 'loaded' "$LOG")"
+req GET /v1/graphs
+[ "$(jget 'd["count"]')" = 2 ] || fail "graphs lost after a damaged plan file"
+req POST /v1/graphs --data-binary @"$SRC/examples/mlp.json"
+expect 200 "resubmit mlp after a damaged plan file"
+[ "$(jget 'd["arena_bytes"]')" = "$ARENA2" ] || fail "re-planned mlp has another arena"
+ok "damaged plan file rejected and re-planned; graphs intact"
 req DELETE "/v1/graphs/$ID2"
 expect 200 "delete mlp"
 [ ! -e "$STATE/graphs/$ID2.json" ] || fail "deleted graph still in the state dir"
