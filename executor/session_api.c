@@ -160,6 +160,25 @@ static int alloc_slots(af_session_t *s, const af__prog_t *p)
 }
 
 /* Constant storage: filled once with a per-tensor pattern (weights are not the subject). */
+static void const_sums(af_session_t *s, const af__prog_t *p)
+{
+    for (int32_t t = 0; t < p->n_tensors; t++)
+        if (p->loc[t] == AF__LOC_CONST)
+            s->const_sum[t] = af__exec_checksum(s->consts + p->off[t], p->bytes[t]);
+}
+
+void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes)
+{
+    if (!s || tensor < 0 || tensor >= s->prog->n_tensors || s->prog->loc[tensor] != AF__LOC_CONST)
+        return NULL;
+    uv_mutex_lock(&s->mu);
+    s->consts_dirty = 1;
+    uv_mutex_unlock(&s->mu);
+    if (bytes)
+        *bytes = s->prog->bytes[tensor];
+    return s->consts + s->prog->off[tensor];
+}
+
 static int alloc_consts(af_session_t *s, const af__prog_t *p)
 {
     s->consts = af__calloc(1, p->const_bytes ? (size_t)p->const_bytes : 1);
@@ -167,10 +186,9 @@ static int alloc_consts(af_session_t *s, const af__prog_t *p)
     if (!s->consts || !s->const_sum)
         return AF_ENOMEM;
     for (int32_t t = 0; t < p->n_tensors; t++)
-        if (p->loc[t] == AF__LOC_CONST) {
+        if (p->loc[t] == AF__LOC_CONST)
             af__exec_fill(s->consts + p->off[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
-            s->const_sum[t] = af__exec_checksum(s->consts + p->off[t], p->bytes[t]);
-        }
+    const_sums(s, p);
     return 0;
 }
 
@@ -260,6 +278,10 @@ static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *
 {
     uv_mutex_lock(&s->mu);
     af__replan_maybe(s);
+    if (s->consts_dirty && s->running == 0) { /* no round reads the constants right now */
+        const_sums(s, s->prog);
+        s->consts_dirty = 0;
+    }
     while (s->n_free == 0) {
         if (!sync) {
             uv_mutex_unlock(&s->mu);

@@ -21,6 +21,7 @@ struct af_session {
     uint8_t *sc_flags; /* per worker: input passed its first check */
     uint8_t *consts;   /* constant tensors (weights), filled once */
     uint64_t *const_sum;
+    int consts_dirty; /* [mu] the caller may have written constants: re-take their checksums */
     uv_mutex_t mu;
     uv_cond_t cv;
     af__prog_t *prog; /* [mu] program new rounds start with */

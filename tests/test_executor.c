@@ -480,6 +480,49 @@ static void test_executor_real_kernels_mlp(void **state)
     af_graph_destroy(g);
 }
 
+/* Weights as constants, filled by the caller through af_session_constant(). */
+static void test_executor_constant_weights(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t s12[] = {1, 2}, s22[] = {2, 2};
+    add_shaped(g, "x", 2, s12, AF_TENSOR_INPUT);
+    add_shaped(g, "W", 2, s22, AF_TENSOR_CONSTANT);
+    add_shaped(g, "y", 2, s12, AF_TENSOR_OUTPUT);
+    add_n(g, "mm", "MatMul", "x", "W", "y");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    af_executor_opts_t o;
+    af_executor_opts_init(&o);
+    o.threads = 1;
+    o.kernels = "real";
+    o.verify = 1;
+    af_executor_t *ex;
+    assert_int_equal(af_executor_create(&o, &ex, NULL), 0);
+    af_session_t *s;
+    af_error_t err;
+    assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
+    uint64_t wb = 0;
+    assert_null(af_session_constant(s, af_graph_find_tensor(g, "x"), &wb));
+    float *w = af_session_constant(s, af_graph_find_tensor(g, "W"), &wb);
+    assert_non_null(w);
+    assert_int_equal(wb, 16);
+    w[0] = 1, w[1] = 2, w[2] = 3, w[3] = 4;
+    float x[2] = {1, 1}, y[2] = {0, 0};
+    af_buffer_t in = {x, sizeof x}, out = {y, sizeof y};
+    int rc = af_session_run(s, &in, &out, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0); /* new weights: checksums re-taken, no false corruption */
+    assert_float_equal(y[0], 4, 0);
+    assert_float_equal(y[1], 6, 0);
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 static int unknown_kernel_user;
 
 static int double_kernel(const af_kernel_args_t *a)
@@ -769,6 +812,7 @@ int main(void)
         cmocka_unit_test(test_executor_reuse_edges_required),
         cmocka_unit_test(test_executor_concurrent_callers),
         cmocka_unit_test(test_executor_real_kernels_mlp),
+        cmocka_unit_test(test_executor_constant_weights),
         cmocka_unit_test(test_executor_user_kernel_and_missing_op),
         cmocka_unit_test(test_executor_kernel_error_fails_round),
         cmocka_unit_test(test_executor_replan_after_warmup),

@@ -201,6 +201,14 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *out);
 const af_plan_t *af_session_plan(const af_session_t *s);
 
 /*
+ * Storage of a constant tensor (weights) of the session, for the caller to fill (the session
+ * starts it with a deterministic pattern). *bytes (may be NULL) gets its size. Returns NULL when
+ * `tensor` is not a constant. Write it while no round is in flight; its checksum (verify mode)
+ * is taken again when the next round starts.
+ */
+void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes);
+
+/*
  * Per-tensor checksums of the last completed round (verify kernels), one per tensor id; 0 for
  * tensors that were not produced. Used by diagnosis to compare a safe and a planned run.
  * Returns 0 or AF_EINVAL (n too small). Thread-safe when no round is in flight.
