@@ -11,11 +11,13 @@
  *     until trimmed.
  *   - Every block has one atomic state word: free, in use, or borrowed, plus its owner class.
  *   - Fast path: an af_pool_cache_t (one per worker thread) holds a small stack of free blocks
- *     per class; alloc and free through a cache take no lock. A cache miss moves a batch from
- *     the class's central free list (per-class lock). When the class has no free block, a block
- *     is borrowed from the next larger non-empty class (global mutex); a borrowed block always
- *     returns to the class it came from when freed (the seed's §5.3 fragmentation bug is a
- *     regression test). Only then is a new chunk mapped.
+ *     per class (and up to 4 freed huge chunks); alloc and free through a cache take no lock.
+ *     On a miss the cache first borrows a free block of a larger class from its own stacks (no
+ *     lock), then moves a batch from the class's central free list (per-class lock), then
+ *     borrows from the next larger non-empty central list (global mutex). A borrowed block
+ *     always returns to the class it came from when freed (the seed's §5.3 fragmentation bug is
+ *     a regression test). Only then is a chunk made: cut from memory that retired chunks left
+ *     mapped (opts.recycle), else mapped.
  *   - Frees may come from any thread (any cache, or no cache). Double frees and pointers the
  *     pool does not own are reported (AF_EDOUBLEFREE / AF_EFOREIGN), never crash.
  *   - Trim returns idle chunks (every block free in the central lists) to the OS, by call or by
@@ -61,7 +63,7 @@ typedef struct af_pool_opts {
     const uint64_t *classes;     /* custom ladder (copied at create) */
     uint32_t nclasses;
     uint64_t va_reserve;       /* address space reserved up front; default 32 GiB (TSan: 16 GiB) */
-    uint32_t cache_slots;      /* per-cache, per-class stack capacity; default 64 */
+    uint32_t cache_slots;      /* per-cache, per-class stack capacity; default 128 */
     uint64_t cache_bytes;      /* per-cache, per-class byte cap (min 2 blocks); default 1 GiB */
     double borrow_max_ratio;   /* borrow only from classes <= ratio x the wanted class; default 4;
                                   0 disables borrowing */
