@@ -7,7 +7,8 @@
  * a view's output is an alias of its input at offset 0. Every kept node becomes a node with its
  * attributes (ints, floats, strings and their lists; tensors and graphs are not carried), named
  * after the ONNX node (made unique with "#k" since ONNX does not require unique names), with an
- * in-place hint when an elementwise op's output has its input's size and type. Reentrant.
+ * in-place hint when an elementwise op's output has its input's size and type, and a cost
+ * estimate in FLOPs (node_cost). Reentrant.
  */
 #ifdef AF_HAVE_ONNX /* built only with protobuf-c (graph/onnx.cmake) */
 #include "graph/onnx_int.h"
@@ -41,7 +42,7 @@ static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx
     for (size_t i = 0; i < n->n_attribute; i++) {
         const Onnx__AttributeProto *a = n->attribute[i];
         af_attr_t at = {.name = a->name};
-        double fl[64];
+        double *fl = NULL;
         char s[256];
         if (a->has_i) {
             at.type = AF_ATTR_INT;
@@ -58,8 +59,10 @@ static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx
             at.type = AF_ATTR_INTS;
             at.ints = a->ints;
             at.n = (int32_t)a->n_ints;
-        } else if (a->n_floats && a->n_floats <= AF_ARRAY_SIZE(fl)) {
+        } else if (a->n_floats && a->n_floats <= INT32_MAX) {
             at.type = AF_ATTR_FLOATS;
+            if (!(fl = af__malloc(a->n_floats * sizeof(*fl))))
+                return af__err(im->err, AF_ENOMEM, "out of memory");
             for (size_t k = 0; k < a->n_floats; k++)
                 fl[k] = a->floats[k];
             at.floats = fl;
@@ -68,10 +71,39 @@ static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx
             continue; /* tensors, graphs, types: not carried */
         }
         int rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        af__free(fl);
         if (rc)
             return rc;
     }
     return 0;
+}
+
+/*
+ * Estimated cost in FLOPs for the scheduler: 2 x output elements x reduction length for
+ * Conv/ConvTranspose/MatMul/Gemm, output elements otherwise; 0 (unknown) when the output's
+ * shape is not known.
+ */
+static double node_cost(const af__onnx_imp_t *im, const af__onnx_knode_t *k)
+{
+    if (k->n_out < 1 || k->io[k->n_in] < 0)
+        return 0;
+    int64_t n = af__onnx_numel(&im->vals[k->io[k->n_in]]);
+    if (n < 0)
+        return 0;
+    const char *op = k->node->op_type;
+    const af__onnx_val_t *a = k->n_in > 0 && k->io[0] >= 0 ? &im->vals[k->io[0]] : NULL;
+    const af__onnx_val_t *w = k->n_in > 1 && k->io[1] >= 0 ? &im->vals[k->io[1]] : NULL;
+    double red = 1;
+    if ((!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) && w && w->rank >= 2) {
+        for (int i = 1; i < w->rank; i++)
+            red *= w->dims[i] > 0 ? (double)w->dims[i] : 1;
+        red *= 2;
+    } else if ((!strcmp(op, "MatMul") || !strcmp(op, "Gemm")) && a && a->rank >= 1) {
+        int trans = !strcmp(op, "Gemm") && af__onnx_attr_i(k->node, "transA", 0);
+        int64_t kd = a->dims[trans && a->rank == 2 ? 0 : a->rank - 1];
+        red = kd > 0 ? 2.0 * (double)kd : 1;
+    }
+    return (double)n * red;
 }
 
 static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t *k, size_t idx)
@@ -90,7 +122,8 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
     if (!name[0])
         snprintf(name, sizeof(name), "%s_%zu", n->op_type, idx);
     af_inplace_t ip = {0, 0};
-    af_node_desc_t d = {.name = name,
+    af_node_desc_t d = {.cost = node_cost(im, k),
+                        .name = name,
                         .op = n->op_type,
                         .inputs = ins,
                         .n_inputs = ni,

@@ -82,6 +82,7 @@ def main():
     reasons = collections.Counter()
     crashes, mism = [], []
     per_suite = collections.Counter()
+    unknown_ops = collections.Counter()
     for path in models:
         suite = path.split(os.sep)[-3]
         st["models"] += 1
@@ -110,6 +111,7 @@ def main():
             continue
         st["imported"] += 1
         per_suite[suite] += 1
+        producer = {o: n.op_type for n in m.graph.node for o in n.output}
         for name, (elem, rank, dims) in theirs.items():
             if name not in mine:
                 continue
@@ -124,6 +126,7 @@ def main():
             st["ranks_onnx_knows"] += 1
             if r < 0:
                 st["ranks_unknown_to_us"] += 1
+                unknown_ops[producer.get(name, "?")] += 1
                 continue
             if r != rank:
                 mism.append((path, name, "rank onnx %d ours %d" % (rank, r)))
@@ -138,6 +141,7 @@ def main():
                 st["dims_onnx_knows"] += 1
                 if d[i] < 0:
                     st["dims_unknown_to_us"] += 1
+                    unknown_ops[producer.get(name, "?")] += 1
                 elif d[i] != dv:
                     mism.append((path, name, "dim %d onnx %d ours %d (onnx %s ours %s)" %
                                  (i, dv, d[i], dims, d)))
@@ -148,6 +152,9 @@ def main():
               "dims_onnx_knows", "dims_equal", "dims_unknown_to_us", "dims_only_we_know"):
         print("%-24s %d" % (k, st[k]))
     print("imported per suite      ", dict(per_suite))
+    if unknown_ops:
+        print("ops whose outputs ONNX sizes and we leave dynamic (ranks + dims):",
+              ", ".join("%s %d" % kv for kv in unknown_ops.most_common(25)))
     if reasons:
         print("rejections by reason:")
         for k, v in reasons.most_common():

@@ -371,6 +371,9 @@ static void test_onnx_conv_pool_gemm(void **state)
     assert_shape(tensor(gr, "y"), 2, (int64_t)1, (int64_t)10);
     assert_int_equal(tensor(gr, "w")->kind, AF_TENSOR_CONSTANT);
     assert_int_equal(tensor(gr, "f")->alias_of, af_graph_find_tensor(gr, "p"));
+    /* Cost estimate in FLOPs: 2 x 96 outputs x (4 x 3 x 3) for the Conv, 2 x 10 x 24 for Gemm. */
+    assert_true(af_graph_node(gr, af_graph_find_node(gr, "conv"))->cost == 2.0 * 96 * 36);
+    assert_true(af_graph_node(gr, af_graph_find_node(gr, "fc"))->cost == 2.0 * 10 * 24);
     /* Attributes are carried over. */
     const af_attr_t *st = af_graph_node_attr(gr, af_graph_find_node(gr, "conv"), "strides");
     assert_non_null(st);
