@@ -18,8 +18,8 @@
 #include "arenaflow/onnx.h"
 #define AF_DAEMON_HAVE_ONNX 1
 #endif
-#if __has_include("arenaflow/svg.h")
-#include "arenaflow/svg.h"
+#if __has_include("arenaflow/render.h")
+#include "arenaflow/render.h"
 #define AF_DAEMON_HAVE_SVG 1
 #endif
 #endif
@@ -316,7 +316,15 @@ static void h_svg(ctx_t *c)
     FILE *f = open_memstream(&text, &len);
     af_error_t err;
     af_error_clear(&err);
-    int rc = f ? af_plan_write_svg(c->entry->plan, f, &err) : AF_ENOMEM;
+    af_render_opts_t ro;
+    af_render_opts_init(&ro);
+    char v[16];
+    /* optional picture size: ?width=W&height=H (pixels, bounded) */
+    if (query_get(c->req, "width", 0, v, sizeof(v)) == 0 && atoi(v) >= 100 && atoi(v) <= 8000)
+        ro.width = atoi(v);
+    if (query_get(c->req, "height", 0, v, sizeof(v)) == 0 && atoi(v) >= 100 && atoi(v) <= 8000)
+        ro.height = atoi(v);
+    int rc = f ? af_plan_render_svg(c->entry->plan, NULL, &ro, f, &err) : AF_ENOMEM;
     if (f)
         fclose(f);
     if (rc != 0) {

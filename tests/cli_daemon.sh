@@ -444,17 +444,22 @@ sanitizer_clean
     wait "$PID"
 } 2>/dev/null
 PID=
-PLANF=$(ls "$STATE"/plans/*.afplan | head -n 1)
-[ -n "$PLANF" ] || fail "no plan files in $STATE/plans"
-printf 'X' | dd of="$PLANF" bs=1 seek=40 conv=notrunc 2>/dev/null
+NPLANS=0
+for f in "$STATE"/plans/*.afplan; do # damage every plan file (one byte each)
+    [ -f "$f" ] || continue
+    printf 'X' | dd of="$f" bs=1 seek=40 conv=notrunc 2>/dev/null
+    NPLANS=$((NPLANS + 1))
+done
+[ "$NPLANS" -ge 2 ] || fail "expected plan files in $STATE/plans"
 start
-grep -q "1 re-planned, 1 plan files rejected" "$LOG" || fail "damaged plan file not rejected: $(grep 'loaded' "$LOG")"
+grep -q "0 plans restored from disk, 2 re-planned, $NPLANS plan files rejected" "$LOG" ||
+    fail "damaged plan files not rejected: $(grep 'loaded' "$LOG")"
 req GET /v1/graphs
 [ "$(jget 'd["count"]')" = 2 ] || fail "graphs lost after a damaged plan file"
 req POST /v1/graphs --data-binary @"$SRC/examples/mlp.json"
 expect 200 "resubmit mlp after a damaged plan file"
 [ "$(jget 'd["arena_bytes"]')" = "$ARENA2" ] || fail "re-planned mlp has another arena"
-ok "damaged plan file rejected and re-planned; graphs intact"
+ok "damaged plan files rejected and re-planned; graphs intact"
 req DELETE "/v1/graphs/$ID2"
 expect 200 "delete mlp"
 [ ! -e "$STATE/graphs/$ID2.json" ] || fail "deleted graph still in the state dir"

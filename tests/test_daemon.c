@@ -158,6 +158,11 @@ static void test_daemon_submit_hit_get_delete(void **state)
     assert_int_equal(call_s(d, "GET", path, NULL, &a), 200);
     assert_memory_equal(a.body, "event_id,event_type", 19);
     free(a.body);
+    snprintf(path, sizeof(path), "/v1/graphs/%s/memory.svg?width=640", id);
+    assert_int_equal(call_s(d, "GET", path, NULL, &a), 200);
+    assert_non_null(strstr(a.body, "<svg"));
+    assert_non_null(strstr(a.body, "</svg>"));
+    free(a.body);
     assert_int_equal(call_s(d, "GET", "/v1/graphs", NULL, &a), 200);
     assert_non_null(strstr(a.body, id));
     free(a.body);
