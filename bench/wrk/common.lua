@@ -1,4 +1,4 @@
--- Shared pieces of the wrk scripts: fixed-rate pacing, error counting across wrk threads, and a
+-- Shared pieces of the wrk scripts: fixed-rate pacing (self-correcting, see M.delay), error counting across wrk threads, and a
 -- one-line summary (achieved req/s, p50/p99/p99.9 in microseconds, errors = non-2xx + socket
 -- errors) that bench/bench_daemon.sh parses.
 local M = {}
@@ -10,8 +10,22 @@ function M.setup(thread)
     table.insert(threads, thread)
 end
 
+-- wrk calls delay() after each response, so a fixed delay gives a rate of 1/(latency + delay),
+-- below the target. Each thread (one connection) corrects its delay once per second by the rate
+-- it achieved in the last second (os.time() is all the clock wrk's Lua has), which converges
+-- to the target as long as the server keeps up.
+local per_conn = rate / conns
+local d = 1000.0 / per_conn
+local sec, count = os.time(), 0
 function M.delay()
-    return 1000.0 * conns / rate
+    local now = os.time()
+    count = count + 1
+    if now ~= sec then
+        local achieved = count / (now - sec)
+        d = math.max(0, math.min(10000, d * achieved / per_conn))
+        sec, count = now, 0
+    end
+    return d
 end
 
 bad = 0
