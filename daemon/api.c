@@ -474,6 +474,7 @@ void af__daemon_handle(af__daemon_t *d, const af__dreq_t *req, af__dres_cb cb, v
         memset(&oom, 0, sizeof(oom));
         oom.status = 500;
         oom.content_type = "text/plain";
+        oom.is_static = 1;
         cb(&oom, arg);
         return;
     }

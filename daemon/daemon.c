@@ -50,7 +50,7 @@ void af__dlog(int level, const char *fmt, ...)
 
 void af__dres_free(af__dres_t *res)
 {
-    if (!res)
+    if (!res || res->is_static)
         return;
     free(res->body);
     free(res);

@@ -184,6 +184,7 @@ typedef struct af__dres {
     size_t body_len;
     af__route_t route;
     const char *allow; /* for 405: static "GET, DELETE"..., else NULL */
+    int is_static;     /* the out-of-memory answer: not freed by af__dres_free() */
 } af__dres_t;
 
 /* Called exactly once per request, on the loop thread, maybe before af__daemon_handle returns.
