@@ -5,19 +5,24 @@
  * schedule_int.h (built once per call) and report the exact simulated peak of their order,
  * which matches af_order_peak() by construction (same lifetime rule, same alignment).
  *
- * `best` runs the portfolio members (input, seed, xla-list, lpmf, dfs, rpo, bfs), keeps the
- * order with the lowest simulated peak (ties: smaller area = sum over steps of live bytes, then
- * table order, so `input` wins full ties) — never worse than the input order, since it is a
- * member. Then:
- *   - n <= dp_max_nodes (and <= 64): exact DP over the whole graph with the best peak as the
- *     pruning bound; when the DP completes within dp_max_states the result is proven optimal.
- *   - otherwise, n <= REFINE_MAX_NODES: peak-targeted refinement (the HMCOS idea): windows of
- *     dp_max_nodes consecutive steps around the current peak step are re-ordered exactly by the
- *     DP while that lowers the peak, under a total state budget of min(dp_max_states,
- *     REFINE_STATES) shared by the three best distinct member orders, which are refined in turn.
+ * `best` runs the portfolio members (input, lpmf, xla-list, seed, dfs, rpo, bfs) and keeps every
+ * order as a candidate. Then:
+ *   - n <= dp_max_nodes (and <= 64): exact DP over the whole graph, node by node, with the best
+ *     member's peak as the pruning bound; when it completes within dp_max_states the result is
+ *     proven optimal (res->optimal).
+ *   - otherwise, n <= REFINE_MAX_NODES: peak-targeted refinement (the HMCOS idea) of copies of
+ *     the three best distinct member orders: windows around the current peak step, first with
+ *     chains contracted (up to dp_max_nodes chains, MAX_WINDOW_NODES nodes), then node by node,
+ *     are re-ordered exactly by the DP while that lowers the peak, under one state budget of
+ *     min(dp_max_states, REFINE_STATES) shared by the three.
+ * The winner is the candidate with the lowest simulated peak; ties go to the smallest placed
+ * arena (portfolio placer on the order's intervals, for graphs of at most PLACE_EVAL_ROOTS arena
+ * tensors), then the smaller area (sum over steps of live bytes), then table order. The input
+ * order is a candidate, so the result is never worse than it.
+ *
  * Fast path rule for big graphs: above BIG_NODES nodes only input and lpmf run (the input order
- * and the member that wins most often on wide graphs, O(n log n)) and there is no refinement; this
- * keeps a million-tensor graph well inside its planning-time target.
+ * and an O(n log n) member that does well on wide graphs) and there is no refinement, so a
+ * million-tensor graph schedules in about a second.
  *
  * Budget: with opts->budget set, an order whose peak exceeds it is refused with AF_EBUDGET, the
  * message naming the scheduler, the peak step and node, and the largest tensors live there. The
@@ -32,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BIG_NODES 150000
-#define REFINE_MAX_NODES 150000
+#define BIG_NODES 60000
+#define REFINE_MAX_NODES 60000
 #define REFINE_ROUNDS 24
 #define MAX_WINDOW_NODES 512 /* refinement windows: at most this many nodes (and 64 units) */
 #define PLACE_EVAL_ROOTS 400 /* tie-break by placed arena up to this many arena tensors */
