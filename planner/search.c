@@ -404,9 +404,25 @@ static uint64_t part_height(const search_ctx_t *c, const part_info_t *pi)
     return h;
 }
 
+/* The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (i >= 1): restart lengths that waste at most a log
+ * factor against the best fixed cutoff when run times are unknown and heavy-tailed. */
+static uint64_t luby(uint64_t i)
+{
+    for (;;) {
+        int k = 1;
+        while (((UINT64_C(1) << k) - 1) < i)
+            k++;
+        if (i == (UINT64_C(1) << k) - 1)
+            return UINT64_C(1) << (k - 1);
+        i -= (UINT64_C(1) << (k - 1)) - 1;
+    }
+}
+
 /*
- * Does partition pi fit under cap before the deadline? Round robin over the static orders with a
- * doubling node limit. Updates best[] and pi->best_h on success, pi->proven on a proof.
+ * Does partition pi fit under cap before the deadline? Restarts with Luby-scaled node limits,
+ * alternating the static orders and randomised sweep orders. A run that ends without hitting its
+ * node limit is a proof either way. Updates best[] and pi->best_h on success, pi->proven on a
+ * proof.
  */
 static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double deadline)
 {
@@ -416,33 +432,29 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double dea
         return AF__SEARCH_INFEASIBLE;
     af__search_part_t *sp = &pi->sp;
     sp->deadline = deadline;
-    uint64_t limit = 2 * (uint64_t)sp->n + 64, restart = 0;
-    for (int round = 0;; round++) {
-        if (limit < (UINT64_C(1) << 60))
-            limit *= 2;
-        int n_random = round < 16 ? 4 << (round / 2) : 1024;
-        for (int h = 0; h < AF__SEARCH_N_ORDERS + n_random; h++) {
-            int slot = h;
-            if (h >= AF__SEARCH_N_ORDERS) {
-                random_order(sp, restart++, c->keys, c->scratch);
-                slot = AF__SEARCH_RANDOM_ORDER;
-            }
-            sp->nodes = 0;
-            sp->node_limit = h >= AF__SEARCH_N_ORDERS ? 4 * (uint64_t)sp->n + 64 : limit;
-            int r = af__search_dfs(sp, slot, cap, c->scratch);
-            if (r == AF__SEARCH_ABORTED)
-                continue;
-            if (r == AF__SEARCH_FOUND) {
-                for (int32_t b = 0; b < sp->n; b++)
-                    c->best[pi->gidx[b]] = c->scratch[b];
-                pi->best_h = part_height(c, pi);
-            } else if (r == AF__SEARCH_INFEASIBLE) {
-                pi->proven = cap + 1;
-            }
-            return r;
-        }
-        if (af__search_now() > deadline)
+    uint64_t base = 64 * (uint64_t)sp->n + 64;
+    for (uint64_t i = 1;; i++) {
+        if (i > 1 && af__search_now() > deadline)
             return AF__SEARCH_TIMEOUT;
+        int slot = (int)((i - 1) / 2 % AF__SEARCH_N_ORDERS);
+        if (i % 2 == 0) {
+            random_order(sp, i, c->keys, c->scratch);
+            slot = AF__SEARCH_RANDOM_ORDER;
+        }
+        uint64_t l = luby(i);
+        sp->nodes = 0;
+        sp->node_limit = l > (UINT64_MAX >> 8) / base ? 0 : base * l;
+        int r = af__search_dfs(sp, slot, cap, c->scratch);
+        if (r == AF__SEARCH_ABORTED)
+            continue;
+        if (r == AF__SEARCH_FOUND) {
+            for (int32_t b = 0; b < sp->n; b++)
+                c->best[pi->gidx[b]] = c->scratch[b];
+            pi->best_h = part_height(c, pi);
+        } else if (r == AF__SEARCH_INFEASIBLE) {
+            pi->proven = cap + 1;
+        }
+        return r;
     }
 }
 
