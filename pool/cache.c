@@ -37,7 +37,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
 {
     if (!p || !out)
         return AF_EINVAL;
-    af_pool_cache_t *k = af__calloc(1, sizeof(*k));
+    af_pool_cache_t *k = af__calloc(1, sizeof(*k) + p->nclasses * sizeof(k->bins[0]));
     if (!k)
         return AF_ENOMEM;
     k->pool = p;
@@ -46,13 +46,11 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
 #else
     k->flags = p->poison || p->exact_peak;
 #endif
-    k->bins = af__calloc(p->nclasses, sizeof(k->bins[0]));
     size_t total = 0;
     for (uint32_t c = 0; c < p->nclasses; c++)
         total += p->cls[c].cache_cap;
-    af__pool_block_t **slots = k->bins ? af__malloc(total * sizeof(*slots)) : NULL;
+    af__pool_block_t **slots = af__malloc(total * sizeof(*slots));
     if (!slots) {
-        af__free(k->bins);
         af__free(k);
         return AF_ENOMEM;
     }
@@ -135,7 +133,6 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
     AF__SUB(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(void *));
     af__pool_gunlock(p);
     af__free(k->bins[0].slots);
-    af__free(k->bins);
     af__free(k);
 }
 

@@ -86,12 +86,12 @@ typedef struct af__pool_bin {
 
 struct af_pool_cache {
     af_pool_t *pool;
-    af__pool_bin_t *bins;
     int flags; /* nonzero: every call takes the general path (poison, ASan, exact peak) */
-    af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
     _Atomic int64_t live_req;
+    af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
+    af__pool_bin_t bins[];             /* one per class, inline: one load less on the fast path */
 };
 
 typedef struct af__pool_range {
