@@ -291,7 +291,7 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
         r->kernels, "verify", a->verify, "safe", a->safe, "parallel_reuse",
         af_plan_opts(p)->parallel_reuse == AF_REUSE_STRICT ? "strict" : "fence",
         "corrupted_tensors", (json_int_t)r->st.corrupted_tensors, "failed_rounds",
-        (json_int_t)r->st.failed_rounds, "arena_bytes", (json_int_t)rep->arena_bytes,
+        (json_int_t)r->st.failed_rounds, "arena_bytes", (json_int_t)r->st.arena_bytes,
         "rounds_per_s", r->rounds_per_s, "ns_per_node", r->ns_per_node, "seconds", r->seconds,
         "naive_bytes", (json_int_t)rep->naive_bytes, "lower_bound_bytes",
         (json_int_t)rep->lower_bound_bytes, "system_allocs_per_round", r->sys_per_round,
@@ -303,6 +303,7 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
         return CLI_FAIL;
     if (r->cache_hit >= 0)
         json_object_set_new(o, "plan_cache_hit", json_boolean(r->cache_hit));
+    json_object_set_new(o, "plan_swaps", json_integer((json_int_t)r->st.plan_swaps));
     if (cmp) {
         for (int m = 0; m < 2; m++)
             if (cmp[m].ok)
@@ -327,14 +328,18 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
     const af_plan_report_t *rep = af_plan_report(p);
     char nb[32], ab[32];
     run_human_bytes(nb, sizeof nb, rep->naive_bytes);
-    run_human_bytes(ab, sizeof ab, rep->arena_bytes);
+    run_human_bytes(ab, sizeof ab, r->st.arena_bytes);
     printf("graph          %s (%d nodes, %d tensors)\n",
            af_graph_name(g)[0] ? af_graph_name(g) : a->path, rep->nodes, rep->tensors);
     printf("plan           %s%s, schedule %s, placer %s, %d reuse edges, %.1f ms\n",
            af_plan_opts(p)->parallel_reuse == AF_REUSE_STRICT ? "strict" : "fence",
            a->safe ? " (safe mode)" : "", rep->schedule, rep->placer, rep->reuse_edges, r->plan_ms);
     printf("memory         naive %s -> arena %s (%.2fx less)\n", nb, ab,
-           rep->arena_bytes ? (double)rep->naive_bytes / (double)rep->arena_bytes : 1.0);
+           r->st.arena_bytes ? (double)rep->naive_bytes / (double)r->st.arena_bytes : 1.0);
+    if (r->st.plan_swaps)
+        printf("re-planned     %llu time(s) after warm-up (dynamic tensors sized from the rounds "
+               "seen; naive figure is the first plan's)\n",
+               (unsigned long long)r->st.plan_swaps);
     printf("rounds         %ld on %d threads (%d in flight), %s kernels\n", a->rounds, r->threads,
            r->inflight, r->kernels);
     printf("throughput     %.1f rounds/s (%.3f ms/round, %.0f ns/node)\n", r->rounds_per_s,
@@ -448,7 +453,8 @@ int cmd_run(int argc, char **argv)
     if (a.inflight > 0)
         eo.max_inflight = (int32_t)a.inflight;
     if (a.warmup < 0)
-        a.warmup = 2L * eo.max_inflight;
+        a.warmup = 2L * eo.max_inflight +
+                   (eo.replan_after_warmup > 0 ? eo.replan_after_warmup + 2L * eo.max_inflight : 0);
     if (a.safe)
         po.safe_mode = 1;
     af_graph_t *g = run_load_graph(a.path, (int32_t)a.batch);
