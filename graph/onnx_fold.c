@@ -24,45 +24,49 @@
 #define OUT(i) ((i) < c->n_out ? c->out[i] : NULL)
 #define T(x) ONNX__TENSOR_PROTO__DATA_TYPE__##x
 
-/* ONNX data type -> (bytes per element, af_dtype_t). Index = TensorProto.DataType. */
+/* ONNX data type -> bytes per element, af_dtype_t, integer-like (exact in folding). */
 static const struct {
     int size;
     int dtype;
+    int is_int;
 } elem_tab[] = {
-    {0, AF_DTYPE_UNKNOWN}, {4, AF_DTYPE_F32},  {1, AF_DTYPE_U8},      {1, AF_DTYPE_I8},
-    {2, AF_DTYPE_U16},     {2, AF_DTYPE_I16},  {4, AF_DTYPE_I32},     {8, AF_DTYPE_I64},
-    {0, AF_DTYPE_UNKNOWN}, {1, AF_DTYPE_BOOL}, {2, AF_DTYPE_F16},     {8, AF_DTYPE_F64},
-    {4, AF_DTYPE_U32},     {8, AF_DTYPE_U64},  {8, AF_DTYPE_UNKNOWN}, {16, AF_DTYPE_UNKNOWN},
-    {2, AF_DTYPE_BF16},
+    [0] = {0, AF_DTYPE_UNKNOWN, 0},
+    [T(FLOAT)] = {4, AF_DTYPE_F32, 0},
+    [T(UINT8)] = {1, AF_DTYPE_U8, 1},
+    [T(INT8)] = {1, AF_DTYPE_I8, 1},
+    [T(UINT16)] = {2, AF_DTYPE_U16, 1},
+    [T(INT16)] = {2, AF_DTYPE_I16, 1},
+    [T(INT32)] = {4, AF_DTYPE_I32, 1},
+    [T(INT64)] = {8, AF_DTYPE_I64, 1},
+    [T(STRING)] = {0, AF_DTYPE_UNKNOWN, 0},
+    [T(BOOL)] = {1, AF_DTYPE_BOOL, 1},
+    [T(FLOAT16)] = {2, AF_DTYPE_F16, 0},
+    [T(DOUBLE)] = {8, AF_DTYPE_F64, 0},
+    [T(UINT32)] = {4, AF_DTYPE_U32, 1},
+    [T(UINT64)] = {8, AF_DTYPE_U64, 1},
+    [T(COMPLEX64)] = {8, AF_DTYPE_UNKNOWN, 0},
+    [T(COMPLEX128)] = {16, AF_DTYPE_UNKNOWN, 0},
+    [T(BFLOAT16)] = {2, AF_DTYPE_BF16, 0},
 };
+
+static int known_elem(int32_t elem)
+{
+    return elem >= 0 && (size_t)elem < AF_ARRAY_SIZE(elem_tab);
+}
 
 int af__onnx_elem_size(int32_t elem)
 {
-    return elem >= 0 && (size_t)elem < AF_ARRAY_SIZE(elem_tab) ? elem_tab[elem].size : 0;
+    return known_elem(elem) ? elem_tab[elem].size : 0;
 }
 
 int af__onnx_dtype(int32_t elem)
 {
-    return elem >= 0 && (size_t)elem < AF_ARRAY_SIZE(elem_tab) ? elem_tab[elem].dtype
-                                                               : AF_DTYPE_UNKNOWN;
+    return known_elem(elem) ? elem_tab[elem].dtype : AF_DTYPE_UNKNOWN;
 }
 
 int af__onnx_is_int(int32_t elem)
 {
-    switch (elem) {
-    case T(UINT8):
-    case T(INT8):
-    case T(UINT16):
-    case T(INT16):
-    case T(INT32):
-    case T(INT64):
-    case T(BOOL):
-    case T(UINT32):
-    case T(UINT64):
-        return 1;
-    default:
-        return 0;
-    }
+    return known_elem(elem) && elem_tab[elem].is_int;
 }
 
 int64_t af__onnx_numel(const af__onnx_val_t *v)

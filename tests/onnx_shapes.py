@@ -52,8 +52,8 @@ def onnx_types(model):
 def ours(binary, path):
     r = subprocess.run([binary, "convert", path, "--shapes", "-", "--dynamic", "--no-declared",
                         "--keep-folded"], capture_output=True, text=True, timeout=60)
-    if r.returncode < 0:
-        return None, "CRASH signal %d: %s" % (-r.returncode, r.stderr.strip()[-300:])
+    if r.returncode < 0 or "Sanitizer" in r.stderr or "runtime error:" in r.stderr:
+        return None, "CRASH (status %d): %s" % (r.returncode, r.stderr.strip()[-300:])
     if r.returncode != 0:
         return None, r.stderr.strip()
     res = {}
