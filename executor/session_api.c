@@ -160,6 +160,17 @@ static int alloc_slots(af_session_t *s, const af__prog_t *p)
 }
 
 /* Constant storage: filled once with a per-tensor pattern (weights are not the subject). */
+/* The program rounds start with; s->prog changes under s->mu when a re-plan is swapped in
+ * (graph inputs and outputs stay the same: the re-planned graph is a copy). */
+static const af__prog_t *cur_prog(const af_session_t *s)
+{
+    af_session_t *m = (af_session_t *)s;
+    uv_mutex_lock(&m->mu);
+    const af__prog_t *p = m->prog;
+    uv_mutex_unlock(&m->mu);
+    return p;
+}
+
 static void const_sums(af_session_t *s, const af__prog_t *p)
 {
     for (int32_t t = 0; t < p->n_tensors; t++)
@@ -169,14 +180,17 @@ static void const_sums(af_session_t *s, const af__prog_t *p)
 
 void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes)
 {
-    if (!s || tensor < 0 || tensor >= s->prog->n_tensors || s->prog->loc[tensor] != AF__LOC_CONST)
+    if (!s)
+        return NULL;
+    const af__prog_t *p = cur_prog(s);
+    if (tensor < 0 || tensor >= p->n_tensors || p->loc[tensor] != AF__LOC_CONST)
         return NULL;
     uv_mutex_lock(&s->mu);
     s->consts_dirty = 1;
     uv_mutex_unlock(&s->mu);
     if (bytes)
-        *bytes = s->prog->bytes[tensor];
-    return s->consts + s->prog->off[tensor];
+        *bytes = p->bytes[tensor];
+    return s->consts + p->off[tensor];
 }
 
 static int alloc_consts(af_session_t *s, const af__prog_t *p)
@@ -391,19 +405,21 @@ int32_t af_session_inflight(const af_session_t *s)
 
 int32_t af_session_input_count(const af_session_t *s)
 {
-    return s->prog->n_inputs;
+    return cur_prog(s)->n_inputs;
 }
 int32_t af_session_output_count(const af_session_t *s)
 {
-    return s->prog->n_outputs;
+    return cur_prog(s)->n_outputs;
 }
 int32_t af_session_input_tensor(const af_session_t *s, int32_t i)
 {
-    return i >= 0 && i < s->prog->n_inputs ? s->prog->inputs[i] : -1;
+    const af__prog_t *p = cur_prog(s);
+    return i >= 0 && i < p->n_inputs ? p->inputs[i] : -1;
 }
 int32_t af_session_output_tensor(const af_session_t *s, int32_t i)
 {
-    return i >= 0 && i < s->prog->n_outputs ? s->prog->outputs[i] : -1;
+    const af__prog_t *p = cur_prog(s);
+    return i >= 0 && i < p->n_outputs ? p->outputs[i] : -1;
 }
 
 const af_plan_t *af_session_plan(const af_session_t *s)
