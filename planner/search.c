@@ -10,10 +10,11 @@
  * order that breaks ties between buffers at the same offset decides how the search sweeps:
  * time sweeps (start first, end first, outward from the largest cross-section) fill tight
  * instances level by level from one side and backtrack locally, MiniMalloc's orders (largest
- * cross-section, length, area) suit other shapes. Restarts cycle through all of them with a
- * doubling node limit, plus a growing number of short runs with randomised sweep orders (search
- * times are heavy-tailed: many short dives beat one long one), so one bad order cannot eat the
- * whole budget. Randomised orders come from a fixed seed (no global state).
+ * cross-section, length, area) suit other shapes. Search times are heavy-tailed (a run either
+ * dives to a packing with little backtracking or thrashes), so a partition is solved by
+ * restarts with Luby-scaled node limits (64n x 1 1 2 1 1 2 4 ...), alternating the static orders
+ * and randomised sweep orders (from a fixed seed); no order can eat the whole budget. A run that
+ * ends below its node limit is a proof either way (the canonical search is complete).
  *
  * Height search. The portfolio placer gives the incumbent (its packing per partition). Probes
  * then ask for capacity = the best lower bound first (the max cross-section: often optimal on
