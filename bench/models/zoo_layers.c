@@ -36,11 +36,15 @@ static zt conv_gen(zb_t *z, zt x, int64_t cout, int kh, int kw, int stride, int 
 
 zt L_conv(zb_t *z, zt x, int64_t cout, int k, int stride, int pad, int dil, int groups, int bias)
 {
+    if (z->rc)
+        return 0;
     return conv_gen(z, x, cout, k, k, stride, pad, pad, dil, groups, bias);
 }
 
 zt L_conv2(zb_t *z, zt x, int64_t cout, int kh, int kw, int stride, int ph, int pw)
 {
+    if (z->rc)
+        return 0;
     return conv_gen(z, x, cout, kh, kw, stride, ph, pw, 1, 1, 0);
 }
 
@@ -57,6 +61,8 @@ zt L_convT(zb_t *z, zt x, int64_t cout, int k, int stride)
 
 zt L_bn(zb_t *z, zt x)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, x);
     zt in[2] = {x, zb_const(z, "bn", AF_DTYPE_F32, zs2((int64_t)4, s.d[1]))};
     return zb_op(z, "BatchNormalization", in, 2, &s, 1, AF_DTYPE_UNKNOWN,
@@ -65,12 +71,16 @@ zt L_bn(zb_t *z, zt x)
 
 zt L_act(zb_t *z, const char *op, zt x)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, x);
     return zb_op(z, op, &x, 1, &s, 1, AF_DTYPE_UNKNOWN, (double)zs_numel(&s), 0, NULL);
 }
 
 zt L_add(zb_t *z, zt a, zt b)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, a);
     zt in[2] = {a, b};
     return zb_op(z, "Add", in, 2, &s, 1, AF_DTYPE_UNKNOWN, (double)zs_numel(&s), 0, NULL);
@@ -78,6 +88,8 @@ zt L_add(zb_t *z, zt a, zt b)
 
 zt L_mul(zb_t *z, zt a, zt b)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, a);
     zt in[2] = {a, b};
     return zb_op(z, "Mul", in, 2, &s, 1, AF_DTYPE_UNKNOWN, (double)zs_numel(&s), 0, NULL);
@@ -85,6 +97,8 @@ zt L_mul(zb_t *z, zt a, zt b)
 
 static zt pool(zb_t *z, const char *op, zt x, int k, int stride, int pad)
 {
+    if (z->rc)
+        return 0;
     const zshape_t *s = zb_shape(z, x);
     zshape_t o = zs4(s->d[0], s->d[1], conv_out(s->d[2], k, stride, pad, 1),
                      conv_out(s->d[3], k, stride, pad, 1));
@@ -93,16 +107,22 @@ static zt pool(zb_t *z, const char *op, zt x, int k, int stride, int pad)
 
 zt L_maxpool(zb_t *z, zt x, int k, int stride, int pad)
 {
+    if (z->rc)
+        return 0;
     return pool(z, "MaxPool", x, k, stride, pad);
 }
 
 zt L_avgpool(zb_t *z, zt x, int k, int stride, int pad)
 {
+    if (z->rc)
+        return 0;
     return pool(z, "AveragePool", x, k, stride, pad);
 }
 
 zt L_gap(zb_t *z, zt x)
 {
+    if (z->rc)
+        return 0;
     const zshape_t *s = zb_shape(z, x);
     zshape_t o = zs4(s->d[0], s->d[1], (int64_t)1, (int64_t)1);
     return zb_op(z, "GlobalAveragePool", &x, 1, &o, 1, AF_DTYPE_UNKNOWN, (double)zs_numel(s), -1,
@@ -111,6 +131,8 @@ zt L_gap(zb_t *z, zt x)
 
 zt L_concat(zb_t *z, const zt *xs, int n, int axis)
 {
+    if (z->rc)
+        return 0;
     zshape_t o = *zb_shape(z, xs[0]);
     o.d[axis] = 0;
     for (int i = 0; i < n; i++)
@@ -120,6 +142,8 @@ zt L_concat(zb_t *z, const zt *xs, int n, int axis)
 
 zt L_transpose(zb_t *z, zt x, const int *perm)
 {
+    if (z->rc)
+        return 0;
     const zshape_t *s = zb_shape(z, x);
     zshape_t o = *s;
     for (int i = 0; i < s->rank; i++)
@@ -129,6 +153,8 @@ zt L_transpose(zb_t *z, zt x, const int *perm)
 
 zt L_linear(zb_t *z, zt x, int64_t nout, int bias)
 {
+    if (z->rc)
+        return 0;
     zshape_t o = *zb_shape(z, x);
     int64_t k = o.d[o.rank - 1];
     o.d[o.rank - 1] = nout;
@@ -142,6 +168,8 @@ zt L_linear(zb_t *z, zt x, int64_t nout, int bias)
 
 zt L_matmul(zb_t *z, zt a, zt b)
 {
+    if (z->rc)
+        return 0;
     zshape_t o = *zb_shape(z, a);
     const zshape_t *sb = zb_shape(z, b);
     int64_t k = o.d[o.rank - 1];
@@ -153,12 +181,16 @@ zt L_matmul(zb_t *z, zt a, zt b)
 
 zt L_softmax(zb_t *z, zt x)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, x);
     return zb_op(z, "Softmax", &x, 1, &s, 1, AF_DTYPE_UNKNOWN, 5.0 * (double)zs_numel(&s), 0, NULL);
 }
 
 zt L_layernorm(zb_t *z, zt x)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, x);
     zt in[2] = {x, zb_const(z, "ln", AF_DTYPE_F32, zs2((int64_t)2, s.d[s.rank - 1]))};
     return zb_op(z, "LayerNormalization", in, 2, &s, 1, AF_DTYPE_UNKNOWN,
@@ -167,6 +199,8 @@ zt L_layernorm(zb_t *z, zt x)
 
 zt L_scale(zb_t *z, zt x)
 {
+    if (z->rc)
+        return 0;
     zshape_t s = *zb_shape(z, x);
     zt in[2] = {x, zb_const(z, "scale", AF_DTYPE_F32, zs1((int64_t)1))};
     return zb_op(z, "Mul", in, 2, &s, 1, AF_DTYPE_UNKNOWN, (double)zs_numel(&s), 0, NULL);
@@ -174,6 +208,8 @@ zt L_scale(zb_t *z, zt x)
 
 zt L_embedding(zb_t *z, zt ids, int64_t vocab, int64_t dim)
 {
+    if (z->rc)
+        return 0;
     zshape_t o = *zb_shape(z, ids);
     o.d[o.rank++] = dim;
     zt in[2] = {zb_const(z, "table", AF_DTYPE_F32, zs2(vocab, dim)), ids};
@@ -182,6 +218,8 @@ zt L_embedding(zb_t *z, zt ids, int64_t vocab, int64_t dim)
 
 zt L_conv_bn_act(zb_t *z, zt x, int64_t cout, int k, int stride, int pad, const char *act)
 {
+    if (z->rc)
+        return 0;
     zt y = L_bn(z, L_conv(z, x, cout, k, stride, pad, 1, 1, 0));
     return act ? L_act(z, act, y) : y;
 }
