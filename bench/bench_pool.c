@@ -10,12 +10,17 @@
  * ten lives 10–200 steps like a skip connection). One round = the whole trace; anything still
  * live at the end of a round is freed, so rounds repeat like executor rounds.
  *
- * Method: each thread replays its own copy of the trace (the pool: through its own cache);
- * 2 warm-up rounds, then `reps` repetitions of enough rounds for ~100k pairs; the median
- * repetition is reported as ns per alloc+free pair (wall time ÷ pairs done by one thread, so a
- * perfectly scaling allocator shows the same figure at 1 and 2 threads). Every allocation gets a
- * tag written into its first word, read back at free into a checksum: the same checksum for
- * every allocator proves they all did the same work, and a wrong pointer would show.
+ * Method: each thread replays its own copy of the trace (the pool: through its own cache, a
+ * fresh pool per repetition); one verification round (a tag word written into every block at
+ * alloc and checked at free: the checksum, equal for every allocator when they did the same
+ * work, and a wrong pointer would show), one calibration round, then ~30 ms of timed rounds
+ * that touch no block memory. Reported: the median over `reps` repetitions of ns per
+ * alloc+free pair — a thread's time ÷ its pairs, mean over threads, so a perfectly scaling
+ * allocator shows the same figure at 1 and 2 threads — as wall time and as thread CPU time
+ * (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the wall figure mostly measures waiting for a
+ * CPU). For the pool, the global + class lock acquisitions during the timed rounds are printed
+ * (0 means the fast path never locked). Columns: arenaflow (defaults), af+recycle (the same
+ * with opts.recycle = 1), jemalloc, glibc.
  *
  * Which malloc is which: this program is linked with libjemalloc (arenaflow links it), so the
  * plain `malloc` symbol resolves to jemalloc's, not glibc's. The "jemalloc" column calls
