@@ -76,6 +76,8 @@ struct af_executor {
 
 /* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers. */
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
+/* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
+void af__exec_reserve(af_executor_t *ex, size_t tasks);
 /* Looks up a registered kernel (registry first, then the built-in set). */
 int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user);
 

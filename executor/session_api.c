@@ -257,6 +257,9 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
         }
         s->has_async = 1;
     }
+    /* Every node of every round in flight could sit in one deque; capped for huge graphs. */
+    size_t backlog = (size_t)p->n_nodes * (size_t)s->n_slots;
+    af__exec_reserve(ex, backlog < 65536 ? backlog : 65536);
     s->pool_os0 = pool_os_calls(ex->pool);
     *out = s;
     return 0;

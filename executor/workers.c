@@ -184,6 +184,16 @@ static int deque_pop_tail(af__deque_t *d, af__task_t *t)
     return ok;
 }
 
+void af__exec_reserve(af_executor_t *ex, size_t tasks)
+{
+    for (int32_t i = 0; i < ex->n; i++) {
+        af__deque_t *d = &ex->workers[i].dq;
+        uv_mutex_lock(&d->mu);
+        (void)deque_reserve(d, tasks); /* best effort: pushes grow the deque if this failed */
+        uv_mutex_unlock(&d->mu);
+    }
+}
+
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
 {
     if (n == 0)
@@ -424,6 +434,13 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
         if ((rc = uv_mutex_init(&w->dq.mu)))
             goto fail_threads;
+        /* Room for the successors one node releases at once: grown only past this fan-out. */
+        w->rcap = 1024;
+        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
+            uv_mutex_destroy(&w->dq.mu);
+            rc = AF_ENOMEM;
+            goto fail_threads;
+        }
         ex->started = i + 1; /* deque mutexes initialised so far */
     }
     for (int32_t i = 0; i < ex->n; i++) {
@@ -441,8 +458,10 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
     return 0;
 
 fail_threads:
-    for (int32_t i = 0; i < ex->started; i++)
+    for (int32_t i = 0; i < ex->started; i++) {
         uv_mutex_destroy(&ex->workers[i].dq.mu);
+        af__free(ex->workers[i].rbuf);
+    }
     af_dynregion_destroy(ex->dyn);
 fail_pool:
     if (ex->own_pool)
