@@ -63,7 +63,7 @@ static const struct member {
     member_fn fn;
     int big;
 } members[] = {
-    {"input", member_input, 1},  {"lpmf", af__sched_lpmf, 1}, {"xla-list", af__sched_xla_list, 1},
+    {"input", member_input, 1},  {"lpmf", af__sched_lpmf, 1}, {"xla-list", af__sched_xla_list, 0},
     {"seed", af__sched_seed, 0}, {"dfs", af__sched_dfs, 0},   {"rpo", af__sched_rpo, 0},
     {"bfs", af__sched_bfs, 0},
 };
