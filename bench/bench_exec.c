@@ -14,6 +14,8 @@
  *  4. System allocator calls per round on a cached plan (plan cache hit, warm session):
  *     library heap calls (allocator hooks) + pool OS calls + dynamic-region allocations
  *     (target 0); the naive executor's malloc count for comparison.
+ *  5. Plan cache: time to plan, to hit in memory, and to restore after a restart (the restore
+ *     re-derives the plan with the recorded scheduler and checks it against the file).
  *
  * Fixed seeds, warm-up rounds, repetitions, medians. Usage: bench_exec [--quick]
  */
@@ -556,6 +558,57 @@ static void bench_zoo(void)
     af_plan_cache_destroy(cache);
 }
 
+/* 5. Plan cache: planning vs a hit in memory vs the first hit after a restart (from disk). */
+static void bench_cache(void)
+{
+    const char *models[] = {"resnet50", "bert", "randwire"};
+    char dir[] = "/tmp/bench_exec_cache.XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    printf("\n== 5. plan cache: plan vs hit vs restore after restart ==\n");
+    printf("%-10s %12s %12s %14s %10s\n", "model", "plan ms", "hit us", "restore ms", "same plan");
+    for (int m = 0; m < 3; m++) {
+        af_graph_t *g;
+        if (af_zoo_build(models[m], NULL, &g, NULL))
+            continue;
+        af_plan_cache_opts_t co;
+        af_plan_cache_opts_init(&co);
+        co.dir = dir;
+        af_plan_cache_t *c;
+        const af_plan_t *p;
+        if (af_plan_cache_create(&co, &c, NULL))
+            break;
+        uint64_t t0 = af_now_ns();
+        af_plan_cache_get(c, g, NULL, &p, NULL, NULL);
+        uint64_t t1 = af_now_ns();
+        uint64_t arena = af_plan_arena_bytes(p);
+        af_plan_cache_release(c, p);
+        uint64_t th[9];
+        for (int i = 0; i < 9; i++) {
+            uint64_t a = af_now_ns();
+            af_plan_cache_get(c, g, NULL, &p, NULL, NULL);
+            th[i] = af_now_ns() - a;
+            af_plan_cache_release(c, p);
+        }
+        af_plan_cache_destroy(c);
+        af_plan_cache_create(&co, &c, NULL); /* restart */
+        uint64_t t2 = af_now_ns();
+        int hit = 0;
+        af_plan_cache_get(c, g, NULL, &p, &hit, NULL);
+        uint64_t t3 = af_now_ns();
+        printf("%-10s %12.2f %12.1f %14.2f %10s\n", models[m], (double)(t1 - t0) / 1e6,
+               (double)median(th, 9) / 1e3, (double)(t3 - t2) / 1e6,
+               hit && af_plan_arena_bytes(p) == arena ? "yes" : "NO");
+        af_plan_cache_release(c, p);
+        af_plan_cache_destroy(c);
+        af_graph_destroy(g);
+    }
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench_exec: could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
     quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -565,6 +618,7 @@ int main(int argc, char **argv)
            af_version(), quick ? " --quick" : "");
     bench_overhead();
     bench_zoo();
+    bench_cache();
     printf("\nalloc %%: naive = time in malloc/free / round time; arena = one pool take+return "
            "of the arena / round time.\nsys/round: naive = malloc calls per round; arena = "
            "library heap calls + pool OS calls + dynamic allocs per round (cached plan).\n");
