@@ -33,6 +33,8 @@ typedef struct pb {
 
 static void pb_put(pb_t *p, const void *d, size_t n)
 {
+    if (n == 0)
+        return; /* an empty sub-message has no buffer */
     if (p->n + n > p->cap) {
         p->cap = (p->n + n) * 2 + 64;
         p->b = realloc(p->b, p->cap);
@@ -555,63 +557,70 @@ static void test_onnx_real_models_plan(void **state)
         skip();
 }
 
-/* Truncated and bit-flipped copies of a real model: 0 or a clean error, never a crash. */
-static void test_onnx_fuzz_truncated_bitflip(void **state)
+/* One load of a damaged copy: 0, or a negative code with a message and *out untouched. */
+static void fuzz_one(const char *label, const char *buf, size_t len, const af_onnx_opts_t *o,
+                     uint64_t seed, int it, long *ok, long *rejected)
 {
-    (void)state;
-    size_t len = 0;
-    char *orig = read_file(real_models[0], &len);
-    if (!orig)
-        skip();
+    af_graph_t *g = NULL;
+    af_error_t err;
+    af_error_clear(&err);
+    int rc = af_onnx_load_mem(buf, len, o, &g, &err);
+    if (rc == 0) {
+        (*ok)++;
+        af_graph_destroy(g);
+        return;
+    }
+    (*rejected)++;
+    if (g || rc >= 0 || !err.msg[0])
+        print_error("%s: seed %llx iteration %d: rc %d without a clean error\n", label,
+                    (unsigned long long)seed, it, rc);
+    assert_null(g);
+    assert_true(rc < 0 && err.msg[0]);
+}
+
+/* Every prefix (up to 512 bytes, then every 97th), then `iters` copies with 1-4 bit flips. */
+static void fuzz_buf(const char *label, const char *orig, size_t len, const af_onnx_opts_t *o,
+                     int iters, uint64_t seed)
+{
+    long ok = 0, rejected = 0;
+    for (size_t n = 0; n < len; n += n < 512 ? 1 : 97)
+        fuzz_one(label, orig, n, o, seed, -1, &ok, &rejected);
     char *buf = malloc(len);
     assert_non_null(buf);
-    long ok = 0, rejected = 0;
-    /* Every prefix length up to 512 bytes, then every 97th. */
-    for (size_t n = 0; n < len; n += n < 512 ? 1 : 97) {
-        af_graph_t *g = NULL;
-        af_error_t err;
-        af_error_clear(&err);
-        int rc = af_onnx_load_mem(orig, n, NULL, &g, &err);
-        if (rc == 0) {
-            ok++;
-            af_graph_destroy(g);
-        } else {
-            rejected++;
-            assert_null(g);
-            assert_true(rc < 0);
-            assert_true(err.msg[0] != 0);
-        }
-    }
-    const uint64_t seed = 0x5eed0bad1dea;
     uint64_t x = seed;
-    for (int it = 0; it < 3000; it++) {
+    for (int it = 0; it < iters; it++) {
         memcpy(buf, orig, len);
-        int flips = 1 + it % 4;
-        for (int f = 0; f < flips; f++) {
+        for (int f = 0; f < 1 + it % 4; f++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             size_t bit = (size_t)(x % (len * 8));
             buf[bit / 8] ^= (char)(1u << (bit % 8));
         }
-        af_graph_t *g = NULL;
-        af_error_t err;
-        af_error_clear(&err);
-        int rc = af_onnx_load_mem(buf, len, NULL, &g, &err);
-        if (rc == 0) {
-            ok++;
-            af_graph_destroy(g);
-        } else {
-            rejected++;
-            if (g || rc >= 0 || !err.msg[0])
-                print_error("seed %llx iteration %d: rc %d without a clean error\n",
-                            (unsigned long long)seed, it, rc);
-            assert_null(g);
-            assert_true(rc < 0 && err.msg[0]);
-        }
+        fuzz_one(label, buf, len, o, seed, it, &ok, &rejected);
     }
-    print_message("fuzz: %ld loads succeeded, %ld rejected cleanly\n", ok, rejected);
-    assert_true(rejected > 100); /* corruption is really detected */
-    assert_true(ok > 0);         /* and harmless flips (weights) still load */
     free(buf);
+    print_message("fuzz %s: %ld loads succeeded, %ld rejected cleanly\n", label, ok, rejected);
+    assert_true(rejected > 100); /* corruption is really detected */
+    assert_true(ok > 0);         /* and harmless damage (weights, names) still loads */
+}
+
+/* Truncated and bit-flipped copies of models: 0 or a clean error, never a crash (ASan: no leak). */
+static void test_onnx_fuzz_truncated_bitflip(void **state)
+{
+    (void)state;
+    af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    o.allow_dynamic = 1; /* so that damaged dims still reach shape inference */
+    pb_t m = model_shape_chain();
+    fuzz_buf("shape chain", (const char *)m.b, m.n, &o, 3000, 0x5eed0bad1dea);
+    free(m.b);
+    m = model_control("If", 2);
+    fuzz_buf("run-time If", (const char *)m.b, m.n, &o, 3000, 0x1f1f2b2b);
+    free(m.b);
+    size_t len = 0;
+    char *orig = read_file(real_models[0], &len);
+    if (!orig)
+        return; /* libonnx-testdata not installed: the synthetic models above still ran */
+    fuzz_buf("test_Conv2d", orig, len, NULL, 3000, 0xc0ffee);
     free(orig);
 }
 
@@ -652,24 +661,28 @@ static void oom_free(void *p)
     free(p);
 }
 
-static void test_onnx_oom_clean(void **state)
+/* Fails allocation n = 0, 1, ... of one import: every failure is AF_ENOMEM, nothing leaks. */
+static long oom_run(const char *label, const void *data, size_t len, const char *const *in,
+                    int n_in)
 {
-    (void)state;
-    pb_t m = model_shape_chain();
-    const char *in[] = {"x=2,3,4,4"};
+    af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    o.inputs = in;
+    o.n_inputs = n_in;
     long n;
-    for (n = 0; n < 100000; n++) {
+    for (n = 0; n < 200000; n++) {
         fail_at = n;
         n_allocs = live_allocs = 0;
         af_replace_allocator(oom_malloc, oom_realloc, oom_calloc, oom_free);
-        af_graph_t *g;
+        af_graph_t *g = NULL;
         af_error_t err;
-        int rc = load(&m, in, 1, &g, &err);
+        af_error_clear(&err);
+        int rc = af_onnx_load_mem(data, len, &o, &g, &err);
         if (rc == 0)
             af_graph_destroy(g);
         af_reset_allocator();
         if (live_allocs)
-            print_error("allocation %ld failed: rc %s, %ld allocations leaked\n", n,
+            print_error("%s: allocation %ld failed: rc %s, %ld allocations leaked\n", label, n,
                         af_err_name(rc), live_allocs);
         assert_int_equal(live_allocs, 0);
         if (n_allocs <= n) {
@@ -677,11 +690,25 @@ static void test_onnx_oom_clean(void **state)
             break;
         }
         if (rc != AF_ENOMEM)
-            print_error("allocation %ld failed: %s (%s)\n", n, af_err_name(rc), err.msg);
+            print_error("%s: allocation %ld failed: %s (%s)\n", label, n, af_err_name(rc), err.msg);
         assert_int_equal(rc, AF_ENOMEM);
     }
-    print_message("oom: %ld failure points, all clean\n", n);
-    assert_true(n > 20);
+    print_message("oom %s: %ld failure points, all clean\n", label, n);
+    return n;
+}
+
+static void test_onnx_oom_clean(void **state)
+{
+    (void)state;
+    pb_t m = model_shape_chain();
+    const char *in[] = {"x=2,3,4,4"};
+    assert_true(oom_run("shape chain", m.b, m.n, in, 1) > 20);
+    free(m.b);
+    m = model_control("If", 2); /* both branches imported */
+    assert_true(oom_run("run-time If", m.b, m.n, NULL, 0) > 20);
+    free(m.b);
+    m = model_control("If", 1); /* inlined branch */
+    assert_true(oom_run("constant If", m.b, m.n, NULL, 0) > 20);
     free(m.b);
 }
 
