@@ -603,13 +603,15 @@ static void *stress_worker(void *arg)
     return NULL;
 }
 
-static void test_pool_stress_multi_thread_cross_free(void **state)
+static void stress_multi_thread(uint64_t seed0, int recycle, long ops)
 {
-    (void)state;
-    const uint64_t seed0 = 0x5eed0002;
     af_pool_opts_t o;
     af_pool_opts_init(&o);
     o.cache_slots = 8; /* small caches: exercise refill, flush and central borrowing */
+    if (recycle) {     /* and chunks retired, re-cut and released while others allocate */
+        o.recycle = 1;
+        o.idle_trim_ms = 1;
+    }
     shared_t sh;
     memset(&sh, 0, sizeof(sh));
     sh.pool = make_pool(&o);
@@ -619,7 +621,7 @@ static void test_pool_stress_multi_thread_cross_free(void **state)
     pthread_t th[NTHREADS];
     worker_arg_t wa[NTHREADS];
     for (int t = 0; t < NTHREADS; t++) {
-        wa[t] = (worker_arg_t){&sh, seed0 + (uint64_t)t * 7919, 150000 / SCALE};
+        wa[t] = (worker_arg_t){&sh, seed0 + (uint64_t)t * 7919, ops};
         assert_int_equal(pthread_create(&th[t], NULL, stress_worker, &wa[t]), 0);
     }
     for (int t = 0; t < NTHREADS; t++)
@@ -649,6 +651,18 @@ static void test_pool_stress_multi_thread_cross_free(void **state)
     assert_int_equal(st.reserved_bytes, 0); /* every cache was flushed on destroy */
     pthread_mutex_destroy(&sh.mu);
     af_pool_destroy(sh.pool);
+}
+
+static void test_pool_stress_multi_thread_cross_free(void **state)
+{
+    (void)state;
+    stress_multi_thread(0x5eed0002, 0, 120000 / SCALE);
+}
+
+static void test_pool_stress_multi_thread_recycle_and_idle_trim(void **state)
+{
+    (void)state;
+    stress_multi_thread(0x5eed0003, 1, 30000 / SCALE);
 }
 
 /* ---- trim --------------------------------------------------------------------------- */
@@ -896,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_pool_cache_keeps_huge_chunks),
         cmocka_unit_test(test_pool_stress_single_thread),
         cmocka_unit_test(test_pool_stress_multi_thread_cross_free),
+        cmocka_unit_test(test_pool_stress_multi_thread_recycle_and_idle_trim),
         cmocka_unit_test(test_pool_trim_releases_rss),
         cmocka_unit_test(test_pool_trim_purge_keeps_blocks),
         cmocka_unit_test(test_pool_idle_policy_releases),
