@@ -297,6 +297,41 @@ static void pool_free(void *ts, void *p)
     af_pool_cache_free(ts, p);
 }
 
+/* The harness floor: a LIFO stack of one cell per tensor slot, no metadata at all. Its time is
+ * what the replay loop itself costs; the other columns include it. */
+typedef struct {
+    void **stk;
+    size_t n;
+    uint64_t *cells;
+} floor_t;
+static void *floor_make(void *ctx)
+{
+    const trace_t *t = ctx;
+    floor_t *f = calloc(1, sizeof(*f));
+    f->cells = calloc(t->nslots + 1, 64);
+    f->stk = malloc((t->nslots + 1) * sizeof(void *));
+    for (size_t i = 0; i <= t->nslots; i++)
+        f->stk[f->n++] = f->cells + i * 8;
+    return f;
+}
+static void floor_unmake(void *ts)
+{
+    floor_t *f = ts;
+    free(f->stk);
+    free(f->cells);
+    free(f);
+}
+static void *floor_alloc(void *ts, size_t n)
+{
+    floor_t *f = ts;
+    return f->n ? f->stk[--f->n] : NULL;
+}
+static void floor_free(void *ts, void *p)
+{
+    floor_t *f = ts;
+    f->stk[f->n++] = p;
+}
+
 static void *nop_make(void *ctx)
 {
     return ctx;
@@ -426,7 +461,8 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
         job_t jobs[2];
         pthread_t th[2];
         for (int i = 0; i < nthreads; i++) {
-            jobs[i] = (job_t){t, a, g_pool, 0, &bar, 0, 0, 0, 0};
+            jobs[i] =
+                (job_t){t, a, a->make == floor_make ? (void *)t : g_pool, 0, &bar, 0, 0, 0, 0};
             pthread_create(&th[i], NULL, job_run, &jobs[i]);
         }
         af_pool_stats_t st0, st1;
@@ -492,7 +528,7 @@ static void run_trace(const trace_t *t, int reps)
            "peak live %.1f MiB\n",
            t->name, t->npairs, t->nslots, (unsigned long long)t->min_size,
            (double)t->max_size / (1 << 20), (double)t->peak_live / (1 << 20));
-    alloc_t allocs[4];
+    alloc_t allocs[5];
     int na = 0;
     allocs[na++] = (alloc_t){"arenaflow", "af_pool_cache_alloc/free, one cache per thread",
                              pool_make,   pool_unmake,
@@ -506,8 +542,11 @@ static void run_trace(const trace_t *t, int reps)
 #endif
     allocs[na++] = (alloc_t){
         "glibc", "__libc_malloc/__libc_free", nop_make, nop_unmake, glibc_alloc, glibc_free};
+    allocs[na++] = (alloc_t){"floor",     "LIFO stack, no metadata (the replay loop alone)",
+                             floor_make,  floor_unmake,
+                             floor_alloc, floor_free};
     for (int nt = 1; nt <= 2; nt++) {
-        result_t r[4];
+        result_t r[5];
         for (int i = 0; i < na; i++)
             r[i] = measure(t, &allocs[i], nt, reps);
         printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
@@ -518,6 +557,8 @@ static void run_trace(const trace_t *t, int reps)
                 allocs[i].name, r[i].ns_pair, r[i].cpu_pair, r[i].ns_pair / r[0].ns_pair,
                 r[i].cpu_pair / r[0].cpu_pair, (unsigned long long)r[i].checksum,
                 (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
+        printf("    arenaflow minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
+               r[0].ns_pair - r[na - 1].ns_pair, r[0].cpu_pair - r[na - 1].cpu_pair);
         for (int i = 0; i < 2; i++)
             printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per pair)\n",
                    allocs[i].name, (unsigned long long)r[i].locks,
@@ -572,7 +613,8 @@ int main(int argc, char **argv)
            "af+recycle = the same with opts.recycle = 1; "
            "jemalloc = mallocx/dallocx (default arena, tcache on); "
 #endif
-           "glibc = __libc_malloc/__libc_free\n");
+           "glibc = __libc_malloc/__libc_free; floor = a bare LIFO stack of cells (what the "
+           "replay loop itself costs; every column includes it)\n");
     printf("plain malloc() in this binary resolves to %s\n",
            (void *)m == (void *)__libc_malloc ? "glibc" : "a replacement (jemalloc, linked in)");
     printf("timed rounds touch no block memory (allocator cost only); a first untimed round per "
