@@ -209,6 +209,8 @@ static void free_part(part_info_t *pi)
     af__free(sp->sec_hi);
     af__free(sp->ov_start);
     af__free(sp->ov);
+    af__free(sp->ovr_lo);
+    af__free(sp->ovr_hi);
     af__free(sp->sec_start);
     af__free(sp->sec_buf);
     for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
@@ -315,6 +317,19 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
                 return AF_ENOMEM;
             for (int32_t i = 0; i < n; i++)
                 sp->rank[i] = sp->ov_start[i]; /* fill cursors */
+        }
+    }
+    sp->ovr_lo = af__malloc(un * sizeof(int32_t));
+    sp->ovr_hi = af__malloc(un * sizeof(int32_t));
+    if (!sp->ovr_lo || !sp->ovr_hi)
+        return AF_ENOMEM;
+    for (int32_t b = 0; b < n; b++) {
+        sp->ovr_lo[b] = sp->sec_lo[b];
+        sp->ovr_hi[b] = sp->sec_hi[b];
+        for (int32_t k = sp->ov_start[b]; k < sp->ov_start[b + 1]; k++) {
+            int32_t c = sp->ov[k];
+            sp->ovr_lo[b] = sp->sec_lo[c] < sp->ovr_lo[b] ? sp->sec_lo[c] : sp->ovr_lo[b];
+            sp->ovr_hi[b] = sp->sec_hi[c] > sp->ovr_hi[b] ? sp->sec_hi[c] : sp->ovr_hi[b];
         }
     }
     /* Buffers live in each section (CSR). */

@@ -107,20 +107,30 @@ static uint64_t eff(const af__search_part_t *p, int32_t c, uint64_t o, int32_t l
     return e;
 }
 
-static int check(af__search_part_t *p, uint64_t o, int32_t last, uint64_t cap)
+static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint64_t cap, int full)
 {
+    /*
+     * Outside [lo, hi) (the sections of b and of every buffer overlapping it) nothing changed
+     * since the parent node passed this check, except o and last. There a section's lowest
+     * unplaced buffer had eff <= lim, and eff grew to at most max(its old eff, o + 1), so the
+     * section still passes while o < lim: only the O(1) test is needed. The root has no parent
+     * check: full.
+     */
+    int32_t lo = full ? 0 : p->ovr_lo[b], hi = full ? p->nsec : p->ovr_hi[b];
     for (int32_t s = 0; s < p->nsec; s++) {
         uint64_t f = p->floor[s], t = p->total[s];
         if (f > cap)
             return 0;
         if (t == 0)
             continue;
+        uint64_t lim = cap - t;
+        if ((s < lo || s >= hi) && o < lim)
+            continue;
         /* Every eff is >= o; the section is fine once one eff is <= lim (the highest start of
          * its lowest unplaced buffer that still lets the rest fit). wit[s] remembers the last
          * buffer that showed it: usually it still does, and the scan is skipped. */
-        if (t > cap - (f > o ? f : o))
+        if (f > lim || o > lim)
             return 0;
-        uint64_t lim = cap - t;
         int32_t w = p->wit[s];
         if (p->off[w] == AF__SEARCH_UNPLACED && eff(p, w, o, last) <= lim)
             continue;
@@ -261,7 +271,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             rc = AF__SEARCH_TIMEOUT;
             break;
         }
-        if (!check(p, o, p->rank[b], cap))
+        if (!check(p, b, o, p->rank[b], cap, depth == 0))
             continue;
         if (placed == p->n) {
             for (int32_t i = 0; i < p->n; i++)

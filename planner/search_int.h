@@ -41,13 +41,14 @@ typedef struct af__search_frame {
 typedef struct af__search_part {
     int32_t n, nsec;
     uint64_t alignment;
-    uint64_t *size;                          /* n */
-    int32_t *sec_lo;                         /* n: first section the buffer is live in */
-    int32_t *sec_hi;                         /* n: one past its last section */
-    int32_t *ov_start;                       /* n+1: CSR of overlapping buffers */
-    int32_t *ov;                             /* ov_start[n] entries */
-    int32_t *sec_start;                      /* nsec+1: CSR of the buffers live in each section */
-    int32_t *sec_buf;                        /* sec_start[nsec] entries */
+    uint64_t *size;           /* n */
+    int32_t *sec_lo;          /* n: first section the buffer is live in */
+    int32_t *sec_hi;          /* n: one past its last section */
+    int32_t *ov_start;        /* n+1: CSR of overlapping buffers */
+    int32_t *ov;              /* ov_start[n] entries */
+    int32_t *ovr_lo, *ovr_hi; /* n: sections of the buffer and all buffers overlapping it */
+    int32_t *sec_start;       /* nsec+1: CSR of the buffers live in each section */
+    int32_t *sec_buf;         /* sec_start[nsec] entries */
     int32_t *order[AF__SEARCH_N_ORDERS + 1]; /* static orders + the random one */
     uint64_t *feat[AF__SEARCH_N_FEATURES];   /* n each: tot, width, area, size, ~lower */
     int32_t *rank;                           /* n: position of a buffer in the current order */
