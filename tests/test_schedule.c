@@ -541,6 +541,38 @@ static void test_schedule_edge_semantics_match_lifetimes(void **state)
     af_graph_destroy(g);
 }
 
+/* Empty and one-node graphs: every scheduler copes and reports the right peak. */
+static void test_schedule_tiny_graphs(void **state)
+{
+    (void)state;
+    const char *const *names = af_schedule_names();
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    int32_t order[2];
+    af__sched_result_t res;
+    for (int k = 0; names[k]; k++) {
+        assert_int_equal(sched(g, names[k], order, &res, 0, NULL), 0);
+        assert_int_equal(res.peak, 0);
+    }
+    af_graph_destroy(g);
+    assert_int_equal(af_graph_create(&g), 0);
+    af_tensor_desc_t x = {.name = "x", .bytes = 1000, .rank = -1, .kind = AF_TENSOR_INPUT};
+    af_tensor_desc_t y = {.name = "y", .bytes = 3000, .rank = -1, .kind = AF_TENSOR_OUTPUT};
+    assert_int_equal(af_graph_add_tensor(g, &x, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_tensor(g, &y, NULL, NULL), 0);
+    const char *i[1] = {"x"}, *o[1] = {"y"};
+    af_node_desc_t d = {.op = "Op", .inputs = i, .n_inputs = 1, .outputs = o, .n_outputs = 1};
+    assert_int_equal(af_graph_add_node(g, &d, NULL, NULL), 0);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    for (int k = 0; names[k]; k++) {
+        assert_int_equal(sched(g, names[k], order, &res, 0, NULL), 0);
+        assert_int_equal(order[0], 0);
+        assert_int_equal(res.peak, 1024 + 3072); /* both aligned to 256 */
+    }
+    af_graph_destroy(g);
+}
+
 /* ---- out of memory ------------------------------------------------------------------------ */
 
 static int oom_countdown = -1;
@@ -617,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_schedule_budget_seed_executability),
         cmocka_unit_test(test_schedule_budget_bad_values),
         cmocka_unit_test(test_schedule_edge_semantics_match_lifetimes),
+        cmocka_unit_test(test_schedule_tiny_graphs),
         cmocka_unit_test(test_schedule_oom_every_allocation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
