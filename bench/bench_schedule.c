@@ -153,6 +153,7 @@ static void time_big(const char *label, af_graph_t *g, int reps)
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress is visible when redirected */
     int reps = 5;
     int32_t big = 1000000, mid = 10000;
     for (int i = 1; i + 1 < argc; i += 2) {
