@@ -88,7 +88,8 @@ int af__sched_rpo(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order
  * 64 units. step[v] = position of v in order (updated for the window on success); live_before =
  * live bytes after step lo - 1 (base for lo == 0). *improved = 1 when order[lo..hi) was
  * rewritten to a window peak below bound; *complete = 1 when the search ran to the end within
- * max_states (the window's result, or `bound` if nothing was found, is then optimal for it).
+ * max_states (without `contract` the window's result, or `bound` if nothing was found, is
+ * then optimal for the window).
  * *states_used accumulates the states created. Returns 0 or AF_ENOMEM.
  */
 typedef struct af__dp_window {
