@@ -463,6 +463,67 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
     return keep_node(im, n, kio, 1 + 2 * no, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
 
+/* Adds to io[*n] every outer value a subgraph (and its nested subgraphs) reads. */
+static int add_captures(imp_t *im, const Onnx__GraphProto *g, int32_t *io, int *n, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return af__err(im->err, AF_ENOTSUP, "subgraphs nested more than %d deep", MAX_DEPTH);
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *nd = g->node[i];
+        for (size_t k = 0; k < nd->n_input; k++) {
+            int32_t id = nd->input[k][0] ? val_find(im, nd->input[k]) : -1;
+            int dup = id < 0;
+            for (int j = 0; j < *n && !dup; j++)
+                dup = io[j] == id;
+            if (dup)
+                continue;
+            if (*n >= 32)
+                return af__err(im->err, AF_ENOTSUP,
+                               "op %s, node '%s': subgraph reads more than 32 outer values",
+                               nd->op_type ? nd->op_type : "?", node_label(nd));
+            io[(*n)++] = id;
+        }
+        for (size_t a = 0; a < nd->n_attribute; a++) {
+            const Onnx__AttributeProto *at = nd->attribute[a];
+            int rc = at->g ? add_captures(im, at->g, io, n, depth + 1) : 0;
+            for (size_t k = 0; !rc && k < at->n_graphs; k++)
+                rc = add_captures(im, at->graphs[k], io, n, depth + 1);
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Loop, Scan, SequenceMap... with opaque_control_flow: one node whose inputs are its own plus
+ * every outer value its body reads (so they stay alive until it runs) and whose outputs are
+ * dynamic (their sizes depend on the iterations). The body's own memory is not planned.
+ */
+static int import_opaque(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no)
+{
+    int32_t ins[32], outs[32];
+    int nin = 0, rc;
+    for (int i = 0; i < ni; i++)
+        ins[nin++] = io[i];
+    for (size_t a = 0; a < n->n_attribute; a++) {
+        const Onnx__AttributeProto *at = n->attribute[a];
+        rc = at->g ? add_captures(im, at->g, ins, &nin, 1) : 0;
+        for (size_t k = 0; !rc && k < at->n_graphs; k++)
+            rc = add_captures(im, at->graphs[k], ins, &nin, 1);
+        if (rc)
+            return rc;
+    }
+    memcpy(outs, io + ni, (size_t)no * sizeof(int32_t));
+    memcpy(io, ins, (size_t)nin * sizeof(int32_t));
+    memcpy(io + nin, outs, (size_t)no * sizeof(int32_t));
+    for (int i = 0; i < no; i++)
+        if (io[nin + i] >= 0 && im->opts->use_declared &&
+            (rc = merge_declared(im, &im->vals[io[nin + i]], "")))
+            return rc;
+    return keep_node(im, n, io, nin, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+}
+
 static int check_node(imp_t *im, const Onnx__NodeProto *n, size_t idx)
 {
     if (!n->op_type || !n->op_type[0])
@@ -507,11 +568,14 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
         return import_both(im, n, io, ni, no, depth);
     }
     for (size_t i = 0; i < n->n_attribute; i++)
-        if (n->attribute[i]->g || n->attribute[i]->n_graphs)
+        if (n->attribute[i]->g || n->attribute[i]->n_graphs) {
+            if (im->opts->opaque_control_flow)
+                return import_opaque(im, n, io, ni, no);
             return af__err(im->err, AF_ENOTSUP,
                            "op %s, node '%s': control flow (subgraph attribute '%s') is not "
-                           "supported",
+                           "supported (opaque_control_flow imports it as one node)",
                            n->op_type, nname, n->attribute[i]->name);
+        }
     af__onnx_ctx_t c = {.node = n, .n_in = ni, .n_out = no, .opset = im->opset, .err = im->err};
     for (int i = 0; i < ni + no; i++) {
         af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;

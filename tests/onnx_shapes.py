@@ -3,12 +3,13 @@
 libonnx-testdata (node, pytorch-converted, pytorch-operator, simple).
 
 For each model, ONNX's `onnx.shape_inference.infer_shapes(model, data_prop=True)` gives a type
-for some tensors; `arenaflow convert MODEL --shapes - --dynamic --no-declared --keep-folded`
+for some tensors; `arenaflow convert MODEL --shapes - --dynamic --no-declared --keep-folded --opaque-loops`
 gives ours (inferred only: the shapes the model declares are ignored, so agreement is earned).
 Where both know a rank, a dim or an element type, they must be equal: any difference is a
 mismatch. Where ONNX knows a dim and we do not, it is counted as "unknown to arenaflow" (a
-dynamic tensor: never a guess). A crash (signal) of the converter is a failure; a clean
-rejection (exit 1, If/Loop/Scan...) is counted with its reason.
+dynamic tensor: never a guess). Loop/Scan/SequenceMap are imported as opaque nodes with
+dynamic outputs (--opaque-loops). A crash (signal, sanitizer report) of the converter is a
+failure; a clean rejection (exit 1) is counted with its reason.
 
 usage: /usr/bin/python3 tests/onnx_shapes.py ARENAFLOW_BINARY [DATA_DIR] [--verbose]
 Exit status: 0 when mismatches == 0 and nothing crashed; 1 otherwise; 77 when onnx or the
@@ -51,7 +52,7 @@ def onnx_types(model):
 
 def ours(binary, path):
     r = subprocess.run([binary, "convert", path, "--shapes", "-", "--dynamic", "--no-declared",
-                        "--keep-folded"], capture_output=True, text=True, timeout=60)
+                        "--keep-folded", "--opaque-loops"], capture_output=True, text=True, timeout=60)
     if r.returncode < 0 or "Sanitizer" in r.stderr or "runtime error:" in r.stderr:
         return None, "CRASH (status %d): %s" % (r.returncode, r.stderr.strip()[-300:])
     if r.returncode != 0:

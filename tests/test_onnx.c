@@ -473,6 +473,26 @@ static void test_onnx_if_inlined_loop_rejected(void **state)
     assert_null(gr);
     assert_non_null(strstr(err.msg, "Loop"));
     assert_non_null(strstr(err.msg, "ctl"));
+
+    /* opaque_control_flow: one Loop node that also reads x (its body does), dynamic output. */
+    af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    o.opaque_control_flow = 1;
+    rc = af_onnx_load_mem(m.b, m.n, &o, &gr, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    const af_node_info_t *loop = af_graph_node(gr, af_graph_find_node(gr, "ctl"));
+    assert_string_equal(loop->op, "Loop");
+    int reads_x = 0;
+    for (int32_t i = 0; i < loop->n_inputs; i++)
+        reads_x |= loop->inputs[i] == af_graph_find_tensor(gr, "x");
+    assert_true(reads_x);
+    assert_int_equal(tensor(gr, "y")->bytes, AF_BYTES_DYNAMIC);
+    assert_int_equal(af_plan_create(gr, NULL, &p, &err), 0);
+    assert_int_equal(af_plan_verify(p, &err), 0);
+    af_plan_destroy(p);
+    af_graph_destroy(gr);
     free(m.b);
 }
 
@@ -609,12 +629,16 @@ static void test_onnx_fuzz_truncated_bitflip(void **state)
     (void)state;
     af_onnx_opts_t o;
     af_onnx_opts_init(&o);
-    o.allow_dynamic = 1; /* so that damaged dims still reach shape inference */
+    o.allow_dynamic = 1;       /* so that damaged dims still reach shape inference */
+    o.opaque_control_flow = 1; /* and damaged Loop bodies reach the capture walk */
     pb_t m = model_shape_chain();
     fuzz_buf("shape chain", (const char *)m.b, m.n, &o, 3000, 0x5eed0bad1dea);
     free(m.b);
     m = model_control("If", 2);
     fuzz_buf("run-time If", (const char *)m.b, m.n, &o, 3000, 0x1f1f2b2b);
+    free(m.b);
+    m = model_control("Loop", 1);
+    fuzz_buf("opaque Loop", (const char *)m.b, m.n, &o, 2000, 0x100f);
     free(m.b);
     size_t len = 0;
     char *orig = read_file(real_models[0], &len);

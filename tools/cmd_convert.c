@@ -90,6 +90,8 @@ int cmd_convert(int argc, char **argv)
             o.use_declared = 0;
         } else if (!strcmp(a, "--keep-folded")) {
             o.keep_folded = 1;
+        } else if (!strcmp(a, "--opaque-loops")) {
+            o.opaque_control_flow = 1;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             usage(stderr);

@@ -13,8 +13,11 @@
  * Whatever cannot be known at load time becomes a dynamic tensor (AF_BYTES_DYNAMIC), never a
  * guess. The returned graph is finalized.
  *
+ * An If whose condition is only known at run time keeps both branches (planned together: a
+ * conservative superset) and an If node that reads both branches' outputs.
+ *
  * Errors (never a crash, never a print): AF_EPARSE (not an ONNX model, truncated or corrupt
- * protobuf, malformed tensor data), AF_ENOTSUP (Loop/Scan, an If whose condition is not known,
+ * protobuf, malformed tensor data), AF_ENOTSUP (Loop/Scan unless opaque_control_flow,
  * sequence/map graph inputs...), AF_ESHAPE (inconsistent shapes: the message names the op and the
  * node), AF_EINVAL (bad --input spec, or an input left with unknown dims when allow_dynamic is
  * off: the message names the input and its symbolic dims), AF_ENOENT (--input names no input),
@@ -52,6 +55,12 @@ typedef struct af_onnx_opts {
     int use_declared;
     /* 1: keep the nodes whose outputs were folded into constants (default 0: drop them). */
     int keep_folded;
+    /*
+     * 1: Loop, Scan and other ops with subgraphs (If excepted: it is always handled) become one
+     * opaque node that also reads every outer value its body reads; its outputs are dynamic and
+     * its body's memory is not planned. 0 (default): they are rejected with AF_ENOTSUP.
+     */
+    int opaque_control_flow;
 } af_onnx_opts_t;
 
 /* Fills *o with the defaults above. */
