@@ -22,7 +22,8 @@ function M.delay()
     count = count + 1
     if now ~= sec then
         local achieved = count / (now - sec)
-        d = math.max(0, math.min(10000, d * achieved / per_conn))
+        -- half-step correction: damps the oscillation when latencies vary (mixed load)
+        d = math.max(0, math.min(10000, d * (1 + 0.5 * (achieved / per_conn - 1))))
         sec, count = now, 0
     end
     return d
