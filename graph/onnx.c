@@ -97,7 +97,7 @@ static int hash_insert(imp_t *im, int32_t id)
 }
 
 /* Id of the value called name, created (unknown shape) when new. -1 on OOM. */
-static int32_t val_get(imp_t *im, const char *name)
+int32_t af__onnx_val_get(af__onnx_imp_t *im, const char *name)
 {
     int32_t id = val_find(im, name);
     if (id >= 0)
@@ -117,210 +117,6 @@ static int32_t val_get(imp_t *im, const char *name)
         return -1;
     }
     return id;
-}
-
-/* ---- types, declared shapes and user dims --------------------------------------------- */
-
-static const Onnx__TypeProto__Tensor *tensor_type(const Onnx__ValueInfoProto *vi)
-{
-    if (!vi || !vi->type || vi->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE)
-        return NULL;
-    return vi->type->tensor_type;
-}
-
-static int bound_param(const imp_t *im, const char *param, int64_t *out)
-{
-    for (size_t i = 0; param && i < im->n_binds; i++)
-        if (!strcmp(im->binds[i].param, param)) {
-            *out = im->binds[i].value;
-            return 1;
-        }
-    return 0;
-}
-
-/* Dim d of a declared type: value, bound symbolic parameter, or -1. */
-static int64_t declared_dim(const imp_t *im, const Onnx__TensorShapeProto__Dimension *d)
-{
-    int64_t v = -1;
-    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0)
-        return d->dim_value;
-    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
-        bound_param(im, d->dim_param, &v);
-    return v;
-}
-
-/* Merges what the model declares into v; a contradiction is AF_ESHAPE. */
-static int merge_declared(imp_t *im, af__onnx_val_t *v, const char *where)
-{
-    const Onnx__TypeProto__Tensor *t = v->declared;
-    if (!t)
-        return 0;
-    if (!v->elem && t->has_elem_type)
-        v->elem = t->elem_type;
-    if (!t->shape)
-        return 0;
-    int r = (int)t->shape->n_dim;
-    if (t->shape->n_dim > AF__ONNX_RANK_MAX)
-        return af__err(im->err, AF_ENOTSUP, "tensor '%s': rank %zu above %d", v->name,
-                       t->shape->n_dim, AF__ONNX_RANK_MAX);
-    if (v->rank >= 0 && v->rank != r)
-        return af__err(im->err, AF_ESHAPE, "tensor '%s'%s: inferred rank %d, the model declares %d",
-                       v->name, where, v->rank, r);
-    if (v->rank < 0)
-        af__onnx_set_rank(v, r);
-    for (int i = 0; i < r; i++) {
-        int64_t d = declared_dim(im, t->shape->dim[i]);
-        if (d < 0)
-            continue;
-        if (v->dims[i] >= 0 && v->dims[i] != d)
-            return af__err(im->err, AF_ESHAPE,
-                           "tensor '%s'%s: inferred dim %d = %lld, the model declares %lld",
-                           v->name, where, i, (long long)v->dims[i], (long long)d);
-        v->dims[i] = d;
-    }
-    return 0;
-}
-
-static int add_binding(imp_t *im, const char *param, int64_t value)
-{
-    int64_t old;
-    if (bound_param(im, param, &old))
-        return old == value
-                   ? 0
-                   : af__err(im->err, AF_EINVAL, "symbolic dim '%s' set to both %lld and %lld",
-                             param, (long long)old, (long long)value);
-    if (af__grow((void **)&im->binds, &im->cap_binds, im->n_binds + 1, sizeof(*im->binds)))
-        return af__err(im->err, AF_ENOMEM, "out of memory");
-    im->binds[im->n_binds++] = (af__onnx_binding_t){param, value};
-    return 0;
-}
-
-/* Parses "1,3,224,224" (empty = scalar). Returns the count or -1. */
-static int parse_dims(const char *s, int64_t *dims)
-{
-    int n = 0;
-    if (!*s)
-        return 0;
-    for (;;) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0 || errno || n >= AF__ONNX_RANK_MAX)
-            return -1;
-        dims[n++] = v;
-        if (!*end)
-            return n;
-        if (*end != ',')
-            return -1;
-        s = end + 1;
-    }
-}
-
-/* Applies one "NAME=dims" spec: to a graph input, or to a symbolic dim name. */
-static int apply_input_spec(imp_t *im, const Onnx__GraphProto *g, const char *spec)
-{
-    const char *eq = spec ? strrchr(spec, '=') : NULL;
-    int64_t dims[AF__ONNX_RANK_MAX];
-    int n = eq ? parse_dims(eq + 1, dims) : -1;
-    if (!eq || eq == spec || n < 0)
-        return af__err(im->err, AF_EINVAL,
-                       "bad input spec '%s' (want NAME=1,3,224,224 or SYMBOL=4)", spec ? spec : "");
-    size_t nl = (size_t)(eq - spec);
-    for (size_t i = 0; i < g->n_input; i++) {
-        const Onnx__ValueInfoProto *vi = g->input[i];
-        if (!vi->name || strlen(vi->name) != nl || memcmp(vi->name, spec, nl))
-            continue;
-        const Onnx__TypeProto__Tensor *t = tensor_type(vi);
-        if (t && t->shape && (int)t->shape->n_dim != n)
-            return af__err(im->err, AF_ESHAPE, "input '%s' has rank %zu, --input gives %d dims",
-                           vi->name, t->shape->n_dim, n);
-        for (int k = 0; t && t->shape && k < n; k++) {
-            const Onnx__TensorShapeProto__Dimension *d = t->shape->dim[k];
-            int rc = 0;
-            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-                d->dim_value != dims[k])
-                return af__err(
-                    im->err, AF_ESHAPE,
-                    "input '%s' dim %d is fixed at %lld by the model, --input gives %lld", vi->name,
-                    k, (long long)d->dim_value, (long long)dims[k]);
-            if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                d->dim_param && d->dim_param[0] && (rc = add_binding(im, d->dim_param, dims[k])))
-                return rc;
-        }
-        int32_t id = val_get(im, vi->name);
-        if (id < 0)
-            return af__err(im->err, AF_ENOMEM, "out of memory");
-        if (im->vals[id].is_const)
-            return af__err(im->err, AF_EINVAL, "--input '%s': an initializer, its shape is fixed",
-                           vi->name);
-        af__onnx_set_rank(&im->vals[id], n);
-        memcpy(im->vals[id].dims, dims, (size_t)n * sizeof(int64_t));
-        return 0;
-    }
-    if (n == 1) { /* a symbolic dim name used by some input? */
-        char param[256];
-        snprintf(param, sizeof(param), "%.*s", (int)(nl < 255 ? nl : 255), spec);
-        for (size_t i = 0; i < g->n_input; i++) {
-            const Onnx__TypeProto__Tensor *t = tensor_type(g->input[i]);
-            for (size_t k = 0; t && t->shape && k < t->shape->n_dim; k++) {
-                const Onnx__TensorShapeProto__Dimension *d = t->shape->dim[k];
-                if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                    d->dim_param && !strcmp(d->dim_param, param))
-                    return add_binding(im, d->dim_param, dims[0]);
-            }
-        }
-    }
-    return af__err(im->err, AF_ENOENT,
-                   "--input '%.*s': the model has no input or symbolic dim of that name", (int)nl,
-                   spec);
-}
-
-/* Graph inputs: declared type + user dims; unknown dims are an error unless allow_dynamic. */
-static int setup_inputs(imp_t *im, const Onnx__GraphProto *g)
-{
-    int rc;
-    for (int i = 0; i < im->opts->n_inputs; i++)
-        if ((rc = apply_input_spec(im, g, im->opts->inputs[i])))
-            return rc;
-    for (size_t i = 0; i < g->n_input; i++) {
-        const Onnx__ValueInfoProto *vi = g->input[i];
-        if (!vi->name || !vi->name[0])
-            return af__err(im->err, AF_EPARSE, "graph input %zu has no name", i);
-        int32_t id = val_get(im, vi->name);
-        if (id < 0)
-            return af__err(im->err, AF_ENOMEM, "out of memory");
-        af__onnx_val_t *v = &im->vals[id];
-        if (v->is_const)
-            continue; /* an initializer listed as input (IR < 4): a constant */
-        v->is_input = v->used = 1;
-        v->declared = tensor_type(vi);
-        if (!v->declared && !im->opts->allow_dynamic)
-            return af__err(im->err, AF_ENOTSUP, "input '%s' is not a tensor (sequence, map...)",
-                           vi->name);
-        if ((rc = merge_declared(im, v, " (graph input)")))
-            return rc;
-        if (af__onnx_numel(v) < 0 && !im->opts->allow_dynamic) {
-            char dims[200] = "";
-            size_t len = 0;
-            for (int k = 0; k < v->rank && len < sizeof(dims) - 40; k++) {
-                const Onnx__TensorShapeProto__Dimension *d = v->declared->shape->dim[k];
-                const char *p =
-                    d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                            d->dim_param
-                        ? d->dim_param
-                        : "?";
-                len += (size_t)snprintf(dims + len, sizeof(dims) - len, "%s%s", k ? "," : "",
-                                        v->dims[k] >= 0 ? "" : p);
-                if (v->dims[k] >= 0)
-                    len += (size_t)snprintf(dims + len, sizeof(dims) - len, "%lld",
-                                            (long long)v->dims[k]);
-            }
-            return af__err(im->err, AF_EINVAL,
-                           "input '%s' has unknown dims [%s]: give them with --input %s=d0,d1,...",
-                           vi->name, v->rank < 0 ? "unknown rank" : dims, vi->name);
-        }
-    }
-    return 0;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------- */
@@ -396,11 +192,11 @@ static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *
             continue;
         if ((rc = synth_identity(im, n, b->output[i]->name, n->output[i], &id)))
             break;
-        int32_t v = val_get(im, b->output[i]->name);
+        int32_t v = af__onnx_val_get(im, b->output[i]->name);
         if (v < 0)
             return AF_ENOMEM;
         im->vals[v].declared =
-            im->vals[v].declared ? im->vals[v].declared : tensor_type(b->output[i]);
+            im->vals[v].declared ? im->vals[v].declared : af__onnx_tensor_type(b->output[i]);
         rc = run_graph(im, &(Onnx__GraphProto){.n_node = 1, .node = (Onnx__NodeProto **)&id},
                        depth + 1);
     }
@@ -440,7 +236,7 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
             if (!nm || !nm[0])
                 return af__err(im->err, AF_EPARSE, "op If, node '%s': unnamed branch output",
                                nname);
-            if ((kio[1 + k * no + i] = val_get(im, nm)) < 0)
+            if ((kio[1 + k * no + i] = af__onnx_val_get(im, nm)) < 0)
                 return af__err(im->err, AF_ENOMEM, "out of memory");
         }
     }
@@ -457,7 +253,7 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
                 if (t->dims[d] != e->dims[d])
                     o->dims[d] = -1;
         }
-        if (im->opts->use_declared && (rc = merge_declared(im, o, "")))
+        if (im->opts->use_declared && (rc = af__onnx_merge_declared(im, o, "")))
             return rc;
     }
     return keep_node(im, n, kio, 1 + 2 * no, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
@@ -519,7 +315,7 @@ static int import_opaque(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int n
     memcpy(io + nin, outs, (size_t)no * sizeof(int32_t));
     for (int i = 0; i < no; i++)
         if (io[nin + i] >= 0 && im->opts->use_declared &&
-            (rc = merge_declared(im, &im->vals[io[nin + i]], "")))
+            (rc = af__onnx_merge_declared(im, &im->vals[io[nin + i]], "")))
             return rc;
     return keep_node(im, n, io, nin, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
@@ -546,7 +342,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
     int ni = (int)n->n_input, no = (int)n->n_output, rc;
     for (int i = 0; i < ni + no; i++) {
         const char *nm = i < ni ? n->input[i] : n->output[i - ni];
-        io[i] = nm[0] ? val_get(im, nm) : -1;
+        io[i] = nm[0] ? af__onnx_val_get(im, nm) : -1;
         if (nm[0] && io[i] < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
     }
@@ -597,7 +393,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
         af__onnx_val_t *v = c.out[i];
         if (io[ni + i] < 0)
             continue;
-        if (im->opts->use_declared && (rc = merge_declared(im, v, "")))
+        if (im->opts->use_declared && (rc = af__onnx_merge_declared(im, v, "")))
             return rc;
         is_out |= v->is_output;
         if (!v->is_const && !af__onnx_vals_known(v))
@@ -630,7 +426,7 @@ static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
         const Onnx__TensorProto *t = g->initializer[i];
         if (!t->name || !t->name[0])
             return af__err(im->err, AF_EPARSE, "initializer %zu has no name", i);
-        int32_t id = val_get(im, t->name);
+        int32_t id = af__onnx_val_get(im, t->name);
         if (id < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
         af__onnx_val_t *v = &im->vals[id];
@@ -644,11 +440,11 @@ static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
     }
     for (size_t i = 0; i < g->n_value_info; i++) {
         const Onnx__ValueInfoProto *vi = g->value_info[i];
-        int32_t id = vi->name && vi->name[0] ? val_get(im, vi->name) : -2;
+        int32_t id = vi->name && vi->name[0] ? af__onnx_val_get(im, vi->name) : -2;
         if (id == -1)
             return af__err(im->err, AF_ENOMEM, "out of memory");
         if (id >= 0 && im->opts->use_declared)
-            im->vals[id].declared = tensor_type(vi);
+            im->vals[id].declared = af__onnx_tensor_type(vi);
     }
     for (size_t i = 0; i < g->n_node; i++) {
         if ((rc = check_node(im, g->node[i], i)) || (rc = run_node(im, g->node[i], depth)))
@@ -696,16 +492,16 @@ static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
         const Onnx__ValueInfoProto *vi = g->output[i];
         if (!vi->name || !vi->name[0])
             return af__err(im->err, AF_EPARSE, "graph output %zu has no name", i);
-        int32_t id = val_get(im, vi->name);
+        int32_t id = af__onnx_val_get(im, vi->name);
         if (id < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
         im->vals[id].is_output = 1;
         if (opts_declared(im))
-            im->vals[id].declared = tensor_type(vi);
+            im->vals[id].declared = af__onnx_tensor_type(vi);
     }
     /* Initializers first so inputs that repeat them (IR < 4) are recognised as constants. */
     Onnx__GraphProto init_only = {.n_initializer = g->n_initializer, .initializer = g->initializer};
-    if ((rc = run_graph(im, &init_only, 0)) || (rc = setup_inputs(im, g)))
+    if ((rc = run_graph(im, &init_only, 0)) || (rc = af__onnx_setup_inputs(im, g)))
         return rc;
     Onnx__GraphProto rest = *g;
     rest.n_initializer = 0;
@@ -714,8 +510,8 @@ static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
     for (size_t i = 0; i < g->n_output && im->opts->use_declared; i++) {
         af__onnx_val_t *v = &im->vals[val_find(im, g->output[i]->name)];
         if (!v->declared)
-            v->declared = tensor_type(g->output[i]);
-        if ((rc = merge_declared(im, v, " (graph output)")))
+            v->declared = af__onnx_tensor_type(g->output[i]);
+        if ((rc = af__onnx_merge_declared(im, v, " (graph output)")))
             return rc;
     }
     return af__onnx_emit(im, m->graph->name, out);

@@ -77,6 +77,16 @@ typedef struct af__onnx_imp {
     size_t n_binds, cap_binds;
 } af__onnx_imp_t;
 
+/* Value table (onnx.c): id of the value called name, created unknown when new; -1 on OOM. */
+int32_t af__onnx_val_get(af__onnx_imp_t *im, const char *name);
+
+/* Inputs and declared types (onnx_inputs.c). The tensor type of a value info, or NULL. */
+const Onnx__TypeProto__Tensor *af__onnx_tensor_type(const Onnx__ValueInfoProto *vi);
+/* Merges v->declared into v; a contradiction is AF_ESHAPE ("where" qualifies the message). */
+int af__onnx_merge_declared(af__onnx_imp_t *im, af__onnx_val_t *v, const char *where);
+/* Applies the user's input specs and the inputs' declared types. 0 or an error. */
+int af__onnx_setup_inputs(af__onnx_imp_t *im, const Onnx__GraphProto *g);
+
 /*
  * Emits the kept values and nodes as a finalized graph named `name` (onnx_emit.c). Views become
  * aliases, in-place hints are added for elementwise ops, attributes are copied. 0 or an error.
