@@ -349,6 +349,10 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
     const char *nname = node_label(n);
     for (int i = ni; i < ni + no; i++) {
         af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;
+        for (int k = 0; v && k < ni; k++)
+            if (io[k] == io[i])
+                return af__err(im->err, AF_EPARSE, "op %s, node '%s': reads its own output '%s'",
+                               n->op_type, nname, v->name);
         if (v && (v->producer >= 0 || v->is_const || v->is_input || v->vals || v->rank >= 0))
             return af__err(im->err, AF_EPARSE, "op %s, node '%s': tensor '%s' is produced twice",
                            n->op_type, nname, v->name);

@@ -20,6 +20,14 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
 {
     int64_t n = af__onnx_numel(v);
     int sz = af__onnx_elem_size(v->elem);
+    /* A view keeps its base's element count even when its dims are not known (Reshape to a
+     * shape computed at run time): its size is known, not guessed. */
+    size_t hops = 0; /* aliases point to earlier values, so chains end; bound them anyway */
+    for (const af__onnx_val_t *b = v;
+         n < 0 && b->alias_of >= 0 && b->elem == v->elem && hops++ < im->n_vals;) {
+        b = &im->vals[b->alias_of];
+        n = af__onnx_numel(b);
+    }
     af_tensor_desc_t d = {.name = v->name, .dtype = (af_dtype_t)af__onnx_dtype(v->elem)};
     d.rank = v->rank <= AF_MAX_RANK ? v->rank : -1;
     d.shape = v->dims;

@@ -517,6 +517,32 @@ static void test_onnx_unknown_op_dynamic(void **state)
     free(m.b);
 }
 
+/* A Reshape to a shape known only at run time keeps its base's size (a view), nothing more. */
+static void test_onnx_view_keeps_base_size(void **state)
+{
+    (void)state;
+    pb_t g = {0};
+    int64_t xd[] = {2, 3}, sd[] = {2};
+    add_input(&g, "x", F32, 2, xd, NULL);
+    add_input(&g, "s", I64, 1, sd, NULL);
+    add_node(&g, "Relu", "relu", "x", "r", NULL, 0, NULL);
+    add_node(&g, "Reshape", "rs", "r,s", "v", NULL, 0, NULL);
+    add_node(&g, "Sigmoid", "sig", "v", "y", NULL, 0, NULL);
+    add_output(&g, "y", F32);
+    pb_t m = make_model(&g);
+    af_graph_t *gr;
+    af_error_t err;
+    assert_int_equal(load(&m, NULL, 0, &gr, &err), 0);
+    const af_tensor_info_t *v = tensor(gr, "v");
+    assert_int_equal(v->alias_of, af_graph_find_tensor(gr, "r"));
+    assert_int_equal(v->rank, 2);
+    assert_int_equal(v->shape[0], -1);                          /* dims unknown... */
+    assert_int_equal(v->bytes, 24);                             /* ...size known: a view of r */
+    assert_int_equal(tensor(gr, "y")->bytes, AF_BYTES_DYNAMIC); /* not a view: unknown */
+    af_graph_destroy(gr);
+    free(m.b);
+}
+
 /* ---- real models ------------------------------------------------------------------------- */
 
 static char *read_file(const char *path, size_t *len)
@@ -745,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_onnx_broadcast_error_names_node),
         cmocka_unit_test(test_onnx_if_inlined_loop_rejected),
         cmocka_unit_test(test_onnx_unknown_op_dynamic),
+        cmocka_unit_test(test_onnx_view_keeps_base_size),
         cmocka_unit_test(test_onnx_real_models_plan),
         cmocka_unit_test(test_onnx_fuzz_truncated_bitflip),
         cmocka_unit_test(test_onnx_oom_clean),
