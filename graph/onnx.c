@@ -10,11 +10,14 @@
  *   2. each node runs its shape rule (onnx_shape.c) and folding (onnx_fold.c); a node whose
  *      outputs all fold to known values is dropped and its outputs become constants (this is how
  *      Shape -> Gather -> Concat -> Reshape chains disappear); Constant nodes are dropped too;
- *      an If whose condition folds is replaced by the nodes of the branch it takes;
+ *      an If whose condition folds is replaced by the nodes of the branch it takes, an If whose
+ *      condition is only known at run time keeps both branches and an If node reading both
+ *      branches' outputs (a conservative plan); Loop/Scan are rejected by name, or with
+ *      opaque_control_flow kept as one node that also reads the outer values its body reads;
  *   3. with use_declared, a shape the model declares fills what inference left unknown, and a
- *      contradiction is an error;
- * then every value still read by a kept node (or a graph input/output) becomes a tensor, and
- * every kept node a node; a view op's output becomes an alias of its input.
+ *      contradiction is an error (onnx_inputs.c);
+ * then onnx_emit.c turns every value still read by a kept node (or a graph input/output) into a
+ * tensor and every kept node into a node; a view op's output becomes an alias of its input.
  *
  * Invariants: values are addressed by index (the table grows); a value has at most one
  * producer; every protobuf string is checked for NULL before use, and every tensor's data
