@@ -141,6 +141,7 @@ struct af__round {
     atomic_int corrupted;
     atomic_int first_corrupt; /* tensor id + 1, 0 none */
     atomic_int first_corrupt_node;
+    atomic_int failed_node; /* node whose kernel failed first, -1 none */
     const af_buffer_t *in;
     af_buffer_t *out;
     af_round_cb cb;

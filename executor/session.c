@@ -90,10 +90,11 @@ static int alloc_dynamic(af__round_t *r, const af__prog_t *p, const af_node_info
     return 0;
 }
 
-static void fail_round(af__round_t *r, int rc)
+static void fail_round(af__round_t *r, int rc, int32_t node)
 {
     int zero = 0;
-    atomic_compare_exchange_strong(&r->status, &zero, rc);
+    if (atomic_compare_exchange_strong(&r->status, &zero, rc))
+        atomic_store(&r->failed_node, node);
     atomic_store(&r->abort, 1);
 }
 
@@ -142,7 +143,7 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
     uint8_t *ok_in = s->sc_flags + (size_t)w->id * stride;
     int verify = s->verify;
     if (p->n_dyn && alloc_dynamic(r, p, ni)) {
-        fail_round(r, AF_ENOMEM);
+        fail_round(r, AF_ENOMEM, v);
         return;
     }
     for (int32_t i = 0; i < ni->n_inputs; i++) {
@@ -177,7 +178,7 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
     };
     int rc = p->kfn[v](&a);
     if (rc) {
-        fail_round(r, rc);
+        fail_round(r, rc, v);
         return;
     }
     if (verify) {
@@ -296,6 +297,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
     atomic_store_explicit(&r->corrupted, 0, memory_order_relaxed);
     atomic_store_explicit(&r->first_corrupt, 0, memory_order_relaxed);
     atomic_store_explicit(&r->first_corrupt_node, -1, memory_order_relaxed);
+    atomic_store_explicit(&r->failed_node, -1, memory_order_relaxed);
     atomic_store_explicit(&r->seq_ctr, 0, memory_order_relaxed);
     return 0;
 }

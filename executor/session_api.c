@@ -34,6 +34,11 @@ void af__session_round_done(af_session_t *s, af__round_t *r)
     if (status)
         s->failed_rounds++;
     s->corrupted += (uint64_t)atomic_load(&r->corrupted);
+    int32_t fn = atomic_load(&r->failed_node);
+    if (status && status != AF_ECORRUPT && fn >= 0 && s->first_failed_node < 0) {
+        s->first_failed_node = fn;
+        s->first_failed_status = status;
+    }
     int fc = atomic_load(&r->first_corrupt);
     if (fc && s->first_corrupt_tensor < 0) {
         s->first_corrupt_tensor = fc - 1;
@@ -221,7 +226,7 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     s->ex = ex;
     s->verify = ex->verify;
     s->history = ex->opts.history;
-    s->first_corrupt_tensor = s->first_corrupt_node = -1;
+    s->first_corrupt_tensor = s->first_corrupt_node = s->first_failed_node = -1;
     int rc = af__prog_create(ex, plan, &s->prog, err);
     if (rc) {
         af__free(s);
@@ -360,8 +365,11 @@ static void describe_failure(const af__round_t *r, int status, af_error_t *err)
                 atomic_load(&r->corrupted), node >= 0 ? "node '" : "the caller",
                 node >= 0 ? af_graph_node(g, node)->name : "", node >= 0 ? "'" : "");
     } else {
-        af__err(err, status, "round %llu failed: %s", (unsigned long long)r->id,
-                af_strerror(status));
+        int32_t fn = atomic_load(&r->failed_node);
+        af__err(err, status, "round %llu failed: %s%s%s%s%s%s", (unsigned long long)r->id,
+                af_strerror(status), fn >= 0 ? " (node '" : "",
+                fn >= 0 ? af_graph_node(g, fn)->name : "", fn >= 0 ? "', op " : "",
+                fn >= 0 ? af_graph_node(g, fn)->op : "", fn >= 0 ? ")" : "");
     }
 }
 
@@ -448,6 +456,8 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *o)
     o->arena_bytes = m->prog->arena_bytes;
     o->first_corrupt_tensor = m->first_corrupt_tensor;
     o->first_corrupt_node = m->first_corrupt_node;
+    o->first_failed_node = m->first_failed_node;
+    o->first_failed_status = m->first_failed_status;
     o->pool_os_calls = os - m->pool_os0;
     uv_mutex_unlock(&m->mu);
     o->dynamic_allocs = atomic_load(&m->dyn_allocs);

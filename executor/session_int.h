@@ -34,7 +34,8 @@ struct af_session {
     af__round_t *done_head, *done_tail; /* [mu] completed submitted rounds, for the loop */
     /* stats [mu] */
     uint64_t rounds, failed_rounds, corrupted, nodes_run, plan_swaps;
-    int32_t first_corrupt_tensor, first_corrupt_node;
+    int32_t first_corrupt_tensor, first_corrupt_node, first_failed_node;
+    int first_failed_status;
     atomic_ullong dyn_allocs;
     uint64_t pool_os0;
     uint64_t *last_sum; /* [mu] per tensor, last completed round */

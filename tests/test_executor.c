@@ -480,6 +480,58 @@ static void test_executor_real_kernels_mlp(void **state)
     af_graph_destroy(g);
 }
 
+static void set_ints(af_graph_t *g, const char *node, const char *name, const int64_t *v, int n)
+{
+    af_attr_t at = {0};
+    at.name = name;
+    at.type = AF_ATTR_INTS;
+    at.ints = v;
+    at.n = n;
+    assert_int_equal(af_graph_node_set_attr(g, af_graph_find_node(g, node), &at, NULL), 0);
+}
+
+/* Conv (explicit strides/pads) then MaxPool, checked by hand. */
+static void test_executor_real_conv_pool(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t sx[] = {1, 1, 3, 3}, sw[] = {1, 1, 2, 2}, sy[] = {1, 1, 2, 2}, sp[] = {1, 1, 1, 1};
+    add_shaped(g, "x", 4, sx, AF_TENSOR_INPUT);
+    add_shaped(g, "w", 4, sw, AF_TENSOR_INPUT);
+    add_shaped(g, "y", 4, sy, AF_TENSOR_INTERMEDIATE);
+    add_shaped(g, "p", 4, sp, AF_TENSOR_OUTPUT);
+    add_n(g, "conv", "Conv", "x", "w", "y");
+    add_n(g, "pool", "MaxPool", "y", NULL, "p");
+    int64_t ones[] = {1, 1}, zeros[] = {0, 0, 0, 0}, k2[] = {2, 2};
+    set_ints(g, "conv", "strides", ones, 2);
+    set_ints(g, "conv", "pads", zeros, 4);
+    set_ints(g, "pool", "kernel_shape", k2, 2);
+    set_ints(g, "pool", "strides", ones, 2);
+    set_ints(g, "pool", "pads", zeros, 4);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    af_executor_t *ex = make_exec(2, "real");
+    af_session_t *s;
+    af_error_t err;
+    assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
+    float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, w[4] = {1, 1, 1, 1}, out = 0;
+    af_buffer_t in[2], o = {&out, sizeof out};
+    for (int32_t i = 0; i < 2; i++)
+        in[i] = af_session_input_tensor(s, i) == af_graph_find_tensor(g, "x")
+                    ? (af_buffer_t){x, sizeof x}
+                    : (af_buffer_t){w, sizeof w};
+    int rc = af_session_run(s, in, &o, &err);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_float_equal(out, 5 + 6 + 8 + 9, 0); /* conv = [12 16; 24 28], max = 28 */
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 /* Weights as constants, filled by the caller through af_session_constant(). */
 static void test_executor_constant_weights(void **state)
 {
@@ -813,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_executor_concurrent_callers),
         cmocka_unit_test(test_executor_real_kernels_mlp),
         cmocka_unit_test(test_executor_constant_weights),
+        cmocka_unit_test(test_executor_real_conv_pool),
         cmocka_unit_test(test_executor_user_kernel_and_missing_op),
         cmocka_unit_test(test_executor_kernel_error_fails_round),
         cmocka_unit_test(test_executor_replan_after_warmup),

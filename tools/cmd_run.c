@@ -408,8 +408,14 @@ static int execute(const run_args_t *a, const af_plan_t *p, const af_executor_op
     uint64_t nodes = (uint64_t)af_plan_report(p)->nodes * (uint64_t)a->rounds;
     r->ns_per_node = nodes ? (double)(t1 - t0) / (double)nodes : 0;
     r->sys_per_round = (double)(r->heap_calls + r->pool_os + r->dyn_allocs) / (double)a->rounds;
-    if (c.failed && !r->st.corrupted_tensors)
-        cli_error("run: %ld rounds failed: %s", c.failed, af_strerror(c.first_status));
+    if (c.failed && !r->st.corrupted_tensors) {
+        const af_graph_t *g = af_plan_graph(p);
+        int32_t fn = r->st.first_failed_node;
+        cli_error("run: %ld rounds failed: %s%s%s%s%s%s", c.failed, af_strerror(c.first_status),
+                  fn >= 0 ? " (first at node '" : "", fn >= 0 ? af_graph_node(g, fn)->name : "",
+                  fn >= 0 ? "', op " : "", fn >= 0 ? af_graph_node(g, fn)->op : "",
+                  fn >= 0 ? ")" : "");
+    }
     af_session_destroy(s);
     uv_run(&loop, UV_RUN_NOWAIT);
     af_executor_destroy(ex);

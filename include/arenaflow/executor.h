@@ -193,6 +193,8 @@ typedef struct af_session_stats {
     uint64_t pool_os_calls;       /* OS calls of the arena pool since the session started */
     int32_t first_corrupt_tensor; /* first tensor caught corrupted, -1 none */
     int32_t first_corrupt_node;   /* the node that read it */
+    int32_t first_failed_node;    /* node whose kernel failed first (any round), -1 none */
+    int first_failed_status;      /* its error code */
 } af_session_stats_t;
 
 /* Snapshot of the session's counters. Thread-safe. */
