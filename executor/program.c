@@ -195,10 +195,22 @@ static int build_edges(const af_plan_t *plan, int data_only, int32_t **off_out, 
     int32_t *succ = NULL;
     if (!off || !pend || !mark || !roff || !rto)
         goto oom;
-    /* Reuse edges grouped by their source node. */
-    for (int32_t i = 0; i < ne; i++)
-        if (re[i].from >= 0 && re[i].from < n && re[i].to >= 0 && re[i].to < n)
-            roff[re[i].from + 1]++;
+    /* Reuse edges grouped by their source node. An edge against the plan order could close a
+     * cycle (a round that never ends): such a plan is refused. */
+    for (int32_t i = 0; i < ne; i++) {
+        if (re[i].from < 0 || re[i].from >= n || re[i].to < 0 || re[i].to >= n)
+            continue;
+        if (af_plan_step_of(plan, re[i].from) >= af_plan_step_of(plan, re[i].to)) {
+            af__free(off);
+            af__free(pend);
+            af__free(mark);
+            af__free(roff);
+            af__free(rto);
+            af__free(re);
+            return AF_EVERIFY;
+        }
+        roff[re[i].from + 1]++;
+    }
     for (int32_t i = 0; i < n; i++)
         roff[i + 1] += roff[i];
     for (int32_t i = 0; i < ne; i++)
@@ -375,7 +387,10 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
     int rc = build_edges(plan, ex->opts.debug_ignore_reuse_edges, &p->succ_off, &p->succ,
                          &p->init_pending);
     if (rc) {
-        af__err(err, rc, "out of memory compiling the plan");
+        af__err(err, rc,
+                rc == AF_EVERIFY ? "the plan has a reuse edge against its own order (refused: it "
+                                   "could deadlock a round)"
+                                 : "out of memory compiling the plan");
         goto fail;
     }
     if ((rc = build_tensors(p, err)))
