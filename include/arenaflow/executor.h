@@ -148,7 +148,8 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
 /*
  * Waits for every round in flight, then frees the session. With a loop, the async handle is
  * closed and the memory released by its close callback: run the loop once more afterwards
- * (uv_run(loop, UV_RUN_NOWAIT)). NULL is a no-op. Call on the loop's thread.
+ * (uv_run(loop, UV_RUN_NOWAIT)). NULL is a no-op. Call on the loop's thread, not from a round
+ * completion callback of the same session.
  */
 void af_session_destroy(af_session_t *s);
 
