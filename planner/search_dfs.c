@@ -173,6 +173,27 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
         uint64_t u = p->total[s] ? cap - p->total[s] : UINT64_MAX;
         suf[s] = u < suf[s + 1] ? u : suf[s + 1];
     }
+    /*
+     * A section whose limit is exactly last_off must get its lowest unplaced buffer at
+     * last_off, from a buffer with minimum offset <= last_off and a rank above the next
+     * placement's (the check's eff). So when such sections exist, only candidates at last_off
+     * with rank <= max_rank, the smallest over them of the highest rank able to do that, can
+     * pass: a higher-ranked one is not live in the section (else it would count), and one above
+     * last_off leaves a gap there.
+     */
+    int32_t max_rank = INT32_MAX;
+    for (int32_t s = 0; s < p->nsec; s++) {
+        if (p->total[s] == 0 || cap - p->total[s] != last_off)
+            continue;
+        int32_t r = -1;
+        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1]; k++) {
+            int32_t c = p->sec_buf[k];
+            if (p->off[c] == AF__SEARCH_UNPLACED && p->minoff[c] <= last_off && p->rank[c] > r)
+                r = p->rank[c];
+        }
+        if (r < max_rank)
+            max_rank = r;
+    }
     uint64_t min_height = UINT64_MAX;
     for (int32_t i = 0; i < p->n; i++) {
         int32_t b = ord[i];
@@ -188,6 +209,8 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
         if (m < last_off || (m == last_off && i < last_rank))
             continue;
         if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
+            continue;
+        if (max_rank != INT32_MAX && (m != last_off || i > max_rank))
             continue;
         keys[k].off = m;
         keys[k].rank = i;
