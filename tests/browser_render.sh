@@ -51,7 +51,30 @@ for f in "$out"/*.svg; do
 done
 ls -l "$out"/*.svg "$out"/*.html
 
-for name in diamond resnet50 big10k; do
+# Interaction check: a copy of the diamond page with a script appended that zooms the first map
+# (a synthetic mouse-wheel event) and hovers the first tensor; Chromium dumps the DOM, and the
+# page records the new viewBox and the info line in <body data-selftest>. The zoomed page is
+# also screenshotted.
+sed 's|</body></html>|<script>(function(){var m=document.querySelector("svg.map"),r=m.getBoundingClientRect(),v0=m.getAttribute("viewBox");m.dispatchEvent(new WheelEvent("wheel",{deltaY:-100,clientX:r.left+r.width/4,clientY:r.top+r.height/4,bubbles:true,cancelable:true}));var t=document.querySelector("rect.t");t.dispatchEvent(new MouseEvent("mouseover",{bubbles:true}));document.body.setAttribute("data-selftest",v0+"\|"+m.getAttribute("viewBox")+"\|"+document.getElementById("info").textContent);})();</script></body></html>|' \
+    "$out/diamond.html" >"$out/diamond_zoom.html"
+prof=$(mktemp -d)
+timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+    --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof" \
+    --window-size=1400,900 --dump-dom "file://$out/diamond_zoom.html" 2>/dev/null >"$out/diamond_zoom.dom"
+rm -rf "$prof"
+selftest=$(grep -o 'data-selftest="[^"]*"' "$out/diamond_zoom.dom" | head -1)
+echo "interaction: $selftest"
+/usr/bin/python3 - "$selftest" <<'EOF2'
+import sys
+v0, v1, info = sys.argv[1].split('"')[1].split("|", 2)
+a, b = [float(x) for x in v0.split()], [float(x) for x in v1.split()]
+assert abs(b[2] - 0.8 * a[2]) < 1e-6 * a[2] and abs(b[3] - 0.8 * a[3]) < 1e-6 * a[3], (v0, v1)
+assert b[0] > 0 and b[1] > 0, "zoom should move the window towards the pointer"
+assert "bytes:" in info and "lifetime:" in info, info
+print("interaction ok: wheel zoomed the map to 80%, hover filled the info line")
+EOF2
+
+for name in diamond resnet50 big10k diamond_zoom; do
     prof=$(mktemp -d)
     timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
         --disable-component-update --disable-sync --no-first-run --user-data-dir="$prof" \
