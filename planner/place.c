@@ -653,7 +653,8 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
         af__free(tmp);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    memcpy(tmp, iv, n * sizeof(*iv));
+    if (n) /* iv may be NULL when there is nothing to place */
+        memcpy(tmp, iv, n * sizeof(*iv));
     uint64_t lb = af_intervals_lower_bound(iv, n, a), best = UINT64_MAX;
     int rc = 0;
     for (int k = 0; k < KEY_COUNT_ && best > lb && !rc; k++) {

@@ -83,8 +83,10 @@ static void take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
                 af_graph_tensor(g, a)->kind != AF_TENSOR_INTERMEDIATE || p->tp[b].inplace_of >= 0)
                 continue;
             int32_t lead = p->group[a];
+            /* b must fit in a's bytes, not only the group's block: the verifier checks each
+             * hand-over against its donor (a chain big -> small -> big was rejected there). */
             if (latest[lead] != a || glast[lead] != s || p->tp[b].first != s ||
-                p->tp[b].bytes > p->tp[lead].bytes)
+                p->tp[b].bytes > p->tp[a].bytes)
                 continue;
             int reads_b = 0;
             for (int32_t j = 0; j < nd->n_inputs; j++)
