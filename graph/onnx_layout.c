@@ -22,9 +22,8 @@ static int64_t prod_range(const af__onnx_val_t *v, int a, int b)
 {
     int64_t p = 1;
     for (int i = a; i < b; i++) {
-        if (v->dims[i] < 0)
-            return -1;
-        p *= v->dims[i];
+        if (v->dims[i] < 0 || __builtin_mul_overflow(p, v->dims[i], &p))
+            return -1; /* unknown, or too many elements to count: treated as unknown */
     }
     return p;
 }
@@ -85,8 +84,8 @@ int af__onnx_rule_reshape(af__onnx_ctx_t *c)
         if (i != neg && !unk[i]) {
             if (o->dims[i] < 0)
                 all_known = 0;
-            else
-                known *= o->dims[i];
+            else if (__builtin_mul_overflow(known, o->dims[i], &known))
+                return af__onnx_node_err(c, AF_ESHAPE, "target shape overflows 64 bits");
         }
     }
     int64_t total = x->rank >= 0 ? prod_range(x, 0, x->rank) : -1;
