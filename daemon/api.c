@@ -90,9 +90,49 @@ static const struct {
     {501, "not_implemented"}, {503, "unavailable"},
 };
 
+/* Length (1..4) of the well-formed UTF-8 sequence at s, as jansson accepts it, or 0. */
+static size_t utf8_seq(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (n == 0 || cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0; /* overlong, out of range or a surrogate */
+    return n;
+}
+
+/* Copies msg into out, each byte that starts no valid UTF-8 sequence replaced by '?': error
+ * messages quote paths, methods and names from the request, and json_pack rejects bad UTF-8. */
+static void utf8_clean(const char *msg, char *out, size_t cap)
+{
+    const unsigned char *s = (const unsigned char *)msg;
+    size_t o = 0;
+    while (*s && o + 5 < cap) {
+        size_t n = utf8_seq(s);
+        if (n == 0) {
+            out[o++] = '?';
+            s++;
+        } else {
+            memcpy(out + o, s, n);
+            o += n;
+            s += n;
+        }
+    }
+    out[o] = '\0';
+}
+
 void af__respond_error(af__daemon_t *d, af__dres_t *res, int status, const char *code,
                        const char *msg, af__dres_cb cb, void *arg)
 {
+    char clean[AF_ERROR_MSG_MAX + 128];
+    utf8_clean(msg, clean, sizeof(clean));
+    msg = clean;
     if (!code) {
         code = "error";
         for (size_t i = 0; i < AF_ARRAY_SIZE(error_codes); i++)
