@@ -3,7 +3,7 @@
  *
  * 50 instances of 150-450 buffers from af_tight_generate (seeds 1..50). Per instance it prints
  * the lower bound (= the optimum by construction), the portfolio's height (the reference, same
- * run), the search's height and time, and whether the search reached the optimum. Then the hit
+ * run), the search's height, wall and cpu time, and whether it reached the optimum. Then the hit
  * rate, the median and max search time, the mean search/portfolio height ratio and a checksum
  * of all offsets (so a fast wrong answer cannot pass unnoticed). Every packing is checked with
  * af_intervals_verify. One warm-up instance runs first. The search is deterministic given the
@@ -27,6 +27,13 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -41,13 +48,14 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 /* Places with algo, verifies; returns 0 and fills *h, *secs, or prints and returns -1. */
 static int run_one(af_interval_t *iv, size_t n, const char *algo, double limit, uint64_t *h,
-                   double *secs, uint64_t *sum)
+                   double *secs, double *cpu, uint64_t *sum)
 {
     af_place_opts_t po = {.alignment = 1, .time_limit_s = limit, .capacity = 0};
     af_error_t err;
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s();
     int rc = af_place_intervals(iv, n, algo, &po, h, &err);
     *secs = now_s() - t0;
+    *cpu = cpu_s() - c0;
     if (rc == 0)
         rc = af_intervals_verify(iv, n, *h, 1, &err);
     if (rc) {
@@ -86,14 +94,14 @@ int main(int argc, char **argv)
         return 1;
     uint64_t checksum = 0;
     int hits = 0, failures = 0;
-    double ratio_sum = 0, port_time = 0;
+    double ratio_sum = 0, port_time = 0, cpu_sum = 0, wall_sum = 0;
     af_tight_opts_t defaults;
     af_tight_opts_init(&defaults);
     printf("# bench_search: %d tight instances (af_tight_generate, seeds 1..%d, jitter %.2f), "
            "%zu-%zu buffers, time limit %.1f s, single-threaded\n",
            count, count, jit >= 0 ? jit : defaults.jitter, bmin, bmax, limit);
-    printf("%-4s %-7s %-10s %-10s %-10s %-9s %-9s %s\n", "inst", "buffers", "lower_bnd",
-           "portfolio", "search", "port_ms", "search_s", "optimal");
+    printf("%-4s %-7s %-10s %-10s %-10s %-9s %-9s %-9s %s\n", "inst", "buffers", "lower_bnd",
+           "portfolio", "search", "port_ms", "search_s", "cpu_s", "optimal");
     for (int k = -1; k < count; k++) { /* k = -1: warm-up */
         af_tight_opts_t to;
         af_tight_opts_init(&to);
@@ -111,10 +119,10 @@ int main(int argc, char **argv)
             return 1;
         }
         uint64_t lb = af_intervals_lower_bound(iv, n, 1);
-        double tp, ts;
+        double tp, ts, cp, cs;
         uint64_t sum = 0;
-        if (run_one(iv, n, "portfolio", limit, &hp, &tp, &sum) ||
-            run_one(iv, n, "search", limit, &hs, &ts, &sum)) {
+        if (run_one(iv, n, "portfolio", limit, &hp, &tp, &cp, &sum) ||
+            run_one(iv, n, "search", limit, &hs, &ts, &cs, &sum)) {
             failures++;
             af_tight_free(iv);
             continue;
@@ -139,6 +147,9 @@ int main(int argc, char **argv)
     printf("search time: median %.3f s, max %.3f s; portfolio mean %.2f ms\n", times[count / 2],
            times[count - 1], port_time / count * 1e3);
     printf("height ratio search/portfolio: mean %.4f\n", ratio_sum / count);
+    printf("search cpu/wall: %.2f (below 1: the machine was shared and the wall-clock limit gave "
+           "less cpu)\n",
+           wall_sum > 0 ? cpu_sum / wall_sum : 1.0);
     printf("checksum: %016llx, failures: %d\n", (unsigned long long)checksum, failures);
     free(times);
     return failures ? 1 : 0;
