@@ -451,7 +451,8 @@ static void put_caption(FILE *f, const panel_t *pn, int32_t n_drawn, int32_t n_a
 
 static const char svg_style[] =
     "<style>\n"
-    "text{fill:#222}.axis line{stroke:#555}.bg{fill:#f7f7f7}\n"
+    "text{fill:#222}.axis line{stroke:#555}.bg{fill:#f7f7f7}.zoomcap{fill:#1f5fa8}\n"
+    ".zoomed .axis,.zoomed .lbl,.zoomed .arl,.zoomed .pk{display:none}\n"
     ".t{stroke:#fff;stroke-width:0.5;vector-effect:non-scaling-stroke}\n"
     ".t:hover{stroke:#000;stroke-width:2}.agg{fill:#555}\n"
     ".peak{fill:#d62728;fill-opacity:0.15;stroke:#d62728;stroke-width:1;"
@@ -502,7 +503,9 @@ static int put_svg(FILE *f, const af_render_opts_t *o, layout_t *L, panel_t *pn,
         put_live(f, L, &pn[k]);
         put_axes(f, L, &pn[k]);
         put_caption(f, &pn[k], nd, na, nc);
-        fputs("</g>\n", f);
+        /* Filled by the HTML page's script while zoomed (the static axes are hidden then). */
+        fprintf(f, "<text class=\"zoomcap\" x=\"%d\" y=\"%d\"></text>\n</g>\n", pn[k].ox,
+                pn[k].oy + L->h + 18);
     }
     fputs("</svg>\n", f);
     return 0;
@@ -530,10 +533,13 @@ static const char html_js[] =
     "l0=live.getAttribute('viewBox').split(' ').map(Number),v=v0.slice(),drag=null;\n"
     " function clamp(){v[2]=Math.min(v[2],v0[2]);v[3]=Math.min(v[3],v0[3]);\n"
     "  v[0]=Math.max(0,Math.min(v[0],v0[2]-v[2]));v[1]=Math.max(0,Math.min(v[1],v0[3]-v[3]));}\n"
+    " var zc=pg.querySelector('text.zoomcap'),u=Number(map.getAttribute('data-unit'))||1;\n"
     " function apply(){clamp();map.setAttribute('viewBox',v.join(' '));\n"
     "  live.setAttribute('viewBox',[v[0],l0[1],v[2],l0[3]].join(' '));\n"
-    "  info.textContent='view: steps '+v[0].toFixed(1)+'..'+(v[0]+v[2]).toFixed(1)+"
-    "', offsets '+Math.round(v[1])+'..'+Math.round(v[1]+v[3]);}\n"
+    "  var z=v[2]<v0[2]||v[3]<v0[3];pg.classList.toggle('zoomed',z);\n"
+    "  zc.textContent=z?'zoomed: steps '+v[0].toFixed(1)+' .. '+(v[0]+v[2]).toFixed(1)+"
+    "', offsets '+Math.round(v[1]*u)+' .. '+Math.round((v[1]+v[3])*u)+"
+    "' bytes (double-click resets)':'';}\n"
     " map.addEventListener('wheel',function(e){e.preventDefault();\n"
     "  var r=map.getBoundingClientRect(),fx=(e.clientX-r.left)/r.width,"
     "fy=(e.clientY-r.top)/r.height,k=e.deltaY<0?0.8:1.25;\n"
