@@ -484,7 +484,7 @@ static int fold_gather(af__onnx_ctx_t *c, af__onnx_val_t *o)
     for (int64_t a = 0; a < outer; a++)
         for (int64_t j = 0; j < ni; j++) {
             double iv = idx->vals[j];
-            int64_t k = isnan(iv) ? INT64_MIN : (int64_t)iv;
+            int64_t k = isnan(iv) ? INT64_MIN : af__onnx_d2i(iv);
             k = k < 0 && k != INT64_MIN ? k + dim : k;
             for (int64_t b = 0; b < inner; b++)
                 o->vals[(a * ni + j) * inner + b] =

@@ -93,6 +93,39 @@ int af__onnx_setup_inputs(af__onnx_imp_t *im, const Onnx__GraphProto *g);
  */
 int af__onnx_emit(af__onnx_imp_t *im, const char *name, af_graph_t **out);
 
+/*
+ * Checked dim arithmetic for shape rules: on int64 overflow (hostile or corrupt dims) they set
+ * *ovf and return 0; the rule then fails with AF_ESHAPE instead of overflowing.
+ */
+static inline int64_t af__onnx_add(int64_t a, int64_t b, int *ovf)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) {
+        *ovf = 1;
+        return 0;
+    }
+    return r;
+}
+static inline int64_t af__onnx_sub(int64_t a, int64_t b, int *ovf)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) {
+        *ovf = 1;
+        return 0;
+    }
+    return r;
+}
+static inline int64_t af__onnx_mul(int64_t a, int64_t b, int *ovf)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) {
+        *ovf = 1;
+        return 0;
+    }
+    return r;
+}
+#define AF__ONNX_OVERFLOW(c) af__onnx_node_err((c), AF_ESHAPE, "dimension arithmetic overflows")
+
 /* Element count of a value; -1 when a dim or the rank is unknown. */
 int64_t af__onnx_numel(const af__onnx_val_t *v);
 /* Bytes per element of an ONNX data type; 0 when unknown or variable (strings). */

@@ -186,8 +186,10 @@ int af__onnx_rule_concat(af__onnx_ctx_t *c)
                                          (long long)o->dims[d], (long long)v->dims[d]);
             o->dims[d] = v->dims[d];
         }
-        if (sum >= 0)
-            sum = v->dims[axis] < 0 ? -1 : sum + v->dims[axis];
+        if (sum >= 0 && v->dims[axis] < 0)
+            sum = -1;
+        else if (sum >= 0 && __builtin_add_overflow(sum, v->dims[axis], &sum))
+            return AF__ONNX_OVERFLOW(c);
     }
     o->dims[axis] = sum;
     return 0;
@@ -196,7 +198,7 @@ int af__onnx_rule_concat(af__onnx_ctx_t *c)
 int af__onnx_rule_split(af__onnx_ctx_t *c)
 {
     const af__onnx_val_t *x = IN(0);
-    if (!x)
+    if (!x || c->n_out < 1)
         return 0;
     for (int o = 0; o < c->n_out; o++)
         c->out[o]->elem = x->elem;
@@ -216,7 +218,8 @@ int af__onnx_rule_split(af__onnx_ctx_t *c)
                                      c->n_out);
         int64_t s = 0;
         for (int i = 0; i < n; i++)
-            s += sp[i];
+            if (sp[i] < 0 || __builtin_add_overflow(s, sp[i], &s))
+                return af__onnx_node_err(c, AF_ESHAPE, "bad split sizes");
         if (d >= 0 && s != d)
             return af__onnx_node_err(c, AF_ESHAPE, "split sums to %lld, axis is %lld", (long long)s,
                                      (long long)d);
@@ -225,7 +228,7 @@ int af__onnx_rule_split(af__onnx_ctx_t *c)
             goto unknown;
         int64_t chunk;
         if (af__onnx_attr(c->node, "num_outputs")) {
-            chunk = (d + c->n_out - 1) / c->n_out;
+            chunk = d / c->n_out + (d % c->n_out != 0);
         } else {
             if (d % c->n_out)
                 return af__onnx_node_err(c, AF_ESHAPE, "axis %lld does not split in %d",
@@ -233,7 +236,7 @@ int af__onnx_rule_split(af__onnx_ctx_t *c)
             chunk = d / c->n_out;
         }
         for (int i = 0; i < c->n_out; i++) {
-            int64_t left = d - chunk * i;
+            int64_t left = d - chunk * i; /* chunk * i <= d + chunk: no overflow */
             sp[i] = left < chunk ? (left > 0 ? left : 0) : chunk;
         }
     }
@@ -266,8 +269,12 @@ int64_t af__onnx_slice_len(int64_t dim, int64_t *start, int64_t end, int64_t ste
         e = e < -1 ? -1 : (e > dim - 1 ? dim - 1 : e);
     }
     *start = s;
-    int64_t n = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
-    return n > 0 ? n : 0;
+    /* s, e are clamped to [-1, dim]: their difference cannot overflow; step can be anything. */
+    int64_t span = step > 0 ? e - s : s - e;
+    if (span <= 0)
+        return 0;
+    uint64_t st = step > 0 ? (uint64_t)step : (uint64_t)0 - (uint64_t)step;
+    return (int64_t)(((uint64_t)span - 1) / st + 1);
 }
 
 int af__onnx_rule_slice(af__onnx_ctx_t *c)
@@ -442,9 +449,15 @@ int af__onnx_rule_resize(af__onnx_ctx_t *c)
         return 0;
     if (n != x->rank)
         return af__onnx_node_err(c, AF_ESHAPE, "scales has %d values for rank %d", n, x->rank);
-    for (int i = 0; i < n; i++)
-        if (x->dims[i] >= 0)
-            o->dims[i] = (int64_t)floorf((float)x->dims[i] * sc[i]);
+    for (int i = 0; i < n; i++) {
+        if (x->dims[i] < 0)
+            continue;
+        double d = floorf((float)x->dims[i] * sc[i]);
+        if (!(d >= 0 && d < 9.2e18))
+            return af__onnx_node_err(c, AF_ESHAPE, "scale %g gives an invalid size on axis %d",
+                                     (double)sc[i], i);
+        o->dims[i] = (int64_t)d;
+    }
     return 0;
 }
 
@@ -643,8 +656,11 @@ int af__onnx_rule_pad(af__onnx_ctx_t *c)
         int a, rc;
         if ((rc = af__onnx_norm_axis(c, ax[i], x->rank, &a)))
             return rc;
+        int ovf = 0;
         if (o->dims[a] >= 0)
-            o->dims[a] += p[i] + p[i + na];
+            o->dims[a] = af__onnx_add(o->dims[a], af__onnx_add(p[i], p[i + na], &ovf), &ovf);
+        if (ovf)
+            return AF__ONNX_OVERFLOW(c);
         if (o->dims[a] < -1 || (x->dims[a] >= 0 && o->dims[a] < 0))
             return af__onnx_node_err(c, AF_ESHAPE, "negative size after padding axis %d", a);
     }
@@ -668,6 +684,8 @@ int af__onnx_rule_range(af__onnx_ctx_t *c)
     if (v[2] == 0)
         return af__onnx_node_err(c, AF_ESHAPE, "delta is 0");
     double n = ceil((v[1] - v[0]) / v[2]);
+    if (!(n < 9.2e18))
+        return af__onnx_node_err(c, AF_ESHAPE, "range of %g elements", n);
     o->dims[0] = n > 0 ? (int64_t)n : 0;
     return 0;
 }
@@ -688,7 +706,10 @@ int af__onnx_rule_tile(af__onnx_ctx_t *c)
     if (n != x->rank)
         return af__onnx_node_err(c, AF_ESHAPE, "repeats has %d values for rank %d", n, x->rank);
     for (int i = 0; i < n; i++)
-        c->out[0]->dims[i] = x->dims[i] >= 0 && r[i] >= 0 ? x->dims[i] * r[i] : -1;
+        if (x->dims[i] < 0 || r[i] < 0)
+            c->out[0]->dims[i] = -1;
+        else if (__builtin_mul_overflow(x->dims[i], r[i], &c->out[0]->dims[i]))
+            return AF__ONNX_OVERFLOW(c);
     return 0;
 }
 
@@ -730,7 +751,7 @@ int af__onnx_rule_onehot(af__onnx_ctx_t *c)
         if (i != axis)
             o->dims[i] = idx->dims[k++];
     if (depth && af__onnx_numel(depth) == 1 && depth->vals && !isnan(depth->vals[0]))
-        o->dims[axis] = (int64_t)depth->vals[0];
+        o->dims[axis] = depth->vals[0] >= 0 ? af__onnx_d2i(depth->vals[0]) : -1;
     return 0;
 }
 
@@ -748,19 +769,20 @@ int af__onnx_rule_depth_space(af__onnx_ctx_t *c)
     int64_t b = af__onnx_attr_i(c->node, "blocksize", 0);
     if (b <= 0)
         return af__onnx_node_err(c, AF_ESHAPE, "blocksize must be positive");
-    int to_space = !strcmp(c->node->op_type, "DepthToSpace");
+    int to_space = !strcmp(c->node->op_type, "DepthToSpace"), ovf = 0;
+    int64_t bb = af__onnx_mul(b, b, &ovf);
     af__onnx_set_rank(o, 4);
     o->dims[0] = x->dims[0];
     if (to_space) {
-        o->dims[1] = x->dims[1] >= 0 ? x->dims[1] / (b * b) : -1;
-        o->dims[2] = x->dims[2] >= 0 ? x->dims[2] * b : -1;
-        o->dims[3] = x->dims[3] >= 0 ? x->dims[3] * b : -1;
+        o->dims[1] = x->dims[1] >= 0 && !ovf ? x->dims[1] / bb : -1;
+        o->dims[2] = x->dims[2] >= 0 ? af__onnx_mul(x->dims[2], b, &ovf) : -1;
+        o->dims[3] = x->dims[3] >= 0 ? af__onnx_mul(x->dims[3], b, &ovf) : -1;
     } else {
-        o->dims[1] = x->dims[1] >= 0 ? x->dims[1] * b * b : -1;
+        o->dims[1] = x->dims[1] >= 0 ? af__onnx_mul(x->dims[1], bb, &ovf) : -1;
         o->dims[2] = x->dims[2] >= 0 ? x->dims[2] / b : -1;
         o->dims[3] = x->dims[3] >= 0 ? x->dims[3] / b : -1;
     }
-    return 0;
+    return ovf ? AF__ONNX_OVERFLOW(c) : 0;
 }
 
 #endif /* AF_HAVE_ONNX */

@@ -375,7 +375,7 @@ static int read_window(af__onnx_ctx_t *c, const af__onnx_val_t *w, win_t *wn)
         memcpy(wn->p, tmp, (size_t)n * sizeof(int64_t));
     }
     for (int i = 0; i < ns; i++)
-        if (wn->s[i] <= 0 || wn->d[i] <= 0 || wn->k[i] < 0)
+        if (wn->s[i] <= 0 || wn->d[i] <= 0 || wn->k[i] < 1)
             return af__onnx_node_err(c, AF_ESHAPE, "non-positive stride, dilation or kernel");
     const Onnx__AttributeProto *ap = af__onnx_attr(c->node, "auto_pad");
     wn->auto_pad = "NOTSET";
@@ -423,16 +423,22 @@ static int rule_window(af__onnx_ctx_t *c)
         int64_t in = x->dims[i + 2];
         if (in < 0)
             continue;
-        int64_t ek = (wn.k[i] - 1) * wn.d[i] + 1;
+        int ovf = 0;
+        int64_t ek = af__onnx_add(af__onnx_mul(wn.k[i] - 1, wn.d[i], &ovf), 1, &ovf);
         if (!strcmp(wn.auto_pad, "SAME")) {
-            o->dims[i + 2] = (in + wn.s[i] - 1) / wn.s[i];
+            o->dims[i + 2] = in / wn.s[i] + (in % wn.s[i] != 0);
             continue;
         }
-        int64_t eff = in + (strcmp(wn.auto_pad, "VALID") ? wn.p[i] + wn.p[i + wn.ns] : 0);
+        int64_t pads =
+            strcmp(wn.auto_pad, "VALID") ? af__onnx_add(wn.p[i], wn.p[i + wn.ns], &ovf) : 0;
+        int64_t eff = af__onnx_add(in, pads, &ovf);
+        if (ovf)
+            return AF__ONNX_OVERFLOW(c);
         if (eff < ek)
             return af__onnx_node_err(c, AF_ESHAPE, "kernel %lld larger than padded input %lld",
                                      (long long)ek, (long long)eff);
-        int64_t pos = ceil_mode ? (eff - ek + wn.s[i] - 1) / wn.s[i] : (eff - ek) / wn.s[i];
+        int64_t span = eff - ek; /* >= 0 and no overflow: eff >= ek >= 1 */
+        int64_t pos = span / wn.s[i] + (ceil_mode && span % wn.s[i] != 0);
         o->dims[i + 2] = pos + 1;
     }
     if (OUT(1) && !strcmp(op, "MaxPool")) {
@@ -465,7 +471,8 @@ static int rule_conv_transpose(af__onnx_ctx_t *c)
         return af__onnx_node_err(c, AF_ESHAPE, "output_padding has %d values, want %d", nop, wn.ns);
     af__onnx_set_rank(o, x->rank);
     o->dims[0] = x->dims[0];
-    o->dims[1] = w && w->rank >= 2 && w->dims[1] >= 0 ? w->dims[1] * group : -1;
+    int ovf = 0;
+    o->dims[1] = w && w->rank >= 2 && w->dims[1] >= 0 ? af__onnx_mul(w->dims[1], group, &ovf) : -1;
     for (int i = 0; i < wn.ns; i++) {
         int64_t in = x->dims[i + 2];
         if (nos == wn.ns) {
@@ -473,14 +480,20 @@ static int rule_conv_transpose(af__onnx_ctx_t *c)
         } else if (nos == wn.ns + 2) {
             o->dims[i + 2] = oshape[i + 2];
         } else if (in >= 0) {
-            int64_t full = wn.s[i] * (in - 1) + outpad[i] + (wn.k[i] - 1) * wn.d[i] + 1;
+            int64_t full = af__onnx_mul(wn.s[i], in - 1, &ovf);
+            full = af__onnx_add(full, outpad[i], &ovf);
+            full = af__onnx_add(full, af__onnx_mul(wn.k[i] - 1, wn.d[i], &ovf), &ovf);
+            full = af__onnx_add(full, 1, &ovf);
             if (!strcmp(wn.auto_pad, "SAME"))
-                o->dims[i + 2] = in * wn.s[i];
+                o->dims[i + 2] = af__onnx_mul(in, wn.s[i], &ovf);
             else
-                o->dims[i + 2] = full - wn.p[i] - wn.p[i + wn.ns];
+                o->dims[i + 2] =
+                    af__onnx_sub(af__onnx_sub(full, wn.p[i], &ovf), wn.p[i + wn.ns], &ovf);
+            if (o->dims[i + 2] < 0)
+                return af__onnx_node_err(c, AF_ESHAPE, "negative output size on axis %d", i + 2);
         }
     }
-    return 0;
+    return ovf ? AF__ONNX_OVERFLOW(c) : 0;
 }
 
 static int rule_global_pool(af__onnx_ctx_t *c)

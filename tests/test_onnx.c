@@ -543,6 +543,32 @@ static void test_onnx_view_keeps_base_size(void **state)
     free(m.b);
 }
 
+/* Hostile dims (Tile by 2^62, Pad by INT64_MAX) are AF_ESHAPE, not an overflow (UBSan). */
+static void test_onnx_overflow_dims_rejected(void **state)
+{
+    (void)state;
+    const char *ops[] = {"Tile", "Pad"};
+    for (int k = 0; k < 2; k++) {
+        pb_t g = {0};
+        int64_t xd[] = {4, 3}, rep[] = {(int64_t)1 << 62, 1}, pads[] = {0, 0, INT64_MAX, 0};
+        add_input(&g, "x", F32, 2, xd, NULL);
+        if (k == 0)
+            add_i64_init(&g, "r", 2, rep);
+        else
+            add_i64_init(&g, "r", 4, pads);
+        add_node(&g, ops[k], "big", "x,r", "y", NULL, 0, NULL);
+        add_output(&g, "y", F32);
+        pb_t m = make_model(&g);
+        af_graph_t *gr;
+        af_error_t err;
+        assert_int_equal(load(&m, NULL, 0, &gr, &err), AF_ESHAPE);
+        assert_null(gr);
+        assert_non_null(strstr(err.msg, "overflow"));
+        assert_non_null(strstr(err.msg, ops[k]));
+        free(m.b);
+    }
+}
+
 /* ---- real models ------------------------------------------------------------------------- */
 
 static char *read_file(const char *path, size_t *len)
@@ -772,6 +798,7 @@ int main(void)
         cmocka_unit_test(test_onnx_if_inlined_loop_rejected),
         cmocka_unit_test(test_onnx_unknown_op_dynamic),
         cmocka_unit_test(test_onnx_view_keeps_base_size),
+        cmocka_unit_test(test_onnx_overflow_dims_rejected),
         cmocka_unit_test(test_onnx_real_models_plan),
         cmocka_unit_test(test_onnx_fuzz_truncated_bitflip),
         cmocka_unit_test(test_onnx_oom_clean),
