@@ -18,6 +18,7 @@
  */
 #include "executor/executor_int.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -361,6 +362,10 @@ static void worker_main(void *arg)
                 return;
             if (++spins < 64)
                 continue;
+            if (spins < 64 + 32) { /* then yield a little: a wake-up costs a futex call */
+                sched_yield();
+                continue;
+            }
             uv_mutex_lock(&ex->mu);
             atomic_fetch_add(&ex->sleepers, 1);
             while (atomic_load(&ex->queued) <= 0 && !atomic_load(&ex->stop))
