@@ -49,7 +49,8 @@ typedef enum {
         AF_ERRNO_MAX_ = -4999
 } af_errno_t;
 
-/* Message for an error code (arenaflow's or a negative errno/libuv value). Never NULL. Thread-safe. */
+/* Message for an error code (arenaflow's or a negative errno/libuv value). Never NULL. Thread-safe.
+ */
 const char *af_strerror(int err);
 /* Symbolic name ("AF_ENOMEM", "EINVAL"...) of an error code. Never NULL. Thread-safe. */
 const char *af_err_name(int err);

@@ -61,7 +61,8 @@ typedef enum {
 const char *af_dtype_name(af_dtype_t dt);
 /* Bytes per element; 0 for AF_DTYPE_UNKNOWN. */
 uint32_t af_dtype_size(af_dtype_t dt);
-/* Parses a dtype name ("f32", also ONNX-style "float32", "float", "int64"...). AF_EINVAL if unknown. */
+/* Parses a dtype name ("f32", also ONNX-style "float32", "float", "int64"...). AF_EINVAL if
+ * unknown. */
 int af_dtype_parse(const char *name, af_dtype_t *out);
 
 #define AF_BYTES_DYNAMIC (-1)    /* size unknown until run time */
