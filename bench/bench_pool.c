@@ -370,6 +370,8 @@ typedef struct {
     uint64_t checksum, errors, ns, cpu_ns;
 } job_t;
 
+static int g_rounds; /* --rounds N: fixed timed rounds (instruction counting); 0 = ~30 ms */
+
 static uint64_t thread_cpu_ns(void)
 {
     struct timespec ts;
@@ -422,6 +424,8 @@ static void *job_run(void *arg)
     /* about 30 ms of timed work, at least 2 rounds */
     j->rounds = (int)(30000000u / per_round);
     j->rounds = j->rounds < 2 ? 2 : j->rounds > 100000 ? 100000 : j->rounds;
+    if (g_rounds)
+        j->rounds = g_rounds;
     pthread_barrier_wait(j->bar);
     uint64_t t0 = af_now_ns(), u0 = thread_cpu_ns();
     replay_rounds(j->t, j->a, ts, ptrs, j->rounds, 0, &pairs, &j->errors);
@@ -522,6 +526,10 @@ static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *p
     af_pool_destroy(p);
 }
 
+static const char *g_only;   /* --only NAME: time just this column (and the floor) */
+static int g_maxthreads = 2; /* --threads N: 1 or 2 */
+static int g_nofrag;         /* --no-frag: skip the reserved/peak table */
+
 static void run_trace(const trace_t *t, int reps)
 {
     printf("\ntrace %s: %zu alloc+free pairs/round, %u tensors, sizes %llu B .. %.1f MiB, "
@@ -545,8 +553,15 @@ static void run_trace(const trace_t *t, int reps)
     allocs[na++] = (alloc_t){"floor",     "LIFO stack, no metadata (the replay loop alone)",
                              floor_make,  floor_unmake,
                              floor_alloc, floor_free};
-    for (int nt = 1; nt <= 2; nt++) {
-        result_t r[5];
+    if (g_only) {
+        int keep = 0;
+        for (int i = 0; i < na; i++)
+            if (!strcmp(allocs[i].name, g_only) || i == na - 1 || i == 0)
+                allocs[keep++] = allocs[i];
+        na = keep;
+    }
+    for (int nt = 1; nt <= g_maxthreads; nt++) {
+        result_t r[5] = {{0}};
         for (int i = 0; i < na; i++)
             r[i] = measure(t, &allocs[i], nt, reps);
         printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
@@ -559,11 +574,13 @@ static void run_trace(const trace_t *t, int reps)
                 (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
         printf("    arenaflow minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
                r[0].ns_pair - r[na - 1].ns_pair, r[0].cpu_pair - r[na - 1].cpu_pair);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 2 && i < na - 1; i++)
             printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per pair)\n",
                    allocs[i].name, (unsigned long long)r[i].locks,
                    (double)r[i].locks / (double)r[i].pairs);
     }
+    if (g_nofrag)
+        return;
     af_pool_opts_t po;
     printf("  reserved / peak live (1 thread, 3 rounds, fresh pool):\n");
     af_pool_opts_init(&po);
@@ -599,8 +616,19 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
             reps = reps < 1 ? 1 : reps;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            g_only = argv[++i];
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            g_maxthreads = atoi(argv[++i]) == 1 ? 1 : 2;
+        } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+            g_rounds = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--no-frag")) {
+            g_nofrag = 1;
         } else {
-            fprintf(stderr, "usage: %s [--trace EVENTS.csv]... [--reps N]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--trace EVENTS.csv]... [--reps N] [--only COLUMN] [--threads 1|2] "
+                    "[--no-frag] [--rounds N]\n",
+                    argv[0]);
             return 2;
         }
     }

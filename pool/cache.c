@@ -2,20 +2,34 @@
  * Per-worker caches (the lock-free fast path) and the cache-less calls.
  *
  * A cache holds, per class, a stack of free blocks (capacity cache_cap: cache_slots, at most
- * cache_bytes per class, at least 2). alloc pops from the class's stack and stores INUSE in the
- * block's state word; free finds the block through the granule table, moves its state word
- * INUSE/BORROWED -> FREE with one compare-and-swap (so a second free of the same pointer, even a
- * racing one, sees FREE and reports AF_EDOUBLEFREE), and pushes it onto the stack of the block's
- * OWNER class. No lock is taken on either path.
+ * cache_bytes per class, at least 2) and a bitmap of its non-empty stacks. alloc pops from the
+ * class's stack, or, when that is empty, from the nearest non-empty larger stack within
+ * borrow_near (one ctz on the bitmap; the block is marked BORROWED and goes back to its owner's
+ * stack when freed), and stores INUSE/BORROWED plus the cache's tag in the block's state word.
+ * No lock and no atomic read-modify-write on either path.
  *
- * Misses, in order: (1) borrow from a larger class in this same cache (no lock; the block is
- * marked BORROWED and comes back to its owner's stack when freed), (2) take a batch from the
- * class's central list (class lock), (3) af__pool_alloc_slow: borrow from a larger central list
- * or map a chunk (global mutex). A full stack hands `batch` blocks back to the central list
+ * Free finds the block through the granule table. A block whose state word carries this cache's
+ * tag was handed out by this cache: the state is moved to FREE with a plain (relaxed) store and
+ * the block pushed onto its OWNER class's stack. Every other free (another cache's block, a
+ * block from af_pool_alloc, a huge chunk, or a state without a tag: FREE blocks never carry one)
+ * moves the state word INUSE/BORROWED -> FREE with a compare-and-swap.
+ *
+ * Double frees: a second free of a block always finds the state FREE (untagged) and is reported
+ * as AF_EDOUBLEFREE, whichever thread or cache makes it, as long as it is ordered after the
+ * first (the same thread, or any synchronisation between the two threads). Two frees of the same
+ * block racing on two threads are a use-after-free in the caller; they are still arbitrated by
+ * the CAS (one wins, one is reported) unless one of them is the plain free of the allocating
+ * cache, which would have to pay a locked instruction on every free to arbitrate that race too.
+ * Pools with poison or exact_peak, and ASan builds, take the CAS on every free.
+ *
+ * Misses, in order: (1) lend from a larger class in this same cache (above), (2) take a batch from
+ * the class's central list (class lock), (3) af__pool_alloc_slow: borrow from a larger central
+ * list or map a chunk (global mutex). A full stack hands `batch` blocks back to the central list
  * (class lock). Blocks freed through a cache may have been allocated by any other cache or by
  * af_pool_alloc: a block belongs to its class, not to a cache.
  *
- * Invariants: bins[c] holds only FREE blocks of class c; a block in a bin is in no central list.
+ * Invariants: bins[c] holds only FREE blocks of class c; a block in a bin is in no central list;
+ * bit c of `full` is set iff bins[c].n > 0; a FREE state word carries no tag.
  * Lock rule: the cache itself is single-threaded; counters other threads read are relaxed
  * atomics with one writer. Class locks are taken without glock held (rank: glock > class).
  */
@@ -32,6 +46,31 @@
 #define AF__UNLIKELY(x) (x)
 #define AF__COLD
 #endif
+
+/* Keeps the non-empty-bin bitmap in step with bins[c].n. */
+static inline void bin_mark(af_pool_cache_t *k, uint32_t c, uint32_t n)
+{
+    uint64_t bit = 1ull << (c & 63);
+    if (n)
+        k->full[c >> 6] |= bit;
+    else
+        k->full[c >> 6] &= ~bit;
+}
+
+/* The smallest class d in (c, last] whose bin holds a block, or -1. */
+static inline int next_full(const af_pool_cache_t *k, uint32_t c, uint32_t last)
+{
+    for (uint32_t w = (c + 1) >> 6; w < 2 && w <= (last >> 6); w++) {
+        uint64_t m = k->full[w];
+        if (w == (c + 1) >> 6)
+            m &= ~0ull << ((c + 1) & 63);
+        if (m) {
+            uint32_t d = w * 64 + (uint32_t)__builtin_ctzll(m);
+            return d <= last ? (int)d : -1;
+        }
+    }
+    return -1;
+}
 
 int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
 {
@@ -57,9 +96,18 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     for (uint32_t c = 0; c < p->nclasses; c++) {
         k->bins[c].slots = slots;
         k->bins[c].cap = p->cls[c].cache_cap;
+        k->bins[c].near = p->cls[c].borrow_near;
         slots += p->cls[c].cache_cap;
     }
     af__pool_glock(p);
+    for (uint32_t t = 1; t < AF__POOL_NTAGS && !k->tag; t++)
+        if (!(p->tags_used[t / 64] & (1ull << (t % 64)))) {
+            p->tags_used[t / 64] |= 1ull << (t % 64);
+            k->tag = t;
+        }
+    /* A block's tag bits equal this only when this cache handed it out (FREE blocks carry no
+     * tag); without a tag, or in a debug mode, nothing matches and every free takes the CAS. */
+    k->owned = k->tag && !k->flags ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
     k->next = p->caches;
     if (p->caches)
         p->caches->prev = k;
@@ -84,6 +132,7 @@ void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
         af__pool_central_push(p, c, bin->slots[n - 1 - i]);
     af__pool_cunlock(p, c);
     AF__ST(&bin->n, n - count);
+    bin_mark(k, c, n - count);
 }
 
 void af_pool_cache_flush(af_pool_cache_t *k)
@@ -113,6 +162,8 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
         p->caches = k->next;
     if (k->next)
         k->next->prev = k->prev;
+    if (k->tag)
+        p->tags_used[k->tag / 64] &= ~(1ull << (k->tag % 64));
     uint64_t a = 0, f = 0;
     for (uint32_t c = 0; c < p->nclasses; c++) {
         AF__ADD(&p->cls[c].allocs, AF__LD(&k->bins[c].allocs));
@@ -154,20 +205,23 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
     af_pool_t *p = k->pool;
     af__pool_class_t *cls = &p->cls[c];
     af__pool_block_t *b = NULL;
-    AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
-    for (uint32_t d = c + 1; d <= cls->borrow_near; d++) {
+    int d = next_full(k, c, cls->borrow_near);
+    if (d >= 0) { /* lend a block of a larger class from this cache: no lock */
         af__pool_bin_t *bd = &k->bins[d];
         uint32_t n = AF__LD(&bd->n);
-        if (!n)
-            continue;
         b = bd->slots[n - 1];
         AF__ST(&bd->n, n - 1);
-        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
+        if (n == 1)
+            bin_mark(k, (uint32_t)d, 0);
+        atomic_store_explicit(&b->state,
+                              af__blk_state(AF_BLOCK_BORROWED, (uint32_t)d, c) |
+                                  (k->tag << AF__POOL_TAG_SHIFT),
                               memory_order_relaxed);
         AF__ST(&bd->lent, AF__LD(&bd->lent) + 1);
         *out = b;
         return 0;
     }
+    AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t got = 0;
     af__pool_clock(p, c);
@@ -181,11 +235,21 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
     if (got) {
         b = bin->slots[--got];
         AF__ST(&bin->n, got);
-        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
+        bin_mark(k, c, got);
+        atomic_store_explicit(&b->state,
+                              af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT),
+                              memory_order_relaxed);
         *out = b;
         return 0;
     }
-    return af__pool_alloc_slow(p, c, size, k, out);
+    int rc = af__pool_alloc_slow(p, c, size, k, &b);
+    if (rc == 0) /* ours alone now: tag it so this cache frees it without a CAS */
+        atomic_store_explicit(&b->state,
+                              (AF__LD(&b->state) & ((1u << AF__POOL_TAG_SHIFT) - 1)) |
+                                  (k->tag << AF__POOL_TAG_SHIFT),
+                              memory_order_relaxed);
+    *out = b;
+    return rc;
 }
 
 /* A huge request: a chunk this cache freed, within 25% of the size, else the pool (glock). */
@@ -248,14 +312,26 @@ int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
         return cache_alloc_rest(k, size, out, NULL, 0);
     uint32_t c = (uint32_t)af__pool_class_fast(p, size);
     af__pool_bin_t *bin = &k->bins[c];
-    uint32_t n = AF__LD(&bin->n);
-    if (AF__UNLIKELY(!n))
-        return cache_alloc_rest(k, size, out, NULL, c);
+    uint32_t n = AF__LD(&bin->n), st;
+    if (AF__LIKELY(n)) {
+        st = af__blk_state(AF_BLOCK_INUSE, c, 0);
+    } else { /* lend a block of a larger class from this cache: still no lock */
+        int d = next_full(k, c, bin->near);
+        if (AF__UNLIKELY(d < 0))
+            return cache_alloc_rest(k, size, out, NULL, c);
+        st = af__blk_state(AF_BLOCK_BORROWED, (uint32_t)d, c);
+        c = (uint32_t)d;
+        bin = &k->bins[c];
+        n = AF__LD(&bin->n);
+        AF__ST(&bin->lent, AF__LD(&bin->lent) + 1);
+    }
     af__pool_block_t *b = bin->slots[n - 1];
     AF__ST(&bin->n, n - 1);
-    atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
+    if (AF__UNLIKELY(n == 1))
+        k->full[c >> 6] &= ~(1ull << (c & 63));
+    atomic_store_explicit(&b->state, st | (k->tag << AF__POOL_TAG_SHIFT), memory_order_relaxed);
     b->req = (uint32_t)size;
-    AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
+    AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1); /* the owner class counts */
     if (AF__UNLIKELY(k->flags))
         return cache_alloc_rest(k, size, out, b, c);
     AF__ST(&k->live_req, AF__LD(&k->live_req) + (int64_t)size);
@@ -323,6 +399,8 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
     }
     bin->slots[n] = b;
     AF__ST(&bin->n, n + 1);
+    if (n == 0)
+        bin_mark(k, c, 1);
     AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
     return 0;
 }
@@ -334,21 +412,24 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
     if (AF__UNLIKELY(!b))
         return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
-    /* Fast case: a block in use by its own class (not huge, not borrowed). */
+    /* Fast case: a block this cache handed out (in use or borrowed; FREE blocks carry no tag, so
+     * a second free of it never matches and goes to the CAS below). The owner thread is the only
+     * one that may free it without a race, so a plain store suffices (see the file comment). */
     uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
-    uint32_t c = (st >> 8) & 0xff;
-    if (AF__UNLIKELY((st & 0xff) != AF_BLOCK_INUSE || c == AF__POOL_HUGE_CLASS || k->flags))
+    if (AF__UNLIKELY((st & ~((1u << AF__POOL_TAG_SHIFT) - 1)) != k->owned))
         return cache_free_rest(k, ptr, b, ch, 0, 0);
-    if (AF__UNLIKELY(!atomic_compare_exchange_strong_explicit(
-            &b->state, &st, af__blk_state(AF_BLOCK_FREE, c, 0), memory_order_acq_rel,
-            memory_order_relaxed)))
-        return cache_free_rest(k, ptr, b, ch, 0, 0); /* raced: redo it the careful way */
+    uint32_t c = (st >> 8) & 0xff; /* the owner class, also for a borrowed block (seed §5.3) */
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))
-        return cache_free_rest(k, ptr, b, ch, 1, st);
+        return cache_free_rest(k, ptr, b, ch, 0, 0);
+    atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_FREE, c, 0), memory_order_relaxed);
+    if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_BORROWED))
+        AF__ST(&bin->returned, AF__LD(&bin->returned) + 1);
     bin->slots[n] = b;
     AF__ST(&bin->n, n + 1);
+    if (AF__UNLIKELY(n == 0))
+        k->full[c >> 6] |= 1ull << (c & 63);
     AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
     AF__ST(&k->live_req, AF__LD(&k->live_req) - (int64_t)b->req);
     return 0;

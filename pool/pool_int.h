@@ -31,11 +31,15 @@
 #define AF__ADD(p, v) atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define AF__SUB(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
 
-/* State word: kind in bits 0..7, owner class in 8..15, borrower class in 16..23. */
+/* State word: kind in bits 0..7, owner class in 8..15, borrower class in 16..23, and in 24..31
+ * the tag of the cache that handed the block out (0: none). A cache frees a block carrying its
+ * own tag with a plain (relaxed) load and store, every other free with a compare-and-swap. */
 static inline uint32_t af__blk_state(uint32_t kind, uint32_t owner, uint32_t borrower)
 {
     return kind | (owner << 8) | (borrower << 16);
 }
+#define AF__POOL_TAG_SHIFT 24
+#define AF__POOL_NTAGS 256 /* tags 1..255; a cache created when all are taken gets none */
 
 typedef struct af__pool_block {
     _Atomic uint32_t state;
@@ -78,15 +82,20 @@ typedef struct af__pool_class {
 typedef struct af__pool_bin {
     _Atomic uint32_t n;
     uint32_t cap;
+    uint32_t near; /* the class's borrow_near (copied: one cache line less on a lend) */
     af__pool_block_t **slots;
-    _Atomic uint64_t allocs, frees;
-    _Atomic uint64_t lent;     /* blocks of this class this cache lent to smaller requests */
-    _Atomic uint64_t returned; /* borrowed blocks of this class freed through this cache */
+    _Atomic uint64_t allocs, frees; /* hot: the first 32 bytes are all the fast path touches */
+    _Atomic uint64_t lent;          /* blocks of this class this cache lent to smaller requests */
+    _Atomic uint64_t returned;      /* borrowed blocks of this class freed through this cache */
 } af__pool_bin_t;
 
 struct af_pool_cache {
     af_pool_t *pool;
-    int flags; /* nonzero: every call takes the general path (poison, ASan, exact peak) */
+    int flags;        /* nonzero: every call takes the general path (poison, ASan, exact peak) */
+    uint32_t tag;     /* this cache's tag (1..255), or 0 */
+    uint32_t owned;   /* state of a block this cache handed out for its own class: kind INUSE plus
+                         the tag in bits 24..31 (an impossible kind when the cache has no tag) */
+    uint64_t full[2]; /* bit c set: bins[c] is not empty (borrowing finds a bin with one ctz) */
     _Atomic int64_t live_req;
     af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
     _Atomic uint64_t slow_allocs, slow_frees;
@@ -127,6 +136,7 @@ struct af_pool {
     af__pool_chunk_t *huge_free;
     uint64_t huge_free_bytes;
     af_pool_cache_t *caches;
+    uint64_t tags_used[AF__POOL_NTAGS / 64]; /* cache tags in use (glock) */
     _Atomic uint64_t last_idle_scan;
 
     /* counters (relaxed atomics; slow paths only, except the optional exact peak) */

@@ -235,6 +235,76 @@ static void test_pool_double_free_detected(void **state)
     af_pool_destroy(p);
 }
 
+/* Frees across caches: the allocating cache frees its own blocks without a CAS (tag in the
+ * state word); whichever cache or call frees a block second, the double free is reported, and a
+ * block lent to a smaller class goes back to its owner class on the plain path too. */
+typedef struct {
+    af_pool_cache_t *k;
+    void *ptr;
+    int rc;
+} xfree_arg_t;
+
+static void *xfree_thread(void *arg)
+{
+    xfree_arg_t *a = arg;
+    a->rc = af_pool_cache_free(a->k, a->ptr);
+    return NULL;
+}
+
+static void test_pool_double_free_detected_across_caches(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *ka, *kb;
+    assert_int_equal(af_pool_cache_create(p, &ka), 0);
+    assert_int_equal(af_pool_cache_create(p, &kb), 0);
+    void *x, *y, *z;
+    /* owner first (plain path), then another cache on another thread, then no cache */
+    assert_int_equal(af_pool_cache_alloc(ka, 3000, &x), 0);
+    assert_int_equal(af_pool_cache_free(ka, x), 0);
+    xfree_arg_t xa = {kb, x, 0};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, xfree_thread, &xa), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(xa.rc, AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_free(p, x), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_cache_free(ka, x), AF_EDOUBLEFREE);
+    /* another cache first (CAS path), then the owner */
+    assert_int_equal(af_pool_cache_alloc(ka, 3000, &y), 0);
+    xa = (xfree_arg_t){kb, y, -1};
+    assert_int_equal(pthread_create(&th, NULL, xfree_thread, &xa), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(xa.rc, 0);
+    assert_int_equal(af_pool_cache_free(ka, y), AF_EDOUBLEFREE);
+    /* a lent block: freed by its cache on the plain path, back to the owner class, then again */
+    af_pool_cache_t *kc;
+    assert_int_equal(af_pool_cache_create(p, &kc), 0);
+    int small = af_pool_class_of(p, 4096), big = small + 1;
+    size_t big_size = (size_t)af_pool_class_size(p, (uint32_t)big);
+    assert_int_equal(af_pool_cache_alloc(kc, big_size, &z), 0);
+    assert_int_equal(af_pool_cache_free(kc, z), 0); /* kc's stack of class `big` holds z */
+    void *w;
+    assert_int_equal(af_pool_cache_alloc(kc, 4096, &w), 0);
+    af_pool_block_info_t bi;
+    assert_int_equal(af_pool_block_info(p, w, &bi), 0);
+    assert_ptr_equal(w, z); /* lent from the cache's own larger stack, no lock */
+    assert_int_equal(bi.state, AF_BLOCK_BORROWED);
+    assert_int_equal(bi.owner_class, big);
+    assert_int_equal(bi.borrower_class, small);
+    assert_int_equal(af_pool_cache_free(kc, w), 0);
+    assert_int_equal(af_pool_block_info(p, w, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_FREE);
+    assert_int_equal(bi.owner_class, big); /* back to its owner class (seed §5.3) */
+    assert_int_equal(af_pool_cache_free(kc, w), AF_EDOUBLEFREE);
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.double_frees, 5);
+    af_pool_cache_destroy(kc);
+    af_pool_cache_destroy(kb);
+    af_pool_cache_destroy(ka);
+    af_pool_destroy(p);
+}
+
 static void test_pool_foreign_pointer_detected(void **state)
 {
     (void)state;
@@ -901,6 +971,7 @@ int main(void)
         cmocka_unit_test(test_pool_ladder_bad_custom_rejected),
         cmocka_unit_test(test_pool_alloc_aligned_and_writable),
         cmocka_unit_test(test_pool_double_free_detected),
+        cmocka_unit_test(test_pool_double_free_detected_across_caches),
         cmocka_unit_test(test_pool_foreign_pointer_detected),
         cmocka_unit_test(test_pool_borrow_returns_to_owner_class),
         cmocka_unit_test(test_pool_borrow_returns_to_owner_class_cached),
