@@ -502,12 +502,61 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
     return res;
 }
 
+/*
+ * What any pool with this ladder could reach on the trace (block sizes = class sizes, huge
+ * requests on chunks of their own, counted at their own peak): `recut` = the peak of the sum of
+ * live class-rounded sizes (memory re-cut freely between classes whenever needed); `norecut` =
+ * the least reserved when blocks are never re-cut but any larger block may serve a request
+ * (unlimited borrowing): N_c = max over time of the live requests of class >= c; at least N_c
+ * blocks of class >= c must exist, so reserved >= sum_c size_c * (N_c - N_c+1).
+ */
+static void ladder_bounds(const trace_t *t, af_pool_t *p, double *recut, double *norecut)
+{
+    uint32_t nc = af_pool_nclasses(p);
+    int64_t cnt[AF_POOL_MAX_CLASSES] = {0}, need[AF_POOL_MAX_CLASSES] = {0};
+    uint64_t *live = calloc(t->nslots + 1, sizeof(uint64_t));
+    uint64_t rounded = 0, rounded_pk = 0, huge = 0, huge_pk = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        const op_t *o = &t->ops[i];
+        uint64_t sz = o->alloc ? o->size : live[o->slot];
+        live[o->slot] = o->alloc ? o->size : 0;
+        int c = af_pool_class_of(p, sz);
+        uint64_t rs = c < 0 ? (sz + 16383) / 16384 * 16384 : af_pool_class_size(p, (uint32_t)c);
+        int64_t d = o->alloc ? 1 : -1;
+        rounded += (uint64_t)d * rs;
+        rounded_pk = rounded > rounded_pk ? rounded : rounded_pk;
+        if (c < 0) {
+            huge += (uint64_t)d * rs;
+            huge_pk = huge > huge_pk ? huge : huge_pk;
+            continue;
+        }
+        cnt[c] += d;
+        int64_t suffix = 0;
+        for (int k = (int)nc - 1; k >= 0; k--) {
+            suffix += cnt[k];
+            need[k] = suffix > need[k] ? suffix : need[k];
+        }
+    }
+    double sum = (double)huge_pk;
+    int64_t prev = 0;
+    for (int k = (int)nc - 1; k >= 0; k--) {
+        int64_t n = need[k] > prev ? need[k] : prev;
+        sum += (double)af_pool_class_size(p, (uint32_t)k) * (double)(n - prev);
+        prev = n;
+    }
+    free(live);
+    *recut = (double)rounded_pk / (double)t->peak_live;
+    *norecut = sum / (double)t->peak_live;
+}
+
 /* reserved ÷ peak live: one thread, fresh pool, 3 rounds. */
 static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po)
 {
     af_pool_t *p;
     if (af_pool_create(po, &p, NULL))
         exit(1);
+    double recut, norecut;
+    ladder_bounds(t, p, &recut, &norecut);
     af_pool_cache_t *k;
     af_pool_cache_create(p, &k);
     alloc_t a = {"pool", "", pool_make, pool_unmake, pool_alloc, pool_free};
@@ -517,10 +566,10 @@ static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *p
     af_pool_stats_t st;
     af_pool_stats(p, &st);
     printf("  %-22s classes %3u  peak reserved %9.1f MiB  reserved/peak-live %.3f  borrows %llu  "
-           "os maps %llu\n",
+           "os maps %llu  | ladder bounds: no re-cut %.3f, free re-cut %.3f\n",
            label, st.nclasses, (double)st.peak_reserved_bytes / (1 << 20),
            (double)st.peak_reserved_bytes / (double)t->peak_live, (unsigned long long)st.borrows,
-           (unsigned long long)st.os_maps);
+           (unsigned long long)st.os_maps, norecut, recut);
     free(ptrs);
     af_pool_cache_destroy(k);
     af_pool_destroy(p);
@@ -582,7 +631,9 @@ static void run_trace(const trace_t *t, int reps)
     if (g_nofrag)
         return;
     af_pool_opts_t po;
-    printf("  reserved / peak live (1 thread, 3 rounds, fresh pool):\n");
+    printf("  reserved / peak live (1 thread, 3 rounds, fresh pool); ladder bounds = the least any "
+           "pool with that ladder could reserve / peak live: blocks never re-cut between classes "
+           "(any larger block may serve), or re-cut freely at every allocation\n");
     af_pool_opts_init(&po);
     fragmentation(t, "default ladder", &po);
     af_pool_opts_init(&po);
