@@ -268,6 +268,10 @@ typedef struct {
     void (*unmake)(void *ts);
     void *(*alloc)(void *ts, size_t n);
     void (*free)(void *ts, void *p);
+    /* the timed rounds: the same loop with the calls above made directly (no indirect call per
+     * operation: the harness's own cost stays small and equal for every column) */
+    void (*timed)(const trace_t *t, void *ts, void **ptrs, int rounds, uint64_t *sum,
+                  uint64_t *errors);
 } alloc_t;
 
 static af_pool_t *g_pool;
@@ -359,6 +363,32 @@ static void glibc_free(void *ts, void *p)
     __libc_free(p);
 }
 
+/* Timed replay loop of one allocator, calls inlined (see alloc_t.timed). */
+#define TIMED_LOOP(NAME, ALLOC, FREE)                                                              \
+    static void NAME(const trace_t *t, void *ts, void **ptrs, int rounds, uint64_t *sum,           \
+                     uint64_t *errors)                                                             \
+    {                                                                                              \
+        for (int r = 0; r < rounds; r++)                                                           \
+            for (size_t i = 0; i < t->nops; i++) {                                                 \
+                const op_t *o = &t->ops[i];                                                        \
+                if (o->alloc) {                                                                    \
+                    void *p = ALLOC(ts, o->size);                                                  \
+                    *errors += !p;                                                                 \
+                    ptrs[o->slot] = p;                                                             \
+                } else if (ptrs[o->slot]) {                                                        \
+                    *sum += 1;                                                                     \
+                    FREE(ts, ptrs[o->slot]);                                                       \
+                    ptrs[o->slot] = NULL;                                                          \
+                }                                                                                  \
+            }                                                                                      \
+    }
+TIMED_LOOP(timed_pool, pool_alloc, pool_free)
+TIMED_LOOP(timed_floor, floor_alloc, floor_free)
+#ifdef AF_HAVE_JEMALLOC
+TIMED_LOOP(timed_je, je_alloc, je_free)
+#endif
+TIMED_LOOP(timed_glibc, glibc_alloc, glibc_free)
+
 /* ---- replay ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -419,7 +449,7 @@ static void *job_run(void *arg)
     uint64_t pairs = 0;
     replay_rounds(j->t, j->a, ts, ptrs, 1, 1, &j->checksum, &j->errors); /* verify + warm up */
     uint64_t c0 = af_now_ns();
-    replay_rounds(j->t, j->a, ts, ptrs, 1, 0, &pairs, &j->errors); /* calibrate */
+    j->a->timed(j->t, ts, ptrs, 1, &pairs, &j->errors); /* calibrate */
     uint64_t per_round = af_now_ns() - c0 + 1;
     /* about 30 ms of timed work, at least 2 rounds */
     j->rounds = (int)(30000000u / per_round);
@@ -428,7 +458,7 @@ static void *job_run(void *arg)
         j->rounds = g_rounds;
     pthread_barrier_wait(j->bar);
     uint64_t t0 = af_now_ns(), u0 = thread_cpu_ns();
-    replay_rounds(j->t, j->a, ts, ptrs, j->rounds, 0, &pairs, &j->errors);
+    j->a->timed(j->t, ts, ptrs, j->rounds, &pairs, &j->errors);
     j->ns = af_now_ns() - t0;
     j->cpu_ns = thread_cpu_ns() - u0;
     j->errors += pairs != (uint64_t)j->t->npairs * (uint64_t)(j->rounds + 1);
@@ -559,7 +589,7 @@ static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *p
     ladder_bounds(t, p, &recut, &norecut);
     af_pool_cache_t *k;
     af_pool_cache_create(p, &k);
-    alloc_t a = {"pool", "", pool_make, pool_unmake, pool_alloc, pool_free};
+    alloc_t a = {"pool", "", pool_make, pool_unmake, pool_alloc, pool_free, timed_pool};
     void **ptrs = calloc(t->nslots + 1, sizeof(void *));
     uint64_t sum = 0, err = 0;
     replay_rounds(t, &a, k, ptrs, 3, 0, &sum, &err);
@@ -589,19 +619,24 @@ static void run_trace(const trace_t *t, int reps)
     int na = 0;
     allocs[na++] = (alloc_t){"arenaflow", "af_pool_cache_alloc/free, one cache per thread",
                              pool_make,   pool_unmake,
-                             pool_alloc,  pool_free};
+                             pool_alloc,  pool_free,
+                             timed_pool};
     allocs[na++] = (alloc_t){
-        "af+recycle", "same, opts.recycle = 1", poolr_make, pool_unmake, pool_alloc, pool_free};
+        "af+recycle", "same, opts.recycle = 1", poolr_make, pool_unmake, pool_alloc, pool_free,
+        timed_pool};
 #ifdef AF_HAVE_JEMALLOC
     allocs[na++] = (alloc_t){"jemalloc", "mallocx/dallocx, default arena + tcache",
                              nop_make,   nop_unmake,
-                             je_alloc,   je_free};
+                             je_alloc,   je_free,
+                             timed_je};
 #endif
     allocs[na++] = (alloc_t){
-        "glibc", "__libc_malloc/__libc_free", nop_make, nop_unmake, glibc_alloc, glibc_free};
+        "glibc",    "__libc_malloc/__libc_free", nop_make, nop_unmake, glibc_alloc, glibc_free,
+        timed_glibc};
     allocs[na++] = (alloc_t){"floor",     "LIFO stack, no metadata (the replay loop alone)",
                              floor_make,  floor_unmake,
-                             floor_alloc, floor_free};
+                             floor_alloc, floor_free,
+                             timed_floor};
     if (g_only) {
         int keep = 0;
         for (int i = 0; i < na; i++)
