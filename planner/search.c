@@ -12,7 +12,7 @@
  * instances level by level from one side and backtrack locally, MiniMalloc's orders (largest
  * cross-section, length, area) suit other shapes. Search times are heavy-tailed (a run either
  * dives to a packing with little backtracking or thrashes), so a partition is solved by
- * restarts with Luby-scaled node limits (64n x 1 1 2 1 1 2 4 ...), alternating the static orders
+ * restarts with Luby-scaled node limits (24n x 1 1 2 1 1 2 4 ...), alternating the static orders
  * and randomised sweep orders (from a fixed seed); no order can eat the whole budget. A run that
  * ends below its node limit is a proof either way (the canonical search is complete).
  *
@@ -448,7 +448,7 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double dea
         return AF__SEARCH_INFEASIBLE;
     af__search_part_t *sp = &pi->sp;
     sp->deadline = deadline;
-    uint64_t base = 64 * (uint64_t)sp->n + 64;
+    uint64_t base = 24 * (uint64_t)sp->n + 64;
     for (uint64_t i = 1;; i++) {
         if (i > 1 && af__search_now() > deadline)
             return AF__SEARCH_TIMEOUT;
