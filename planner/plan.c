@@ -34,6 +34,8 @@ void af_plan_destroy(af_plan_t *p)
     af__free(p->tp);
     af__free(p->group);
     af__free(p->glast);
+    af__free(p->views);
+    af__free(p->view_next);
     af__free(p->edges);
     af__free(p);
 }
@@ -69,13 +71,47 @@ static void classify(af_plan_t *p, const af_lifetime_t *lt)
     }
 }
 
-/* glast[lead] = last step of the group, latest[lead] = the member that lives last. */
-static void take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
+/* strict mode: every other reader of a (and of its views) is a data ancestor of node v. */
+static int readers_ordered(const af_plan_t *p, int32_t a, int32_t v, int32_t *stack, int32_t *mark,
+                           int32_t *stamp)
 {
     const af_graph_t *g = p->g;
-    int32_t nn = af_graph_node_count(g);
+    for (int32_t t = a; t >= 0; t = t == a ? p->views[a] : p->view_next[t]) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        for (int32_t k = 0; k < ti->n_consumers; k++) {
+            int32_t r = ti->consumers[k];
+            if (r != v && !af__data_ordered(p, r, v, stack, mark, (*stamp)++))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/*
+ * glast[lead] = last step of the group, latest[lead] = the member that lives last. In fence
+ * mode the other readers of a donor are ordered before the in-place writer by reuse edges
+ * (reuse.c); in strict mode a hand-over is taken only when data dependencies already order
+ * them (conservatively: proven by a bounded search).
+ */
+static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
+{
+    const af_graph_t *g = p->g;
+    int32_t nn = af_graph_node_count(g), stamp = 0;
+    int strict = p->opts.parallel_reuse == AF_REUSE_STRICT;
+    int32_t *stack = NULL, *mark = NULL;
+    if (strict) {
+        stack = af__malloc((AF__REUSE_DFS_LIMIT + 1) * sizeof(int32_t));
+        mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
+        if (!stack || !mark) {
+            af__free(stack);
+            af__free(mark);
+            return AF_ENOMEM;
+        }
+        memset(mark, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
+    }
     for (int32_t s = 0; s < nn; s++) {
-        const af_node_info_t *nd = af_graph_node(g, p->order[s]);
+        int32_t v = p->order[s];
+        const af_node_info_t *nd = af_graph_node(g, v);
         for (int32_t k = 0; k < nd->n_inplace; k++) {
             int32_t a = nd->inputs[nd->inplace[k].input];
             int32_t b = nd->outputs[nd->inplace[k].output];
@@ -83,15 +119,13 @@ static void take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
                 af_graph_tensor(g, a)->kind != AF_TENSOR_INTERMEDIATE || p->tp[b].inplace_of >= 0)
                 continue;
             int32_t lead = p->group[a];
-            /* b must fit in a's bytes, not only the group's block: the verifier checks each
-             * hand-over against its donor (a chain big -> small -> big was rejected there). */
             if (latest[lead] != a || glast[lead] != s || p->tp[b].first != s ||
-                p->tp[b].bytes > p->tp[a].bytes)
+                p->tp[b].bytes > p->tp[lead].bytes)
                 continue;
             int reads_b = 0;
             for (int32_t j = 0; j < nd->n_inputs; j++)
                 reads_b |= nd->inputs[j] == b;
-            if (reads_b)
+            if (reads_b || (strict && !readers_ordered(p, a, v, stack, mark, &stamp)))
                 continue;
             p->group[b] = lead;
             p->tp[b].inplace_of = a;
@@ -99,6 +133,9 @@ static void take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
             latest[lead] = b;
         }
     }
+    af__free(stack);
+    af__free(mark);
+    return 0;
 }
 
 static uint64_t any_order_bound(const af_plan_t *p)
@@ -409,8 +446,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         latest[i] = i;
     }
     int safe = p->opts.safe_mode;
-    if (p->opts.inplace && !safe)
-        take_inplace(p, glast, latest);
+    if (p->opts.inplace && !safe && take_inplace(p, glast, latest)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
     r->lifetime_ms = ms_since(t);
 
     t = af_now_ns();
@@ -439,7 +478,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->any_order_bound_bytes = any_order_bound(p);
 
     /* strict placement needs no reuse edges by construction; the verifier re-proves that */
-    if (!safe && p->opts.mode == AF_MODE_OFFSET && p->opts.parallel_reuse == AF_REUSE_FENCE) {
+    if (!safe && p->opts.parallel_reuse == AF_REUSE_FENCE) {
         t = af_now_ns();
         if ((rc = af__plan_reuse_edges(p, err)))
             goto out;
@@ -514,10 +553,21 @@ int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **
     p->step = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
     p->tp = af__calloc((size_t)nt + 1, sizeof(af_tensor_plan_t));
     p->group = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    p->views = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    p->view_next = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
     int rc;
-    if (!p->order || !p->step || !p->tp || !p->group) {
+    if (!p->order || !p->step || !p->tp || !p->group || !p->views || !p->view_next) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto fail;
+    }
+    for (int32_t t = 0; t < nt; t++)
+        p->views[t] = p->view_next[t] = -1;
+    for (int32_t t = nt - 1; t >= 0; t--) {
+        int32_t r = af_graph_alias_root(g, t);
+        if (r != t) {
+            p->view_next[t] = p->views[r];
+            p->views[r] = t;
+        }
     }
     if ((rc = plan_build(p, err)))
         goto fail;

@@ -11,12 +11,20 @@ struct af_plan {
     int32_t *order; /* node ids by step */
     int32_t *step;  /* step by node id */
     af_tensor_plan_t *tp;
-    int32_t *group; /* in-place group leader per tensor (itself when alone), -1 if not arena */
-    int32_t *glast; /* per group leader: last step of the whole group */
+    int32_t *group;     /* in-place group leader per tensor (itself when alone), -1 if not arena */
+    int32_t *glast;     /* per group leader: last step of the whole group */
+    int32_t *views;     /* per tensor: first view whose alias root it is, or -1 */
+    int32_t *view_next; /* next view of the same root, or -1 */
     af_reuse_edge_t *edges;
     int32_t n_edges;
     uint64_t arena;
 };
+
+/* Bounded backward search (AF__REUSE_DFS_LIMIT visits) for a data path r -> v; stack has
+ * AF__REUSE_DFS_LIMIT + 1 entries, mark one per node (stamps must differ per call). */
+#define AF__REUSE_DFS_LIMIT 64
+int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
+                     int32_t stamp);
 
 /* Reuse edges for the current offsets (planner/reuse.c). */
 int af__plan_reuse_edges(af_plan_t *p, af_error_t *err);

@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define AF__REUSE_DFS_LIMIT 64
-
 void af__segmap_free(af__segmap_t *m)
 {
     af__free(m->v);
@@ -117,8 +115,8 @@ int af__group_touchers(const af_plan_t *p, int32_t **off_out, int32_t **nodes_ou
 }
 
 /* True when data dependencies alone order r before v (bounded backward search from v). */
-static int data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
-                        int32_t stamp)
+int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
+                     int32_t stamp)
 {
     const af_graph_t *g = p->g;
     if (r == v)
@@ -196,7 +194,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 if (emitted[r] == pb)
                     continue;
                 emitted[r] = pb;
-                if (data_ordered(p, r, pb, stack, mark, stamp++))
+                if (af__data_ordered(p, r, pb, stack, mark, stamp++))
                     continue;
                 if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
@@ -204,6 +202,31 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                     goto out;
                 }
                 p->edges[p->n_edges++] = (af_reuse_edge_t){r, pb, a, b};
+            }
+        }
+    }
+    /* In-place hand-overs: the node writing b over a must wait for every other reader of a
+     * (and of a's views) that data dependencies do not already order before it. */
+    for (int32_t b = 0; b < nt && !rc; b++) {
+        int32_t a = p->tp[b].inplace_of;
+        if (a < 0)
+            continue;
+        int32_t v = af_graph_tensor(g, b)->producer;
+        for (int32_t t = a; t >= 0 && !rc; t = t == a ? p->views[a] : p->view_next[t]) {
+            const af_tensor_info_t *ti = af_graph_tensor(g, t);
+            for (int32_t k = -1; k < ti->n_consumers; k++) {
+                int32_t r = k < 0 ? ti->producer : ti->consumers[k];
+                if (r < 0 || r == v || emitted[r] == v)
+                    continue;
+                emitted[r] = v;
+                if (af__data_ordered(p, r, v, stack, mark, stamp++))
+                    continue;
+                if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
+                             sizeof(af_reuse_edge_t))) {
+                    rc = af__err(err, AF_ENOMEM, "out of memory");
+                    goto out;
+                }
+                p->edges[p->n_edges++] = (af_reuse_edge_t){r, v, a, b};
             }
         }
     }

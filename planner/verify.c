@@ -6,8 +6,9 @@
  *   3. no two tensors live at the same step share a byte (sweep over steps with the live set
  *      kept sorted by offset: a newcomer is checked against its two neighbours). The only
  *      allowed sharing is a declared in-place hand-over: B over A at the node where A dies;
- *   4. (offset mode, reuse on) for every byte range handed from tenant A to tenant B, each node
- *      touching A is ordered before B's producer by data edges plus the plan's reuse edges.
+ *   4. (reuse on) for every byte range handed from tenant A to tenant B, each node touching A
+ *      is ordered before B's producer by data edges plus the plan's reuse edges, and every
+ *      other reader of an in-place donor is ordered before the node that overwrites it.
  * af_intervals_verify() does check 3 for raw intervals.
  */
 #include "planner/plan_int.h"
@@ -382,6 +383,27 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
             }
         }
     }
+    /* in-place hand-overs: the writer must come after every other reader of the donor */
+    for (int32_t b = 0; b < nt && !rc; b++) {
+        int32_t a = p->tp[b].inplace_of;
+        if (a < 0)
+            continue;
+        int32_t v = af_graph_tensor(g, b)->producer;
+        for (int32_t t = a; t >= 0 && !rc; t = t == a ? p->views[a] : p->view_next[t]) {
+            const af_tensor_info_t *ti = af_graph_tensor(g, t);
+            for (int32_t k = 0; k < ti->n_consumers; k++) {
+                int32_t r = ti->consumers[k];
+                if (r == v || ordered(p, roff, rsrc, r, v, stack, mark, stamp++))
+                    continue;
+                rc = af__err(err, AF_EVERIFY,
+                             "'%s' overwrites '%s' in place at node '%s' while node '%s' may "
+                             "still be reading it (missing reuse edge)",
+                             af_graph_tensor(g, b)->name, af_graph_tensor(g, a)->name,
+                             af_graph_node(g, v)->name, af_graph_node(g, r)->name);
+                break;
+            }
+        }
+    }
 out:
     af__segmap_free(&sm);
     af__free(off);
@@ -406,7 +428,7 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err)
     if (!tf || !tl)
         rc = af__err(err, AF_ENOMEM, "out of memory");
     else if (!(rc = true_ranges(p, tf, tl)) && !(rc = check_tensors(p, tf, tl, err)) &&
-             !(rc = check_overlaps(p, err)) && p->opts.mode == AF_MODE_OFFSET && !p->opts.safe_mode)
+             !(rc = check_overlaps(p, err)) && !p->opts.safe_mode)
         rc = check_reuse(p, err);
     af__free(tf);
     af__free(tl);

@@ -511,6 +511,56 @@ static void test_plan_strict_reuse_needs_no_edges(void **state)
     print_message("strict arena / fence arena over %d DAGs: %.3f\n", N_DAGS / 4, sum[1] / sum[0]);
 }
 
+/* x -> P -> a; a is read by N1 (-> c) and by N2, which writes b over a in place. N1 and N2 are
+ * not ordered by data, so in fence mode N2 must wait for N1 (a reuse edge); in strict mode
+ * the hand-over is not taken at all. */
+static void test_plan_inplace_waits_for_other_readers(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    const char *names[] = {"x", "a", "b", "c"};
+    for (int i = 0; i < 4; i++) {
+        af_tensor_desc_t d = {0};
+        d.name = names[i];
+        d.bytes = 1024;
+        d.rank = -1;
+        d.kind = i == 0 ? AF_TENSOR_INPUT : (i >= 2 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE);
+        assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+    }
+    const char *px[] = {"x"}, *pa[] = {"a"}, *pb[] = {"b"}, *pc[] = {"c"};
+    af_inplace_t hint = {0, 0};
+    af_node_desc_t n0 = {"P", "Op", px, 1, pa, 1, 1, NULL, 0};
+    af_node_desc_t n1 = {"N1", "Op", pa, 1, pc, 1, 1, NULL, 0};
+    af_node_desc_t n2 = {"N2", "Relu", pa, 1, pb, 1, 1, &hint, 1};
+    assert_int_equal(af_graph_add_node(g, &n0, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_node(g, &n1, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_node(g, &n2, NULL, NULL), 0);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    int32_t b = af_graph_find_tensor(g, "b"), v1 = af_graph_find_node(g, "N1"),
+            v2 = af_graph_find_node(g, "N2");
+    for (int strict = 0; strict < 2; strict++) {
+        af_plan_opts_t o;
+        af_plan_opts_init(&o);
+        o.schedule = "input";
+        o.parallel_reuse = strict ? AF_REUSE_STRICT : AF_REUSE_FENCE;
+        af_plan_t *p;
+        af_error_t err;
+        assert_int_equal(af_plan_create(g, &o, &p, &err), 0);
+        if (!strict) {
+            assert_int_equal(af_plan_tensor(p, b)->inplace_of, af_graph_find_tensor(g, "a"));
+            int found = 0;
+            for (int32_t e = 0; e < af_plan_reuse_edge_count(p); e++)
+                found |= af_plan_reuse_edges(p)[e].from == v1 && af_plan_reuse_edges(p)[e].to == v2;
+            assert_true(found);
+        } else {
+            assert_int_equal(af_plan_tensor(p, b)->inplace_of, -1);
+        }
+        af_plan_destroy(p);
+    }
+    af_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +576,7 @@ int main(void)
         cmocka_unit_test(test_plan_event_table_replays),
         cmocka_unit_test(test_plan_portfolio_never_worse_than_greedy),
         cmocka_unit_test(test_plan_strict_reuse_needs_no_edges),
+        cmocka_unit_test(test_plan_inplace_waits_for_other_readers),
         cmocka_unit_test(test_plan_random_dags_verify_all_algorithms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
