@@ -15,6 +15,7 @@
 # tests/fuzz/corpus/<target>), its log in $AF_FUZZ_BUILD/logs/<target>.log, crash inputs in
 # $AF_FUZZ_BUILD/artifacts/<target>/. A summary line per target gives execs/s, coverage and
 # corpus size. Exit status: 0 when no target crashed, 1 otherwise, 2 on a build failure.
+# tests/fuzz/<target>.dict, when present, is passed as the libFuzzer dictionary.
 # A crash input belongs in tests/fuzz/corpus/<target>/ once fixed: tests/test_fuzz_corpus.c
 # then replays it in every test run.
 set -u
