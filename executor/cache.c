@@ -5,7 +5,8 @@
  * Entries live on one doubly linked list, most recently used first; lookups scan it (a cache
  * holds tens to thousands of plans; a scan is far cheaper than the planning it saves). An entry
  * is "warm" (graph copy + plan) or "cold" (order + offsets read from disk, waiting for its first
- * lookup). Pinned entries (handed out, not released) are never evicted.
+ * lookup, which rebuilds the plan with af_plan_restore() — verified, never trusted — instead of
+ * planning again). Pinned entries (handed out, not released) are never evicted.
  *
  * File format (native endianness; the version and a byte-order mark reject foreign files):
  *   header  { magic "AFPLANC", version, bom 0x01020304, fingerprint, tensors, nodes, arena
@@ -497,23 +498,19 @@ void af_plan_cache_destroy(af_plan_cache_t *c)
     af__free(c);
 }
 
-static int sched_known(const char *name)
-{
-    for (const char *const *n = af_schedule_names(); *n; n++)
-        if (strcmp(*n, name) == 0)
-            return 1;
-    return 0;
-}
-
-/* Plans g (copied) with o; fills a warm entry. */
-static int plan_entry(entry_t *e, const af_graph_t *g, const af_plan_opts_t *o, af_error_t *err)
+/* Plans g (copied) with o — or, given a stored order and offsets, rebuilds that plan with
+ * af_plan_restore(), which verifies it — and fills a warm entry. */
+static int plan_entry(entry_t *e, const af_graph_t *g, const af_plan_opts_t *o,
+                      const int32_t *order, const uint64_t *offsets, af_error_t *err)
 {
     int rc = af__exec_copy_graph(g, NULL, &e->g, err);
     if (rc)
         return rc;
-    if ((rc = af_plan_create(e->g, o, &e->plan, err)))
-        return rc;
-    if ((rc = af_plan_verify(e->plan, err)))
+    if (order)
+        rc = af_plan_restore(e->g, o, order, offsets, &e->plan, err);
+    else
+        rc = af_plan_create(e->g, o, &e->plan, err);
+    if (rc || (rc = af_plan_verify(e->plan, err)))
         return rc;
     const af_plan_report_t *r = af_plan_report(e->plan);
     memset(&e->hdr, 0, sizeof e->hdr);
@@ -530,22 +527,18 @@ static int plan_entry(entry_t *e, const af_graph_t *g, const af_plan_opts_t *o, 
     return 0;
 }
 
-/* A cold entry's first lookup: rebuild with the recorded scheduler, accept only an identical
- * plan. Returns 1 when restored, 0 when it had to be re-planned from scratch. */
+/* A cold entry's first lookup: rebuild the stored plan (order + offsets, verified) for this
+ * graph. Returns 1 when restored, 0 when the file did not fit the graph and it was re-planned. */
 static int restore(af_plan_cache_t *c, entry_t *e, const af_graph_t *g, const af_plan_opts_t *o,
                    af_error_t *err, int *rc)
 {
-    af_plan_opts_t ro = *o;
-    if (sched_known(e->hdr.sched))
-        ro.schedule = e->hdr.sched;
     entry_t tmp = {.fp = e->fp};
-    int same = 0;
-    if (e->hdr.nt == af_graph_tensor_count(g) && e->hdr.nn == af_graph_node_count(g) &&
-        plan_entry(&tmp, g, &ro, NULL) == 0 && af_plan_arena_bytes(tmp.plan) == e->hdr.arena &&
-        memcmp(af_plan_order(tmp.plan), e->order, (size_t)e->hdr.nn * 4) == 0) {
-        same = 1;
-        for (int32_t t = 0; t < e->hdr.nt && same; t++)
-            same = af_plan_tensor(tmp.plan, t)->offset == e->offsets[t];
+    int same = e->hdr.nt == af_graph_tensor_count(g) && e->hdr.nn == af_graph_node_count(g) &&
+               plan_entry(&tmp, g, o, e->order, e->offsets, NULL) == 0 &&
+               af_plan_arena_bytes(tmp.plan) == e->hdr.arena;
+    if (same) { /* keep the names of the scheduler and placer that made it */
+        memcpy(tmp.hdr.sched, e->hdr.sched, NAME_LEN);
+        memcpy(tmp.hdr.placer, e->hdr.placer, NAME_LEN);
     }
     if (!same) {
         char path[4096];
@@ -554,7 +547,7 @@ static int restore(af_plan_cache_t *c, entry_t *e, const af_graph_t *g, const af
         af_plan_destroy(tmp.plan);
         af_graph_destroy(tmp.g);
         tmp = (entry_t){.fp = e->fp};
-        if ((*rc = plan_entry(&tmp, g, o, err))) {
+        if ((*rc = plan_entry(&tmp, g, o, NULL, NULL, err))) {
             af_plan_destroy(tmp.plan);
             af_graph_destroy(tmp.g);
             return 0;
@@ -615,7 +608,7 @@ int af_plan_cache_get(af_plan_cache_t *c, const af_graph_t *g, const af_plan_opt
             rc = af__err(err, AF_ENOMEM, "out of memory in the plan cache");
         } else {
             e->fp = fp;
-            if ((rc = plan_entry(e, g, &o, err))) {
+            if ((rc = plan_entry(e, g, &o, NULL, NULL, err))) {
                 entry_free(e);
                 e = NULL;
             } else {

@@ -368,6 +368,40 @@ out:
     return rc;
 }
 
+/* af_plan_restore(): every group takes its leader's stored offset; the verifier judges them. */
+static int take_offsets(af_plan_t *p, const int32_t *glast, uint64_t *arena, uint64_t *lb,
+                        af_error_t *err)
+{
+    int32_t nt = af_graph_tensor_count(p->g);
+    int32_t *ids = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    af_interval_t *iv = af__malloc((size_t)(nt + 1) * sizeof(af_interval_t));
+    if (!ids || !iv) {
+        af__free(ids);
+        af__free(iv);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    size_t n = group_intervals(p, glast, ids, iv);
+    *lb = af_intervals_lower_bound(iv, n, 1);
+    *arena = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        int32_t lead = p->group[i];
+        if (lead < 0)
+            continue;
+        p->tp[i].offset = p->given_offsets[lead];
+        if (p->tp[i].offset > UINT64_MAX - p->tp[i].bytes) {
+            af__free(ids);
+            af__free(iv);
+            return af__err(err, AF_EVERIFY, "stored offset of '%s' overflows",
+                           af_graph_tensor(p->g, i)->name);
+        }
+        if (p->tp[i].offset + p->tp[i].bytes > *arena)
+            *arena = p->tp[i].offset + p->tp[i].bytes;
+    }
+    af__free(ids);
+    af__free(iv);
+    return 0;
+}
+
 static void place_views(af_plan_t *p)
 {
     const af_graph_t *g = p->g;
@@ -417,9 +451,11 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     uint64_t t0 = af_now_ns(), t;
     int rc;
 
-    af__sched_result_t sres;
+    af__sched_result_t sres = {"restored", 0, 0};
     t = af_now_ns();
-    if ((rc = af__schedule(g, &p->opts, p->order, &sres, err)))
+    if (p->given_order)
+        memcpy(p->order, p->given_order, (size_t)nn * sizeof(int32_t));
+    else if ((rc = af__schedule(g, &p->opts, p->order, &sres, err)))
         return rc;
     r->schedule = sres.name ? sres.name : p->opts.schedule;
     r->schedule_optimal = sres.optimal;
@@ -455,7 +491,11 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     t = af_now_ns();
     r->placer = safe ? "naive" : p->opts.placer;
     uint64_t lb = 0;
-    if ((rc = place_groups(p, glast, safe, r->placer, &p->arena, &lb, err)))
+    if (p->given_offsets)
+        rc = take_offsets(p, glast, &p->arena, &lb, err);
+    else
+        rc = place_groups(p, glast, safe, r->placer, &p->arena, &lb, err);
+    if (rc)
         goto out;
     place_views(p);
     r->place_ms = ms_since(t);
@@ -518,8 +558,30 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
     return rc;
 }
 
+static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                    const uint64_t *offsets, af_plan_t **out, af_error_t *err);
+
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)
+{
+    return plan_new(g, opts, NULL, NULL, out, err);
+}
+
+int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                    const uint64_t *offsets, af_plan_t **out, af_error_t *err)
+{
+    if (!order || !offsets)
+        return af__err(err, AF_EINVAL, "restore needs an order and offsets");
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    if (opts)
+        o = *opts;
+    o.verify = 1; /* a stored plan is never trusted */
+    return plan_new(g, &o, order, offsets, out, err);
+}
+
+static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                    const uint64_t *offsets, af_plan_t **out, af_error_t *err)
 {
     if (!g || !out)
         return af__err(err, AF_EINVAL, "NULL graph or output pointer");
@@ -547,6 +609,8 @@ int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **
         return af__err(err, AF_ENOMEM, "out of memory");
     p->g = g;
     p->opts = o;
+    p->given_order = order;
+    p->given_offsets = offsets;
     p->rep.tensors = nt;
     p->rep.nodes = nn;
     p->order = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
@@ -571,9 +635,11 @@ int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **
     }
     if ((rc = plan_build(p, err)))
         goto fail;
+    p->given_order = NULL;
+    p->given_offsets = NULL;
     uint64_t t = af_now_ns();
-    if (strcmp(p->rep.schedule ? p->rep.schedule : "", "input") == 0 || o.safe_mode)
-        p->rep.input_order_bytes = p->arena;
+    if (strcmp(p->rep.schedule ? p->rep.schedule : "", "input") == 0 || o.safe_mode || order)
+        p->rep.input_order_bytes = order ? 0 : p->arena; /* restored: not recomputed */
     else if ((rc = input_order_arena(p, &p->rep.input_order_bytes, err)))
         goto fail;
     p->rep.total_ms += ms_since(t);

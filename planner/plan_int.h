@@ -15,6 +15,8 @@ struct af_plan {
     int32_t *glast;     /* per group leader: last step of the whole group */
     int32_t *views;     /* per tensor: first view whose alias root it is, or -1 */
     int32_t *view_next; /* next view of the same root, or -1 */
+    const int32_t *given_order;    /* af_plan_restore(): used instead of scheduling */
+    const uint64_t *given_offsets; /* af_plan_restore(): used instead of placement */
     af_reuse_edge_t *edges;
     int32_t n_edges;
     uint64_t arena;

@@ -561,6 +561,67 @@ static void test_plan_inplace_waits_for_other_readers(void **state)
     af_graph_destroy(g);
 }
 
+static void test_plan_restore_round_trip_and_rejects_bad_offsets(void **state)
+{
+    (void)state;
+    int rejected = 0;
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        af_graph_t *g = rd_graph(seed + 31000, 150);
+        assert_non_null(g);
+        af_plan_opts_t o;
+        af_plan_opts_init(&o);
+        af_plan_t *p, *q = NULL;
+        af_error_t err;
+        assert_int_equal(af_plan_create(g, &o, &p, &err), 0);
+        int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+        uint64_t *off = malloc((size_t)nt * sizeof(uint64_t) + 8);
+        for (int32_t t = 0; t < nt; t++)
+            off[t] = af_plan_tensor(p, t)->offset;
+        if (af_plan_restore(g, &o, af_plan_order(p), off, &q, &err))
+            fail_msg("seed %llu: restore: %s", (unsigned long long)seed, err.msg);
+        assert_int_equal(af_plan_arena_bytes(q), af_plan_arena_bytes(p));
+        for (int32_t t = 0; t < nt; t++)
+            assert_int_equal(af_plan_tensor(q, t)->offset, off[t]);
+        assert_int_equal(af_plan_reuse_edge_count(q), af_plan_reuse_edge_count(p));
+        af_plan_destroy(q);
+        /* move one arena tensor onto another one live at the same time: must be refused */
+        for (int32_t a = 0; a < nt; a++) {
+            const af_tensor_plan_t *x = af_plan_tensor(p, a);
+            int32_t b = -1;
+            for (int32_t c = 0; c < nt && b < 0 && x->where == AF_WHERE_ARENA && x->bytes; c++) {
+                const af_tensor_plan_t *y = af_plan_tensor(p, c);
+                if (c != a && y->where == AF_WHERE_ARENA && y->bytes && x->inplace_of < 0 &&
+                    y->inplace_of < 0 && x->first <= y->last && y->first <= x->last &&
+                    af_plan_tensor(p, c)->offset != x->offset)
+                    b = c;
+            }
+            if (b < 0)
+                continue;
+            uint64_t keep = off[a];
+            off[a] = off[b];
+            q = NULL;
+            assert_int_not_equal(af_plan_restore(g, &o, af_plan_order(p), off, &q, &err), 0);
+            assert_null(q);
+            off[a] = keep;
+            rejected++;
+            break;
+        }
+        /* an order that is not topological is refused */
+        if (nn >= 2) {
+            int32_t *bad = malloc((size_t)nn * sizeof(int32_t));
+            for (int32_t s = 0; s < nn; s++)
+                bad[s] = af_plan_order(p)[nn - 1 - s];
+            if (af_graph_node(g, bad[0])->n_preds > 0)
+                assert_int_equal(af_plan_restore(g, &o, bad, off, &q, &err), AF_EINVAL);
+            free(bad);
+        }
+        free(off);
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
+    assert_true(rejected > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_plan_portfolio_never_worse_than_greedy),
         cmocka_unit_test(test_plan_strict_reuse_needs_no_edges),
         cmocka_unit_test(test_plan_inplace_waits_for_other_readers),
+        cmocka_unit_test(test_plan_restore_round_trip_and_rejects_bad_offsets),
         cmocka_unit_test(test_plan_random_dags_verify_all_algorithms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

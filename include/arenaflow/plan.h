@@ -122,6 +122,17 @@ int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **
                    af_error_t *err);
 void af_plan_destroy(af_plan_t *p);
 
+/*
+ * Rebuilds a plan from a stored order (node ids by step) and stored offsets (one per tensor;
+ * only arena tensors' values are read), e.g. from a plan cache file: lifetimes, in-place
+ * groups, views, reuse edges and the report are recomputed, the order is checked to be
+ * topological and the offsets are always verified (af_plan_verify) whatever opts->verify says.
+ * Errors as af_plan_create(), plus AF_EINVAL (bad order) and AF_EVERIFY (offsets that do not
+ * form a valid plan). report->input_order_bytes is 0 and report->schedule is "restored".
+ */
+int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                    const uint64_t *offsets, af_plan_t **out, af_error_t *err);
+
 const af_graph_t *af_plan_graph(const af_plan_t *p);
 const af_plan_report_t *af_plan_report(const af_plan_t *p);
 const af_plan_opts_t *af_plan_opts(const af_plan_t *p);
