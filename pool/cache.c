@@ -80,6 +80,13 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     if (!k)
         return AF_ENOMEM;
     k->pool = p;
+    k->max_size = p->max_size;
+    k->va_base = p->va_base;
+    k->ngranules = p->ngranules;
+    k->gtab = p->gtab;
+    k->lut_exact = p->lut_exact;
+    k->fast_max = p->max_size;
+    memcpy(k->lut, p->lut, sizeof(k->lut));
 #if defined(AF_ASAN_BUILD)
     k->flags = 1; /* poison/unpoison every block */
 #else
@@ -88,7 +95,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     size_t total = 0;
     for (uint32_t c = 0; c < p->nclasses; c++)
         total += p->cls[c].cache_cap;
-    af__pool_block_t **slots = af__malloc(total * sizeof(*slots));
+    af__pool_slot_t *slots = af__malloc(total * sizeof(*slots));
     if (!slots) {
         af__free(k);
         return AF_ENOMEM;
@@ -108,6 +115,8 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     /* A block's tag bits equal this only when this cache handed it out (FREE blocks carry no
      * tag); without a tag, or in a debug mode, nothing matches and every free takes the CAS. */
     k->owned = k->tag && !k->flags ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
+    if (k->flags)
+        k->fast_max = 0;
     k->next = p->caches;
     if (p->caches)
         p->caches->prev = k;
@@ -129,7 +138,7 @@ void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
         return;
     af__pool_clock(p, c);
     for (uint32_t i = 0; i < count; i++)
-        af__pool_central_push(p, c, bin->slots[n - 1 - i]);
+        af__pool_central_push(p, c, bin->slots[n - 1 - i].b);
     af__pool_cunlock(p, c);
     AF__ST(&bin->n, n - count);
     bin_mark(k, c, n - count);
@@ -177,11 +186,11 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
     }
     AF__ADD(&p->retired_fast_allocs, a - AF__LD(&k->slow_allocs));
     AF__ADD(&p->retired_fast_frees, f - AF__LD(&k->slow_frees));
-    AF__ADD(&p->live_req, AF__LD(&k->live_req));
     size_t total = 0;
     for (uint32_t c = 0; c < p->nclasses; c++)
         total += k->bins[c].cap;
-    AF__SUB(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(void *));
+    AF__SUB(&p->metadata,
+            sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(af__pool_slot_t));
     af__pool_gunlock(p);
     af__free(k->bins[0].slots);
     af__free(k);
@@ -194,8 +203,6 @@ static inline void live_add(af_pool_cache_t *k, int64_t d)
         int64_t v = AF__ADD(&p->live_req, d) + d;
         if (d > 0)
             af__pool_note_peak(p, (uint64_t)v);
-    } else {
-        AF__ST(&k->live_req, AF__LD(&k->live_req) + d);
     }
 }
 
@@ -209,7 +216,7 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
     if (d >= 0) { /* lend a block of a larger class from this cache: no lock */
         af__pool_bin_t *bd = &k->bins[d];
         uint32_t n = AF__LD(&bd->n);
-        b = bd->slots[n - 1];
+        b = bd->slots[n - 1].b;
         AF__ST(&bd->n, n - 1);
         if (n == 1)
             bin_mark(k, (uint32_t)d, 0);
@@ -229,11 +236,11 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         af__pool_block_t *x = af__pool_central_pop(p, c);
         if (!x)
             break;
-        bin->slots[got++] = x;
+        bin->slots[got++] = (af__pool_slot_t){x, x->addr};
     }
     af__pool_cunlock(p, c);
     if (got) {
-        b = bin->slots[--got];
+        b = bin->slots[--got].b;
         AF__ST(&bin->n, got);
         bin_mark(k, c, got);
         atomic_store_explicit(&b->state,
@@ -270,7 +277,7 @@ static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
     }
     af__pool_chunk_t *ch = k->huge[best];
     k->huge[best] = NULL;
-    ch->req = size;
+    AF__ST(&ch->req, size);
     atomic_store_explicit(&ch->blocks[0].state,
                           af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
                           memory_order_relaxed);
@@ -281,24 +288,34 @@ static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
     return 0;
 }
 
-/* Everything the fast path leaves out: miss, huge, annotations, exact peak. Out of line so the
- * fast path needs no stack frame. */
-static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out,
-                                     af__pool_block_t *b, uint32_t c)
+/* Everything the fast path leaves out: miss, huge, annotations, exact peak (debug modes send
+ * every request here). Out of line so the fast path needs no stack frame. */
+static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out)
 {
     af_pool_t *p = k->pool;
-    if (!b) {
-        if (size == 0)
-            return AF_EINVAL;
-        if (size > p->max_size)
-            return cache_huge_alloc(k, size, out);
+    if (size == 0)
+        return AF_EINVAL;
+    if (size > p->max_size)
+        return cache_huge_alloc(k, size, out);
+    uint32_t c = (uint32_t)af__pool_class_fast(p, size);
+    af__pool_bin_t *bin = &k->bins[c];
+    uint32_t n = AF__LD(&bin->n);
+    af__pool_block_t *b;
+    if (n) {
+        b = bin->slots[n - 1].b;
+        AF__ST(&bin->n, n - 1);
+        bin_mark(k, c, n - 1);
+        atomic_store_explicit(&b->state,
+                              af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT),
+                              memory_order_relaxed);
+    } else {
         int rc = cache_miss(k, c, size, &b);
         if (rc)
             return rc;
-        b->req = (uint32_t)size;
-        af__pool_bin_t *bin = &k->bins[(AF__LD(&b->state) >> 8) & 0xff]; /* the owner counts */
-        AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
     }
+    AF__ST(&b->req, (uint32_t)size);
+    bin = &k->bins[(AF__LD(&b->state) >> 8) & 0xff]; /* the owner counts */
+    AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
     live_add(k, (int64_t)size);
     af__pool_on_alloc(p, b->addr, size);
     *out = b->addr;
@@ -307,10 +324,12 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
 
 int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
-    const af_pool_t *p = k->pool;
-    if (AF__UNLIKELY(size - 1 >= p->max_size))
-        return cache_alloc_rest(k, size, out, NULL, 0);
-    uint32_t c = (uint32_t)af__pool_class_fast(p, size);
+    if (AF__UNLIKELY(size - 1 >= k->fast_max))
+        return cache_alloc_rest(k, size, out);
+    uint64_t u = (size + (AF_POOL_ALIGN - 1)) >> 8;
+    uint32_t c = k->lut[af__pool_lut_key(u - 1)];
+    if (AF__UNLIKELY(!k->lut_exact))
+        c = (uint32_t)af__pool_class_fast(k->pool, size);
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n), st;
     if (AF__LIKELY(n)) {
@@ -318,24 +337,21 @@ int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
     } else { /* lend a block of a larger class from this cache: still no lock */
         int d = next_full(k, c, bin->near);
         if (AF__UNLIKELY(d < 0))
-            return cache_alloc_rest(k, size, out, NULL, c);
+            return cache_alloc_rest(k, size, out);
         st = af__blk_state(AF_BLOCK_BORROWED, (uint32_t)d, c);
         c = (uint32_t)d;
         bin = &k->bins[c];
         n = AF__LD(&bin->n);
         AF__ST(&bin->lent, AF__LD(&bin->lent) + 1);
     }
-    af__pool_block_t *b = bin->slots[n - 1];
+    af__pool_slot_t sl = bin->slots[n - 1];
     AF__ST(&bin->n, n - 1);
     if (AF__UNLIKELY(n == 1))
         k->full[c >> 6] &= ~(1ull << (c & 63));
-    atomic_store_explicit(&b->state, st | (k->tag << AF__POOL_TAG_SHIFT), memory_order_relaxed);
-    b->req = (uint32_t)size;
+    atomic_store_explicit(&sl.b->state, st | (k->tag << AF__POOL_TAG_SHIFT), memory_order_relaxed);
+    AF__ST(&sl.b->req, (uint32_t)size);
     AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1); /* the owner class counts */
-    if (AF__UNLIKELY(k->flags))
-        return cache_alloc_rest(k, size, out, b, c);
-    AF__ST(&k->live_req, AF__LD(&k->live_req) + (int64_t)size);
-    *out = b->addr;
+    *out = sl.addr;
     return 0;
 }
 
@@ -376,7 +392,7 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
         for (int i = 0; i < AF__POOL_CACHE_HUGE; i++)
             if (!k->huge[i]) { /* keep it for this cache's next huge request: no lock */
                 af__pool_on_free(p, ch->base, ch->bytes);
-                live_add(k, -(int64_t)ch->req);
+                live_add(k, -(int64_t)AF__LD(&ch->req));
                 AF__ADD(&p->huge_frees, 1);
                 k->huge[i] = ch;
                 return 0;
@@ -388,7 +404,7 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
     af__pool_bin_t *bin = &k->bins[c];
     if ((st & 0xff) == AF_BLOCK_BORROWED)
         AF__ST(&bin->returned, AF__LD(&bin->returned) + 1);
-    live_add(k, -(int64_t)b->req);
+    live_add(k, -(int64_t)AF__LD(&b->req));
     af__pool_on_free(p, b->addr, ch->bs);
     uint32_t n = AF__LD(&bin->n);
     if (n == bin->cap) {
@@ -397,7 +413,7 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
         n = AF__LD(&bin->n);
         af__pool_idle_tick(p);
     }
-    bin->slots[n] = b;
+    bin->slots[n] = (af__pool_slot_t){b, b->addr};
     AF__ST(&bin->n, n + 1);
     if (n == 0)
         bin_mark(k, c, 1);
@@ -407,18 +423,25 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
 
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
-    const af_pool_t *p = k->pool;
-    af__pool_chunk_t *ch;
-    af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
-    if (AF__UNLIKELY(!b))
+    /* af__pool_lookup with the cache's copies of the pool's fields */
+    uint64_t g = (uint64_t)((uintptr_t)ptr - (uintptr_t)k->va_base) >> AF__POOL_GRANULE_SHIFT;
+    if (AF__UNLIKELY(g >= k->ngranules))
         return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
+    af__pool_chunk_t *ch = atomic_load_explicit(&k->gtab[g], memory_order_acquire);
+    if (AF__UNLIKELY(!ch))
+        return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
+    uint64_t o = (uint64_t)((const char *)ptr - ch->base);
+    uint64_t idx = (o * ch->inv) >> 32; /* 0 for a single-block chunk's only block */
+    if (AF__UNLIKELY(idx >= ch->nblocks || idx * ch->bs != o))
+        return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
+    af__pool_block_t *b = &ch->blocks[idx];
     /* Fast case: a block this cache handed out (in use or borrowed; FREE blocks carry no tag, so
-     * a second free of it never matches and goes to the CAS below). The owner thread is the only
-     * one that may free it without a race, so a plain store suffices (see the file comment). */
+     * a second free of it never matches and goes to the CAS below). Its owner class is the
+     * chunk's (seed §5.3: a borrowed block goes back to it). */
     uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
     if (AF__UNLIKELY((st & ~((1u << AF__POOL_TAG_SHIFT) - 1)) != k->owned))
         return cache_free_rest(k, ptr, b, ch, 0, 0);
-    uint32_t c = (st >> 8) & 0xff; /* the owner class, also for a borrowed block (seed §5.3) */
+    uint32_t c = (uint32_t)ch->cls; /* tagged blocks are never huge */
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))
@@ -426,12 +449,11 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_FREE, c, 0), memory_order_relaxed);
     if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_BORROWED))
         AF__ST(&bin->returned, AF__LD(&bin->returned) + 1);
-    bin->slots[n] = b;
+    bin->slots[n] = (af__pool_slot_t){b, ptr};
     AF__ST(&bin->n, n + 1);
     if (AF__UNLIKELY(n == 0))
         k->full[c >> 6] |= 1ull << (c & 63);
     AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
-    AF__ST(&k->live_req, AF__LD(&k->live_req) - (int64_t)b->req);
     return 0;
 }
 
@@ -449,7 +471,7 @@ int af_pool_alloc(af_pool_t *p, size_t size, void **out)
     af__pool_cunlock(p, c);
     if (b) {
         atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
-        b->req = (uint32_t)size;
+        AF__ST(&b->req, (uint32_t)size);
     } else {
         int rc = af__pool_alloc_slow(p, c, size, NULL, &b);
         if (rc)
@@ -483,7 +505,7 @@ int af_pool_free(af_pool_t *p, void *ptr)
     uint32_t c = (uint32_t)ch->cls;
     if ((st & 0xff) == AF_BLOCK_BORROWED)
         AF__SUB(&p->cls[c].lent_now, 1);
-    AF__SUB(&p->live_req, (int64_t)b->req);
+    AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
     AF__ADD(&p->cls[c].frees, 1);
     af__pool_on_free(p, b->addr, ch->bs);
     af__pool_clock(p, c);

@@ -187,7 +187,7 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
     ch->nfree = 0;
     ch->mapped = 1;
     ch->idle_since = 0;
-    ch->req = 0;
+    AF__ST(&ch->req, 0);
     ch->hnext = NULL;
     uint32_t owner = cls < 0 ? AF__POOL_HUGE_CLASS : (uint32_t)cls;
     for (uint32_t i = 0; i < nb; i++) {
@@ -408,8 +408,6 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
     af__pool_block_t *b = NULL;
     int rc = 0;
     af__pool_glock(p);
-    int64_t live = af__pool_live_req(p) + (int64_t)want;
-    af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
     /* Cutting an exact chunk from retired memory wastes nothing and calls no OS: first. */
     uint64_t want_chunk = cl_chunk_bytes(p, c);
     int fits = mfree_fits(p, want_chunk >> AF__POOL_GRANULE_SHIFT);
@@ -436,12 +434,14 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
                                   memory_order_relaxed);
             break;
         }
+        int64_t live = af__pool_live_req(p) + (int64_t)want; /* the peak matters as we grow */
+        af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
         if ((rc = af__pool_grow(p, c, k)))
             break;
     }
     af__pool_gunlock(p);
     if (b)
-        b->req = (uint32_t)want;
+        AF__ST(&b->req, (uint32_t)want);
     *blk = b;
     return rc;
 }
@@ -470,8 +470,8 @@ int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
         AF__ADD(&p->huge_bytes, bytes);
     }
     if (ch) {
-        ch->req = size;
-        ch->blocks[0].req = 0;
+        AF__ST(&ch->req, size);
+        AF__ST(&ch->blocks[0].req, 0);
         atomic_store_explicit(&ch->blocks[0].state,
                               af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
                               memory_order_relaxed);
@@ -493,7 +493,7 @@ int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
 int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch)
 {
     af__pool_on_free(p, ch->base, ch->bytes);
-    AF__SUB(&p->live_req, (int64_t)ch->req);
+    AF__SUB(&p->live_req, (int64_t)AF__LD(&ch->req));
     AF__ADD(&p->huge_frees, 1);
     af__pool_huge_return(p, ch);
     return 0;

@@ -103,20 +103,46 @@ static int build_ladder(const af_pool_opts_t *o, uint32_t *units, uint32_t *n, a
     return af__err(err, AF_EINVAL, "pool: unknown ladder or empty custom class list");
 }
 
+/* First class holding u units (the last one if none: such sizes are huge, never looked up). */
+static uint32_t class_of_units(const af_pool_t *p, uint64_t u)
+{
+    uint32_t c = 0;
+    while (c + 1 < p->nclasses && p->units[c] < u)
+        c++;
+    return c;
+}
+
 static void build_lut(af_pool_t *p)
 {
+    uint64_t maxu = p->units[p->nclasses - 1];
+    p->lut_exact = 1;
     for (uint32_t key = 0; key < AF__POOL_LUT_SIZE; key++) {
-        uint64_t lo; /* smallest unit count mapping to this key */
+        uint64_t lo, hi; /* v = u - 1 in [lo, hi) for this key */
         if (key < 16) {
             lo = key;
+            hi = key + 1;
         } else {
             uint32_t lg = (key - 16) / 8 + 4, m = (key - 16) % 8;
+            if (lg > 40) { /* far above any class (< 4 GiB = 2^24 units): never looked up */
+                p->lut[key] = (uint8_t)(p->nclasses - 1);
+                continue;
+            }
             lo = (uint64_t)(8 + m) << (lg - 3);
+            hi = (uint64_t)(9 + m) << (lg - 3);
         }
-        uint32_t c = 0;
-        while (c + 1 < p->nclasses && p->units[c] < lo)
-            c++;
-        p->lut[key] = (uint8_t)c;
+        uint32_t c_lo = class_of_units(p, lo + 1), c_hi = class_of_units(p, hi);
+        if (lo + 1 > maxu) { /* beyond the largest class: never looked up */
+            p->lut[key] = (uint8_t)c_lo;
+            continue;
+        }
+        if (hi > maxu) /* the bucket's top is huge: its in-range part ends at the last class */
+            c_hi = p->nclasses - 1;
+        if (c_lo == c_hi)
+            p->lut[key] = (uint8_t)c_hi;
+        else {
+            p->lut[key] = (uint8_t)c_lo;
+            p->lut_exact = 0;
+        }
     }
 }
 
@@ -315,9 +341,17 @@ int64_t af__pool_live_req(af_pool_t *p)
 {
     if (p->exact_peak)
         return AF__LD(&p->live_req);
-    int64_t v = AF__LD(&p->live_req);
-    for (af_pool_cache_t *k = p->caches; k; k = k->next)
-        v += AF__LD(&k->live_req);
+    int64_t v = 0;
+    for (size_t i = 0; i < p->nchunks; i++) {
+        af__pool_chunk_t *ch = p->chunks[i];
+        if (!ch->mapped)
+            continue;
+        for (uint32_t j = 0; j < ch->nblocks; j++) {
+            uint32_t st = AF__LD(&ch->blocks[j].state) & 0xff;
+            if (st == AF_BLOCK_INUSE || st == AF_BLOCK_BORROWED)
+                v += ch->cls < 0 ? (int64_t)AF__LD(&ch->req) : (int64_t)AF__LD(&ch->blocks[j].req);
+        }
+    }
     return v;
 }
 

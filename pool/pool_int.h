@@ -43,7 +43,8 @@ static inline uint32_t af__blk_state(uint32_t kind, uint32_t owner, uint32_t bor
 
 typedef struct af__pool_block {
     _Atomic uint32_t state;
-    uint32_t req; /* bytes requested by the current user (classes are < 4 GiB) */
+    _Atomic uint32_t req; /* bytes requested by the current user (classes are < 4 GiB); relaxed:
+                             statistics sum it over blocks in use from any thread */
     char *addr;
     struct af__pool_block *prev, *next; /* central free list links (class lock) */
 } af__pool_block_t;
@@ -53,7 +54,7 @@ typedef struct af__pool_chunk {
     uint64_t bytes;               /* mapped bytes (multiple of the granule) */
     uint64_t bs;                  /* block size */
     uint64_t inv;                 /* ceil(2^32 / bs): exact division of block offsets (< 2^32) */
-    uint64_t req;                 /* huge chunk: bytes requested */
+    _Atomic uint64_t req;         /* huge chunk: bytes requested (relaxed, as a block's req) */
     uint32_t nblocks, cap_blocks; /* blocks in use / allocated in `blocks` (kept when retired) */
     int32_t cls;                  /* class, or -1 for a huge chunk */
     uint32_t nfree;               /* blocks in the central free list (class lock) */
@@ -79,24 +80,39 @@ typedef struct af__pool_class {
     char pad[64];
 } af__pool_class_t;
 
+/* A cached free block: its descriptor and its address side by side, so alloc reads both with one
+ * dependent load. */
+typedef struct af__pool_slot {
+    af__pool_block_t *b;
+    char *addr;
+} af__pool_slot_t;
+
 typedef struct af__pool_bin {
     _Atomic uint32_t n;
     uint32_t cap;
     uint32_t near; /* the class's borrow_near (copied: one cache line less on a lend) */
-    af__pool_block_t **slots;
+    af__pool_slot_t *slots;
     _Atomic uint64_t allocs, frees; /* hot: the first 32 bytes are all the fast path touches */
     _Atomic uint64_t lent;          /* blocks of this class this cache lent to smaller requests */
     _Atomic uint64_t returned;      /* borrowed blocks of this class freed through this cache */
+    uint64_t spare;                 /* pads the bin to 64 bytes: bins[c] is one shift away */
 } af__pool_bin_t;
 
 struct af_pool_cache {
+    /* hot: copies of the pool's read-only lookup fields (one dependent load less per call) */
     af_pool_t *pool;
-    int flags;        /* nonzero: every call takes the general path (poison, ASan, exact peak) */
-    uint32_t tag;     /* this cache's tag (1..255), or 0 */
-    uint32_t owned;   /* state of a block this cache handed out for its own class: kind INUSE plus
-                         the tag in bits 24..31 (an impossible kind when the cache has no tag) */
-    uint64_t full[2]; /* bit c set: bins[c] is not empty (borrowing finds a bin with one ctz) */
-    _Atomic int64_t live_req;
+    uint64_t max_size;
+    char *va_base;
+    uint64_t ngranules;
+    _Atomic(af__pool_chunk_t *) *gtab;
+    int flags;      /* nonzero: every call takes the general path (poison, ASan, exact peak) */
+    uint32_t tag;   /* this cache's tag (1..255), or 0 */
+    uint32_t owned; /* tag bits of a block this cache handed out (bits 24..31 of its state word);
+                       UINT32_MAX, which no state matches, without a tag or in a debug mode */
+    int lut_exact;
+    uint64_t fast_max; /* max_size, or 0 in a debug mode: every request takes the general path */
+    uint64_t full[2];  /* bit c set: bins[c] is not empty (borrowing finds a bin with one ctz) */
+    uint8_t lut[AF__POOL_LUT_SIZE];
     af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
@@ -115,6 +131,7 @@ struct af_pool {
     uint64_t max_size;                 /* largest class in bytes */
     uint32_t nclasses;
     int poison, exact_peak;
+    int lut_exact;                       /* lut[] alone maps sizes to classes (no step up) */
     uint32_t units[AF_POOL_MAX_CLASSES]; /* class size in 256-byte units */
     uint8_t lut[AF__POOL_LUT_SIZE];
     af__pool_class_t *cls;
@@ -141,7 +158,8 @@ struct af_pool {
 
     /* counters (relaxed atomics; slow paths only, except the optional exact peak) */
     _Atomic uint64_t reserved, peak_reserved, huge_bytes, metadata;
-    _Atomic int64_t live_req; /* no-cache path + retired caches (+ everything if exact_peak) */
+    _Atomic int64_t live_req; /* exact_peak: requested bytes in use (else unused: the fast path
+                                 keeps no byte count; af__pool_live_req sums the blocks) */
     _Atomic uint64_t peak_req;
     _Atomic uint64_t global_locks, class_locks, borrows;
     _Atomic uint64_t os_maps, os_unmaps, os_madvise, trimmed, recycled;
@@ -150,21 +168,26 @@ struct af_pool {
     _Atomic uint64_t retired_fast_allocs, retired_fast_frees;
 };
 
-/* Size -> class: units = ceil(size / 256); a table on (log2, 3 mantissa bits), then a step up. */
-static inline uint32_t af__pool_lut_key(uint64_t u)
+/* Size -> class: u = ceil(size / 256) units; a table on (log2, 3 mantissa bits) of v = u - 1.
+ * A bucket holds v in [lo, hi), i.e. u in [lo + 1, hi]; its entry is the class of u = hi when
+ * every u of the bucket maps to that class (so the table alone is the answer: `lut_exact`, true
+ * for the default ladder with 1, 2, 4 or 8 steps per doubling), else the class of u = lo + 1 and
+ * a few steps up follow. */
+static inline uint32_t af__pool_lut_key(uint64_t v)
 {
-    if (u < 16)
-        return (uint32_t)u;
-    unsigned lg = 63u - (unsigned)__builtin_clzll(u);
-    return 16u + (lg - 4u) * 8u + (uint32_t)((u >> (lg - 3u)) & 7u);
+    if (v < 16)
+        return (uint32_t)v;
+    unsigned lg = 63u - (unsigned)__builtin_clzll(v);
+    return 16u + (lg - 4u) * 8u + (uint32_t)((v >> (lg - 3u)) & 7u);
 }
 
 static inline int af__pool_class_fast(const af_pool_t *p, uint64_t size)
 {
     uint64_t u = (size + (AF_POOL_ALIGN - 1)) >> 8;
-    uint32_t c = p->lut[af__pool_lut_key(u)];
-    while (p->units[c] < u)
-        c++;
+    uint32_t c = p->lut[af__pool_lut_key(u - 1)];
+    if (!p->lut_exact)
+        while (p->units[c] < u)
+            c++;
     return (int)c;
 }
 
@@ -217,7 +240,8 @@ void af__pool_huge_return(af_pool_t *p, af__pool_chunk_t *ch);
 void af__pool_unmap_all(af_pool_t *p);
 /* Idle policy check from slow paths (no lock held). */
 void af__pool_idle_tick(af_pool_t *p);
-/* Sum of requested live bytes across caches and the pool; glock held. */
+/* Requested bytes in use: the exact counter with exact_peak, else the sum of `req` over every
+ * block in use (O(blocks): slow paths that grow the pool and statistics only). glock held. */
 int64_t af__pool_live_req(af_pool_t *p);
 void af__pool_note_peak(af_pool_t *p, uint64_t live);
 
