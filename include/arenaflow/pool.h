@@ -123,7 +123,14 @@ int af_pool_cache_create(af_pool_t *pool, af_pool_cache_t **out);
 void af_pool_cache_destroy(af_pool_cache_t *cache);
 /* Fast path: no lock while the cache holds a block of the class. Same returns as af_pool_alloc. */
 int af_pool_cache_alloc(af_pool_cache_t *cache, size_t size, void **out);
-/* Fast path free (any block of the cache's pool, whoever allocated it). As af_pool_free. */
+/*
+ * Fast path free (any block of the cache's pool, whoever allocated it). As af_pool_free. A block
+ * this cache handed out is freed with plain stores (no atomic read-modify-write); any other
+ * with a compare-and-swap. A double free is reported whenever the second free is ordered after
+ * the first (same thread, or the threads synchronised in between); two frees of one block racing
+ * on two threads are arbitrated too, except when one of them is this plain path (a caller bug
+ * that would cost a locked instruction per free to catch; pools with `poison` take the CAS).
+ */
 int af_pool_cache_free(af_pool_cache_t *cache, void *ptr);
 /* Returns every block the cache holds to the central lists (so trim can see them). */
 void af_pool_cache_flush(af_pool_cache_t *cache);
