@@ -246,13 +246,15 @@ static int check_overlaps(const af_plan_t *p, af_error_t *err)
         int32_t h = -1;
         if (x->inplace_of >= 0) {
             /* a declared hand-over: the donor dies at the step its successor is produced by a
-             * node carrying the matching hint */
+             * node carrying the matching hint; the block is the first tenant's (chain root) */
+            int32_t root = x->inplace_of;
+            for (int32_t hops = 0; p->tp[root].inplace_of >= 0 && hops < nt; hops++)
+                root = p->tp[root].inplace_of;
             const af_node_info_t *nd = af_graph_node(g, p->order[x->first]);
             for (int32_t k = 0; k < nd->n_inplace && h < 0; k++)
                 if (nd->outputs[nd->inplace[k].output] == t &&
                     nd->inputs[nd->inplace[k].input] == x->inplace_of &&
-                    p->tp[x->inplace_of].last == x->first &&
-                    x->bytes <= p->tp[x->inplace_of].bytes &&
+                    p->tp[x->inplace_of].last == x->first && x->bytes <= p->tp[root].bytes &&
                     x->offset == p->tp[x->inplace_of].offset)
                     h = x->inplace_of;
             if (h < 0) {
