@@ -120,31 +120,35 @@ af_graph_t *cli_load_graph(const char *path, char **inputs, int n_inputs)
 }
 
 struct cfg_ctx {
-    af_plan_opts_t *opts;
     const char *path;
+    const char *section;
+    cli_cfg_setter set;
+    void *opts;
     int failed;
 };
 
 /* Debian's inih calls handlers without a line number; ini_parse() reports the line of the
- * first failing handler as its return value. */
+ * first failing handler as its return value. Keys outside `section` belong to other
+ * components; the planner also takes keys before any section header. */
 static int cfg_handler(void *user, const char *section, const char *name, const char *value)
 {
     struct cfg_ctx *c = user;
-    if (section[0] && strcmp(section, "planner") != 0)
-        return 1; /* other sections belong to other components (executor, daemon) */
+    int top_level = !section[0] && strcmp(c->section, "planner") == 0;
+    if (strcmp(section, c->section) != 0 && !top_level)
+        return 1;
     af_error_t err;
     af_error_clear(&err);
-    if (af_plan_opts_set(c->opts, name, value, &err)) {
-        cli_error("%s: [planner] %s", c->path, err.msg);
+    if (c->set(c->opts, name, value, &err)) {
+        cli_error("%s: [%s] %s", c->path, c->section, err.msg);
         c->failed = 1;
         return 0;
     }
     return 1;
 }
 
-int cli_load_config(const char *path, af_plan_opts_t *opts)
+int cli_load_section(const char *path, const char *section, cli_cfg_setter set, void *opts)
 {
-    struct cfg_ctx c = {opts, path, 0};
+    struct cfg_ctx c = {path, section, set, opts, 0};
     int rc = ini_parse(path, cfg_handler, &c);
     if (rc < 0) {
         cli_error("%s: cannot open config file", path);
@@ -155,4 +159,14 @@ int cli_load_config(const char *path, af_plan_opts_t *opts)
         return -1;
     }
     return c.failed ? -1 : 0;
+}
+
+static int plan_setter(void *opts, const char *key, const char *value, af_error_t *err)
+{
+    return af_plan_opts_set(opts, key, value, err);
+}
+
+int cli_load_config(const char *path, af_plan_opts_t *opts)
+{
+    return cli_load_section(path, "planner", plan_setter, opts);
 }

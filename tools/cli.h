@@ -38,6 +38,11 @@ int cli_is_help(const char *arg);
  */
 af_graph_t *cli_load_graph(const char *path, char **inputs, int n_inputs);
 
+/* Sets one option of a component from its config spelling (af_plan_opts_set and friends). */
+typedef int (*cli_cfg_setter)(void *opts, const char *key, const char *value, af_error_t *err);
+/* Reads one [section] of an INI config file through `set`; other sections are skipped. Prints
+ * errors; returns 0 or -1. */
+int cli_load_section(const char *path, const char *section, cli_cfg_setter set, void *opts);
 /* Reads an INI config file's [planner] section (and top-level keys) into opts. Prints errors. */
 int cli_load_config(const char *path, af_plan_opts_t *opts);
 

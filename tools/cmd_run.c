@@ -79,41 +79,14 @@ af_graph_t *run_load_graph(const char *path, int32_t batch)
     return g;
 }
 
-struct exec_cfg {
-    af_executor_opts_t *opts;
-    const char *path;
-    int failed;
-};
-
-/* Debian's inih calls handlers without a line number (INI_HANDLER_LINENO is 0). */
-static int exec_cfg_handler(void *user, const char *section, const char *name, const char *value)
+static int exec_setter(void *opts, const char *key, const char *value, af_error_t *err)
 {
-    struct exec_cfg *c = user;
-    if (strcmp(section, "executor") != 0)
-        return 1; /* other sections belong to the planner and the daemon */
-    af_error_t err;
-    af_error_clear(&err);
-    if (af_executor_opts_set(c->opts, name, value, &err)) {
-        cli_error("%s: [executor] %s", c->path, err.msg);
-        c->failed = 1;
-        return 0;
-    }
-    return 1;
+    return af_executor_opts_set(opts, key, value, err);
 }
 
 int run_load_exec_config(const char *path, af_executor_opts_t *opts)
 {
-    struct exec_cfg c = {opts, path, 0};
-    int rc = ini_parse(path, exec_cfg_handler, &c);
-    if (rc < 0) {
-        cli_error("%s: cannot open config file", path);
-        return -1;
-    }
-    if (rc > 0 && !c.failed) {
-        cli_error("%s:%d: syntax error", path, rc);
-        return -1;
-    }
-    return c.failed ? -1 : 0;
+    return cli_load_section(path, "executor", exec_setter, opts);
 }
 
 /* ---- the command ------------------------------------------------------------------------ */
