@@ -13,7 +13,6 @@
 #include "arenaflow/cache.h"
 #include "zoo.h"
 
-#include <ini.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
