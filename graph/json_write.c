@@ -195,6 +195,57 @@ static int check_finite(const af_graph_t *g, af_error_t *err)
     return 0;
 }
 
+/* 1 when s is well-formed UTF-8 as jansson accepts it (no overlong form, surrogate or code
+ * point above U+10FFFF). */
+static int utf8_ok(const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    while (*s) {
+        unsigned c = *s;
+        int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        if (n == 0)
+            return 0;
+        uint32_t cp = n == 1 ? c : c & (0x7Fu >> n);
+        for (int i = 1; i < n; i++) {
+            if ((s[i] & 0xC0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i] & 0x3F);
+        }
+        if (cp < min_cp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        s += n;
+    }
+    return 1;
+}
+
+/* JSON strings are UTF-8: refuse names that are not (an ONNX model may carry any bytes) with
+ * AF_EINVAL rather than letting jansson's NULL look like out of memory. */
+static int check_utf8(const af_graph_t *g, af_error_t *err)
+{
+    if (!utf8_ok(af_graph_name(g)))
+        return af__err(err, AF_EINVAL, "the graph name is not valid UTF-8, which JSON requires");
+    for (size_t i = 0; i < g->n_tensors; i++)
+        if (!utf8_ok(g->tensors[i].name))
+            return af__err(err, AF_EINVAL,
+                           "tensor %zu: name is not valid UTF-8, which JSON "
+                           "requires",
+                           i);
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const af_node_info_t *n = &g->nodes[i];
+        int ok = utf8_ok(n->name) && utf8_ok(n->op);
+        for (int32_t k = 0; ok && k < n->n_attrs; k++)
+            ok = utf8_ok(n->attrs[k].name) &&
+                 (n->attrs[k].type != AF_ATTR_STRING || !n->attrs[k].s || utf8_ok(n->attrs[k].s));
+        if (!ok)
+            return af__err(err, AF_EINVAL,
+                           "node %zu: a name, op or string attribute is not valid "
+                           "UTF-8, which JSON requires",
+                           i);
+    }
+    return 0;
+}
+
 int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
 {
     if (!g || !out)
@@ -202,6 +253,8 @@ int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
     if (!g->finalized)
         return af__err(err, AF_EINVAL, "af_graph_to_json: graph is not finalized");
     int rc = check_finite(g, err);
+    if (rc == 0)
+        rc = check_utf8(g, err);
     if (rc)
         return rc;
     sbuf_t b = {0};
