@@ -168,8 +168,8 @@ void af__work_submit(af__daemon_t *d, af_graph_t *g, af__dres_t *res, af__dres_c
     j->w.data = j;
     snprintf(j->state_dir, sizeof(j->state_dir), "%s", d->cfg.state_dir);
     int rc = af__fingerprint(g, planner, j->id, &j->err);
-    if (rc != 0) {
-        af__respond_error(d, res, 500, NULL, j->err.msg, cb, arg);
+    if (rc != 0) { /* e.g. names that are not UTF-8 cannot be written as JSON: the client's */
+        af__respond_error(d, res, rc == AF_ENOMEM ? 500 : 400, NULL, j->err.msg, cb, arg);
         return job_free(j);
     }
     af__entry_t *e = af__store_find(d, j->id);
