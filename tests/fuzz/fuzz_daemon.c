@@ -35,6 +35,7 @@ typedef struct fuzz_d_answer {
     int done;
     int status;
     char id[AF__ID_LEN + 1];
+    char body[256]; /* the start of the answer, for the failure message */
 } fuzz_d_answer_t;
 
 static void fuzz_d_on_answer(af__dres_t *res, void *arg)
@@ -42,6 +43,8 @@ static void fuzz_d_on_answer(af__dres_t *res, void *arg)
     fuzz_d_answer_t *a = arg;
     a->done++;
     a->status = res->status;
+    snprintf(a->body, sizeof(a->body), "%.*s", (int)(res->body_len < 255 ? res->body_len : 255),
+             res->body ? res->body : "");
     if (res->content_type && strcmp(res->content_type, "application/json") == 0) {
         json_t *j = json_loadb(res->body, res->body_len, 0, NULL);
         if (!j)
@@ -112,8 +115,8 @@ static void fuzz_d_one(af__daemon_t *d, uv_loop_t *loop, const char *p, size_t n
         uv_run(loop, UV_RUN_ONCE);
     uv_run(loop, UV_RUN_NOWAIT);
     if (a.done != 1 || a.status < 200 || a.status > 599 || a.status == 500)
-        AF_FUZZ_FAIL("%.*s %.*s: answered %d times, status %d", (int)r.method_len, r.method,
-                     (int)tlen, target, a.done, a.status);
+        AF_FUZZ_FAIL("%.*s %.*s: answered %d times, status %d: %s", (int)r.method_len, r.method,
+                     (int)tlen, target, a.done, a.status, a.body);
     if (a.id[0])
         memcpy(last_id, a.id, AF__ID_LEN + 1);
 }
