@@ -84,8 +84,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->va_base = p->va_base;
     k->ngranules = p->ngranules;
     k->gtab = p->gtab;
-    k->lut_exact = p->lut_exact;
-    k->fast_max = p->max_size;
+    k->fast_max = p->lut_exact ? p->max_size : 0;
     memcpy(k->lut, p->lut, sizeof(k->lut));
 #if defined(AF_ASAN_BUILD)
     k->flags = 1; /* poison/unpoison every block */
@@ -117,6 +116,8 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->owned = k->tag && !k->flags ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
     if (k->flags)
         k->fast_max = 0;
+    for (uint32_t c = 0; c < p->nclasses; c++)
+        k->bins[c].inuse = af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT);
     k->next = p->caches;
     if (p->caches)
         p->caches->prev = k;
@@ -327,28 +328,27 @@ int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
     if (AF__UNLIKELY(size - 1 >= k->fast_max))
         return cache_alloc_rest(k, size, out);
     uint64_t u = (size + (AF_POOL_ALIGN - 1)) >> 8;
-    uint32_t c = k->lut[af__pool_lut_key(u - 1)];
-    if (AF__UNLIKELY(!k->lut_exact))
-        c = (uint32_t)af__pool_class_fast(k->pool, size);
+    uint32_t c = k->lut[af__pool_lut_key(u - 1)]; /* exact, or fast_max would be 0 */
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n), st;
     if (AF__LIKELY(n)) {
-        st = af__blk_state(AF_BLOCK_INUSE, c, 0);
+        st = bin->inuse;
     } else { /* lend a block of a larger class from this cache: still no lock */
         int d = next_full(k, c, bin->near);
         if (AF__UNLIKELY(d < 0))
             return cache_alloc_rest(k, size, out);
-        st = af__blk_state(AF_BLOCK_BORROWED, (uint32_t)d, c);
+        st = c << 16; /* the borrower */
         c = (uint32_t)d;
         bin = &k->bins[c];
         n = AF__LD(&bin->n);
+        st += bin->inuse + (AF_BLOCK_BORROWED - AF_BLOCK_INUSE);
         AF__ST(&bin->lent, AF__LD(&bin->lent) + 1);
     }
     af__pool_slot_t sl = bin->slots[n - 1];
     AF__ST(&bin->n, n - 1);
     if (AF__UNLIKELY(n == 1))
         k->full[c >> 6] &= ~(1ull << (c & 63));
-    atomic_store_explicit(&sl.b->state, st | (k->tag << AF__POOL_TAG_SHIFT), memory_order_relaxed);
+    atomic_store_explicit(&sl.b->state, st, memory_order_relaxed);
     AF__ST(&sl.b->req, (uint32_t)size);
     AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1); /* the owner class counts */
     *out = sl.addr;

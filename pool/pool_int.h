@@ -95,7 +95,9 @@ typedef struct af__pool_bin {
     _Atomic uint64_t allocs, frees; /* hot: the first 32 bytes are all the fast path touches */
     _Atomic uint64_t lent;          /* blocks of this class this cache lent to smaller requests */
     _Atomic uint64_t returned;      /* borrowed blocks of this class freed through this cache */
-    uint64_t spare;                 /* pads the bin to 64 bytes: bins[c] is one shift away */
+    uint32_t inuse; /* state word of a block of this class handed out by this cache: INUSE, class,
+                       cache tag (a lend to class b adds 1 for BORROWED and b << 16) */
+    uint32_t spare; /* pads the bin to 64 bytes: bins[c] is one shift away */
 } af__pool_bin_t;
 
 struct af_pool_cache {
@@ -105,12 +107,12 @@ struct af_pool_cache {
     char *va_base;
     uint64_t ngranules;
     _Atomic(af__pool_chunk_t *) *gtab;
-    int flags;      /* nonzero: every call takes the general path (poison, ASan, exact peak) */
-    uint32_t tag;   /* this cache's tag (1..255), or 0 */
-    uint32_t owned; /* tag bits of a block this cache handed out (bits 24..31 of its state word);
-                       UINT32_MAX, which no state matches, without a tag or in a debug mode */
-    int lut_exact;
-    uint64_t fast_max; /* max_size, or 0 in a debug mode: every request takes the general path */
+    int flags;         /* nonzero: every call takes the general path (poison, ASan, exact peak) */
+    uint32_t tag;      /* this cache's tag (1..255), or 0 */
+    uint32_t owned;    /* tag bits of a block this cache handed out (bits 24..31 of its state word);
+                          UINT32_MAX, which no state matches, without a tag or in a debug mode */
+    uint64_t fast_max; /* max_size; 0 in a debug mode or when the size table is not exact: every
+                          request then takes the general path */
     uint64_t full[2];  /* bit c set: bins[c] is not empty (borrowing finds a bin with one ctz) */
     uint8_t lut[AF__POOL_LUT_SIZE];
     af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
