@@ -14,7 +14,11 @@
  * fresh pool per repetition); one verification round (a tag word written into every block at
  * alloc and checked at free: the checksum, equal for every allocator when they did the same
  * work, and a wrong pointer would show), one calibration round, then ~30 ms of timed rounds
- * that touch no block memory. Reported: the median over `reps` repetitions of ns per
+ * that touch no block memory. The timed loop is compiled once per column with that allocator's
+ * calls made directly (no indirect call per operation), so the floor column is the loop's own cost.
+ * Options: --only COLUMN (time one column beside arenaflow and the floor), --threads 1|2,
+ * --rounds N (fixed timed rounds instead of ~30 ms, for instruction counting under callgrind),
+ * --no-frag (skip the reserved/peak table). Reported: the median over `reps` repetitions of ns per
  * alloc+free pair — a thread's time ÷ its pairs, mean over threads, so a perfectly scaling
  * allocator shows the same figure at 1 and 2 threads — as wall time and as thread CPU time
  * (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the wall figure mostly measures waiting for a
