@@ -13,9 +13,12 @@
  *                  stacked to get offsets.
  *   greedy-size    TFLite/XLA: by decreasing size, put each in the smallest gap between the
  *                  already placed intervals that overlap it in time (best fit), else on top.
- *   portfolio      the default: several orders (size, lifetime length, size x length, start,
- *                  conflict count) x {best fit, first fit}; keeps the lowest; stops as soon as a
- *                  result equals the lower bound.
+ *   portfolio      the default: a time sweep through a coalescing best-fit allocator
+ *                  (planner/place_sweep.c, O(n log n)), then several orders (size, conflict
+ *                  count, size x length, lifetime length, start) x {best fit, first fit} through
+ *                  the engine below; keeps the lowest; stops as soon as a result equals the
+ *                  lower bound. On very dense instances (tens of millions of overlapping
+ *                  pairs) it runs fewer engine members, since their cost grows with the overlap.
  *   search         anytime branch-and-bound (planner/search.c), seeded by the portfolio.
  *
  * The ordered-greedy engine finds the placed intervals overlapping a new one with a segment tree
@@ -634,70 +637,83 @@ static int conflict_counts(const af_interval_t *iv, size_t n, uint64_t *key)
     return 0;
 }
 
+/* Engine members in the order they run: TFLite's size order with best fit first (so the
+ * portfolio is never worse than greedy-size), then the other orders and fits. */
+static const struct {
+    int key, best_fit;
+} members[] = {
+    {KEY_SIZE, 1}, {KEY_CONFLICTS, 1}, {KEY_AREA, 1}, {KEY_LENGTH, 1}, {KEY_START, 1},
+    {KEY_SIZE, 0}, {KEY_CONFLICTS, 0}, {KEY_AREA, 0}, {KEY_LENGTH, 0}, {KEY_START, 0},
+};
+
+/* The engine costs about the total number of overlapping pairs; above these totals the
+ * portfolio runs fewer members (the sweep alone is O(n log n) whatever the overlap). */
+#define AF__OVERLAP_ALL 4000000ull
+#define AF__OVERLAP_TWO 40000000ull
+
 int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                         af_error_t *err)
 {
     uint64_t a = align_of(o);
     uint64_t *sz = aligned_sizes(iv, n, a);
     uint64_t *key = af__malloc((n + 1) * sizeof(uint64_t));
+    uint64_t *conf = af__malloc((n + 1) * sizeof(uint64_t));
     int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
     af_interval_t *tmp = af__malloc((n + 1) * sizeof(af_interval_t));
     engine_t e;
-    int eng = -1;
-    if (sz && key && ord && tmp)
+    int eng = -1, rc = 0;
+    if (sz && key && conf && ord && tmp)
         eng = engine_init(&e, iv, n, sz);
-    if (eng) {
-        af__free(sz);
-        af__free(key);
-        af__free(ord);
-        af__free(tmp);
-        return af__err(err, AF_ENOMEM, "out of memory");
+    if (eng || conflict_counts(iv, n, conf)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
     }
     if (n) /* iv may be NULL when there is nothing to place */
         memcpy(tmp, iv, n * sizeof(*iv));
-    uint64_t lb = af_intervals_lower_bound(iv, n, a), best = UINT64_MAX;
-    int rc = 0;
-    for (int k = 0; k < KEY_COUNT_ && best > lb && !rc; k++) {
+    uint64_t lb = af_intervals_lower_bound(iv, n, a), overlaps = 0;
+    /* member 0: the time sweep */
+    uint64_t best = af__place_sweep(iv, n, sz, key);
+    if (best == UINT64_MAX) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        iv[i].offset = key[i];
+        overlaps += conf[i];
+    }
+    size_t runs = overlaps <= AF__OVERLAP_ALL   ? AF_ARRAY_SIZE(members)
+                  : overlaps <= AF__OVERLAP_TWO ? 2
+                                                : 0;
+    for (size_t m = 0; m < runs && best > lb; m++) {
+        int k = members[m].key;
         for (size_t i = 0; i < n; i++) {
             uint64_t len = (uint64_t)(iv[i].upper - iv[i].lower);
-            switch (k) {
-            case KEY_SIZE:
-                key[i] = sz[i];
-                break;
-            case KEY_LENGTH:
-                key[i] = len;
-                break;
-            case KEY_AREA:
-                key[i] = (sz[i] / (a ? a : 1)) * len;
-                break;
-            default:
-                key[i] = 0;
-                break;
-            }
-        }
-        if (k == KEY_CONFLICTS && conflict_counts(iv, n, key)) {
-            rc = af__err(err, AF_ENOMEM, "out of memory");
-            break;
+            key[i] = k == KEY_SIZE        ? sz[i]
+                     : k == KEY_LENGTH    ? len
+                     : k == KEY_AREA      ? (sz[i] / a) * len
+                     : k == KEY_CONFLICTS ? conf[i]
+                                          : 0;
         }
         for (size_t i = 0; i < n; i++)
             ord[i] = (int32_t)i;
         sort_ctx_t c = {iv, sz, key};
         qsort_r(ord, n, sizeof(int32_t), k == KEY_START ? cmp_by_start : cmp_by_key_desc, &c);
-        for (int fit = 1; fit >= 0 && best > lb; fit--) {
-            uint64_t h = engine_place(&e, tmp, ord, fit, best);
-            if (h < best) {
-                best = h;
-                for (size_t i = 0; i < n; i++)
-                    iv[i].offset = tmp[i].offset;
-            }
+        uint64_t h = engine_place(&e, tmp, ord, members[m].best_fit, best);
+        if (h < best) {
+            best = h;
+            for (size_t i = 0; i < n; i++)
+                iv[i].offset = tmp[i].offset;
         }
     }
     if (n == 0)
         best = 0;
     *height = best;
-    engine_free(&e);
+out:
+    if (!eng)
+        engine_free(&e);
     af__free(sz);
     af__free(key);
+    af__free(conf);
     af__free(ord);
     af__free(tmp);
     return rc;

@@ -561,6 +561,8 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
 static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
                     const uint64_t *offsets, af_plan_t **out, af_error_t *err);
 
+#define AF__INPUT_ORDER_MAX_TENSORS 100000
+
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)
 {
@@ -638,8 +640,12 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     p->given_order = NULL;
     p->given_offsets = NULL;
     uint64_t t = af_now_ns();
-    if (strcmp(p->rep.schedule ? p->rep.schedule : "", "input") == 0 || o.safe_mode || order)
-        p->rep.input_order_bytes = order ? 0 : p->arena; /* restored: not recomputed */
+    /* The input-order figure costs a second plan: skipped (0) for restored plans and above
+     * AF__INPUT_ORDER_MAX_TENSORS, where it would double the planning time. */
+    if (order || nt > AF__INPUT_ORDER_MAX_TENSORS)
+        p->rep.input_order_bytes = 0;
+    else if (strcmp(p->rep.schedule ? p->rep.schedule : "", "input") == 0 || o.safe_mode)
+        p->rep.input_order_bytes = p->arena;
     else if ((rc = input_order_arena(p, &p->rep.input_order_bytes, err)))
         goto fail;
     p->rep.total_ms += ms_since(t);

@@ -68,6 +68,10 @@ int af__is_arena_root(const af_graph_t *g, int32_t t);
 uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,
                      int32_t *peak_step, int64_t *diff);
 
+/* Time-sweep placement through a coalescing best-fit allocator (planner/place_sweep.c): writes
+ * off[i] for sizes sz[i] (already aligned); returns the height, UINT64_MAX when out of memory. */
+uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off);
+
 /* Portfolio placement (planner/place.c), for the search's incumbent. */
 int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                         af_error_t *err);

@@ -73,7 +73,10 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
     printf("schedule          %s%s\n", r->schedule, r->schedule_optimal ? " (proven optimal)" : "");
     printf("placer            %s\n", r->placer);
     printf("naive bytes       %12llu  %s\n", (unsigned long long)r->naive_bytes, a);
-    printf("input order       %12llu  %s\n", (unsigned long long)r->input_order_bytes, b);
+    if (r->input_order_bytes)
+        printf("input order       %12llu  %s\n", (unsigned long long)r->input_order_bytes, b);
+    else
+        printf("input order       (not computed above 100,000 tensors)\n");
     printf("shared objects    %12llu  %s\n", (unsigned long long)r->shared_object_bytes, c);
     printf("arena bytes       %12llu  %s\n", (unsigned long long)r->arena_bytes, d);
     printf("lower bound       %12llu  %s  (max live bytes in this order)\n",

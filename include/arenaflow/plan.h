@@ -76,7 +76,8 @@ typedef struct af_plan_report {
     int32_t dynamic_tensors;        /* served at run time (size unknown) */
     uint64_t constant_bytes;        /* weights, outside the arena */
     uint64_t naive_bytes;           /* every arena tensor its own (aligned) bytes */
-    uint64_t input_order_bytes;     /* arena bytes when placing the input order (same placer) */
+    uint64_t input_order_bytes;     /* arena bytes placing the input order (same placer); 0 = not
+                                       computed (restored plans, graphs over 100,000 tensors) */
     uint64_t shared_object_bytes;   /* total of shared buffers (shared-object mode) */
     uint64_t arena_bytes;           /* the plan's arena size */
     uint64_t lower_bound_bytes;     /* max live (aligned) bytes in the chosen order */
