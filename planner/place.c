@@ -17,8 +17,8 @@
  *                  (planner/place_sweep.c, O(n log n)), then several orders (size, conflict
  *                  count, size x length, lifetime length, start) x {best fit, first fit} through
  *                  the engine below; keeps the lowest; stops as soon as a result equals the
- *                  lower bound. On very dense instances (tens of millions of overlapping
- *                  pairs) it runs fewer engine members, since their cost grows with the overlap.
+ *                  lower bound. The engine members run within a budget of comparisons (their
+ *                  cost grows with the overlap), so dense instances run fewer of them.
  *   search         anytime branch-and-bound (planner/search.c), seeded by the portfolio.
  *
  * The ordered-greedy engine finds the placed intervals overlapping a new one with a segment tree
@@ -28,6 +28,7 @@
  */
 #include "planner/planner_int.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -646,11 +647,11 @@ static const struct {
     {KEY_SIZE, 0}, {KEY_CONFLICTS, 0}, {KEY_AREA, 0}, {KEY_LENGTH, 0}, {KEY_START, 0},
 };
 
-/* The engine costs about the total number of overlapping pairs; above these totals the
- * portfolio runs fewer members (the sweep alone is O(n log n) whatever the overlap). */
-#define AF__OVERLAP_ALL 4000000ull
-#define AF__OVERLAP_TWO 40000000ull
-
+/* An engine member costs about sum over intervals of k log k (k = placed intervals overlapping
+ * it). The portfolio runs as many members as fit in this budget of comparisons (at least one
+ * when the instance is only moderately dense); the sweep alone is O(n log n) whatever the
+ * overlap, so dense million-interval instances stay fast. */
+#define AF__ENGINE_BUDGET 30000000.0
 int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                         af_error_t *err)
 {
@@ -681,9 +682,13 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
         iv[i].offset = key[i];
         overlaps += conf[i];
     }
-    size_t runs = overlaps <= AF__OVERLAP_ALL   ? AF_ARRAY_SIZE(members)
-                  : overlaps <= AF__OVERLAP_TWO ? 2
-                                                : 0;
+    double avg = n ? (double)overlaps / (double)n : 0;
+    double cost = (double)overlaps * (1.0 + log2(1.0 + avg)) + (double)n * log2(2.0 + (double)n);
+    size_t runs = (size_t)(AF__ENGINE_BUDGET / (cost > 1 ? cost : 1));
+    if (runs == 0 && cost <= 4 * AF__ENGINE_BUDGET)
+        runs = 1;
+    if (runs > AF_ARRAY_SIZE(members))
+        runs = AF_ARRAY_SIZE(members);
     for (size_t m = 0; m < runs && best > lb; m++) {
         int k = members[m].key;
         for (size_t i = 0; i < n; i++) {

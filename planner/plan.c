@@ -198,7 +198,7 @@ static size_t group_intervals(const af_plan_t *p, const int32_t *glast, int32_t 
 }
 
 /* Shared-object figure for the report: best of the seed's colouring and greedy-by-size on the
- * same groups (greedy-by-size is quadratic; skipped above 20,000 groups). */
+ * same groups (greedy-by-size is quadratic; skipped above 2,000 groups). */
 static int shared_figure(const af_plan_t *p, const int32_t *glast, uint64_t *out, af_error_t *err)
 {
     int32_t nt = af_graph_tensor_count(p->g);
@@ -213,7 +213,7 @@ static int shared_figure(const af_plan_t *p, const int32_t *glast, uint64_t *out
         int32_t nb;
         uint64_t a = 0, b = UINT64_MAX;
         rc = af__place_shared(iv, n, "color-end", p->opts.alignment, buf, &nb, &a, err);
-        if (!rc && n <= 20000)
+        if (!rc && n <= 2000)
             rc = af__place_shared(iv, n, "greedy-size", p->opts.alignment, buf, &nb, &b, err);
         *out = a < b ? a : b;
     }
@@ -518,14 +518,14 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->any_order_bound_bytes = any_order_bound(p);
 
     /* strict placement needs no reuse edges by construction; the verifier re-proves that */
-    if (!safe && p->opts.parallel_reuse == AF_REUSE_FENCE) {
+    if (!safe && !p->figure_only && p->opts.parallel_reuse == AF_REUSE_FENCE) {
         t = af_now_ns();
         if ((rc = af__plan_reuse_edges(p, err)))
             goto out;
         r->reuse_edges = p->n_edges;
         r->place_ms += ms_since(t);
     }
-    if (p->opts.mode == AF_MODE_SHARED || safe)
+    if (p->opts.mode == AF_MODE_SHARED || safe || p->figure_only)
         r->shared_object_bytes = p->arena;
     else if ((rc = shared_figure(p, glast, &r->shared_object_bytes, err)))
         goto out;
@@ -541,7 +541,11 @@ out:
     return rc;
 }
 
-/* Arena bytes of the same pipeline on the input order (report only). */
+static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                    const uint64_t *offsets, int figure_only, af_plan_t **out, af_error_t *err);
+
+/* Arena bytes of the same pipeline on the input order (report only: no reuse edges, no
+ * shared-object figure, no nested input-order figure). */
 static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
 {
     af_plan_opts_t o = p->opts;
@@ -551,22 +555,20 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
     if (strcmp(o.placer, "search") == 0)
         o.placer = "portfolio";
     af_plan_t *q = NULL;
-    int rc = af_plan_create(p->g, &o, &q, err);
+    int rc = plan_new(p->g, &o, NULL, NULL, 1, &q, err);
     if (!rc)
         *out = q->arena;
     af_plan_destroy(q);
     return rc;
 }
 
-static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
-                    const uint64_t *offsets, af_plan_t **out, af_error_t *err);
 
 #define AF__INPUT_ORDER_MAX_TENSORS 100000
 
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)
 {
-    return plan_new(g, opts, NULL, NULL, out, err);
+    return plan_new(g, opts, NULL, NULL, 0, out, err);
 }
 
 int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
@@ -579,11 +581,11 @@ int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     if (opts)
         o = *opts;
     o.verify = 1; /* a stored plan is never trusted */
-    return plan_new(g, &o, order, offsets, out, err);
+    return plan_new(g, &o, order, offsets, 0, out, err);
 }
 
 static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
-                    const uint64_t *offsets, af_plan_t **out, af_error_t *err)
+                    const uint64_t *offsets, int figure_only, af_plan_t **out, af_error_t *err)
 {
     if (!g || !out)
         return af__err(err, AF_EINVAL, "NULL graph or output pointer");
@@ -613,6 +615,7 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     p->opts = o;
     p->given_order = order;
     p->given_offsets = offsets;
+    p->figure_only = figure_only;
     p->rep.tensors = nt;
     p->rep.nodes = nn;
     p->order = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
@@ -642,7 +645,7 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     uint64_t t = af_now_ns();
     /* The input-order figure costs a second plan: skipped (0) for restored plans and above
      * AF__INPUT_ORDER_MAX_TENSORS, where it would double the planning time. */
-    if (order || nt > AF__INPUT_ORDER_MAX_TENSORS)
+    if (order || figure_only || nt > AF__INPUT_ORDER_MAX_TENSORS)
         p->rep.input_order_bytes = 0;
     else if (strcmp(p->rep.schedule ? p->rep.schedule : "", "input") == 0 || o.safe_mode)
         p->rep.input_order_bytes = p->arena;

@@ -17,6 +17,7 @@ struct af_plan {
     int32_t *view_next; /* next view of the same root, or -1 */
     const int32_t *given_order;    /* af_plan_restore(): used instead of scheduling */
     const uint64_t *given_offsets; /* af_plan_restore(): used instead of placement */
+    int figure_only; /* internal plan for a report figure: no reuse edges, no extra figures */
     af_reuse_edge_t *edges;
     int32_t n_edges;
     uint64_t arena;
@@ -24,7 +25,7 @@ struct af_plan {
 
 /* Bounded backward search (AF__REUSE_DFS_LIMIT visits) for a data path r -> v; stack has
  * AF__REUSE_DFS_LIMIT + 1 entries, mark one per node (stamps must differ per call). */
-#define AF__REUSE_DFS_LIMIT 64
+#define AF__REUSE_DFS_LIMIT 24
 int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
                      int32_t stamp);
 

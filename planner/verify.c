@@ -294,6 +294,26 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
     if (r == v)
         return 1;
     const af_graph_t *g = p->g;
+    /* the common cases first: a direct data edge (preds are sorted) or an explicit reuse edge */
+    const af_node_info_t *vn = af_graph_node(g, v);
+    int32_t lo = 0, hi = vn->n_preds;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (vn->preds[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < vn->n_preds && vn->preds[lo] == r)
+        return 1;
+    for (int32_t k = roff[v]; k < roff[v + 1]; k++)
+        if (rsrc[k] == r)
+            return 1;
+    /* the planner left the edge out only when a short data path exists: look for it first
+     * (a pure reachability search, same bound), then search exhaustively */
+    if (af__data_ordered(p, r, v, stack, mark, stamp))
+        return 1;
+    stamp = -2 - stamp; /* a fresh stamp for the exhaustive search */
     int32_t sp = 0, rs = p->step[r];
     stack[sp++] = v;
     mark[v] = stamp;
