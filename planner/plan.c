@@ -562,7 +562,6 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
     return rc;
 }
 
-
 #define AF__INPUT_ORDER_MAX_TENSORS 100000
 
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
