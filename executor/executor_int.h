@@ -134,6 +134,7 @@ struct af__round {
     uint64_t *seq;    /* per node: execution sequence (history) */
     uint8_t *owned;   /* per tensor: 1 when ptr[t] came from the dynamic region */
     atomic_int *pending;
+    af__task_t *roots; /* the round's first tasks, pushed as one batch (node_count entries) */
     atomic_int remaining;
     atomic_ullong seq_ctr;
     atomic_int status;

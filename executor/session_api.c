@@ -107,6 +107,7 @@ static void slots_free(af_session_t *s)
         af__free(r->seq);
         af__free(r->owned);
         af__free(r->pending);
+        af__free(r->roots);
     }
     af__free(s->slots);
 }
@@ -157,7 +158,8 @@ static int alloc_slots(af_session_t *s, const af__prog_t *p)
         r->seq = af__calloc(nn, sizeof(uint64_t));
         r->owned = af__calloc(nt, 1);
         r->pending = af__calloc(nn, sizeof(atomic_int));
-        if (!r->ptr || !r->dbytes || !r->sum || !r->seq || !r->owned || !r->pending)
+        r->roots = af__malloc(nn * sizeof(af__task_t));
+        if (!r->ptr || !r->dbytes || !r->sum || !r->seq || !r->owned || !r->pending || !r->roots)
             return AF_ENOMEM;
         s->free_slots[s->n_free++] = s->n_slots - 1 - i;
     }
@@ -333,17 +335,20 @@ static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *
     }
     if ((rc = af__round_start(r, inputs, outputs, err)))
         goto fail;
-    *rout = r;
     if (p->n_nodes == 0) {
+        *rout = r;
         af__round_complete(r);
         return 0;
     }
-    for (int32_t i = 0; i < p->n_roots; i++) {
-        af__task_t t = {r, p->roots[i]};
-        /* Deques grow only until they have held their largest backlog; retry if that fails. */
-        while (af__exec_push(s->ex, -1, &t, 1))
-            uv_sleep(1);
+    /* All roots in one all-or-nothing push: when the deque cannot grow, no node has started
+     * and the round fails cleanly (the session stays usable). */
+    for (int32_t i = 0; i < p->n_roots; i++)
+        r->roots[i] = (af__task_t){r, p->roots[i]};
+    if (af__exec_push(s->ex, -1, r->roots, (size_t)p->n_roots)) {
+        rc = af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", p->n_roots);
+        goto fail;
     }
+    *rout = r;
     return 0;
 fail:
     af__round_release(r);
