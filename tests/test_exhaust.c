@@ -105,10 +105,63 @@ static void test_exhaust_round_fails_cleanly_and_sessions_survive(void **state)
     af_graph_destroy(big);
 }
 
+/* Round 1 asks the dynamic region for an impossible size (2^60 bytes); others for 4 KiB. */
+static uint64_t dyn_bytes(void *user, int32_t tensor, uint64_t round)
+{
+    (void)user;
+    (void)tensor;
+    return round == 1 ? 1ull << 60 : 4096;
+}
+
+static void test_exhaust_dynamic_region_round_fails_then_recovers(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    af_tensor_desc_t x = {.name = "x", .bytes = 4096, .rank = -1, .kind = AF_TENSOR_INPUT};
+    af_tensor_desc_t d = {.name = "d", .bytes = AF_BYTES_DYNAMIC, .rank = -1};
+    af_tensor_desc_t y = {.name = "y", .bytes = 4096, .rank = -1, .kind = AF_TENSOR_OUTPUT};
+    assert_int_equal(af_graph_add_tensor(g, &x, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_tensor(g, &y, NULL, NULL), 0);
+    const char *ix[] = {"x"}, *id[] = {"d"}, *iy[] = {"y"};
+    af_node_desc_t n0 = {"grow", "Op", ix, 1, id, 1, 1.0, NULL, 0};
+    af_node_desc_t n1 = {"shrink", "Op", id, 1, iy, 1, 1.0, NULL, 0};
+    assert_int_equal(af_graph_add_node(g, &n0, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_node(g, &n1, NULL, NULL), 0);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_plan_t *p;
+    af_error_t err;
+    assert_int_equal(af_plan_create(g, NULL, &p, &err), 0);
+    af_executor_opts_t eo;
+    af_executor_opts_init(&eo);
+    eo.threads = 2;
+    af_executor_t *ex;
+    assert_int_equal(af_executor_create(&eo, &ex, &err), 0);
+    af_session_opts_t so = {0};
+    so.dynamic_bytes = dyn_bytes;
+    af_session_t *s;
+    assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+    assert_int_equal(af_session_run(s, NULL, NULL, &err), 0); /* round 0 */
+    int rc = af_session_run(s, NULL, NULL, &err);             /* round 1: impossible size */
+    assert_int_equal(rc, AF_ENOMEM);
+    print_message("dynamic round says: %s\n", err.msg);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(af_session_run(s, NULL, NULL, &err), 0);
+    af_session_stats_t st;
+    af_session_stats(s, &st);
+    assert_int_equal(st.corrupted_tensors, 0);
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exhaust_round_fails_cleanly_and_sessions_survive),
+        cmocka_unit_test(test_exhaust_dynamic_region_round_fails_then_recovers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
