@@ -662,10 +662,8 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
     int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
     af_interval_t *tmp = af__malloc((n + 1) * sizeof(af_interval_t));
     engine_t e;
-    int eng = -1, rc = 0;
-    if (sz && key && conf && ord && tmp)
-        eng = engine_init(&e, iv, n, sz);
-    if (eng || conflict_counts(iv, n, conf)) {
+    int eng = -1, rc = 0; /* eng: 0 once the engine is set up (only when a member runs) */
+    if (!sz || !key || !conf || !ord || !tmp) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
@@ -673,15 +671,15 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
         memcpy(tmp, iv, n * sizeof(*iv));
     uint64_t lb = af_intervals_lower_bound(iv, n, a), overlaps = 0;
     /* member 0: the time sweep */
-    uint64_t best = af__place_sweep(iv, n, sz, key);
+    uint64_t pairs = 0;
+    uint64_t best = af__place_sweep(iv, n, sz, key, &pairs);
     if (best == UINT64_MAX) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         iv[i].offset = key[i];
-        overlaps += conf[i];
-    }
+    overlaps = 2 * pairs; /* each interval's conflict count, summed */
     double avg = n ? (double)overlaps / (double)n : 0;
     double cost = (double)overlaps * (1.0 + log2(1.0 + avg)) + (double)n * log2(2.0 + (double)n);
     size_t runs = (size_t)(AF__ENGINE_BUDGET / (cost > 1 ? cost : 1));
@@ -689,6 +687,10 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
         runs = 1;
     if (runs > AF_ARRAY_SIZE(members))
         runs = AF_ARRAY_SIZE(members);
+    if (runs && best > lb && ((eng = engine_init(&e, iv, n, sz)) || conflict_counts(iv, n, conf))) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t m = 0; m < runs && best > lb; m++) {
         int k = members[m].key;
         for (size_t i = 0; i < n; i++) {

@@ -193,8 +193,10 @@ static int by_end(const void *a, const void *b, void *arg)
     return (x > y) - (x < y);
 }
 
-uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off)
+uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off,
+                         uint64_t *pairs)
 {
+    uint64_t live = 0, seen = 0;
     map_t m;
     memset(&m, 0, sizeof(m));
     memset(m.head, 0xff, sizeof(m.head));
@@ -216,9 +218,11 @@ uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, 
         int32_t t = by_s[k];
         while (e < n && iv[by_e[e]].upper <= iv[t].lower) {
             int32_t d = by_e[e++];
+            live--;
             if (sz[d])
                 release(&m, seg_of[d]);
         }
+        seen += live++; /* every interval still live overlaps t: each pair counted once */
         if (sz[t] == 0) {
             off[t] = 0;
             continue;
@@ -229,6 +233,8 @@ uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, 
         off[t] = m.s[s].off;
     }
     height = m.top;
+    if (pairs)
+        *pairs = seen;
 out:
     af__free(m.s);
     af__free(by_s);

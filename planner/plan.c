@@ -20,6 +20,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Report figures that cost a second placement (input order, shared objects) are skipped above
+ * this many tensors, where they would double the planning time. */
+#define AF__INPUT_ORDER_MAX_TENSORS 100000
+
 static double ms_since(uint64_t t0)
 {
     return (double)(af_now_ns() - t0) / 1e6;
@@ -527,6 +531,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     }
     if (p->opts.mode == AF_MODE_SHARED || safe || p->figure_only)
         r->shared_object_bytes = p->arena;
+    else if (nt > AF__INPUT_ORDER_MAX_TENSORS)
+        r->shared_object_bytes = 0; /* a report figure: skipped on huge graphs, like input order */
     else if ((rc = shared_figure(p, glast, &r->shared_object_bytes, err)))
         goto out;
     if (p->opts.budget && p->arena > p->opts.budget) {
@@ -561,8 +567,6 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
     af_plan_destroy(q);
     return rc;
 }
-
-#define AF__INPUT_ORDER_MAX_TENSORS 100000
 
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)

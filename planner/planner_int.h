@@ -69,8 +69,10 @@ uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alig
                      int32_t *peak_step, int64_t *diff);
 
 /* Time-sweep placement through a coalescing best-fit allocator (planner/place_sweep.c): writes
- * off[i] for sizes sz[i] (already aligned); returns the height, UINT64_MAX when out of memory. */
-uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off);
+ * off[i] for sizes sz[i] (already aligned) and *pairs (may be NULL) = the number of overlapping
+ * pairs; returns the height, UINT64_MAX when out of memory. */
+uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off,
+                         uint64_t *pairs);
 
 /* Portfolio placement (planner/place.c), for the search's incumbent. */
 int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,

@@ -77,7 +77,10 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
         printf("input order       %12llu  %s\n", (unsigned long long)r->input_order_bytes, b);
     else
         printf("input order       (not computed above 100,000 tensors)\n");
-    printf("shared objects    %12llu  %s\n", (unsigned long long)r->shared_object_bytes, c);
+    if (r->shared_object_bytes)
+        printf("shared objects    %12llu  %s\n", (unsigned long long)r->shared_object_bytes, c);
+    else
+        printf("shared objects    (not computed above 100,000 tensors)\n");
     printf("arena bytes       %12llu  %s\n", (unsigned long long)r->arena_bytes, d);
     printf("lower bound       %12llu  %s  (max live bytes in this order)\n",
            (unsigned long long)r->lower_bound_bytes, e);

@@ -78,7 +78,8 @@ typedef struct af_plan_report {
     uint64_t naive_bytes;           /* every arena tensor its own (aligned) bytes */
     uint64_t input_order_bytes;     /* arena bytes placing the input order (same placer); 0 = not
                                        computed (restored plans, graphs over 100,000 tensors) */
-    uint64_t shared_object_bytes;   /* total of shared buffers (shared-object mode) */
+    uint64_t shared_object_bytes;   /* total of shared buffers (shared-object mode); 0 = not
+                                       computed (graphs over 100,000 tensors) */
     uint64_t arena_bytes;           /* the plan's arena size */
     uint64_t lower_bound_bytes;     /* max live (aligned) bytes in the chosen order */
     uint64_t any_order_bound_bytes; /* max over nodes of in+out bytes: bound for every order */
