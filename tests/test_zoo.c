@@ -286,31 +286,7 @@ static void test_zoo_bad_requests(void **state)
     assert_null(af_zoo_find("nope"));
 }
 
-static int oom_countdown = -1;
-static void *oom_malloc(size_t n)
-{
-    if (oom_countdown == 0)
-        return NULL;
-    if (oom_countdown > 0)
-        oom_countdown--;
-    return malloc(n);
-}
-static void *oom_realloc(void *p, size_t n)
-{
-    if (oom_countdown == 0)
-        return NULL;
-    if (oom_countdown > 0)
-        oom_countdown--;
-    return realloc(p, n);
-}
-static void *oom_calloc(size_t c, size_t n)
-{
-    if (oom_countdown == 0)
-        return NULL;
-    if (oom_countdown > 0)
-        oom_countdown--;
-    return calloc(c, n);
-}
+#include "tests/oom_countdown.h"
 
 static void test_zoo_oom_is_clean(void **state)
 {
