@@ -228,6 +228,22 @@ static uint64_t entry_bytes(int32_t nt, int32_t nn, int32_t edges)
            (uint64_t)nn * (4 + 4 + 200) + (uint64_t)edges * sizeof(af_reuse_edge_t);
 }
 
+static void file_path(const af_plan_cache_t *c, uint64_t fp, char *out, size_t n);
+
+/* Removes an entry's file: a plan dropped from the cache is dropped from disk too, so the
+ * directory stays bounded by the same LRU bound as memory. */
+static void forget_file(af_plan_cache_t *c, const entry_t *e)
+{
+    if (!c->dir)
+        return;
+    char path[4096];
+    file_path(c, e->fp, path, sizeof path);
+    if (unlink(path) == 0)
+        c->st.files_removed++;
+    else if (errno != ENOENT)
+        warn(c, "plan cache: cannot remove %s: %s", path, strerror(errno));
+}
+
 static void evict(af_plan_cache_t *c)
 {
     entry_t *e = c->tail;
@@ -238,6 +254,7 @@ static void evict(af_plan_cache_t *c)
             c->st.bytes -= e->bytes;
             c->st.entries--;
             c->st.evictions++;
+            forget_file(c, e);
             entry_free(e);
         }
         e = prev;

@@ -216,6 +216,45 @@ static void test_cache_survives_restart(void **state)
     af_graph_destroy(g);
 }
 
+/* Eviction deletes the evicted plan's file: the directory never holds more plans than the cache. */
+static void test_cache_directory_follows_lru(void **state)
+{
+    (void)state;
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/lru", tmpdir);
+    af_plan_cache_t *c = open_cache(dir, 64 * 1024);
+    af_plan_cache_stats_t st;
+    for (int i = 0; i < 40; i++) {
+        af_graph_t *g = rd_graph(300 + (uint64_t)i, 30);
+        assert_non_null(g);
+        const af_plan_t *p;
+        assert_int_equal(af_plan_cache_get(c, g, NULL, &p, NULL, NULL), 0);
+        af_plan_cache_release(c, p);
+        af_graph_destroy(g);
+        af_plan_cache_stats(c, &st);
+        assert_int_equal(file_count(dir), st.entries);
+    }
+    assert_true(st.evictions > 0);
+    assert_int_equal(st.files_written, 40);
+    assert_int_equal(st.files_removed, st.evictions);
+    assert_null(af_plan_cache_warning(c, 0));
+    uint64_t entries = st.entries;
+    af_plan_cache_destroy(c);
+    /* a restart finds exactly the plans the cache still held, and the newest one hits */
+    c = open_cache(dir, 64 * 1024);
+    af_plan_cache_stats(c, &st);
+    assert_int_equal(st.files_loaded, entries);
+    assert_int_equal(st.files_rejected, 0);
+    af_graph_t *g = rd_graph(339, 30);
+    const af_plan_t *p;
+    int hit = 0;
+    assert_int_equal(af_plan_cache_get(c, g, NULL, &p, &hit, NULL), 0);
+    assert_int_equal(hit, 1);
+    af_plan_cache_release(c, p);
+    af_graph_destroy(g);
+    af_plan_cache_destroy(c);
+}
+
 static void flip_byte(const char *path, long at)
 {
     FILE *f = fopen(path, "r+b");
@@ -282,6 +321,7 @@ int main(void)
         cmocka_unit_test(test_cache_fingerprint_follows_graph_and_opts),
         cmocka_unit_test(test_cache_lru_bounded_by_bytes),
         cmocka_unit_test(test_cache_survives_restart),
+        cmocka_unit_test(test_cache_directory_follows_lru),
         cmocka_unit_test(test_cache_rejects_corrupted_and_foreign_files),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);

@@ -5,7 +5,8 @@
  * dtypes, shapes, views, in-place hints, attributes, costs, edges) and of every planner option.
  * Value: a plan made on the cache's own copy of the graph, so the caller's graph may be freed.
  * The cache is an LRU bounded by the (estimated) bytes of its entries; entries in use (not yet
- * released) are never evicted. Hit, miss, restore and eviction counters.
+ * released) are never evicted. An evicted entry's file is deleted too, so the directory is bounded
+ * by the same LRU. Hit, miss, restore and eviction counters.
  *
  * Persistence (opts.dir): each plan is also written to DIR/<fingerprint>.afplan atomically
  * (temp file, fsync, rename, fsync of the directory). At creation every *.afplan file is read
@@ -47,6 +48,7 @@ typedef struct af_plan_cache_stats {
     uint64_t entries;   /* entries now (in memory, including restored ones not yet used) */
     uint64_t bytes;     /* estimated bytes of the entries now */
     uint64_t files_loaded, files_rejected, files_written;
+    uint64_t files_removed; /* files of evicted entries deleted (the directory follows the LRU) */
 } af_plan_cache_stats_t;
 
 /*
