@@ -27,6 +27,7 @@
  * those k by offset. All offsets and sizes are multiples of the alignment.
  */
 #include "planner/planner_int.h"
+#include "planner/sort_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -378,10 +379,6 @@ static int place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o
 /* ---- ordered greedy engine ----------------------------------------------------------------- */
 
 typedef struct {
-    uint64_t off, end;
-} span_t;
-
-typedef struct {
     size_t n;
     const af_interval_t *iv;
     const uint64_t *sz;
@@ -392,7 +389,7 @@ typedef struct {
     int64_t *tree;     /* max upper of placed leaves; INT64_MIN when none */
     int32_t *hits;     /* scratch: overlapping placed ids */
     size_t *stack;
-    span_t *spans; /* scratch: overlapping placed ranges */
+    af__kv_t *spans, *spans_tmp; /* scratch: overlapping placed ids keyed by offset */
 } engine_t;
 
 static void engine_free(engine_t *e)
@@ -404,6 +401,7 @@ static void engine_free(engine_t *e)
     af__free(e->hits);
     af__free(e->stack);
     af__free(e->spans);
+    af__free(e->spans_tmp);
 }
 
 static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uint64_t *sz)
@@ -421,8 +419,10 @@ static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uin
     e->tree = af__malloc(2 * e->leaves * sizeof(int64_t));
     e->hits = af__malloc((n + 1) * sizeof(int32_t));
     e->stack = af__malloc(3 * 2 * 64 * sizeof(size_t));
-    e->spans = af__malloc((n + 1) * sizeof(span_t));
-    if (!e->by_start || !e->pos || !e->lowers || !e->tree || !e->hits || !e->stack || !e->spans) {
+    e->spans = af__malloc((n + 1) * sizeof(af__kv_t));
+    e->spans_tmp = af__malloc((n + 1) * sizeof(af__kv_t));
+    if (!e->by_start || !e->pos || !e->lowers || !e->tree || !e->hits || !e->stack || !e->spans ||
+        !e->spans_tmp) {
         engine_free(e);
         return AF_ENOMEM;
     }
@@ -495,30 +495,6 @@ static size_t engine_overlaps(engine_t *e, int64_t l, int64_t u)
     return k;
 }
 
-static int cmp_span(const void *a, const void *b)
-{
-    uint64_t x = ((const span_t *)a)->off, y = ((const span_t *)b)->off;
-    return (x > y) - (x < y);
-}
-
-/* Insertion sort for the common small case, qsort beyond. */
-static void sort_spans(span_t *v, size_t n)
-{
-    if (n > 24) {
-        qsort(v, n, sizeof(*v), cmp_span);
-        return;
-    }
-    for (size_t i = 1; i < n; i++) {
-        span_t x = v[i];
-        size_t j = i;
-        while (j > 0 && v[j - 1].off > x.off) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
-}
-
 /* Places intervals in the given order; best_fit chooses the smallest fitting gap, else first. */
 static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *order, int best_fit,
                              uint64_t give_up_above)
@@ -533,17 +509,17 @@ static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *ord
             continue;
         }
         size_t m = engine_overlaps(e, e->iv[t].lower, e->iv[t].upper);
-        span_t *sp = e->spans;
-        for (size_t j = 0; j < m; j++) {
-            int32_t h = e->hits[j];
-            sp[j].off = out[h].offset;
-            sp[j].end = out[h].offset + e->sz[h];
-        }
-        sort_spans(sp, m);
+        /* the overlapping placed ranges by offset (the order among equal offsets does not
+         * change the gaps) */
+        af__kv_t *sp = e->spans;
+        for (size_t j = 0; j < m; j++)
+            sp[j] = (af__kv_t){out[e->hits[j]].offset, e->hits[j]};
+        af__sort_kv(sp, m, e->spans_tmp);
         uint64_t prev_end = 0, best_off = UINT64_MAX, best_gap = UINT64_MAX;
         for (size_t j = 0; j < m; j++) {
-            if (sp[j].off > prev_end) {
-                uint64_t gap = sp[j].off - prev_end;
+            uint64_t off = sp[j].key, end = off + e->sz[sp[j].id];
+            if (off > prev_end) {
+                uint64_t gap = off - prev_end;
                 if (gap >= need && gap < best_gap) {
                     best_gap = gap;
                     best_off = prev_end;
@@ -551,8 +527,8 @@ static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *ord
                         break;
                 }
             }
-            if (sp[j].end > prev_end)
-                prev_end = sp[j].end;
+            if (end > prev_end)
+                prev_end = end;
         }
         if (best_off == UINT64_MAX)
             best_off = prev_end;
