@@ -8,8 +8,8 @@
  * of in+out bytes), default arena / naive, default / input, default arena / max live of its
  * order, and the default's planning time (median of --reps runs after one warm-up). Then the
  * targets of issue #3 are checked and printed, and the planning time of a 10,000-node and a
- * 1,000,000-tensor random graph (fast path). A checksum over all arenas and orders is printed
- * so a fast wrong answer cannot pass unnoticed.
+ * 1,000,000-tensor random graph (fast path). A checksum over all arenas, orders, offsets and
+ * reuse edges is printed so a fast wrong answer cannot pass unnoticed.
  *
  * usage: bench_schedule [--reps N] [--big-reps N] [--big-tensors N] [--mid-nodes N] [--zoo 0|1]
  * (--big-reps: timed runs of the million-tensor graph after its warm-up, default 1; --zoo 0
@@ -55,7 +55,7 @@ static void mix(uint64_t v)
     checksum = (checksum ^ v) * 1099511628211ull;
 }
 
-static af_plan_t *plan(const af_graph_t *g, const char *sched, double *ms)
+static af_plan_t *plan_cpu(const af_graph_t *g, const char *sched, double *ms, double *cpu)
 {
     af_plan_opts_t o;
     af_plan_opts_init(&o);
@@ -63,6 +63,7 @@ static af_plan_t *plan(const af_graph_t *g, const char *sched, double *ms)
     af_plan_t *p = NULL;
     af_error_t err;
     af_error_clear(&err);
+    double c0 = cpu_ms();
     uint64_t t0 = af_now_ns();
     if (af_plan_create(g, &o, &p, &err)) {
         fprintf(stderr, "plan %s/%s: %s\n", af_graph_name(g), sched, err.msg);
@@ -70,6 +71,8 @@ static af_plan_t *plan(const af_graph_t *g, const char *sched, double *ms)
     }
     if (ms)
         *ms = (double)(af_now_ns() - t0) / 1e6;
+    if (cpu)
+        *cpu = cpu_ms() - c0;
     if (af_plan_verify(p, &err)) {
         fprintf(stderr, "verify %s/%s: %s\n", af_graph_name(g), sched, err.msg);
         exit(1);
@@ -78,7 +81,17 @@ static af_plan_t *plan(const af_graph_t *g, const char *sched, double *ms)
     const int32_t *ord = af_plan_order(p);
     for (int32_t i = 0; i < af_graph_node_count(g); i++)
         mix((uint64_t)ord[i]);
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++)
+        mix(af_plan_tensor(p, t)->offset);
+    const af_reuse_edge_t *e = af_plan_reuse_edges(p);
+    for (int32_t i = 0; i < af_plan_reuse_edge_count(p); i++)
+        mix((uint64_t)e[i].from << 32 | (uint32_t)e[i].to);
     return p;
+}
+
+static af_plan_t *plan(const af_graph_t *g, const char *sched, double *ms)
+{
+    return plan_cpu(g, sched, ms, NULL);
 }
 
 /* Random DAG: each node reads 1-3 recent tensors (sometimes an old one), writes one tensor. */
@@ -130,26 +143,39 @@ static af_graph_t *random_graph(int32_t nodes, uint64_t seed)
     return g;
 }
 
+/*
+ * Median of each phase over the runs; the phases add up to the wall time: schedule, lifetimes
+ * (and in-place groups), place (placement and reuse edges), figures (report figures, the
+ * input-order arena among them), verify, and the rest of af_plan_create (setup, frees).
+ * cpu is the process CPU time of af_plan_create alone.
+ */
 static void time_big(const char *label, af_graph_t *g, int reps)
 {
-    double t[16], sched[16], place[16], cpu[16];
+    enum { WALL, CPU, SCHED, LIFE, PLACE, FIG, VERIFY, OTHER, N_PHASE };
+    double v[N_PHASE][16], med[N_PHASE];
     const af_plan_report_t *r = NULL;
     af_plan_t *p = plan(g, "best", NULL); /* warm-up */
     af_plan_destroy(p);
-    for (int i = 0; i < reps && i < 16; i++) {
-        double c0 = cpu_ms();
-        p = plan(g, "best", &t[i]);
-        cpu[i] = cpu_ms() - c0;
+    int n = reps < 16 ? reps : 16;
+    for (int i = 0; i < n; i++) {
+        p = plan_cpu(g, "best", &v[WALL][i], &v[CPU][i]);
         r = af_plan_report(p);
-        sched[i] = r->schedule_ms;
-        place[i] = r->place_ms;
-        if (i == reps - 1 || i == 15)
+        v[SCHED][i] = r->schedule_ms;
+        v[LIFE][i] = r->lifetime_ms;
+        v[PLACE][i] = r->place_ms;
+        v[FIG][i] = r->total_ms - r->schedule_ms - r->lifetime_ms - r->place_ms;
+        v[VERIFY][i] = r->verify_ms;
+        v[OTHER][i] = v[WALL][i] - r->total_ms - r->verify_ms;
+        if (i == n - 1) {
+            for (int k = 0; k < N_PHASE; k++)
+                med[k] = median(v[k], n);
             printf("%-34s nodes %8d tensors %8d\n    plan %8.1f ms wall, %8.1f ms cpu "
-                   "(schedule %.1f, lifetimes %.1f, place %.1f, verify %.1f ms wall) winner %s, "
-                   "arena/maxlive %.3f\n",
-                   label, r->nodes, r->tensors, median(t, i + 1), median(cpu, i + 1),
-                   median(sched, i + 1), r->lifetime_ms, median(place, i + 1), r->verify_ms,
-                   r->schedule, (double)r->arena_bytes / (double)r->lower_bound_bytes);
+                   "(schedule %.1f, lifetimes %.1f, place %.1f, figures %.1f, verify %.1f, "
+                   "other %.1f ms wall) winner %s, arena/maxlive %.3f\n",
+                   label, r->nodes, r->tensors, med[WALL], med[CPU], med[SCHED], med[LIFE],
+                   med[PLACE], med[FIG], med[VERIFY], med[OTHER], r->schedule,
+                   (double)r->arena_bytes / (double)r->lower_bound_bytes);
+        }
         af_plan_destroy(p);
     }
 }

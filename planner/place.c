@@ -28,6 +28,7 @@
  */
 #include "planner/planner_int.h"
 #include "planner/sort_int.h"
+#include "planner/sort_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -103,37 +104,61 @@ static uint64_t align_of(const af_place_opts_t *o)
 
 /* ---- lower bound ------------------------------------------------------------------------- */
 
-typedef struct {
-    int64_t t;
-    int64_t delta;
-} ev_t;
-
-static int cmp_ev(const void *a, const void *b)
-{
-    const ev_t *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return (x->delta > y->delta) - (x->delta < y->delta); /* frees (negative) first */
-}
-
+/*
+ * Live bytes change only where intervals start or end, and the largest total is reached after
+ * all the changes at one time point (frees first, then allocations, is the worst order within
+ * a time point). So the bound is the maximum of the running total taken after each time point:
+ * over an array of time points when the time range is short (plans: steps), else over the
+ * starts and ends each sorted by time.
+ */
 uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t alignment)
 {
-    ev_t *ev = af__malloc((2 * n + 1) * sizeof(*ev));
-    if (!ev)
+    uint64_t a = alignment ? alignment : 1;
+    if (n == 0)
         return 0;
+    int64_t tmin = INT64_MAX, tmax = INT64_MIN, cur = 0, best = 0;
     for (size_t i = 0; i < n; i++) {
-        int64_t s = (int64_t)af__align_up(iv[i].size, alignment ? alignment : 1);
-        ev[2 * i] = (ev_t){iv[i].lower, s};
-        ev[2 * i + 1] = (ev_t){iv[i].upper, -s};
+        int64_t lo = iv[i].lower < iv[i].upper ? iv[i].lower : iv[i].upper;
+        int64_t hi = iv[i].lower < iv[i].upper ? iv[i].upper : iv[i].lower;
+        tmin = lo < tmin ? lo : tmin;
+        tmax = hi > tmax ? hi : tmax;
     }
-    qsort(ev, 2 * n, sizeof(*ev), cmp_ev);
-    int64_t cur = 0, best = 0;
-    for (size_t i = 0; i < 2 * n; i++) {
-        cur += ev[i].delta;
-        if (cur > best)
-            best = cur;
+    uint64_t span = (uint64_t)tmax - (uint64_t)tmin;
+    if (span <= 4 * (uint64_t)n + 1024) {
+        int64_t *d = af__calloc(span + 2, sizeof(int64_t));
+        if (!d)
+            return 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t s = (int64_t)af__align_up(iv[i].size, a);
+            d[(uint64_t)iv[i].lower - (uint64_t)tmin] += s;
+            d[(uint64_t)iv[i].upper - (uint64_t)tmin] -= s;
+        }
+        for (uint64_t t = 0; t <= span; t++) {
+            cur += d[t];
+            best = cur > best ? cur : best;
+        }
+        af__free(d);
+        return (uint64_t)best;
     }
-    af__free(ev);
+    af__kv_t *kv = af__malloc((3 * n + 1) * sizeof(*kv));
+    if (!kv)
+        return 0;
+    af__kv_t *st = kv, *en = kv + n;
+    for (size_t i = 0; i < n; i++) {
+        st[i] = (af__kv_t){af__key_i64(iv[i].lower), (int32_t)i};
+        en[i] = (af__kv_t){af__key_i64(iv[i].upper), (int32_t)i};
+    }
+    af__sort_kv(st, n, kv + 2 * n);
+    af__sort_kv(en, n, kv + 2 * n);
+    for (size_t i = 0, j = 0; i < n || j < n;) {
+        uint64_t t = i < n && (j >= n || st[i].key <= en[j].key) ? st[i].key : en[j].key;
+        for (; i < n && st[i].key == t; i++)
+            cur += (int64_t)af__align_up(iv[st[i].id].size, a);
+        for (; j < n && en[j].key == t; j++)
+            cur -= (int64_t)af__align_up(iv[en[j].id].size, a);
+        best = cur > best ? cur : best;
+    }
+    af__free(kv);
     return (uint64_t)best;
 }
 
@@ -229,10 +254,11 @@ static int shared_color_end(const af_interval_t *iv, size_t n, const uint64_t *s
         af__free(maxend);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < n; i++)
-        ord[i] = (int32_t)i;
-    sort_ctx_t c = {iv, sz, NULL};
-    qsort_r(ord, n, sizeof(int32_t), cmp_by_end, &c);
+    if (af__sort_by_end(iv, n, 1, ord)) {
+        af__free(ord);
+        af__free(maxend);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
     int32_t colors = 0;
     for (size_t k = 0; k < n; k++) {
         int32_t t = ord[k];
@@ -426,10 +452,10 @@ static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uin
         engine_free(e);
         return AF_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
-        e->by_start[i] = (int32_t)i;
-    sort_ctx_t c = {iv, sz, NULL};
-    qsort_r(e->by_start, n, sizeof(int32_t), cmp_by_start, &c);
+    if (af__sort_by_start(iv, sz, n, e->by_start)) {
+        engine_free(e);
+        return AF_ENOMEM;
+    }
     for (size_t i = 0; i < n; i++) {
         e->pos[e->by_start[i]] = (int32_t)i;
         e->lowers[i] = iv[e->by_start[i]].lower;
@@ -569,12 +595,6 @@ static int place_greedy_size(af_interval_t *iv, size_t n, const af_place_opts_t 
 
 enum { KEY_SIZE, KEY_LENGTH, KEY_AREA, KEY_START, KEY_CONFLICTS, KEY_COUNT_ };
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static size_t count_below(const int64_t *v, size_t n, int64_t x, int inclusive)
 {
     size_t lo = 0, hi = n;
@@ -592,17 +612,22 @@ static int conflict_counts(const af_interval_t *iv, size_t n, uint64_t *key)
 {
     int64_t *lo = af__malloc((n + 1) * sizeof(int64_t));
     int64_t *up = af__malloc((n + 1) * sizeof(int64_t));
-    if (!lo || !up) {
+    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(af__kv_t));
+    if (!lo || !up || !kv) {
         af__free(lo);
         af__free(up);
+        af__free(kv);
         return AF_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        lo[i] = iv[i].lower;
-        up[i] = iv[i].upper;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t *out = pass ? up : lo;
+        for (size_t i = 0; i < n; i++)
+            kv[i] = (af__kv_t){af__key_i64(pass ? iv[i].upper : iv[i].lower), (int32_t)i};
+        af__sort_kv(kv, n, kv + n);
+        for (size_t i = 0; i < n; i++)
+            out[i] = (int64_t)(kv[i].key ^ (1ull << 63));
     }
-    qsort(lo, n, sizeof(int64_t), cmp_i64);
-    qsort(up, n, sizeof(int64_t), cmp_i64);
+    af__free(kv);
     for (size_t i = 0; i < n; i++) {
         /* intervals with lower < upper_i minus those with upper <= lower_i, minus itself */
         size_t started = count_below(lo, n, iv[i].upper, 0);

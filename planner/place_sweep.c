@@ -15,6 +15,7 @@
  * every split keeps offsets aligned.
  */
 #include "planner/planner_int.h"
+#include "planner/sort_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -168,31 +169,6 @@ static void release(map_t *m, int32_t i)
     bucket_add(m, i);
 }
 
-typedef struct {
-    const af_interval_t *iv;
-    const uint64_t *sz;
-} ctx_t;
-
-static int by_start_then_size(const void *a, const void *b, void *arg)
-{
-    const ctx_t *c = arg;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (c->iv[x].lower != c->iv[y].lower)
-        return c->iv[x].lower < c->iv[y].lower ? -1 : 1;
-    if (c->sz[x] != c->sz[y])
-        return c->sz[x] > c->sz[y] ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
-static int by_end(const void *a, const void *b, void *arg)
-{
-    const ctx_t *c = arg;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (c->iv[x].upper != c->iv[y].upper)
-        return c->iv[x].upper < c->iv[y].upper ? -1 : 1;
-    return (x > y) - (x < y);
-}
-
 uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off,
                          uint64_t *pairs)
 {
@@ -206,13 +182,9 @@ uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, 
     int32_t *by_e = af__malloc((n + 1) * sizeof(int32_t));
     int32_t *seg_of = af__malloc((n + 1) * sizeof(int32_t));
     uint64_t height = UINT64_MAX;
-    if (!m.s || !by_s || !by_e || !seg_of)
+    if (!m.s || !by_s || !by_e || !seg_of || af__sort_by_start(iv, sz, n, by_s) ||
+        af__sort_by_end(iv, n, 0, by_e))
         goto out;
-    for (size_t i = 0; i < n; i++)
-        by_s[i] = by_e[i] = (int32_t)i;
-    ctx_t c = {iv, sz};
-    qsort_r(by_s, n, sizeof(int32_t), by_start_then_size, &c);
-    qsort_r(by_e, n, sizeof(int32_t), by_end, &c);
     size_t e = 0;
     for (size_t k = 0; k < n; k++) {
         int32_t t = by_s[k];

@@ -29,6 +29,9 @@ struct af_plan {
 int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
                      int32_t stamp);
 
+/* Sorts group leaders (given in increasing id order) by first step, then id. 0 or AF_ENOMEM. */
+int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n);
+
 /* Reuse edges for the current offsets (planner/reuse.c). */
 int af__plan_reuse_edges(af_plan_t *p, af_error_t *err);
 

@@ -12,6 +12,7 @@
  * search bounded to AF__REUSE_DFS_LIMIT visits); the verifier re-proves every pair.
  */
 #include "planner/plan_int.h"
+#include "planner/sort_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -141,13 +142,18 @@ int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, i
     return 0;
 }
 
-static int cmp_first(const void *a, const void *b, void *arg)
+int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n)
 {
-    const af_plan_t *p = arg;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (p->tp[x].first != p->tp[y].first)
-        return p->tp[x].first < p->tp[y].first ? -1 : 1;
-    return (x > y) - (x < y);
+    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
+    if (!kv)
+        return AF_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (af__kv_t){af__key_i64(p->tp[leads[i]].first), leads[i]};
+    af__sort_kv(kv, n, kv + n);
+    for (size_t i = 0; i < n; i++)
+        leads[i] = kv[i].id;
+    af__free(kv);
+    return 0;
 }
 
 int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
@@ -174,7 +180,10 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
     for (int32_t t = 0; t < nt; t++)
         if (p->group[t] == t)
             leads[nl++] = t;
-    qsort_r(leads, nl, sizeof(int32_t), cmp_first, p);
+    if (af__plan_sort_leads(p, leads, nl)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
     int32_t stamp = 0;
     for (size_t k = 0; k < nl; k++) {
         int32_t b = leads[k];

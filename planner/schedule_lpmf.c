@@ -12,6 +12,7 @@
  * point update. Ties break on input-order position.
  */
 #include "planner/schedule_int.h"
+#include "planner/sort_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -100,31 +101,19 @@ static void lpmf_on_last(void *ctx, int32_t root)
         lpmf_key(c, u);
 }
 
-typedef struct rank_key {
-    uint64_t def;
-    int32_t pos, v;
-} rank_key_t;
-
-static int cmp_def(const void *a, const void *b)
-{
-    const rank_key_t *x = a, *y = b;
-    if (x->def != y->def)
-        return x->def < y->def ? -1 : 1;
-    return x->pos - y->pos;
-}
-
-/* Ranks nodes by (bytes defined, input position). Reentrant (no qsort context global). */
+/* Ranks nodes by (bytes defined, input position). */
 static int rank_nodes(lpmf_t *c)
 {
     const af__smodel_t *m = c->m;
-    rank_key_t *k = af__malloc(((size_t)m->n + 1) * sizeof(*k));
+    af__kv_t *k = af__malloc((2 * (size_t)m->n + 1) * sizeof(*k));
     if (!k)
         return AF_ENOMEM;
+    /* nodes in input-order position (pos is a permutation), then stably by bytes defined */
     for (int32_t v = 0; v < m->n; v++)
-        k[v] = (rank_key_t){m->def[v], m->pos[v], v};
-    qsort(k, (size_t)m->n, sizeof(*k), cmp_def);
+        k[m->pos[v]] = (af__kv_t){m->def[v], v};
+    af__sort_kv(k, (size_t)m->n, k + m->n);
     for (int32_t r = 0; r < m->n; r++) {
-        int32_t v = k[r].v;
+        int32_t v = k[r].id;
         c->by_rank[r] = v;
         c->rank[v] = r;
         c->sorted_def[r] = m->def[v];

@@ -5,6 +5,7 @@
 #ifndef ARENAFLOW_SORT_INT_H
 #define ARENAFLOW_SORT_INT_H
 
+#include "arenaflow/plan.h"
 #include "common/common_int.h"
 
 typedef struct af__kv {
@@ -31,5 +32,10 @@ int af__sort_kv(af__kv_t *v, size_t n, af__kv_t *tmp);
 /* Stable sort of ids[0..n) by key[id], ascending; kv and tmp: scratch of n entries each, or
  * NULL to allocate. Returns 0 or AF_ENOMEM. */
 int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__kv_t *tmp);
+
+/* Interval ids 0..n-1 by (lower ascending, sz descending, id): the placers' start order. */
+int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ids);
+/* Interval ids 0..n-1 by (upper, id), or (upper, lower, id) when then_lower. 0 or AF_ENOMEM. */
+int af__sort_by_end(const af_interval_t *iv, size_t n, int then_lower, int32_t *ids);
 
 #endif

@@ -12,6 +12,7 @@
  * af_intervals_verify() does check 3 for raw intervals.
  */
 #include "planner/plan_int.h"
+#include "planner/sort_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,37 +31,52 @@ typedef struct {
     size_t n;
 } sweep_t;
 
-static int cmp_item_first(const void *a, const void *b)
+/*
+ * Sorts the items (given in increasing id order) by first step, plain newcomers before in-place
+ * hand-overs at the same step (the donor is still live), then id; by_last[] gets them by last
+ * step (stable). 0 or AF_ENOMEM.
+ */
+static int sweep_order(item_t **it_io, size_t n, item_t **by_last)
 {
-    const item_t *x = a, *y = b;
-    if (x->first != y->first)
-        return x->first < y->first ? -1 : 1;
-    /* at the same step, plain newcomers before in-place hand-overs (the donor is still live) */
-    if ((x->handover >= 0) != (y->handover >= 0))
-        return x->handover >= 0 ? 1 : -1;
-    return (x->id > y->id) - (x->id < y->id);
+    item_t *it = *it_io;
+    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
+    item_t *sorted = af__malloc((n + 1) * sizeof(*sorted));
+    if (!kv || !sorted) {
+        af__free(kv);
+        af__free(sorted);
+        return AF_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (af__kv_t){it[i].handover >= 0, (int32_t)i};
+    af__sort_kv(kv, n, kv + n);
+    for (size_t i = 0; i < n; i++)
+        kv[i].key = af__key_i64(it[kv[i].id].first);
+    af__sort_kv(kv, n, kv + n);
+    for (size_t i = 0; i < n; i++)
+        sorted[i] = it[kv[i].id];
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (af__kv_t){af__key_i64(sorted[i].last), (int32_t)i};
+    af__sort_kv(kv, n, kv + n);
+    for (size_t i = 0; i < n; i++)
+        by_last[i] = &sorted[kv[i].id];
+    af__free(kv);
+    af__free(it);
+    *it_io = sorted;
+    return 0;
 }
 
-static int cmp_item_last(const void *a, const void *b)
+/* Live set sorted by offset; no two members overlap. Returns the conflicting pair via a/b.
+ * *it_io (allocated, increasing ids) is replaced by a sorted copy the caller frees. */
+static int sweep(item_t **it_io, size_t n, int32_t *ca, int32_t *cb)
 {
-    const item_t *x = *(item_t *const *)a, *y = *(item_t *const *)b;
-    return (x->last > y->last) - (x->last < y->last);
-}
-
-/* Live set sorted by offset; no two members overlap. Returns the conflicting pair via a/b. */
-static int sweep(item_t *it, size_t n, int32_t *ca, int32_t *cb)
-{
-    qsort(it, n, sizeof(*it), cmp_item_first);
     item_t **by_last = af__malloc((n + 1) * sizeof(*by_last));
     item_t **live = af__malloc((n + 1) * sizeof(*live));
-    if (!by_last || !live) {
+    if (!by_last || !live || sweep_order(it_io, n, by_last)) {
         af__free(by_last);
         af__free(live);
         return AF_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
-        by_last[i] = &it[i];
-    qsort(by_last, n, sizeof(*by_last), cmp_item_last);
+    item_t *it = *it_io;
     size_t nl = 0, e = 0;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -140,7 +156,7 @@ int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint
         it[m++] = (item_t){iv[i].lower, iv[i].upper - 1, iv[i].offset, iv[i].size, (int32_t)i, -1};
     }
     int32_t x = -1, y = -1;
-    int rc = sweep(it, m, &x, &y);
+    int rc = sweep(&it, m, &x, &y);
     af__free(it);
     if (rc == AF_ENOMEM)
         return af__err(err, rc, "out of memory");
@@ -269,7 +285,7 @@ static int check_overlaps(const af_plan_t *p, af_error_t *err)
         it[m++] = (item_t){x->first, x->last, x->offset, x->bytes, t, h};
     }
     int32_t a = -1, b = -1;
-    int rc = sweep(it, m, &a, &b);
+    int rc = sweep(&it, m, &a, &b);
     af__free(it);
     if (rc == AF_ENOMEM)
         return af__err(err, rc, "out of memory");
@@ -337,13 +353,19 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
     return 0;
 }
 
-static int cmp_lead_first(const void *a, const void *b, void *arg)
+/* Group leaders (increasing ids) by first step, then id. */
+static int sort_leads(const af_plan_t *p, int32_t *leads, size_t n)
 {
-    const af_plan_t *p = arg;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (p->tp[x].first != p->tp[y].first)
-        return p->tp[x].first < p->tp[y].first ? -1 : 1;
-    return (x > y) - (x < y);
+    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
+    if (!kv)
+        return AF_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (af__kv_t){af__key_i64(p->tp[leads[i]].first), leads[i]};
+    af__sort_kv(kv, n, kv + n);
+    for (size_t i = 0; i < n; i++)
+        leads[i] = kv[i].id;
+    af__free(kv);
+    return 0;
 }
 
 static int check_reuse(const af_plan_t *p, af_error_t *err)
@@ -377,7 +399,10 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
     for (int32_t t = 0; t < nt; t++)
         if (p->group[t] == t)
             leads[nl++] = t;
-    qsort_r(leads, nl, sizeof(int32_t), cmp_lead_first, (void *)p);
+    if (sort_leads(p, leads, nl)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
     int32_t stamp = 0;
     for (size_t k = 0; k < nl && !rc; k++) {
         int32_t b = leads[k];
