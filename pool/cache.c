@@ -84,6 +84,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->va_base = p->va_base;
     k->ngranules = p->ngranules;
     k->gtab = p->gtab;
+    k->dtab = p->dtab;
     k->fast_max = p->lut_exact ? p->max_size : 0;
     memcpy(k->lut, p->lut, sizeof(k->lut));
 #if defined(AF_ASAN_BUILD)
@@ -142,6 +143,7 @@ void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
         af__pool_central_push(p, c, bin->slots[n - 1 - i].b);
     af__pool_cunlock(p, c);
     AF__ST(&bin->n, n - count);
+    AF__ST(&bin->moved, AF__LD(&bin->moved) - count);
     bin_mark(k, c, n - count);
 }
 
@@ -176,13 +178,12 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
         p->tags_used[k->tag / 64] &= ~(1ull << (k->tag % 64));
     uint64_t a = 0, f = 0;
     for (uint32_t c = 0; c < p->nclasses; c++) {
-        AF__ADD(&p->cls[c].allocs, AF__LD(&k->bins[c].allocs));
+        AF__ADD(&p->cls[c].allocs, af__pool_bin_allocs(&k->bins[c]));
         AF__ADD(&p->cls[c].frees, AF__LD(&k->bins[c].frees));
         uint64_t lent = AF__LD(&k->bins[c].lent);
-        AF__ADD(&p->cls[c].lent_now, (int64_t)(lent - AF__LD(&k->bins[c].returned)));
         AF__ADD(&p->cls[c].lent_total, lent);
         AF__ADD(&p->borrows, lent);
-        a += AF__LD(&k->bins[c].allocs);
+        a += af__pool_bin_allocs(&k->bins[c]);
         f += AF__LD(&k->bins[c].frees);
     }
     AF__ADD(&p->retired_fast_allocs, a - AF__LD(&k->slow_allocs));
@@ -240,6 +241,7 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         bin->slots[got++] = (af__pool_slot_t){x, x->addr};
     }
     af__pool_cunlock(p, c);
+    AF__ST(&bin->moved, AF__LD(&bin->moved) + got);
     if (got) {
         b = bin->slots[--got].b;
         AF__ST(&bin->n, got);
@@ -251,11 +253,14 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         return 0;
     }
     int rc = af__pool_alloc_slow(p, c, size, k, &b);
-    if (rc == 0) /* ours alone now: tag it so this cache frees it without a CAS */
-        atomic_store_explicit(&b->state,
-                              (AF__LD(&b->state) & ((1u << AF__POOL_TAG_SHIFT) - 1)) |
-                                  (k->tag << AF__POOL_TAG_SHIFT),
-                              memory_order_relaxed);
+    if (rc == 0) { /* ours alone now: tag it so this cache frees it without a CAS */
+        uint32_t st = AF__LD(&b->state);
+        atomic_store_explicit(
+            &b->state, (st & ((1u << AF__POOL_TAG_SHIFT) - 1)) | (k->tag << AF__POOL_TAG_SHIFT),
+            memory_order_relaxed);
+        af__pool_bin_t *ob = &k->bins[(st >> 8) & 0xff]; /* the owner counts it */
+        AF__ST(&ob->direct, AF__LD(&ob->direct) + 1);
+    }
     *out = b;
     return rc;
 }
@@ -279,7 +284,7 @@ static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
     af__pool_chunk_t *ch = k->huge[best];
     k->huge[best] = NULL;
     AF__ST(&ch->req, size);
-    atomic_store_explicit(&ch->blocks[0].state,
+    atomic_store_explicit(&af__pool_blk(p, ch, 0)->state,
                           af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
                           memory_order_relaxed);
     AF__ADD(&p->huge_allocs, 1);
@@ -315,42 +320,51 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
             return rc;
     }
     AF__ST(&b->req, (uint32_t)size);
-    bin = &k->bins[(AF__LD(&b->state) >> 8) & 0xff]; /* the owner counts */
-    AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1);
     live_add(k, (int64_t)size);
     af__pool_on_alloc(p, b->addr, size);
     *out = b->addr;
     return 0;
 }
 
+/* Bin c of the cache is empty: lend a block of the nearest larger class from this cache (still no
+ * lock), else the general path. Out of line, so the fast path needs no stack frame. */
+static AF__COLD int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
+{
+    int d = next_full(k, c, k->bins[c].near);
+    if (d < 0)
+        return cache_alloc_rest(k, size, out);
+    af__pool_bin_t *bin = &k->bins[d];
+    uint32_t n = AF__LD(&bin->n);
+    af__pool_slot_t sl = bin->slots[n - 1];
+    AF__ST(&bin->n, n - 1);
+    if (n == 1)
+        bin_mark(k, (uint32_t)d, 0);
+    /* BORROWED = INUSE + 1, and the borrower class in bits 16..23 */
+    uint32_t st = bin->inuse + (AF_BLOCK_BORROWED - AF_BLOCK_INUSE) + (c << 16);
+    atomic_store_explicit(&sl.b->state, st, memory_order_relaxed);
+    AF__ST(&sl.b->req, (uint32_t)size);
+    AF__ST(&bin->lent, AF__LD(&bin->lent) + 1);
+    *out = sl.addr;
+    return 0;
+}
+
 int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
-    if (AF__UNLIKELY(size - 1 >= k->fast_max))
+    uint64_t s1 = size - 1; /* (s1 >> 8) = ceil(size / 256) - 1 */
+    if (AF__UNLIKELY(s1 >= k->fast_max))
         return cache_alloc_rest(k, size, out);
-    uint64_t u = (size + (AF_POOL_ALIGN - 1)) >> 8;
-    uint32_t c = k->lut[af__pool_lut_key(u - 1)]; /* exact, or fast_max would be 0 */
+    size_t c = k->lut[af__pool_lut_key(s1 >> 8)]; /* exact, or fast_max would be 0 */
     af__pool_bin_t *bin = &k->bins[c];
-    uint32_t n = AF__LD(&bin->n), st;
-    if (AF__LIKELY(n)) {
-        st = bin->inuse;
-    } else { /* lend a block of a larger class from this cache: still no lock */
-        int d = next_full(k, c, bin->near);
-        if (AF__UNLIKELY(d < 0))
-            return cache_alloc_rest(k, size, out);
-        st = c << 16; /* the borrower */
-        c = (uint32_t)d;
-        bin = &k->bins[c];
-        n = AF__LD(&bin->n);
-        st += bin->inuse + (AF_BLOCK_BORROWED - AF_BLOCK_INUSE);
-        AF__ST(&bin->lent, AF__LD(&bin->lent) + 1);
-    }
+    uint32_t n = AF__LD(&bin->n);
+    if (AF__UNLIKELY(!n))
+        return cache_lend(k, (uint32_t)c, size, out);
+    uint32_t st = bin->inuse;
     af__pool_slot_t sl = bin->slots[n - 1];
     AF__ST(&bin->n, n - 1);
     if (AF__UNLIKELY(n == 1))
         k->full[c >> 6] &= ~(1ull << (c & 63));
     atomic_store_explicit(&sl.b->state, st, memory_order_relaxed);
     AF__ST(&sl.b->req, (uint32_t)size);
-    AF__ST(&bin->allocs, AF__LD(&bin->allocs) + 1); /* the owner class counts */
     *out = sl.addr;
     return 0;
 }
@@ -375,19 +389,18 @@ static inline int release_state(af_pool_t *p, af__pool_block_t *b, uint32_t *old
 
 /* The general free: foreign pointers, double frees, huge chunks, borrowed blocks, full bins,
  * annotations. */
-static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_block_t *b,
-                                    af__pool_chunk_t *ch, int released, uint32_t st)
+static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
 {
     af_pool_t *p = k->pool;
     if (!b) {
         AF__ADD(&p->foreign_frees, 1);
         return AF_EFOREIGN;
     }
-    if (!released) {
-        int rc = release_state(p, b, &st);
-        if (rc)
-            return rc;
-    }
+    uint32_t st;
+    int rc = release_state(p, b, &st);
+    if (rc)
+        return rc;
+    af__pool_chunk_t *ch = af__pool_chunk_of(p, b); /* the block is ours: its chunk stays */
     if (ch->cls < 0) {
         for (int i = 0; i < AF__POOL_CACHE_HUGE; i++)
             if (!k->huge[i]) { /* keep it for this cache's next huge request: no lock */
@@ -402,8 +415,6 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
     }
     uint32_t c = (uint32_t)ch->cls; /* the owner class, also for a borrowed block (seed §5.3) */
     af__pool_bin_t *bin = &k->bins[c];
-    if ((st & 0xff) == AF_BLOCK_BORROWED)
-        AF__ST(&bin->returned, AF__LD(&bin->returned) + 1);
     live_add(k, -(int64_t)AF__LD(&b->req));
     af__pool_on_free(p, b->addr, ch->bs);
     uint32_t n = AF__LD(&bin->n);
@@ -423,32 +434,31 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, void *ptr, af__pool_bloc
 
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
-    /* af__pool_lookup with the cache's copies of the pool's fields */
+    /* af__pool_lookup with the cache's copies of the pool's fields: a block of a granule or
+     * more is found with one load (dtab), a smaller one through its chunk */
     uint64_t g = (uint64_t)((uintptr_t)ptr - (uintptr_t)k->va_base) >> AF__POOL_GRANULE_SHIFT;
     if (AF__UNLIKELY(g >= k->ngranules))
-        return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
-    af__pool_chunk_t *ch = atomic_load_explicit(&k->gtab[g], memory_order_acquire);
-    if (AF__UNLIKELY(!ch))
-        return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
-    uint64_t o = (uint64_t)((const char *)ptr - ch->base);
-    uint64_t idx = (o * ch->inv) >> 32; /* 0 for a single-block chunk's only block */
-    if (AF__UNLIKELY(idx >= ch->nblocks || idx * ch->bs != o))
-        return cache_free_rest(k, ptr, NULL, NULL, 0, 0);
-    af__pool_block_t *b = &ch->blocks[idx];
+        return cache_free_rest(k, NULL);
+    af__pool_block_t *b = &k->dtab[g];
+    if (AF__UNLIKELY(b->addr != ptr)) {
+        af__pool_chunk_t *ch;
+        b = af__pool_lookup_small(k->gtab, ptr, g, &ch);
+        if (AF__UNLIKELY(!b))
+            return cache_free_rest(k, NULL);
+    }
     /* Fast case: a block this cache handed out (in use or borrowed; FREE blocks carry no tag, so
-     * a second free of it never matches and goes to the CAS below). Its owner class is the
-     * chunk's (seed §5.3: a borrowed block goes back to it). */
+     * a second free of it never matches and goes to the CAS in cache_free_rest). Its state word
+     * names the owner class (seed §5.3: a borrowed block goes back to it); tagged blocks are
+     * never huge. */
     uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
     if (AF__UNLIKELY((st & ~((1u << AF__POOL_TAG_SHIFT) - 1)) != k->owned))
-        return cache_free_rest(k, ptr, b, ch, 0, 0);
-    uint32_t c = (uint32_t)ch->cls; /* tagged blocks are never huge */
+        return cache_free_rest(k, b);
+    uint32_t c = (st >> 8) & 0xff;
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))
-        return cache_free_rest(k, ptr, b, ch, 0, 0);
-    atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_FREE, c, 0), memory_order_relaxed);
-    if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_BORROWED))
-        AF__ST(&bin->returned, AF__LD(&bin->returned) + 1);
+        return cache_free_rest(k, b);
+    atomic_store_explicit(&b->state, st & 0xff00u, memory_order_relaxed); /* FREE, owner c */
     bin->slots[n] = (af__pool_slot_t){b, ptr};
     AF__ST(&bin->n, n + 1);
     if (AF__UNLIKELY(n == 0))
@@ -503,8 +513,6 @@ int af_pool_free(af_pool_t *p, void *ptr)
     if (ch->cls < 0)
         return af__pool_huge_free(p, ch);
     uint32_t c = (uint32_t)ch->cls;
-    if ((st & 0xff) == AF_BLOCK_BORROWED)
-        AF__SUB(&p->cls[c].lent_now, 1);
     AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
     AF__ADD(&p->cls[c].frees, 1);
     af__pool_on_free(p, b->addr, ch->bs);

@@ -120,12 +120,18 @@ static void note_reserved(af_pool_t *p)
         AF__ST(&p->peak_reserved, r);
 }
 
+/* Points the chunk's granules at val (the chunk, or NULL when it leaves service); for a chunk
+ * whose descriptors live in dtab, leaving service also clears their addresses there, so a later
+ * free of a stale pointer is not mistaken for a block start. */
 static void publish(af_pool_t *p, af__pool_chunk_t *ch, af__pool_chunk_t *val)
 {
     uint64_t g0 = (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT;
     uint64_t ng = ch->bytes >> AF__POOL_GRANULE_SHIFT;
     for (uint64_t g = g0; g < g0 + ng; g++)
         atomic_store_explicit(&p->gtab[g], val, memory_order_release);
+    if (!val && ch->dt)
+        for (uint32_t i = 0; i < ch->nblocks; i++)
+            af__pool_blk(p, ch, i)->addr = NULL;
 }
 
 /* Makes a chunk: from mapped memory that a retired chunk left (no OS call), else freshly mapped. */
@@ -148,7 +154,8 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
     }
     int rc = AF_ENOMEM;
     uint64_t start, ng = bytes >> AF__POOL_GRANULE_SHIFT;
-    if (ch->cap_blocks < nb) {
+    ch->dt = bs >= AF__POOL_GRANULE;
+    if (!ch->dt && ch->cap_blocks < nb) {
         af__pool_block_t *nbk = af__calloc(nb, sizeof(af__pool_block_t));
         if (!nbk)
             goto fail;
@@ -191,9 +198,12 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
     ch->hnext = NULL;
     uint32_t owner = cls < 0 ? AF__POOL_HUGE_CLASS : (uint32_t)cls;
     for (uint32_t i = 0; i < nb; i++) {
-        ch->blocks[i].addr = base + (uint64_t)i * bs;
-        ch->blocks[i].prev = ch->blocks[i].next = NULL;
-        atomic_init(&ch->blocks[i].state, af__blk_state(AF_BLOCK_FREE, owner, 0));
+        af__pool_block_t *b = af__pool_blk(p, ch, i);
+        b->addr = base + (uint64_t)i * bs;
+        b->prev = b->next = NULL;
+        atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_FREE, owner, 0),
+                              memory_order_relaxed);
+        atomic_store_explicit(&b->req, 0, memory_order_relaxed);
     }
     publish(p, ch, ch);
     *out = ch;
@@ -281,12 +291,6 @@ void af__pool_unmap_all(af_pool_t *p)
 
 /* ---- central lists (class lock) -------------------------------------------------------- */
 
-static af__pool_chunk_t *chunk_of(const af_pool_t *p, const af__pool_block_t *b)
-{
-    uint64_t g = (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT;
-    return atomic_load_explicit(&p->gtab[g], memory_order_relaxed);
-}
-
 void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b)
 {
     af__pool_class_t *k = &p->cls[c];
@@ -296,7 +300,7 @@ void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b)
         k->head->prev = b;
     k->head = b;
     AF__ST(&k->nfree, AF__LD(&k->nfree) + 1);
-    af__pool_chunk_t *ch = chunk_of(p, b);
+    af__pool_chunk_t *ch = af__pool_chunk_of(p, b);
     if (++ch->nfree == ch->nblocks && p->opts.idle_trim_ms)
         ch->idle_since = af_now_ns();
 }
@@ -320,7 +324,7 @@ af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c)
     if (!b)
         return NULL;
     central_unlink(p, c, b);
-    chunk_of(p, b)->nfree--;
+    af__pool_chunk_of(p, b)->nfree--;
     return b;
 }
 
@@ -345,7 +349,7 @@ static void scavenge(af_pool_t *p, af_pool_cache_t *k)
         int idle = ch->nfree == ch->nblocks;
         if (idle) {
             for (uint32_t j = 0; j < ch->nblocks; j++)
-                central_unlink(p, c, &ch->blocks[j]);
+                central_unlink(p, c, af__pool_blk(p, ch, j));
             p->cls[c].nblocks -= ch->nblocks;
             p->cls[c].nchunks--;
             ch->nfree = 0;
@@ -394,7 +398,7 @@ int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k)
         cl->next_chunk *= 2;
     af__pool_clock(p, c);
     for (uint32_t i = ch->nblocks; i-- > 0;)
-        af__pool_central_push(p, c, &ch->blocks[i]);
+        af__pool_central_push(p, c, af__pool_blk(p, ch, i));
     ch->idle_since = 0;
     cl->nblocks += ch->nblocks;
     cl->nchunks++;
@@ -420,7 +424,6 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
         if (b) {
             atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
                                   memory_order_relaxed);
-            AF__ADD(&p->cls[d].lent_now, 1);
             AF__ADD(&p->cls[d].lent_total, 1);
             AF__ADD(&p->borrows, 1);
         }
@@ -471,8 +474,8 @@ int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
     }
     if (ch) {
         AF__ST(&ch->req, size);
-        AF__ST(&ch->blocks[0].req, 0);
-        atomic_store_explicit(&ch->blocks[0].state,
+        AF__ST(&af__pool_blk(p, ch, 0)->req, 0);
+        atomic_store_explicit(&af__pool_blk(p, ch, 0)->state,
                               af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
                               memory_order_relaxed);
         AF__ADD(&p->huge_allocs, 1);
@@ -531,7 +534,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
                    (before == UINT64_MAX || (ch->idle_since && ch->idle_since <= before));
         if (idle) {
             for (uint32_t j = 0; j < ch->nblocks; j++)
-                central_unlink(p, c, &ch->blocks[j]);
+                central_unlink(p, c, af__pool_blk(p, ch, j));
             p->cls[c].nblocks -= ch->nblocks;
             p->cls[c].nchunks--;
             ch->nfree = 0;

@@ -221,6 +221,14 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     if (!p->gtab)
         goto fail_gtab;
     p->va_raw = va;
+    void *dt = mmap(NULL, p->ngranules * sizeof(af__pool_block_t), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (dt == MAP_FAILED)
+        goto fail_dtab;
+    p->dtab = dt;
+#ifdef MADV_HUGEPAGE
+    madvise(dt, p->ngranules * sizeof(af__pool_block_t), MADV_HUGEPAGE);
+#endif
     if (pthread_mutex_init(&p->glock, NULL))
         goto fail_lock;
     uint32_t c = 0;
@@ -239,6 +247,8 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     return 0;
 
 fail_lock:
+    munmap(p->dtab, p->ngranules * sizeof(af__pool_block_t));
+fail_dtab:
     af__free(p->gtab);
 fail_gtab:
     munmap(va, p->va_bytes);
@@ -275,6 +285,7 @@ void af_pool_destroy(af_pool_t *p)
     af__free(p->vfree);
     af__free(p->mfree);
     munmap(p->va_raw, p->va_bytes);
+    munmap(p->dtab, p->ngranules * sizeof(af__pool_block_t));
     af__free(p->gtab);
     for (uint32_t c = 0; c < p->nclasses; c++)
         pthread_mutex_destroy(&p->cls[c].lock);
@@ -347,9 +358,10 @@ int64_t af__pool_live_req(af_pool_t *p)
         if (!ch->mapped)
             continue;
         for (uint32_t j = 0; j < ch->nblocks; j++) {
-            uint32_t st = AF__LD(&ch->blocks[j].state) & 0xff;
+            af__pool_block_t *b = af__pool_blk(p, ch, j);
+            uint32_t st = AF__LD(&b->state) & 0xff;
             if (st == AF_BLOCK_INUSE || st == AF_BLOCK_BORROWED)
-                v += ch->cls < 0 ? (int64_t)AF__LD(&ch->req) : (int64_t)AF__LD(&ch->blocks[j].req);
+                v += ch->cls < 0 ? (int64_t)AF__LD(&ch->req) : (int64_t)AF__LD(&b->req);
         }
     }
     return v;
@@ -386,7 +398,21 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
     return 0;
 }
 
-static void class_stats(af_pool_t *p, uint32_t c, af_pool_class_stats_t *cs)
+/* Blocks of each class lent to a smaller class now: their state words say BORROWED (a scan:
+ * the fast paths keep no count of lent blocks coming back). glock held. */
+static void count_lent(af_pool_t *p, uint64_t *lent)
+{
+    for (size_t i = 0; i < p->nchunks; i++) {
+        af__pool_chunk_t *ch = p->chunks[i];
+        if (!ch->mapped || ch->cls < 0)
+            continue;
+        for (uint32_t j = 0; j < ch->nblocks; j++)
+            if ((AF__LD(&af__pool_blk(p, ch, j)->state) & 0xff) == AF_BLOCK_BORROWED)
+                lent[ch->cls]++;
+    }
+}
+
+static void class_stats(af_pool_t *p, uint32_t c, uint64_t lent, af_pool_class_stats_t *cs)
 {
     af__pool_class_t *k = &p->cls[c];
     pthread_mutex_lock(&k->lock); /* not counted: statistics are not the allocation path */
@@ -395,19 +421,16 @@ static void class_stats(af_pool_t *p, uint32_t c, af_pool_class_stats_t *cs)
     cs->blocks = k->nblocks;
     cs->blocks_free = AF__LD(&k->nfree);
     pthread_mutex_unlock(&k->lock);
-    int64_t lent = AF__LD(&k->lent_now);
     cs->lent_total = AF__LD(&k->lent_total);
     cs->allocs = AF__LD(&k->allocs);
     cs->frees = AF__LD(&k->frees);
     for (af_pool_cache_t *q = p->caches; q; q = q->next) {
         cs->blocks_cached += AF__LD(&q->bins[c].n);
-        cs->allocs += AF__LD(&q->bins[c].allocs);
+        cs->allocs += af__pool_bin_allocs(&q->bins[c]);
         cs->frees += AF__LD(&q->bins[c].frees);
-        uint64_t out = AF__LD(&q->bins[c].lent);
-        lent += (int64_t)(out - AF__LD(&q->bins[c].returned));
-        cs->lent_total += out;
+        cs->lent_total += AF__LD(&q->bins[c].lent);
     }
-    cs->blocks_lent = lent > 0 ? (uint64_t)lent : 0;
+    cs->blocks_lent = lent;
     uint64_t held = cs->blocks_free + cs->blocks_cached;
     cs->blocks_in_use = cs->blocks > held ? cs->blocks - held : 0;
 }
@@ -419,9 +442,11 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     memset(st, 0, sizeof(*st));
     pthread_mutex_lock(&p->glock); /* not counted, see class_stats */
     st->nclasses = p->nclasses;
+    uint64_t lent[AF_POOL_MAX_CLASSES] = {0};
+    count_lent(p, lent);
     for (uint32_t c = 0; c < p->nclasses; c++) {
         af_pool_class_stats_t *cs = &st->classes[c];
-        class_stats(p, c, cs);
+        class_stats(p, c, lent[c], cs);
         st->allocated_bytes += cs->blocks_in_use * cs->block_size;
         st->allocs += cs->allocs;
         st->frees += cs->frees;
@@ -431,7 +456,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
         slow_a += AF__LD(&q->slow_allocs);
         slow_f += AF__LD(&q->slow_frees);
         for (uint32_t c = 0; c < p->nclasses; c++) {
-            cache_a += AF__LD(&q->bins[c].allocs);
+            cache_a += af__pool_bin_allocs(&q->bins[c]);
             cache_f += AF__LD(&q->bins[c].frees);
             st->borrows += AF__LD(&q->bins[c].lent);
         }
@@ -444,7 +469,8 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     uint64_t huge_live = 0;
     for (size_t i = 0; i < p->nchunks; i++) {
         af__pool_chunk_t *ch = p->chunks[i];
-        if (ch->mapped && ch->cls < 0 && (AF__LD(&ch->blocks[0].state) & 0xff) != AF_BLOCK_FREE)
+        if (ch->mapped && ch->cls < 0 &&
+            (AF__LD(&af__pool_blk(p, ch, 0)->state) & 0xff) != AF_BLOCK_FREE)
             huge_live += ch->bytes;
     }
     pthread_mutex_unlock(&p->glock);

@@ -59,7 +59,9 @@ typedef struct af__pool_chunk {
     int32_t cls;                  /* class, or -1 for a huge chunk */
     uint32_t nfree;               /* blocks in the central free list (class lock) */
     int mapped;                   /* 0 once released (descriptor kept for reuse) */
-    uint64_t idle_since;          /* ns when nfree reached nblocks (class lock) */
+    int dt; /* block size >= one granule: the block descriptors live in pool->dtab, at the
+               granule each block starts in (`blocks` is then unused) */
+    uint64_t idle_since; /* ns when nfree reached nblocks (class lock) */
     af__pool_block_t *blocks;
     struct af__pool_chunk *hnext; /* huge cache list (glock) */
 } af__pool_chunk_t;
@@ -75,7 +77,6 @@ typedef struct af__pool_class {
     uint32_t borrow_last;           /* slow path borrows from central lists of (cls, borrow_last] */
     uint32_t borrow_near;           /* a cache borrows from its own bins of (cls, borrow_near] */
     _Atomic uint64_t allocs, frees; /* through no-cache calls, borrows, retired caches */
-    _Atomic int64_t lent_now;       /* lent by slow paths, minus returned through no-cache frees */
     _Atomic uint64_t lent_total;
     char pad[64];
 } af__pool_class_t;
@@ -90,15 +91,26 @@ typedef struct af__pool_slot {
 typedef struct af__pool_bin {
     _Atomic uint32_t n;
     uint32_t cap;
-    uint32_t near; /* the class's borrow_near (copied: one cache line less on a lend) */
-    af__pool_slot_t *slots;
-    _Atomic uint64_t allocs, frees; /* hot: the first 32 bytes are all the fast path touches */
-    _Atomic uint64_t lent;          /* blocks of this class this cache lent to smaller requests */
-    _Atomic uint64_t returned;      /* borrowed blocks of this class freed through this cache */
+    uint32_t near;  /* the class's borrow_near (copied: one cache line less on a lend) */
     uint32_t inuse; /* state word of a block of this class handed out by this cache: INUSE, class,
                        cache tag (a lend to class b adds 1 for BORROWED and b << 16) */
-    uint32_t spare; /* pads the bin to 64 bytes: bins[c] is one shift away */
+    af__pool_slot_t *slots;
+    /* Counters (one writer, relaxed). The fast paths keep one: frees (blocks pushed). Blocks
+     * handed out are derived (af__pool_bin_allocs): pops = moved + frees - n. */
+    _Atomic uint64_t frees;
+    _Atomic int64_t moved;   /* blocks moved in from the central list minus flushed back */
+    _Atomic uint64_t direct; /* blocks of this class handed out without passing the bin */
+    _Atomic uint64_t lent;   /* blocks of this class this cache lent to smaller requests */
+    uint64_t spare;          /* pads the bin to 64 bytes: bins[c] is one shift away */
 } af__pool_bin_t;
+_Static_assert(sizeof(af__pool_bin_t) == 64, "a bin is one cache line");
+
+/* Requests served from bin (pops, own and lent) and around it (direct): a snapshot. */
+static inline uint64_t af__pool_bin_allocs(const af__pool_bin_t *bin)
+{
+    int64_t pops = AF__LD(&bin->moved) + (int64_t)AF__LD(&bin->frees) - (int64_t)AF__LD(&bin->n);
+    return (pops > 0 ? (uint64_t)pops : 0) + AF__LD(&bin->direct);
+}
 
 struct af_pool_cache {
     /* hot: copies of the pool's read-only lookup fields (one dependent load less per call) */
@@ -107,6 +119,7 @@ struct af_pool_cache {
     char *va_base;
     uint64_t ngranules;
     _Atomic(af__pool_chunk_t *) *gtab;
+    af__pool_block_t *dtab;
     int flags;         /* nonzero: every call takes the general path (poison, ASan, exact peak) */
     uint32_t tag;      /* this cache's tag (1..255), or 0 */
     uint32_t owned;    /* tag bits of a block this cache handed out (bits 24..31 of its state word);
@@ -130,7 +143,10 @@ struct af_pool {
     char *va_base;
     uint64_t ngranules;
     _Atomic(af__pool_chunk_t *) *gtab; /* granule -> chunk (release on publish, acquire on read) */
-    uint64_t max_size;                 /* largest class in bytes */
+    af__pool_block_t *dtab; /* granule -> descriptor of the block of >= 1 granule starting in it
+                               (addr NULL when none): free finds such a block with one load. An
+                               mmap'd NORESERVE array, committed page by page as it is used */
+    uint64_t max_size;      /* largest class in bytes */
     uint32_t nclasses;
     int poison, exact_peak;
     int lut_exact;                       /* lut[] alone maps sizes to classes (no step up) */
@@ -177,10 +193,11 @@ struct af_pool {
  * a few steps up follow. */
 static inline uint32_t af__pool_lut_key(uint64_t v)
 {
-    if (v < 16)
-        return (uint32_t)v;
-    unsigned lg = 63u - (unsigned)__builtin_clzll(v);
-    return 16u + (lg - 4u) * 8u + (uint32_t)((v >> (lg - 3u)) & 7u);
+    /* Branch-free form of: v < 16 ? v : 16 + (lg - 4) * 8 + ((v >> (lg - 3)) & 7) with lg the
+     * top bit of v. With sh = lg' - 3, lg' the top bit of (v | 8), it is 8 sh + (v >> sh): below
+     * 16, sh = 0 and the key is v; above, v >> sh is 8 + the 3 bits under the top one. */
+    unsigned sh = 60u - (unsigned)__builtin_clzll(v | 8u);
+    return (uint32_t)((sh << 3) + (v >> sh));
 }
 
 static inline int af__pool_class_fast(const af_pool_t *p, uint64_t size)
@@ -193,6 +210,39 @@ static inline int af__pool_class_fast(const af_pool_t *p, uint64_t size)
     return (int)c;
 }
 
+/* Descriptor j of a chunk (see af__pool_chunk_t.dt). */
+static inline af__pool_block_t *af__pool_blk(const af_pool_t *p, const af__pool_chunk_t *ch,
+                                             uint64_t j)
+{
+    if (!ch->dt)
+        return &ch->blocks[j];
+    uint64_t off = (uint64_t)(ch->base - p->va_base) + j * ch->bs;
+    return &p->dtab[off >> AF__POOL_GRANULE_SHIFT];
+}
+
+/* The chunk holding block b (relaxed: callers hold a lock, or own the block). */
+static inline af__pool_chunk_t *af__pool_chunk_of(const af_pool_t *p, const af__pool_block_t *b)
+{
+    uint64_t g = (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT;
+    return atomic_load_explicit(&p->gtab[g], memory_order_relaxed);
+}
+
+/* The block of a chunk smaller than a granule starting at ptr (granule g), or NULL. */
+static inline af__pool_block_t *af__pool_lookup_small(_Atomic(af__pool_chunk_t *) *gtab,
+                                                      const void *ptr, uint64_t g,
+                                                      af__pool_chunk_t **chunk_out)
+{
+    af__pool_chunk_t *ch = atomic_load_explicit(&gtab[g], memory_order_acquire);
+    if (!ch || ch->dt)
+        return NULL; /* no chunk, or inside a large block (its start is in dtab) */
+    uint64_t o = (uint64_t)((const char *)ptr - ch->base);
+    uint64_t idx = (o * ch->inv) >> 32;
+    if (idx >= ch->nblocks || idx * ch->bs != o)
+        return NULL;
+    *chunk_out = ch;
+    return &ch->blocks[idx];
+}
+
 /* Looks up the block starting at ptr; NULL when ptr is not one (foreign or interior). */
 static inline af__pool_block_t *af__pool_lookup(const af_pool_t *p, const void *ptr,
                                                 af__pool_chunk_t **chunk_out)
@@ -201,15 +251,14 @@ static inline af__pool_block_t *af__pool_lookup(const af_pool_t *p, const void *
     uint64_t g = off >> AF__POOL_GRANULE_SHIFT;
     if (g >= p->ngranules)
         return NULL;
+    af__pool_block_t *b = &p->dtab[g];
+    if (b->addr != ptr)
+        return af__pool_lookup_small(p->gtab, ptr, g, chunk_out);
     af__pool_chunk_t *ch = atomic_load_explicit(&p->gtab[g], memory_order_acquire);
     if (!ch)
         return NULL;
-    uint64_t o = (uint64_t)((const char *)ptr - ch->base);
-    uint64_t idx = ch->nblocks == 1 ? 0 : (o * ch->inv) >> 32;
-    if (idx >= ch->nblocks || idx * ch->bs != o)
-        return NULL;
     *chunk_out = ch;
-    return &ch->blocks[idx];
+    return b;
 }
 
 void af__pool_glock(af_pool_t *p);
