@@ -27,9 +27,20 @@ void af_plan_opts_init(af_plan_opts_t *o)
     o->dp_max_nodes = 24;
     o->dp_max_states = 2000000;
     o->verify = 1;
+    o->search_effort = AF_PLAN_SEARCH_EFFORT;
 }
 
-typedef enum { T_SCHED, T_PLACER, T_MODE, T_REUSE, T_SIZE, T_DOUBLE, T_BOOL, T_I32 } opt_type_t;
+typedef enum {
+    T_SCHED,
+    T_PLACER,
+    T_MODE,
+    T_REUSE,
+    T_SIZE,
+    T_DOUBLE,
+    T_BOOL,
+    T_I32,
+    T_COUNT, /* uint64_t count, plain decimal */
+} opt_type_t;
 
 static const struct {
     const char *key;
@@ -52,6 +63,8 @@ static const struct {
     {"dp_max_nodes", T_I32, offsetof(af_plan_opts_t, dp_max_nodes), "exact DP node cap"},
     {"dp_max_states", T_SIZE, offsetof(af_plan_opts_t, dp_max_states), "exact DP state cap"},
     {"verify", T_BOOL, offsetof(af_plan_opts_t, verify), "verify every plan"},
+    {"search_effort", T_COUNT, offsetof(af_plan_opts_t, search_effort),
+     "portfolio: search nodes per tensor of its last member, 0 = off"},
 };
 
 static const char *opt_keys[AF_ARRAY_SIZE(opt_table) + 1];
@@ -169,6 +182,15 @@ int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_e
         if (errno || end == value || *end || v < 0 || v > INT32_MAX)
             return af__err(err, AF_EINVAL, "%s: '%s' is not a non-negative integer", key, value);
         *(int32_t *)field = (int32_t)v;
+        return 0;
+    }
+    case T_COUNT: {
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (value[0] < '0' || value[0] > '9' || errno || *end)
+            return af__err(err, AF_EINVAL, "%s: '%s' is not a non-negative integer (0 = off)", key,
+                           value);
+        *(uint64_t *)field = (uint64_t)v;
         return 0;
     }
     }

@@ -18,7 +18,10 @@
  *                  count, size x length, lifetime length, start) x {best fit, first fit} through
  *                  the engine below; keeps the lowest; stops as soon as a result equals the
  *                  lower bound. The engine members run within a budget of comparisons (their
- *                  cost grows with the overlap), so dense instances run fewer of them.
+ *                  cost grows with the overlap), so dense instances run fewer of them. Last,
+ *                  when still above the bound on at most 1,024 intervals, the search below in
+ *                  its work-bounded mode (search_effort x n nodes, no clock: deterministic),
+ *                  seeded with that packing, which it keeps unless it finds a lower one.
  *   search         anytime branch-and-bound (planner/search.c), seeded by the portfolio.
  *
  * The ordered-greedy engine finds the placed intervals overlapping a new one with a segment tree
@@ -648,6 +651,29 @@ static const struct {
     {KEY_SIZE, 0}, {KEY_CONFLICTS, 0}, {KEY_AREA, 0}, {KEY_LENGTH, 0}, {KEY_START, 0},
 };
 
+/*
+ * The last member: the work-bounded search (planner/search.c) from the packing of the others.
+ * It runs when that packing is above the lower bound by more than 1/1024 (below that it cannot
+ * gain anything worth its cost) on instances of at most AF__SEARCH_MEMBER_MAX intervals: a search
+ * node scans the buffers and time sections of its partition, so a complete dive costs about
+ * n x (n + sections). Its budget is `effort` dives (effort x n nodes): on tight instances the
+ * first dive at the lower bound usually succeeds. Deterministic (a node count, no clock), and
+ * optional: when it cannot allocate it is skipped and the packing of the others stands.
+ */
+#define AF__SEARCH_MEMBER_MAX 1024
+static void search_member(af_interval_t *iv, size_t n, uint64_t a, uint64_t effort, uint64_t lb,
+                          uint64_t *best)
+{
+    size_t m = 0; /* intervals the search places (positive size) */
+    for (size_t i = 0; i < n; i++)
+        m += iv[i].size != 0;
+    if (m == 0 || m > AF__SEARCH_MEMBER_MAX || *best - lb <= lb / 1024)
+        return;
+    uint64_t h = *best, nodes = effort > UINT64_MAX / m ? UINT64_MAX : effort * m;
+    if (af__search_improve(iv, n, a, nodes, &h, NULL) == 0 && h < *best)
+        *best = h;
+}
+
 /* An engine member costs about sum over intervals of k log k (k = placed intervals overlapping
  * it). The portfolio runs as many members as fit in this budget of comparisons (at least one
  * when the instance is only moderately dense); the sweep alone is O(n log n) whatever the
@@ -713,6 +739,8 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
                 iv[i].offset = tmp[i].offset;
         }
     }
+    if (o && o->search_effort && n && best > lb)
+        search_member(iv, n, a, o->search_effort, lb, &best);
     if (n == 0)
         best = 0;
     *height = best;
@@ -764,7 +792,7 @@ int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_p
     int rc = check_input(iv, n, err);
     if (rc)
         return rc;
-    af_place_opts_t o = {1, 10.0, 0};
+    af_place_opts_t o = {.alignment = 1, .time_limit_s = 10.0};
     if (opts)
         o = *opts;
     if (o.alignment == 0)

@@ -316,7 +316,10 @@ static int place_groups(af_plan_t *p, const int32_t *glast, int safe, const char
     if (!safe && p->opts.parallel_reuse == AF_REUSE_STRICT &&
         (rc = strict_extend(p, ids, iv, n, err)))
         goto out;
-    af_place_opts_t po = {p->opts.alignment, p->opts.time_limit_s, p->opts.capacity};
+    af_place_opts_t po = {.alignment = p->opts.alignment,
+                          .time_limit_s = p->opts.time_limit_s,
+                          .capacity = p->opts.capacity,
+                          .search_effort = p->opts.search_effort};
     int32_t nb = 0;
     if (safe) {
         rc = af_place_intervals(iv, n, "naive", &po, arena, err);

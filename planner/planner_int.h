@@ -47,6 +47,14 @@ const af__place_entry_t *af__place_find(const char *name);
 /* Anytime search (planner/search.c): seeded with the portfolio's result. */
 int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                      af_error_t *err);
+/*
+ * Work-bounded search from a given packing (the portfolio's last member, planner/search.c):
+ * iv[i].offset must hold a valid packing (sizes aligned up to alignment). Explores at most
+ * `nodes` search nodes without reading the clock, then writes the best packing found (never
+ * higher than the given one) and its height. Returns 0, or an error with iv untouched.
+ */
+int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
+                       uint64_t *height, af_error_t *err);
 
 /*
  * Shared-object placement: assigns each interval a buffer index (buf[i]); a buffer's size is the

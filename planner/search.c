@@ -23,6 +23,14 @@
  * probe that runs out of its share of the time is abandoned upwards (not a proof). Every probe
  * that fits improves the incumbent, so stopping at any time returns the best packing so far.
  *
+ * Work-bounded mode (o->search_nodes > 0): the same search, bounded by a count of search nodes
+ * (DFS placements, summed over restarts and probes) instead of the clock, which it never reads;
+ * probes get the same shares of the nodes left as of the time left, and restarts are clipped to
+ * what their probe has left. Restart seeds are fixed, so the same input gives the same packing
+ * on any machine and under any load, and a run that ends within its budget is still a proof.
+ * The default placer runs it as the portfolio's last member (af__search_improve(), seeded with
+ * the portfolio's packing instead of placing it again).
+ *
  * Sizes are aligned up first (an interval's footprint), as in every placer, so the height is the
  * highest offset + aligned size and offsets stay aligned.
  *
@@ -44,10 +52,11 @@
 
 typedef struct part_info {
     af__search_part_t sp;
-    int32_t *gidx;   /* local -> global index */
-    uint64_t lb;     /* max cross-section of the partition */
-    uint64_t best_h; /* height of the partition's packing in best[] */
-    uint64_t proven; /* smallest capacity not proven infeasible */
+    uint8_t sorted[AF__SEARCH_N_ORDERS]; /* static order h is built (sorted on first use) */
+    int32_t *gidx;                       /* local -> global index */
+    uint64_t lb;                         /* max cross-section of the partition */
+    uint64_t best_h;                     /* height of the partition's packing in best[] */
+    uint64_t proven;                     /* smallest capacity not proven infeasible */
 } part_info_t;
 
 typedef struct sort_key {
@@ -55,11 +64,21 @@ typedef struct sort_key {
     int32_t idx;
 } sort_key_t;
 
+/* Where a probe stops: at a deadline (anytime mode), or once the search has explored node_end
+ * nodes in total (work-bounded mode). */
+typedef struct limit {
+    double deadline;
+    uint64_t node_end;
+} limit_t;
+
 typedef struct search_ctx {
     const af_interval_t *iv;
     size_t n;
     uint64_t alignment;
-    uint64_t *best; /* n: best packing's offsets */
+    const af_interval_t *given; /* the incumbent's offsets, or NULL: place the portfolio */
+    uint64_t work;              /* node budget of the work-bounded mode; 0 = anytime mode */
+    uint64_t used;              /* nodes explored so far (work-bounded mode) */
+    uint64_t *best;             /* n: best packing's offsets */
     part_info_t *parts;
     int32_t nparts;
     uint64_t *scratch; /* max partition size */
@@ -167,22 +186,25 @@ static void sort_order(af__search_part_t *sp, int h, const int8_t *spec, const u
         sp->order[h][b] = keys[b].idx;
 }
 
-static int build_orders(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx,
-                        sort_key_t *keys)
+/*
+ * The static orders: time sweeps first (start first, end first, outward from the largest
+ * cross-section: they solve guillotine-like tight instances), then MiniMalloc's preorders
+ * (total, width, area) and size first.
+ */
+static const int8_t order_spec[AF__SEARCH_N_ORDERS][3] = {
+    {4, 3, 1}, {5, 3, 1}, {6, 3, 1}, {4, 1, 3}, {5, 1, 3}, {6, 1, 3},
+    {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0},
+};
+
+/* Order h of partition pi, sorted on first use: a search that ends in its first dives (the
+ * common case when the lower bound is reached) sorts one or two orders, not all of them. */
+static const int32_t *static_order(part_info_t *pi, int h, sort_key_t *keys)
 {
-    /*
-     * Time sweeps first (start first, end first, outward from the largest cross-section: they
-     * solve guillotine-like tight instances), then MiniMalloc's preorders (total, width,
-     * area) and size first.
-     */
-    static const int8_t spec[AF__SEARCH_N_ORDERS][3] = {
-        {4, 3, 1}, {5, 3, 1}, {6, 3, 1}, {4, 1, 3}, {5, 1, 3}, {6, 1, 3},
-        {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0},
-    };
-    build_features(sp, iv, gidx);
-    for (int h = 0; h < AF__SEARCH_N_ORDERS; h++)
-        sort_order(sp, h, spec[h], NULL, keys);
-    return 0;
+    if (!pi->sorted[h]) {
+        sort_order(&pi->sp, h, order_spec[h], NULL, keys);
+        pi->sorted[h] = 1;
+    }
+    return pi->sp.order[h];
 }
 
 /* A randomised order for restart number k: two random features, then random ties. */
@@ -350,8 +372,10 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
         for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
             sp->sec_buf[sp->floor[s]++] = b;
     for (int32_t s = 0; s < sp->nsec; s++)
-        sp->wit[s] = sp->sec_buf[sp->sec_start[s]]; /* every section has a live buffer */
-    return build_orders(sp, iv, pi->gidx, keys);
+        sp->wit[s] = sp->sec_start[s]; /* every section has a live buffer */
+    build_features(sp, iv, pi->gidx);
+    static_order(pi, 0, keys); /* the skyline fallback uses order 0 */
+    return 0;
 }
 
 /* Splits the positive-size intervals at time points nothing is live across. */
@@ -434,33 +458,48 @@ static uint64_t luby(uint64_t i)
     }
 }
 
+static int out_of_work(const search_ctx_t *c, const limit_t *l)
+{
+    return c->work ? c->used >= l->node_end : af__search_now() > l->deadline;
+}
+
 /*
- * Does partition pi fit under cap before the deadline? Restarts with Luby-scaled node limits,
+ * Does partition pi fit under cap within the limit? Restarts with Luby-scaled node limits,
  * alternating the static orders and randomised sweep orders. A run that ends without hitting its
  * node limit is a proof either way. Updates best[] and pi->best_h on success, pi->proven on a
- * proof.
+ * proof. In the work-bounded mode a run's node limit is also clipped to what the limit leaves,
+ * and every node explored is charged to c->used.
  */
-static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double deadline)
+static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, const limit_t *lim)
 {
     if (pi->best_h <= cap)
         return AF__SEARCH_FOUND;
     if (pi->proven > cap)
         return AF__SEARCH_INFEASIBLE;
     af__search_part_t *sp = &pi->sp;
-    sp->deadline = deadline;
+    sp->deadline = lim->deadline;
+    sp->use_clock = c->work == 0;
     uint64_t base = 24 * (uint64_t)sp->n + 64;
     for (uint64_t i = 1;; i++) {
-        if (i > 1 && af__search_now() > deadline)
+        if (i > 1 && out_of_work(c, lim))
             return AF__SEARCH_TIMEOUT;
         int slot = (int)((i - 1) / 2 % AF__SEARCH_N_ORDERS);
-        if (i % 2 == 0) {
+        if (i % 2)
+            static_order(pi, slot, c->keys);
+        else {
             random_order(sp, i, c->keys, c->scratch);
             slot = AF__SEARCH_RANDOM_ORDER;
         }
         uint64_t l = luby(i);
         sp->nodes = 0;
         sp->node_limit = l > (UINT64_MAX >> 8) / base ? 0 : base * l;
+        if (c->work) {
+            uint64_t left = lim->node_end > c->used ? lim->node_end - c->used : 1;
+            if (sp->node_limit == 0 || sp->node_limit > left)
+                sp->node_limit = left;
+        }
         int r = af__search_dfs(sp, slot, cap, c->scratch);
+        c->used += sp->nodes;
         if (r == AF__SEARCH_ABORTED)
             continue;
         if (r == AF__SEARCH_FOUND) {
@@ -475,11 +514,11 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, double dea
 }
 
 /* One probe: every partition under cap. Returns the worst outcome (or AF_ENOMEM). */
-static int probe(search_ctx_t *c, uint64_t cap, double deadline)
+static int probe(search_ctx_t *c, uint64_t cap, const limit_t *lim)
 {
     int worst = AF__SEARCH_FOUND;
     for (int32_t k = 0; k < c->nparts; k++) {
-        int r = solve_part(c, &c->parts[k], cap, deadline);
+        int r = solve_part(c, &c->parts[k], cap, lim);
         if (r < 0)
             return r;
         if (r == AF__SEARCH_INFEASIBLE)
@@ -505,20 +544,32 @@ static uint64_t global_height(const search_ctx_t *c, uint64_t *proven)
     return h;
 }
 
-/* Minimises the height until the deadline: lower bound first, then bisection. */
-static int minimise(search_ctx_t *c, double deadline)
+/*
+ * Minimises the height within the limit: lower bound first, then bisection. Each probe gets a
+ * share of what is left (of the time, or of the nodes in the work-bounded mode).
+ */
+static int minimise(search_ctx_t *c, const limit_t *total)
 {
     uint64_t proven, h = global_height(c, &proven);
     uint64_t lo = proven; /* probes below lo are proven or abandoned */
     int first = 1;
     while (h > lo) {
-        double now = af__search_now();
-        if (now >= deadline)
-            break;
-        uint64_t cap = first ? lo : lo + (h - 1 - lo) / 2;
+        limit_t pl = {0, 0};
         double share = first ? 0.8 : 0.5; /* the bound is often optimal: give it most */
+        if (c->work) {
+            if (c->used >= total->node_end)
+                break;
+            uint64_t left = total->node_end - c->used;
+            pl.node_end = c->used + (first ? left - left / 5 : left - left / 2);
+        } else {
+            double now = af__search_now();
+            if (now >= total->deadline)
+                break;
+            pl.deadline = now + share * (total->deadline - now);
+        }
+        uint64_t cap = first ? lo : lo + (h - 1 - lo) / 2;
         first = 0;
-        int r = probe(c, cap, now + share * (deadline - now));
+        int r = probe(c, cap, &pl);
         if (r < 0)
             return r;
         h = global_height(c, &proven);
@@ -528,16 +579,17 @@ static int minimise(search_ctx_t *c, double deadline)
     return 0;
 }
 
-/* Incumbent: the portfolio's packing, or a skyline fallback if it is unavailable. */
+/* Incumbent: the given packing or the portfolio's, or a skyline fallback if it is unavailable. */
 static int seed_incumbent(search_ctx_t *c, sort_key_t *keys, af_error_t *err)
 {
     af_interval_t *copy = af__malloc((c->n ? c->n : 1) * sizeof *copy);
     if (!copy)
         return AF_ENOMEM;
-    memcpy(copy, c->iv, c->n * sizeof *copy);
-    af_place_opts_t po = {.alignment = c->alignment, .time_limit_s = 0, .capacity = 0};
+    memcpy(copy, c->given ? c->given : c->iv, c->n * sizeof *copy);
+    /* search_effort 0: the portfolio must not run the search it seeds */
+    af_place_opts_t po = {.alignment = c->alignment};
     uint64_t h = 0;
-    int rc = af__place_portfolio(copy, c->n, &po, &h, NULL);
+    int rc = c->given ? 0 : af__place_portfolio(copy, c->n, &po, &h, NULL);
     if (rc == 0) {
         for (size_t i = 0; i < c->n; i++)
             c->best[i] = c->iv[i].size ? copy[i].offset : 0;
@@ -596,9 +648,11 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
         c->parts[k].proven = c->parts[k].lb;
     }
     double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
-    double deadline = af__search_now() + limit;
+    limit_t lim = {0, c->work};
+    if (!c->work)
+        lim.deadline = af__search_now() + limit;
     uint64_t cap = o ? o->capacity : 0;
-    int r = cap ? probe(c, cap, deadline) : minimise(c, deadline);
+    int r = cap ? probe(c, cap, &lim) : minimise(c, &lim);
     if (r >= 0 && packing_ok(c->iv, c->best, c->n, c->alignment, keys) != 0)
         memcpy(c->best, incumbent, c->n * sizeof *incumbent); /* never return a bad packing */
     af__free(incumbent);
@@ -620,13 +674,19 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
                        "the intervals do not fit in %llu bytes: at least %llu are needed (best "
                        "packing found: %llu)",
                        (unsigned long long)cap, (unsigned long long)proven, (unsigned long long)h);
+    if (c->work)
+        return af__err(err, AF_ETIMEDOUT,
+                       "no packing within %llu bytes found in %llu search nodes (best packing "
+                       "found: %llu)",
+                       (unsigned long long)cap, (unsigned long long)c->work, (unsigned long long)h);
     return af__err(err, AF_ETIMEDOUT,
                    "no packing within %llu bytes found in %.3g s (best packing found: %llu)",
                    (unsigned long long)cap, limit, (unsigned long long)h);
 }
 
-int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
-                     af_error_t *err)
+/* given: the incumbent's offsets are iv's (a valid packing), else the portfolio places one. */
+static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, int given,
+                       uint64_t *height, af_error_t *err)
 {
     uint64_t a = o && o->alignment ? o->alignment : 1, sum = 0;
     if (n > (size_t)INT32_MAX / 4)
@@ -646,7 +706,11 @@ int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint
         work[i] = iv[i];
         work[i].size = af__align_up(iv[i].size, a);
     }
-    search_ctx_t c = {.iv = work, .n = n, .alignment = a};
+    search_ctx_t c = {.iv = work,
+                      .n = n,
+                      .alignment = a,
+                      .given = given ? iv : NULL,
+                      .work = o ? o->search_nodes : 0};
     int rc = run(&c, iv, o, height, err);
     for (int32_t k = 0; k < c.nparts; k++)
         free_part(&c.parts[k]);
@@ -656,4 +720,17 @@ int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint
     af__free(c.best);
     af__free(work);
     return rc;
+}
+
+int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                     af_error_t *err)
+{
+    return search_main(iv, n, o, 0, height, err);
+}
+
+int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
+                       uint64_t *height, af_error_t *err)
+{
+    af_place_opts_t o = {.alignment = alignment ? alignment : 1, .search_nodes = nodes ? nodes : 1};
+    return search_main(iv, n, &o, 1, height, err);
 }

@@ -28,24 +28,11 @@
 
 typedef af__search_frame_t frame_t;
 
-typedef struct cand_key {
-    uint64_t off;
-    int32_t rank, buf;
-} cand_key_t;
-
 double af__search_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_key(const void *a, const void *b)
-{
-    const cand_key_t *x = a, *y = b;
-    if (x->off != y->off)
-        return x->off < y->off ? -1 : 1;
-    return x->rank - y->rank;
 }
 
 static void set_word(af__search_part_t *p, uint64_t *w, uint64_t v)
@@ -107,17 +94,20 @@ static uint64_t eff(const af__search_part_t *p, int32_t c, uint64_t o, int32_t l
     return e;
 }
 
-static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint64_t cap, int full)
+static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint64_t cap, int full,
+                 int inside)
 {
     /*
      * Outside [lo, hi) (the sections of b and of every buffer overlapping it) nothing changed
      * since the parent node passed this check, except o and last. There a section's lowest
      * unplaced buffer had eff <= lim, and eff grew to at most max(its old eff, o + 1), so the
-     * section still passes while o < lim: only the O(1) test is needed. The root has no parent
-     * check: full.
+     * section still passes while o < lim: only the O(1) test is needed. When the candidate
+     * filter already showed o < lim in every section outside b's own (inside), those sections
+     * are not visited at all. The root has no parent check: full.
      */
     int32_t lo = full ? 0 : p->ovr_lo[b], hi = full ? p->nsec : p->ovr_hi[b];
-    for (int32_t s = 0; s < p->nsec; s++) {
+    int32_t s0 = inside ? lo : 0, s1 = inside ? hi : p->nsec;
+    for (int32_t s = s0; s < s1; s++) {
         uint64_t f = p->floor[s], t = p->total[s];
         if (f > cap)
             return 0;
@@ -127,34 +117,35 @@ static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint
         if ((s < lo || s >= hi) && o < lim)
             continue;
         /* Every eff is >= o; the section is fine once one eff is <= lim (the highest start of
-         * its lowest unplaced buffer that still lets the rest fit). wit[s] remembers the last
-         * buffer that showed it: usually it still does, and the scan is skipped. */
+         * its lowest unplaced buffer that still lets the rest fit). wit[s] remembers where the
+         * last buffer that showed it is: usually it still does, and the scan is skipped; else
+         * the scan goes on from there (cyclically), past the buffers placed since. */
         if (f > lim || o > lim)
             return 0;
-        int32_t w = p->wit[s];
-        if (p->off[w] == AF__SEARCH_UNPLACED && eff(p, w, o, last) <= lim)
-            continue;
-        int ok = 0;
-        for (int32_t k = p->sec_start[s]; k < p->sec_start[s + 1]; k++) {
+        int32_t k = p->wit[s], begin = p->sec_start[s], end = p->sec_start[s + 1];
+        int32_t left = end - begin;
+        while (left-- > 0) {
             int32_t c = p->sec_buf[k];
-            if (p->off[c] == AF__SEARCH_UNPLACED && eff(p, c, o, last) <= lim) {
-                p->wit[s] = c;
-                ok = 1;
+            if (p->off[c] == AF__SEARCH_UNPLACED && eff(p, c, o, last) <= lim)
                 break;
-            }
+            if (++k == end)
+                k = begin;
         }
-        if (!ok)
+        if (left < 0)
             return 0;
+        p->wit[s] = k;
     }
     return 1;
 }
 
 /*
  * Pushes the candidates that may follow a placement at (last_off, last_rank) onto the candidate
- * stack, sorted by (minimum offset, rank); fills *f. keys is scratch of n entries.
+ * stack, in rank order; fills *f. They are tried in (minimum offset, rank) order, picked one at
+ * a time (pick()): a dive that does not backtrack tries one candidate per frame, so sorting
+ * them all would be wasted.
  */
 static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t last_off,
-                           int32_t last_rank, uint64_t cap, cand_key_t *keys, frame_t *f)
+                           int32_t last_rank, uint64_t cap, frame_t *f)
 {
     /*
      * A placement at offset m fails the cross-section check in any section s it does not touch
@@ -164,9 +155,11 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
      */
     uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
     pre[0] = UINT64_MAX;
+    int at_limit = 0; /* some section's limit is last_off (see below) */
     for (int32_t s = 0; s < p->nsec; s++) {
         uint64_t u = p->total[s] ? cap - p->total[s] : UINT64_MAX;
         pre[s + 1] = u < pre[s] ? u : pre[s];
+        at_limit |= u == last_off;
     }
     suf[p->nsec] = UINT64_MAX;
     for (int32_t s = p->nsec - 1; s >= 0; s--) {
@@ -182,7 +175,7 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
      * last_off leaves a gap there.
      */
     int32_t max_rank = INT32_MAX;
-    for (int32_t s = 0; s < p->nsec; s++) {
+    for (int32_t s = 0; at_limit && s < p->nsec; s++) {
         if (p->total[s] == 0 || cap - p->total[s] != last_off)
             continue;
         int32_t r = -1;
@@ -194,41 +187,64 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
         if (r < max_rank)
             max_rank = r;
     }
+    /* At most every unplaced buffer is a candidate. One pass collects those that pass the tests
+     * below and the lowest top of an unplaced buffer (min_height); then those at or above it are
+     * dropped (dominance, see the file comment). */
+    if (af__grow((void **)&p->cand, &p->capcand, p->ncand + (size_t)p->n, sizeof *p->cand))
+        return AF_ENOMEM;
+    f->cand_begin = p->ncand;
     uint64_t min_height = UINT64_MAX;
-    for (int32_t i = 0; i < p->n; i++) {
-        int32_t b = ord[i];
-        if (p->off[b] == AF__SEARCH_UNPLACED && p->minoff[b] + p->size[b] < min_height)
-            min_height = p->minoff[b] + p->size[b];
-    }
-    size_t k = 0;
+    size_t k = p->ncand;
     for (int32_t i = 0; i < p->n; i++) {
         int32_t b = ord[i];
         uint64_t m = p->minoff[b];
-        if (p->off[b] != AF__SEARCH_UNPLACED || m >= min_height)
+        if (p->off[b] != AF__SEARCH_UNPLACED)
             continue;
+        if (m + p->size[b] < min_height)
+            min_height = m + p->size[b];
         if (m < last_off || (m == last_off && i < last_rank))
             continue;
         if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
             continue;
         if (max_rank != INT32_MAX && (m != last_off || i > max_rank))
             continue;
-        keys[k].off = m;
-        keys[k].rank = i;
-        keys[k].buf = b;
-        k++;
+        /* ~b marks a candidate not strictly below every limit outside its sections */
+        p->cand[k++] = m < pre[p->sec_lo[b]] && m < suf[p->sec_hi[b]] ? b : ~b;
     }
-    if (k > 1)
-        qsort(keys, k, sizeof *keys, cmp_key);
-    if (af__grow((void **)&p->cand, &p->capcand, p->ncand + k, sizeof *p->cand))
-        return AF_ENOMEM;
-    f->cand_begin = p->ncand;
-    for (size_t j = 0; j < k; j++)
-        p->cand[p->ncand++] = keys[j].buf;
+    for (size_t j = f->cand_begin; j < k; j++) {
+        int32_t b = p->cand[j] < 0 ? ~p->cand[j] : p->cand[j];
+        if (p->minoff[b] < min_height)
+            p->cand[p->ncand++] = p->cand[j];
+    }
     f->cand_end = p->ncand;
     f->next = f->cand_begin;
     f->placed = -1;
     f->log_mark = p->nlog;
     return 0;
+}
+
+/*
+ * The frame's next candidate in (minimum offset, rank) order: moved to position f->next. The
+ * minimum offsets are those of the frame's own state (its children were undone), so the order
+ * is the one a full sort at push time would give.
+ */
+static int32_t pick(af__search_part_t *p, frame_t *f, int *strict)
+{
+    size_t at = f->next;
+    int32_t b = p->cand[at] < 0 ? ~p->cand[at] : p->cand[at];
+    for (size_t j = f->next + 1; j < f->cand_end; j++) {
+        int32_t c = p->cand[j] < 0 ? ~p->cand[j] : p->cand[j];
+        if (p->minoff[c] < p->minoff[b] ||
+            (p->minoff[c] == p->minoff[b] && p->rank[c] < p->rank[b])) {
+            at = j;
+            b = c;
+        }
+    }
+    int32_t e = p->cand[at];
+    *strict = e >= 0;
+    p->cand[at] = p->cand[f->next];
+    p->cand[f->next++] = e;
+    return b;
 }
 
 static void reset_state(af__search_part_t *p, const int32_t *ord)
@@ -253,12 +269,9 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
     for (int32_t s = 0; s < p->nsec; s++)
         if (p->sec_init[s] > cap)
             return AF__SEARCH_INFEASIBLE;
-    cand_key_t *keys = af__malloc((size_t)p->n * sizeof *keys);
-    if (!keys)
-        return AF_ENOMEM;
     frame_t *fr = p->frames;
     int32_t depth = 0, placed = 0;
-    int rc = push_candidates(p, ord, 0, -1, cap, keys, &fr[0]);
+    int rc = push_candidates(p, ord, 0, -1, cap, &fr[0]);
     while (rc == 0) {
         frame_t *f = &fr[depth];
         if (f->placed >= 0) {
@@ -276,7 +289,8 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             depth--;
             continue;
         }
-        int32_t b = p->cand[f->next++];
+        int strict;
+        int32_t b = pick(p, f, &strict);
         uint64_t o = p->minoff[b];
         f->log_mark = p->nlog;
         if (place(p, b)) {
@@ -290,11 +304,11 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             rc = AF__SEARCH_ABORTED;
             break;
         }
-        if ((p->nodes & 255) == 0 && af__search_now() > p->deadline) {
+        if (p->use_clock && (p->nodes & 255) == 0 && af__search_now() > p->deadline) {
             rc = AF__SEARCH_TIMEOUT;
             break;
         }
-        if (!check(p, b, o, p->rank[b], cap, depth == 0))
+        if (!check(p, b, o, p->rank[b], cap, depth == 0, depth > 0 && strict))
             continue;
         if (placed == p->n) {
             for (int32_t i = 0; i < p->n; i++)
@@ -303,8 +317,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             break;
         }
         depth++;
-        rc = push_candidates(p, ord, o, p->rank[b], cap, keys, &fr[depth]);
+        rc = push_candidates(p, ord, o, p->rank[b], cap, &fr[depth]);
     }
-    af__free(keys);
     return rc;
 }

@@ -13,7 +13,7 @@ enum {
     AF__SEARCH_FOUND = 0,      /* a packing within capacity, written to the offsets */
     AF__SEARCH_INFEASIBLE = 1, /* the search space was exhausted: nothing fits */
     AF__SEARCH_ABORTED = 2,    /* the node limit was reached */
-    AF__SEARCH_TIMEOUT = 3,    /* the deadline passed */
+    AF__SEARCH_TIMEOUT = 3,    /* the deadline passed, or the work budget ran out */
 };
 
 /* Static orders the restarts cycle through (ties broken by index). */
@@ -59,7 +59,8 @@ typedef struct af__search_part {
     uint64_t *total;    /* nsec: total size of the unplaced buffers live in the section */
     uint64_t *sec_init; /* nsec: total size of all buffers live in the section */
     uint64_t *lim;      /* 2 * (nsec + 1): scratch of the candidate filter */
-    int32_t *wit;       /* nsec: a buffer that last kept the section feasible (a hint) */
+    int32_t *wit;       /* nsec: where in sec_buf the last buffer that kept the section
+                           feasible is (a hint; the next scan starts there) */
     af__search_undo_t *log;
     size_t nlog, caplog;
     int32_t *cand; /* candidate stack, grows with depth */
@@ -67,7 +68,8 @@ typedef struct af__search_part {
     af__search_frame_t *frames; /* n+1 */
     /* limits */
     uint64_t nodes, node_limit;
-    double deadline; /* monotonic seconds */
+    double deadline; /* monotonic seconds; only read when use_clock */
+    int use_clock;   /* 0 in the work-bounded mode: the clock is never read */
 } af__search_part_t;
 
 #define AF__SEARCH_UNPLACED UINT64_MAX
@@ -77,8 +79,8 @@ double af__search_now(void);
 
 /*
  * Decides whether the partition fits under cap with static order `order_idx`, exploring at most
- * p->node_limit nodes before p->deadline. On AF__SEARCH_FOUND, out[i] gets buffer i's offset.
- * Returns an AF__SEARCH_* value, or AF_ENOMEM.
+ * p->node_limit nodes (and, when p->use_clock, stopping at p->deadline). On AF__SEARCH_FOUND,
+ * out[i] gets buffer i's offset. Returns an AF__SEARCH_* value, or AF_ENOMEM.
  */
 int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *out);
 

@@ -10,12 +10,20 @@
  * - The generator: optimum == lower bound, its packing is valid, same seed same instance; the
  *   search reaches the optimum on small generated instances.
  * - Out of memory at every allocation: AF_ENOMEM or a valid packing, never a leak (ASan).
+ * - The work-bounded mode (search_nodes): the same offsets whatever the time limit (a limit
+ *   that has already passed must not stop it: the clock is not read) and run after run; it
+ *   still proves optimality on small instances.
+ * - The portfolio's last member (search_effort): deterministic, valid, never above the
+ *   portfolio without it; skipped, not failed, when it cannot allocate; on the RandWire and
+ *   DARTS zoo graphs the default plan is within 1.05x of the max live bytes of its order (it is
+ *   not without the member); the planner option parses and rejects bad values.
  *
  * Property tests use a fixed-seed PRNG and print the seed of a failing case.
  */
 #include "arenaflow/plan.h"
 #include "arenaflow/tight.h"
 #include "tests/randdag.h"
+#include "zoo.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +34,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 static uint64_t rng_state;
 
@@ -329,6 +339,274 @@ static void test_search_plans_verify(void **state)
     }
 }
 
+/* ---- the work-bounded mode and the portfolio's search member ------------------------------ */
+
+/* A generated tight instance (optimum = lower bound) the portfolio alone does not solve. */
+static af_interval_t *tight_instance(uint64_t seed, size_t buffers, size_t *n)
+{
+    af_tight_opts_t o;
+    af_tight_opts_init(&o);
+    o.buffers = buffers;
+    o.seed = seed;
+    o.jitter = seed % 2 ? 0.25 : 0.0;
+    af_interval_t *iv = NULL;
+    uint64_t opt;
+    assert_int_equal(af_tight_generate(&o, &iv, n, &opt, NULL), 0);
+    return iv;
+}
+
+static uint64_t place_nodes(af_interval_t *iv, size_t n, uint64_t nodes, double limit, uint64_t a,
+                            uint64_t seed)
+{
+    af_place_opts_t po = {.alignment = a, .time_limit_s = limit, .search_nodes = nodes};
+    af_error_t err;
+    uint64_t h = 0;
+    int rc = af_place_intervals(iv, n, "search", &po, &h, &err);
+    if (rc)
+        fprintf(stderr, "seed %llu: search_nodes %llu: %s\n", (unsigned long long)seed,
+                (unsigned long long)nodes, err.msg);
+    assert_int_equal(rc, 0);
+    if (check_packing(iv, n, h, a) || af_intervals_verify(iv, n, h, a, &err))
+        fprintf(stderr, "seed %llu: search_nodes %llu: invalid packing\n", (unsigned long long)seed,
+                (unsigned long long)nodes);
+    assert_int_equal(check_packing(iv, n, h, a), 0);
+    assert_int_equal(af_intervals_verify(iv, n, h, a, NULL), 0);
+    return h;
+}
+
+/*
+ * Same instance, same node budget: identical offsets with a time limit that is long, one that
+ * has passed before the search starts (1 ns), and again. Had the mode read the clock, the 1 ns
+ * runs would stop at the portfolio's packing: the test also requires the search to improve on
+ * the portfolio in some cases.
+ */
+static void test_search_nodes_deterministic(void **state)
+{
+    (void)state;
+    static const double limits[] = {5.0, 1e-9, 1e-9, 0.5};
+    int improved = 0, cases = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        size_t n;
+        af_interval_t *iv;
+        uint64_t a = seed % 4 == 0 ? 16 : 1;
+        /* large enough that a search runs past the DFS's clock check (every 256 nodes) */
+        if (seed % 2) {
+            iv = tight_instance(seed, 100 + 10 * (size_t)seed, &n);
+        } else {
+            rng_state = seed * 31337;
+            n = 100 + below(200);
+            iv = malloc(n * sizeof *iv);
+            assert_non_null(iv);
+            random_instance(iv, n, 10 + (int64_t)below(40), 1 + below(5000));
+        }
+        af_interval_t *ref = malloc(n * sizeof *iv), *run = malloc(n * sizeof *iv);
+        assert_non_null(ref);
+        assert_non_null(run);
+        memcpy(ref, iv, n * sizeof *iv);
+        uint64_t hp = place_ok(ref, n, "portfolio", a, 0, seed);
+        uint64_t nodes = 2000 + 300 * seed, h0 = 0;
+        for (size_t k = 0; k < N_OF(limits); k++) {
+            memcpy(run, iv, n * sizeof *iv);
+            uint64_t h = place_nodes(run, n, nodes, limits[k], a, seed);
+            if (k == 0) {
+                h0 = h;
+                memcpy(ref, run, n * sizeof *iv);
+            }
+            if (h != h0 || memcmp(ref, run, n * sizeof *iv) != 0)
+                fprintf(stderr, "seed %llu: time limit %g changed the packing (%llu vs %llu)\n",
+                        (unsigned long long)seed, limits[k], (unsigned long long)h,
+                        (unsigned long long)h0);
+            assert_int_equal(h, h0);
+            assert_memory_equal(ref, run, n * sizeof *iv);
+        }
+        assert_true(h0 <= hp);
+        improved += h0 < hp;
+        cases++;
+        free(ref);
+        free(run);
+        if (seed % 2)
+            af_tight_free(iv);
+        else
+            free(iv);
+    }
+    fprintf(stderr, "work-bounded search improved on the portfolio in %d/%d cases\n", improved,
+            cases);
+    assert_true(improved > 0);
+}
+
+/* A run that ends within its node budget is a proof: the brute-force optimum, and one byte less
+ * is reported as not fitting (AF_EBUDGET), with a time limit that has already passed. */
+static void test_search_nodes_proves_optimum(void **state)
+{
+    (void)state;
+    af_interval_t iv[7];
+    for (uint64_t seed = 1; seed <= 150; seed++) {
+        rng_state = seed * 7727;
+        size_t n = 2 + below(5);
+        uint64_t a = below(3) == 0 ? 8 : 1;
+        random_instance(iv, n, 6 + (int64_t)below(10), 1 + below(50));
+        int perm[7];
+        uint64_t off[7], opt = UINT64_MAX;
+        for (size_t i = 0; i < n; i++)
+            perm[i] = (int)i;
+        brute(iv, n, a, perm, 0, off, &opt);
+        uint64_t h = place_nodes(iv, n, 1000000, 1e-9, a, seed);
+        if (h != opt)
+            fprintf(stderr, "seed %llu: search %llu, brute force %llu\n", (unsigned long long)seed,
+                    (unsigned long long)h, (unsigned long long)opt);
+        assert_int_equal(h, opt);
+        if (opt <= 1)
+            continue;
+        af_place_opts_t po = {
+            .alignment = a, .time_limit_s = 1e-9, .capacity = opt - 1, .search_nodes = 1000000};
+        af_error_t err;
+        assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), AF_EBUDGET);
+        assert_int_equal(check_packing(iv, n, h, a), 0);
+    }
+}
+
+static uint64_t place_effort(af_interval_t *iv, size_t n, uint64_t effort, uint64_t a,
+                             uint64_t seed)
+{
+    af_place_opts_t po = {.alignment = a, .search_effort = effort};
+    af_error_t err;
+    uint64_t h = 0;
+    int rc = af_place_intervals(iv, n, "portfolio", &po, &h, &err);
+    if (rc)
+        fprintf(stderr, "seed %llu: portfolio effort %llu: %s\n", (unsigned long long)seed,
+                (unsigned long long)effort, err.msg);
+    assert_int_equal(rc, 0);
+    if (check_packing(iv, n, h, a))
+        fprintf(stderr, "seed %llu: portfolio effort %llu: invalid packing\n",
+                (unsigned long long)seed, (unsigned long long)effort);
+    assert_int_equal(check_packing(iv, n, h, a), 0);
+    assert_int_equal(af_intervals_verify(iv, n, h, a, NULL), 0);
+    return h;
+}
+
+/* The member: valid, never above the portfolio without it, at or above the lower bound, and
+ * the same offsets run after run. */
+static void test_search_member_never_worse(void **state)
+{
+    (void)state;
+    int improved = 0;
+    af_interval_t *iv = malloc(120 * sizeof *iv), *a0 = malloc(120 * sizeof *iv);
+    af_interval_t *a1 = malloc(120 * sizeof *iv), *a2 = malloc(120 * sizeof *iv);
+    assert_true(iv && a0 && a1 && a2);
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        size_t n;
+        uint64_t a = seed % 3 == 0 ? 64 : 1;
+        if (seed % 4 == 0) {
+            af_interval_t *t = tight_instance(seed, 20 + (size_t)(seed % 100), &n);
+            memcpy(iv, t, n * sizeof *iv);
+            af_tight_free(t);
+        } else {
+            rng_state = seed * 4243;
+            n = 1 + below(120);
+            random_instance(iv, n, 8 + (int64_t)below(60), 1 + below(4000));
+        }
+        memcpy(a0, iv, n * sizeof *iv);
+        memcpy(a1, iv, n * sizeof *iv);
+        memcpy(a2, iv, n * sizeof *iv);
+        uint64_t h0 = place_effort(a0, n, 0, a, seed);
+        uint64_t h1 = place_effort(a1, n, 4, a, seed);
+        uint64_t h2 = place_effort(a2, n, 4, a, seed);
+        uint64_t lb = af_intervals_lower_bound(iv, n, a);
+        if (h1 > h0 || h1 < lb)
+            fprintf(stderr, "seed %llu: member %llu, portfolio %llu, bound %llu\n",
+                    (unsigned long long)seed, (unsigned long long)h1, (unsigned long long)h0,
+                    (unsigned long long)lb);
+        assert_true(h1 <= h0);
+        assert_true(h1 >= lb);
+        assert_int_equal(h1, h2);
+        assert_memory_equal(a1, a2, n * sizeof *iv);
+        improved += h1 < h0;
+    }
+    fprintf(stderr, "the search member improved the portfolio on %d/300 instances\n", improved);
+    assert_true(improved > 0);
+    free(iv);
+    free(a0);
+    free(a1);
+    free(a2);
+}
+
+/* Default plan of a zoo graph (verified); *ratio = arena / max live bytes of its order. */
+static af_plan_t *zoo_plan(const af_graph_t *g, uint64_t effort, double *ratio)
+{
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.search_effort = effort;
+    af_plan_t *p = NULL;
+    af_error_t err;
+    int rc = af_plan_create(g, &o, &p, &err);
+    if (rc)
+        fprintf(stderr, "%s: %s\n", af_graph_name(g), err.msg);
+    assert_int_equal(rc, 0);
+    rc = af_plan_verify(p, &err);
+    if (rc)
+        fprintf(stderr, "%s: %s\n", af_graph_name(g), err.msg);
+    assert_int_equal(rc, 0);
+    const af_plan_report_t *r = af_plan_report(p);
+    assert_true(r->arena_bytes >= r->lower_bound_bytes);
+    *ratio = (double)r->arena_bytes / (double)r->lower_bound_bytes;
+    return p;
+}
+
+/*
+ * Issue #3: the default arena is within 1.05x of the max live bytes of its order on the random
+ * zoo graphs (the portfolio alone is 6% and 10% above), the same plan every time, and never
+ * above the plan without the member.
+ */
+static void test_search_member_zoo_within_bound(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"randwire", "darts"};
+    for (size_t i = 0; i < N_OF(names); i++) {
+        af_graph_t *g = NULL;
+        af_error_t err;
+        assert_int_equal(af_zoo_build(names[i], NULL, &g, &err), 0);
+        double r_def, r_again, r_off;
+        af_plan_t *p = zoo_plan(g, AF_PLAN_SEARCH_EFFORT, &r_def);
+        af_plan_t *q = zoo_plan(g, AF_PLAN_SEARCH_EFFORT, &r_again);
+        af_plan_t *off = zoo_plan(g, 0, &r_off);
+        fprintf(stderr, "%s: arena / max live %.4f (member off: %.4f)\n", names[i], r_def, r_off);
+        assert_true(r_def <= 1.05);
+        assert_true(af_plan_arena_bytes(p) <= af_plan_arena_bytes(off));
+        assert_int_equal(af_plan_arena_bytes(p), af_plan_arena_bytes(q));
+        for (int32_t t = 0; t < af_graph_tensor_count(g); t++)
+            assert_int_equal(af_plan_tensor(p, t)->offset, af_plan_tensor(q, t)->offset);
+        af_plan_destroy(p);
+        af_plan_destroy(q);
+        af_plan_destroy(off);
+        af_graph_destroy(g);
+    }
+}
+
+static void test_search_effort_option(void **state)
+{
+    (void)state;
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    assert_int_equal(o.search_effort, AF_PLAN_SEARCH_EFFORT);
+    af_error_t err;
+    static const char *const bad[] = {
+        "-1", "abc", "2x", "", " 3", "1.5", "99999999999999999999999"};
+    for (size_t i = 0; i < N_OF(bad); i++) {
+        af_error_clear(&err);
+        assert_int_equal(af_plan_opts_set(&o, "search_effort", bad[i], &err), AF_EINVAL);
+        assert_non_null(strstr(err.msg, "search_effort"));
+        assert_int_equal(o.search_effort, AF_PLAN_SEARCH_EFFORT); /* unchanged */
+    }
+    assert_int_equal(af_plan_opts_set(&o, "search_effort", "0", &err), 0);
+    assert_int_equal(o.search_effort, 0);
+    assert_int_equal(af_plan_opts_set(&o, "search_effort", "16", &err), 0);
+    assert_int_equal(o.search_effort, 16);
+    int listed = 0;
+    for (const char *const *k = af_plan_opts_keys(); *k; k++)
+        listed += strcmp(*k, "search_effort") == 0;
+    assert_int_equal(listed, 1);
+}
+
 /* ---- out of memory at the n-th allocation ------------------------------------------------- */
 
 static long fail_at = -1, alloc_count;
@@ -375,6 +653,55 @@ static void test_search_out_of_memory(void **state)
     assert_int_equal(af_replace_allocator(malloc, realloc, calloc, free), 0);
 }
 
+/*
+ * The portfolio's search member is optional: when one of its allocations fails the portfolio
+ * still succeeds with its own packing (the failure is absorbed), or fails with AF_ENOMEM before
+ * the member; any packing returned is valid and is either the portfolio's or the member's.
+ */
+static void test_search_member_out_of_memory(void **state)
+{
+    (void)state;
+    size_t n;
+    af_interval_t *iv = NULL, *work = NULL;
+    uint64_t h0 = 0, h1 = 0;
+    for (uint64_t seed = 1; seed <= 40; seed++) { /* one the member improves */
+        af_tight_free(iv);
+        iv = tight_instance(seed, 40, &n);
+        work = realloc(work, n * sizeof *iv);
+        assert_non_null(work);
+        memcpy(work, iv, n * sizeof *iv);
+        h0 = place_effort(work, n, 0, 1, seed);
+        memcpy(work, iv, n * sizeof *iv);
+        h1 = place_effort(work, n, 4, 1, seed);
+        if (h1 < h0)
+            break;
+    }
+    assert_true(h1 < h0);
+    assert_int_equal(af_replace_allocator(t_malloc, t_realloc, t_calloc, free), 0);
+    long absorbed = 0;
+    int done = 0;
+    for (fail_at = 0; fail_at < 5000 && !done; fail_at++) {
+        memcpy(work, iv, n * sizeof *iv);
+        alloc_count = 0;
+        af_place_opts_t po = {.alignment = 1, .search_effort = 4};
+        uint64_t h = 0;
+        int rc = af_place_intervals(work, n, "portfolio", &po, &h, NULL);
+        assert_true(rc == 0 || rc == AF_ENOMEM);
+        if (rc == 0) {
+            assert_int_equal(check_packing(work, n, h, 1), 0);
+            assert_true(h == h0 || h == h1);
+            done = alloc_count <= fail_at;
+            absorbed += !done;
+        }
+    }
+    assert_int_equal(af_replace_allocator(malloc, realloc, calloc, free), 0);
+    fprintf(stderr, "search member: %ld allocation failures absorbed\n", absorbed);
+    assert_true(done);
+    assert_true(absorbed > 0);
+    af_tight_free(iv);
+    free(work);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -385,6 +712,12 @@ int main(void)
         cmocka_unit_test(test_search_rejects_bad_input),
         cmocka_unit_test(test_search_plans_verify),
         cmocka_unit_test(test_search_out_of_memory),
+        cmocka_unit_test(test_search_nodes_deterministic),
+        cmocka_unit_test(test_search_nodes_proves_optimum),
+        cmocka_unit_test(test_search_member_never_worse),
+        cmocka_unit_test(test_search_member_zoo_within_bound),
+        cmocka_unit_test(test_search_effort_option),
+        cmocka_unit_test(test_search_member_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static char *read_all(const char *path, size_t *len)
 int cmd_place(int argc, char **argv)
 {
     const char *path = NULL, *out = NULL, *algo = "portfolio";
-    af_place_opts_t po = {1, 10.0, 0};
+    af_place_opts_t po = {.alignment = 1, .time_limit_s = 10.0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {

@@ -54,7 +54,14 @@ typedef struct af_plan_opts {
     int32_t dp_max_nodes;   /* exact DP on graphs/regions up to this many nodes; default 24 */
     uint64_t dp_max_states; /* DP state cap; default 2,000,000 */
     int verify;             /* run af_plan_verify() inside af_plan_create(); default 1 */
+    /* Placer "portfolio": effort of its last member, a deterministic work-bounded search seeded
+     * with the portfolio's packing, in search nodes per tensor placed (af_place_opts_t);
+     * 0 = off; default AF_PLAN_SEARCH_EFFORT. */
+    uint64_t search_effort;
 } af_plan_opts_t;
+
+/* Default af_plan_opts_t.search_effort: two dives' worth of search nodes. */
+#define AF_PLAN_SEARCH_EFFORT 2
 
 /* Fills *o with the defaults above. */
 void af_plan_opts_init(af_plan_opts_t *o);
@@ -62,9 +69,9 @@ void af_plan_opts_init(af_plan_opts_t *o);
 /*
  * Sets one option from its config-file spelling (keys: schedule, placer, mode, alignment, alpha,
  * beta, budget, time_limit, capacity, inplace, safe_mode, parallel_reuse, dp_max_nodes,
- * dp_max_states, verify). Sizes accept suffixes K, M, G (KiB...). Returns 0, or AF_EINVAL with
- * a message naming the key and the bad value. String values are mapped to static names, so the
- * opts never point into `value`.
+ * dp_max_states, verify, search_effort). Sizes accept suffixes K, M, G (KiB...); search_effort
+ * is a plain non-negative integer. Returns 0, or AF_EINVAL with a message naming the key and the
+ * bad value. String values are mapped to static names, so the opts never point into `value`.
  */
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
 /* NULL-terminated list of option keys, for --help and config docs. */
@@ -204,6 +211,16 @@ typedef struct af_place_opts {
     uint64_t alignment;  /* offsets are multiples of it; default 1 for raw intervals */
     double time_limit_s; /* for "search" */
     uint64_t capacity;   /* for "search": target height, 0 = minimise */
+    /* For "search": when > 0, the search stops after this many search nodes (placements tried
+     * by its depth-first search, summed over restarts and probes) instead of at time_limit_s and
+     * never reads the clock, so the same input gives the same packing on any machine and under
+     * any load. A run that ends within the budget still proves optimality. 0 = time-bounded. */
+    uint64_t search_nodes;
+    /* For "portfolio": when > 0, its last member runs that work-bounded search from the packing
+     * of the others with search_effort x (number of intervals) nodes, about that many complete
+     * dives, when the packing is above the lower bound (by more than 1/1024) and there are at
+     * most 1,024 intervals. 0 = member off. */
+    uint64_t search_effort;
 } af_place_opts_t;
 
 /* NULL-terminated lists of algorithm names. */
