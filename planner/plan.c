@@ -76,15 +76,14 @@ static void classify(af_plan_t *p, const af_lifetime_t *lt)
 }
 
 /* strict mode: every other reader of a (and of its views) is a data ancestor of node v. */
-static int readers_ordered(const af_plan_t *p, int32_t a, int32_t v, int32_t *stack, int32_t *mark,
-                           int32_t *stamp)
+static int readers_ordered(const af_plan_t *p, int32_t a, int32_t v, af__dsearch_t *ds)
 {
     const af_graph_t *g = p->g;
     for (int32_t t = a; t >= 0; t = t == a ? p->views[a] : p->view_next[t]) {
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
         for (int32_t k = 0; k < ti->n_consumers; k++) {
             int32_t r = ti->consumers[k];
-            if (r != v && !af__data_ordered(p, r, v, stack, mark, (*stamp)++))
+            if (r != v && !af__dsearch_ordered(ds, p->step[r], p->step[v]))
                 return 0;
         }
     }
@@ -100,19 +99,11 @@ static int readers_ordered(const af_plan_t *p, int32_t a, int32_t v, int32_t *st
 static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
 {
     const af_graph_t *g = p->g;
-    int32_t nn = af_graph_node_count(g), stamp = 0;
+    int32_t nn = af_graph_node_count(g);
     int strict = p->opts.parallel_reuse == AF_REUSE_STRICT;
-    int32_t *stack = NULL, *mark = NULL;
-    if (strict) {
-        stack = af__malloc((AF__REUSE_DFS_LIMIT + 1) * sizeof(int32_t));
-        mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
-        if (!stack || !mark) {
-            af__free(stack);
-            af__free(mark);
-            return AF_ENOMEM;
-        }
-        memset(mark, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
-    }
+    af__dsearch_t ds;
+    if (strict && af__dsearch_init(&ds, g, p->step))
+        return AF_ENOMEM;
     for (int32_t s = 0; s < nn; s++) {
         int32_t v = p->order[s];
         const af_node_info_t *nd = af_graph_node(g, v);
@@ -129,7 +120,7 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
             int reads_b = 0;
             for (int32_t j = 0; j < nd->n_inputs; j++)
                 reads_b |= nd->inputs[j] == b;
-            if (reads_b || (strict && !readers_ordered(p, a, v, stack, mark, &stamp)))
+            if (reads_b || (strict && !readers_ordered(p, a, v, &ds)))
                 continue;
             p->group[b] = lead;
             p->tp[b].inplace_of = a;
@@ -137,8 +128,8 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
             latest[lead] = b;
         }
     }
-    af__free(stack);
-    af__free(mark);
+    if (strict)
+        af__dsearch_free(&ds);
     return 0;
 }
 

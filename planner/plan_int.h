@@ -23,11 +23,25 @@ struct af_plan {
     uint64_t arena;
 };
 
-/* Bounded backward search (AF__REUSE_DFS_LIMIT visits) for a data path r -> v; stack has
- * AF__REUSE_DFS_LIMIT + 1 entries, mark one per node (stamps must differ per call). */
+/*
+ * Bounded backward search (AF__REUSE_DFS_LIMIT visits) for a data path r -> v. It runs in step
+ * space: a CSR of every step's predecessor steps (in the graph's pred order), built once per
+ * pass, so a visit reads one contiguous run instead of a node record and a step per pred.
+ */
 #define AF__REUSE_DFS_LIMIT 24
-int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
-                     int32_t stamp);
+typedef struct af__dsearch {
+    int32_t *off, *pred; /* preds of the node at step s: pred[off[s] .. off[s + 1]) */
+    int32_t *mark;       /* per step: stamp of the last search that reached it */
+    int32_t stamp;
+    int32_t stack[AF__REUSE_DFS_LIMIT + 1];
+} af__dsearch_t;
+
+/* step: a permutation of 0..node_count-1 (the caller guarantees it). 0 or AF_ENOMEM. */
+int af__dsearch_init(af__dsearch_t *d, const af_graph_t *g, const int32_t *step);
+void af__dsearch_free(af__dsearch_t *d);
+/* 1 when the bounded search from step vs finds step rs among the preds it scans (always 1 for
+ * rs == vs), else 0: a 1 proves a data path, a 0 proves nothing. */
+int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs);
 
 /* Sorts group leaders (given in increasing id order) by first step, then id. 0 or AF_ENOMEM. */
 int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n);

@@ -115,24 +115,61 @@ int af__group_touchers(const af_plan_t *p, int32_t **off_out, int32_t **nodes_ou
     return 0;
 }
 
-/* True when data dependencies alone order r before v (bounded backward search from v). */
-int af__data_ordered(const af_plan_t *p, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
-                     int32_t stamp)
+void af__dsearch_free(af__dsearch_t *d)
 {
-    const af_graph_t *g = p->g;
-    if (r == v)
+    af__free(d->off);
+    af__free(d->pred);
+    af__free(d->mark);
+    memset(d, 0, sizeof(*d));
+}
+
+int af__dsearch_init(af__dsearch_t *d, const af_graph_t *g, const int32_t *step)
+{
+    int32_t nn = af_graph_node_count(g);
+    memset(d, 0, sizeof(*d));
+    d->off = af__calloc((size_t)nn + 2, sizeof(int32_t));
+    d->mark = af__malloc(((size_t)nn + 1) * sizeof(int32_t));
+    if (!d->off || !d->mark) {
+        af__dsearch_free(d);
+        return AF_ENOMEM;
+    }
+    for (int32_t v = 0; v < nn; v++)
+        d->off[step[v] + 1] = af_graph_node(g, v)->n_preds;
+    for (int32_t s = 0; s < nn; s++)
+        d->off[s + 1] += d->off[s];
+    if (!(d->pred = af__malloc(((size_t)d->off[nn] + 1) * sizeof(int32_t)))) {
+        af__dsearch_free(d);
+        return AF_ENOMEM;
+    }
+    for (int32_t v = 0; v < nn; v++) {
+        const af_node_info_t *nd = af_graph_node(g, v);
+        int32_t *out = d->pred + d->off[step[v]];
+        for (int32_t k = 0; k < nd->n_preds; k++)
+            out[k] = step[nd->preds[k]];
+    }
+    memset(d->mark, 0xff, ((size_t)nn + 1) * sizeof(int32_t));
+    return 0;
+}
+
+/* Depth-first from vs over preds at steps >= rs, at most AF__REUSE_DFS_LIMIT visits, a stack
+ * of that many entries (preds found when it is full are dropped). */
+int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs)
+{
+    if (rs == vs)
         return 1;
-    int32_t sp = 0, visits = 0, rs = p->step[r];
-    stack[sp++] = v;
-    mark[v] = stamp;
+    int32_t stamp = d->stamp++, sp = 0, visits = 0;
+    int32_t *mark = d->mark, *stack = d->stack;
+    const int32_t *off = d->off, *pred = d->pred;
+    stack[sp++] = vs;
+    mark[vs] = stamp;
     while (sp && visits < AF__REUSE_DFS_LIMIT) {
-        const af_node_info_t *nd = af_graph_node(g, stack[--sp]);
+        int32_t s = stack[--sp];
         visits++;
-        for (int32_t k = 0; k < nd->n_preds; k++) {
-            int32_t u = nd->preds[k];
-            if (u == r)
+        for (int32_t k = off[s]; k < off[s + 1]; k++) {
+            int32_t u = pred[k];
+            if (u == rs)
                 return 1;
-            if (mark[u] == stamp || p->step[u] < rs)
+            if (u < rs || mark[u] == stamp)
                 continue;
             mark[u] = stamp;
             if (sp < AF__REUSE_DFS_LIMIT)
@@ -160,22 +197,24 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
 {
     const af_graph_t *g = p->g;
     int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
-    int32_t *off = NULL, *nodes = NULL, *leads = NULL, *prev = NULL, *stack = NULL, *mark = NULL;
-    int32_t *emitted = NULL;
+    int32_t *off = NULL, *nodes = NULL, *leads = NULL, *prev = NULL, *emitted = NULL;
     size_t n_prev = 0, cap_prev = 0, cap_edges = 0, nl = 0;
     af__segmap_t sm = {0};
+    af__dsearch_t ds;
     int rc = af__group_touchers(p, &off, &nodes);
     if (rc)
         return af__err(err, rc, "out of memory");
+    if (af__dsearch_init(&ds, g, p->step)) {
+        af__free(off);
+        af__free(nodes);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
     leads = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
-    stack = af__malloc((AF__REUSE_DFS_LIMIT + 1) * sizeof(int32_t));
-    mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
     emitted = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
-    if (!leads || !stack || !mark || !emitted) {
+    if (!leads || !emitted) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
-    memset(mark, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
     memset(emitted, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
     for (int32_t t = 0; t < nt; t++)
         if (p->group[t] == t)
@@ -184,7 +223,6 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
-    int32_t stamp = 0;
     for (size_t k = 0; k < nl; k++) {
         int32_t b = leads[k];
         n_prev = 0;
@@ -196,6 +234,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         int32_t pb = af_graph_tensor(g, b)->producer;
         if (pb < 0)
             continue;
+        int32_t pbs = p->step[pb];
         for (size_t q = 0; q < n_prev; q++) {
             int32_t a = prev[q];
             for (int32_t x = off[a]; x < off[a + 1]; x++) {
@@ -203,7 +242,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 if (emitted[r] == pb)
                     continue;
                 emitted[r] = pb;
-                if (af__data_ordered(p, r, pb, stack, mark, stamp++))
+                if (af__dsearch_ordered(&ds, p->step[r], pbs))
                     continue;
                 if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
@@ -228,7 +267,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 if (r < 0 || r == v || emitted[r] == v)
                     continue;
                 emitted[r] = v;
-                if (af__data_ordered(p, r, v, stack, mark, stamp++))
+                if (af__dsearch_ordered(&ds, p->step[r], p->step[v]))
                     continue;
                 if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
@@ -245,8 +284,7 @@ out:
     af__free(nodes);
     af__free(leads);
     af__free(prev);
-    af__free(stack);
-    af__free(mark);
     af__free(emitted);
+    af__dsearch_free(&ds);
     return rc;
 }

@@ -17,80 +17,112 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A tree node: the ready leaf (rank) with the smallest (key, position) below it, rank -1 when
+ * none. The key and position live in the node, so a comparison reads the two children (one
+ * cache line) rather than two ranks' records. */
+typedef struct snode {
+    int64_t key;  /* a - f of that leaf */
+    int32_t pos;  /* its input-order position (tie-break) */
+    int32_t rank; /* -1: no ready leaf below */
+} snode_t;
+
 typedef struct seg {
-    int32_t size;  /* leaves, a power of two */
-    int32_t *best; /* per tree node: the leaf (rank) with the smallest key, -1 if none ready */
-    int64_t *key;  /* per rank: a - f, valid when ready */
-    int32_t *pos;  /* per rank: input-order position (tie-break) */
+    int32_t size; /* leaves, a power of two */
+    snode_t *nd;  /* 2 * size nodes: root 1, leaf of rank r at size + r */
+    int32_t *pos; /* per rank: input-order position */
 } seg_t;
 
-static int better(const seg_t *t, int32_t a, int32_t b)
+static const snode_t none = {0, 0, -1};
+
+static int better(const snode_t *a, const snode_t *b)
 {
-    if (a < 0)
+    if (a->rank < 0)
         return 0;
-    if (b < 0)
+    if (b->rank < 0)
         return 1;
-    if (t->key[a] != t->key[b])
-        return t->key[a] < t->key[b];
-    return t->pos[a] < t->pos[b];
+    if (a->key != b->key)
+        return a->key < b->key;
+    return a->pos < b->pos;
 }
 
-static void seg_set(seg_t *t, int32_t rank, int ready)
+/* Sets leaf `rank` (ready with key, or not ready) and repairs its ancestors up to the first one
+ * whose content does not change: the nodes above it see the same children as before. */
+static void seg_set(seg_t *t, int32_t rank, int ready, int64_t key)
 {
     int32_t i = rank + t->size;
-    t->best[i] = ready ? rank : -1;
+    t->nd[i] = ready ? (snode_t){key, t->pos[rank], rank} : none;
     for (i /= 2; i >= 1; i /= 2) {
-        int32_t a = t->best[2 * i], b = t->best[2 * i + 1];
-        t->best[i] = better(t, a, b) ? a : b;
+        const snode_t *a = &t->nd[2 * i], *b = &t->nd[2 * i + 1], *m = better(a, b) ? a : b;
+        snode_t *x = &t->nd[i];
+        if (x->rank == m->rank && x->key == m->key && x->pos == m->pos)
+            break;
+        *x = *m;
     }
 }
 
 /* Best ready rank in [0, hi), or -1. */
 static int32_t seg_prefix(const seg_t *t, int32_t hi)
 {
-    int32_t res = -1, lo = t->size, h = hi + t->size;
+    const snode_t *res = &none;
+    int32_t lo = t->size, h = hi + t->size;
     while (lo < h) {
         if (lo & 1) {
-            if (better(t, t->best[lo], res))
-                res = t->best[lo];
+            if (better(&t->nd[lo], res))
+                res = &t->nd[lo];
             lo++;
         }
         if (h & 1) {
             h--;
-            if (better(t, t->best[h], res))
-                res = t->best[h];
+            if (better(&t->nd[h], res))
+                res = &t->nd[h];
         }
         lo /= 2;
         h /= 2;
     }
-    return res;
+    return res->rank;
 }
 
 /* Leftmost ready rank (smallest allocation), or -1. */
 static int32_t seg_leftmost(const seg_t *t)
 {
-    if (t->best[1] < 0)
+    if (t->nd[1].rank < 0)
         return -1;
     int32_t i = 1;
     while (i < t->size)
-        i = t->best[2 * i] >= 0 ? 2 * i : 2 * i + 1;
+        i = t->nd[2 * i].rank >= 0 ? 2 * i : 2 * i + 1;
     return i - t->size;
 }
+
+/*
+ * The ready set is usually small (a frontier of a few to a few dozen nodes), and then a scan of
+ * a plain list beats a tree walk of log n cache misses per update. The list is always kept;
+ * the tree (and the ranking it needs) is built the first time more than LIST_MAX nodes are
+ * ready and filled and emptied as the ready set crosses LIST_MAX and LIST_MIN. Both give the
+ * same choice: the rule is a strict order on (key, position) and (bytes defined, position).
+ */
+#define LIST_MAX 48
+#define LIST_MIN 12
 
 typedef struct lpmf {
     const af__smodel_t *m;
     af__sstate_t s;
     seg_t t;
-    int32_t *rank, *by_rank, *indeg;
-    uint64_t *sorted_def;
+    int tree;                /* the tree holds the ready set (else only the list does) */
+    int ranked;              /* rank, by_rank, sorted_def and the tree are allocated */
+    int32_t *rank, *by_rank; /* tree only */
+    uint64_t *sorted_def;    /* tree only */
+    int32_t *indeg;
+    int64_t *key;            /* per node: a - f, valid while ready */
+    int32_t *list, *list_at; /* the ready nodes (any order), and each one's index there */
+    int32_t n_ready;
     uint8_t *done, *ready;
 } lpmf_t;
 
 static void lpmf_key(lpmf_t *c, int32_t v)
 {
-    int32_t r = c->rank[v];
-    c->t.key[r] = (int64_t)c->m->def[v] - (int64_t)af__sstate_freed(&c->s, v);
-    seg_set(&c->t, r, 1);
+    c->key[v] = (int64_t)c->m->def[v] - (int64_t)af__sstate_freed(&c->s, v);
+    if (c->tree)
+        seg_set(&c->t, c->rank[v], 1, c->key[v]);
 }
 
 static void lpmf_on_last(void *ctx, int32_t root)
@@ -101,13 +133,46 @@ static void lpmf_on_last(void *ctx, int32_t root)
         lpmf_key(c, u);
 }
 
-/* Ranks nodes by (bytes defined, input position). */
+static void ready_add(lpmf_t *c, int32_t v)
+{
+    c->ready[v] = 1;
+    c->list_at[v] = c->n_ready;
+    c->list[c->n_ready++] = v;
+    lpmf_key(c, v);
+}
+
+static void ready_del(lpmf_t *c, int32_t v)
+{
+    int32_t i = c->list_at[v], last = c->list[--c->n_ready];
+    c->list[i] = last;
+    c->list_at[last] = i;
+    c->ready[v] = 0;
+    if (c->tree)
+        seg_set(&c->t, c->rank[v], 0, 0);
+}
+
+/* Ranks nodes by (bytes defined, input position) and allocates the tree, all leaves empty. */
 static int rank_nodes(lpmf_t *c)
 {
     const af__smodel_t *m = c->m;
+    int32_t size = 1;
+    while (size < m->n)
+        size *= 2;
+    size_t n1 = (size_t)m->n + 1;
+    c->t.size = size;
+    c->t.nd = af__malloc(2 * (size_t)size * sizeof(snode_t));
+    c->t.pos = af__calloc((size_t)size, sizeof(int32_t));
+    c->rank = af__malloc(n1 * sizeof(int32_t));
+    c->by_rank = af__malloc(n1 * sizeof(int32_t));
+    c->sorted_def = af__malloc(n1 * sizeof(uint64_t));
     af__kv_t *k = af__malloc((2 * (size_t)m->n + 1) * sizeof(*k));
-    if (!k)
+    c->ranked = 1; /* lpmf_free releases whatever was allocated */
+    if (!c->t.nd || !c->t.pos || !c->rank || !c->by_rank || !c->sorted_def || !k) {
+        af__free(k);
         return AF_ENOMEM;
+    }
+    for (int32_t i = 0; i < 2 * size; i++)
+        c->t.nd[i] = none;
     /* nodes in input-order position (pos is a permutation), then stably by bytes defined */
     for (int32_t v = 0; v < m->n; v++)
         k[m->pos[v]] = (af__kv_t){m->def[v], v};
@@ -123,48 +188,77 @@ static int rank_nodes(lpmf_t *c)
     return 0;
 }
 
+/* Moves the ready set into the tree when it grew past LIST_MAX, out of it below LIST_MIN. */
+static int set_mode(lpmf_t *c)
+{
+    if (!c->tree && c->n_ready > LIST_MAX) {
+        if (!c->ranked && rank_nodes(c))
+            return AF_ENOMEM;
+        c->tree = 1;
+        for (int32_t i = 0; i < c->n_ready; i++)
+            seg_set(&c->t, c->rank[c->list[i]], 1, c->key[c->list[i]]);
+    } else if (c->tree && c->n_ready < LIST_MIN) {
+        c->tree = 0;
+        for (int32_t i = 0; i < c->n_ready; i++)
+            seg_set(&c->t, c->rank[c->list[i]], 0, 0);
+    }
+    return 0;
+}
+
 static int lpmf_alloc(lpmf_t *c, int32_t n)
 {
-    int32_t size = 1;
-    while (size < n)
-        size *= 2;
-    c->t.size = size;
     size_t n1 = (size_t)n + 1;
-    c->t.best = af__malloc(2 * (size_t)size * sizeof(int32_t));
-    c->t.key = af__calloc((size_t)size, sizeof(int64_t));
-    c->t.pos = af__calloc((size_t)size, sizeof(int32_t));
-    c->rank = af__malloc(n1 * sizeof(int32_t));
-    c->by_rank = af__malloc(n1 * sizeof(int32_t));
     c->indeg = af__malloc(n1 * sizeof(int32_t));
-    c->sorted_def = af__malloc(n1 * sizeof(uint64_t));
+    c->key = af__malloc(n1 * sizeof(int64_t));
+    c->list = af__malloc(n1 * sizeof(int32_t));
+    c->list_at = af__malloc(n1 * sizeof(int32_t));
     c->done = af__calloc(n1, 1);
     c->ready = af__calloc(n1, 1);
-    if (!c->t.best || !c->t.key || !c->t.pos || !c->rank || !c->by_rank || !c->indeg ||
-        !c->sorted_def || !c->done || !c->ready)
+    if (!c->indeg || !c->key || !c->list || !c->list_at || !c->done || !c->ready)
         return AF_ENOMEM;
-    for (int32_t i = 0; i < 2 * size; i++)
-        c->t.best[i] = -1;
     return af__sstate_init(&c->s, c->m);
 }
 
 static void lpmf_free(lpmf_t *c)
 {
-    af__free(c->t.best);
-    af__free(c->t.key);
+    af__free(c->t.nd);
     af__free(c->t.pos);
     af__free(c->rank);
     af__free(c->by_rank);
-    af__free(c->indeg);
     af__free(c->sorted_def);
+    af__free(c->indeg);
+    af__free(c->key);
+    af__free(c->list);
+    af__free(c->list_at);
     af__free(c->done);
     af__free(c->ready);
     af__sstate_free(&c->s);
+}
+
+/* List mode: the lowest (key, position) among ready nodes defining at most `room` bytes, else
+ * the lowest (bytes defined, position) — the tree's prefix minimum and leftmost leaf. */
+static int32_t list_pick(const lpmf_t *c, uint64_t room)
+{
+    const af__smodel_t *m = c->m;
+    int32_t best = -1, left = -1;
+    for (int32_t i = 0; i < c->n_ready; i++) {
+        int32_t v = c->list[i];
+        if (m->def[v] <= room && (best < 0 || c->key[v] < c->key[best] ||
+                                  (c->key[v] == c->key[best] && m->pos[v] < m->pos[best])))
+            best = v;
+        if (left < 0 || m->def[v] < m->def[left] ||
+            (m->def[v] == m->def[left] && m->pos[v] < m->pos[left]))
+            left = v;
+    }
+    return best >= 0 ? best : left;
 }
 
 static int32_t lpmf_pick(lpmf_t *c, uint64_t peak_so_far)
 {
     const af__smodel_t *m = c->m;
     uint64_t room = peak_so_far > c->s.live ? peak_so_far - c->s.live : 0;
+    if (!c->tree)
+        return list_pick(c, room);
     /* number of ranks with def <= room */
     int32_t lo = 0, hi = m->n;
     while (lo < hi) {
@@ -188,26 +282,25 @@ int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *orde
     memset(&c, 0, sizeof(c));
     c.m = m;
     int rc = lpmf_alloc(&c, m->n);
-    if (rc || (rc = rank_nodes(&c)))
+    if (rc)
         goto out;
     for (int32_t v = 0; v < m->n; v++) {
         c.indeg[v] = af_graph_node(g, v)->n_preds;
-        if (c.indeg[v] == 0) {
-            c.ready[v] = 1;
-            lpmf_key(&c, v);
-        }
+        if (c.indeg[v] == 0)
+            ready_add(&c, v);
     }
     uint64_t peak = m->base + m->extra0;
     for (int32_t k = 0; k < m->n; k++) {
+        if ((rc = set_mode(&c)))
+            goto out;
         int32_t v = lpmf_pick(&c, peak);
         if (v < 0) {
             rc = AF_EINVAL;
             goto out;
         }
         order[k] = v;
-        c.ready[v] = 0;
+        ready_del(&c, v);
         c.done[v] = 1;
-        seg_set(&c.t, c.rank[v], 0);
         uint64_t during = c.s.live + af__sstate_alloc(&c.s, v);
         if (during > peak)
             peak = during;
@@ -215,10 +308,8 @@ int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *orde
         const af_node_info_t *nd = af_graph_node(g, v);
         for (int32_t j = 0; j < nd->n_succs; j++) {
             int32_t u = nd->succs[j];
-            if (--c.indeg[u] == 0) {
-                c.ready[u] = 1;
-                lpmf_key(&c, u);
-            }
+            if (--c.indeg[u] == 0)
+                ready_add(&c, u);
         }
     }
 out:

@@ -1,6 +1,7 @@
 /*
  * Plan verifier, independent of the placer: it recomputes every tensor's true use range from
  * the graph and the order (its own loop, not lifetime.c), then checks
+ *   0. the order is a permutation of the nodes that runs every node after its predecessors;
  *   1. each arena tensor's planned lifetime covers its true uses (incl. readers of its views);
  *   2. alignment, arena bounds, views inside their root;
  *   3. no two tensors live at the same step share a byte (sweep over steps with the live set
@@ -304,8 +305,8 @@ static int check_overlaps(const af_plan_t *p, af_error_t *err)
 
 /* Is r ordered before v by data edges + reuse edges? Exhaustive backward search from v over
  * nodes at steps > step(r) (every edge goes forward in the order, so this terminates). */
-static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc, int32_t r,
-                   int32_t v, int32_t *stack, int32_t *mark, int32_t stamp)
+static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc, af__dsearch_t *ds,
+                   int32_t r, int32_t v, int32_t *stack, int32_t *mark, int32_t stamp)
 {
     if (r == v)
         return 1;
@@ -327,9 +328,8 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
             return 1;
     /* the planner left the edge out only when a short data path exists: look for it first
      * (a pure reachability search, same bound), then search exhaustively */
-    if (af__data_ordered(p, r, v, stack, mark, stamp))
+    if (af__dsearch_ordered(ds, p->step[r], p->step[v]))
         return 1;
-    stamp = -2 - stamp; /* a fresh stamp for the exhaustive search */
     int32_t sp = 0, rs = p->step[r];
     stack[sp++] = v;
     mark[v] = stamp;
@@ -380,8 +380,10 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
     int32_t *mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
     size_t n_prev = 0, cap_prev = 0, nl = 0;
     af__segmap_t sm = {0};
+    af__dsearch_t ds = {0};
     int rc = 0;
-    if (!roff || !rsrc || !leads || !stack || !mark || af__group_touchers(p, &off, &nodes)) {
+    if (!roff || !rsrc || !leads || !stack || !mark || af__group_touchers(p, &off, &nodes) ||
+        af__dsearch_init(&ds, g, p->step)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
@@ -417,7 +419,7 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
             int32_t a = prev[q];
             for (int32_t x = off[a]; x < off[a + 1]; x++) {
                 int32_t r = nodes[x];
-                if (pb < 0 || !ordered(p, roff, rsrc, r, pb, stack, mark, stamp++)) {
+                if (pb < 0 || !ordered(p, roff, rsrc, &ds, r, pb, stack, mark, stamp++)) {
                     rc = af__err(err, AF_EVERIFY,
                                  "'%s' reuses the bytes of '%s' but its producer %s%s%s may run "
                                  "before '%s', which uses '%s' (missing reuse edge)",
@@ -440,7 +442,7 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
             const af_tensor_info_t *ti = af_graph_tensor(g, t);
             for (int32_t k = 0; k < ti->n_consumers; k++) {
                 int32_t r = ti->consumers[k];
-                if (r == v || ordered(p, roff, rsrc, r, v, stack, mark, stamp++))
+                if (r == v || ordered(p, roff, rsrc, &ds, r, v, stack, mark, stamp++))
                     continue;
                 rc = af__err(err, AF_EVERIFY,
                              "'%s' overwrites '%s' in place at node '%s' while node '%s' may "
@@ -461,7 +463,28 @@ out:
     af__free(leads);
     af__free(stack);
     af__free(mark);
+    af__dsearch_free(&ds);
     return rc;
+}
+
+/* The order: a permutation of the nodes (order[] and step[] agree) in which every node comes
+ * after its predecessors. */
+static int check_order(const af_plan_t *p, af_error_t *err)
+{
+    const af_graph_t *g = p->g;
+    int32_t nn = af_graph_node_count(g);
+    for (int32_t v = 0; v < nn; v++) {
+        int32_t s = p->step[v];
+        if (s < 0 || s >= nn || p->order[s] != v)
+            return af__err(err, AF_EVERIFY, "node '%s' has no consistent step in the order",
+                           af_graph_node(g, v)->name);
+        const af_node_info_t *nd = af_graph_node(g, v);
+        for (int32_t k = 0; k < nd->n_preds; k++)
+            if (p->step[nd->preds[k]] >= s)
+                return af__err(err, AF_EVERIFY, "node '%s' runs before its predecessor '%s'",
+                               nd->name, af_graph_node(g, nd->preds[k])->name);
+    }
+    return 0;
 }
 
 int af_plan_verify(const af_plan_t *p, af_error_t *err)
@@ -474,8 +497,9 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err)
     int rc;
     if (!tf || !tl)
         rc = af__err(err, AF_ENOMEM, "out of memory");
-    else if (!(rc = true_ranges(p, tf, tl)) && !(rc = check_tensors(p, tf, tl, err)) &&
-             !(rc = check_overlaps(p, err)) && !p->opts.safe_mode)
+    else if (!(rc = check_order(p, err)) && !(rc = true_ranges(p, tf, tl)) &&
+             !(rc = check_tensors(p, tf, tl, err)) && !(rc = check_overlaps(p, err)) &&
+             !p->opts.safe_mode)
         rc = check_reuse(p, err);
     af__free(tf);
     af__free(tl);
