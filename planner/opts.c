@@ -64,7 +64,7 @@ static const struct {
     {"dp_max_states", T_SIZE, offsetof(af_plan_opts_t, dp_max_states), "exact DP state cap"},
     {"verify", T_BOOL, offsetof(af_plan_opts_t, verify), "verify every plan"},
     {"search_effort", T_COUNT, offsetof(af_plan_opts_t, search_effort),
-     "portfolio: search nodes per tensor of its last member, 0 = off"},
+     "portfolio: search nodes per 100 tensors of its last member, 0 = off"},
 };
 
 static const char *opt_keys[AF_ARRAY_SIZE(opt_table) + 1];

@@ -19,8 +19,8 @@
  *                  the engine below; keeps the lowest; stops as soon as a result equals the
  *                  lower bound. The engine members run within a budget of comparisons (their
  *                  cost grows with the overlap), so dense instances run fewer of them. Last,
- *                  when still above the bound on at most 1,024 intervals, the search below in
- *                  its work-bounded mode (search_effort x n nodes, no clock: deterministic),
+ *                  when still above the bound on a moderate instance, the search below in its
+ *                  work-bounded mode (search_effort x n / 100 nodes, no clock: deterministic),
  *                  seeded with that packing, which it keeps unless it finds a lower one.
  *   search         anytime branch-and-bound (planner/search.c), seeded by the portfolio.
  *
@@ -652,25 +652,27 @@ static const struct {
 };
 
 /*
- * The last member: the work-bounded search (planner/search.c) from the packing of the others.
- * It runs when that packing is above the lower bound by more than 1/1024 (below that it cannot
- * gain anything worth its cost) on instances of at most AF__SEARCH_MEMBER_MAX intervals: a search
- * node scans the buffers and time sections of its partition, so a complete dive costs about
- * n x (n + sections). Its budget is `effort` dives (effort x n nodes): on tight instances the
- * first dive at the lower bound usually succeeds. Deterministic (a node count, no clock), and
- * optional: when it cannot allocate it is skipped and the packing of the others stands.
+ * The last member: the work-bounded search (planner/search.c) from the packing of the others,
+ * when that packing is above the lower bound by more than 1/1024 (below that it cannot gain
+ * anything worth its cost). Its budget is effort/100 dives (effort x n / 100 search nodes): on
+ * tight instances the first dive at the lower bound usually succeeds. A search node scans the
+ * buffers and time sections of its partition, so a dive costs about n x (n + sections): the
+ * member runs only when that is at most AF__SEARCH_MEMBER_DIVE (about 3 ms) and n is at most
+ * AF__SEARCH_MEMBER_MAX. Deterministic (a node count, no clock), and optional: when it cannot
+ * allocate it is skipped and the packing of the others stands.
  */
 #define AF__SEARCH_MEMBER_MAX 1024
+#define AF__SEARCH_MEMBER_DIVE 1000000
 static void search_member(af_interval_t *iv, size_t n, uint64_t a, uint64_t effort, uint64_t lb,
                           uint64_t *best)
 {
-    size_t m = 0; /* intervals the search places (positive size) */
+    uint64_t m = 0; /* intervals the search places (positive size) */
     for (size_t i = 0; i < n; i++)
         m += iv[i].size != 0;
     if (m == 0 || m > AF__SEARCH_MEMBER_MAX || *best - lb <= lb / 1024)
         return;
-    uint64_t h = *best, nodes = effort > UINT64_MAX / m ? UINT64_MAX : effort * m;
-    if (af__search_improve(iv, n, a, nodes, &h, NULL) == 0 && h < *best)
+    uint64_t h = *best, nodes = effort > UINT64_MAX / m ? UINT64_MAX : effort * m / 100;
+    if (af__search_improve(iv, n, a, nodes, AF__SEARCH_MEMBER_DIVE, &h, NULL) == 0 && h < *best)
         *best = h;
 }
 

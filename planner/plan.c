@@ -552,6 +552,7 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
     o.schedule = "input";
     o.verify = 0;
     o.budget = 0;
+    o.search_effort = 0; /* the portfolio's search member runs on the chosen order only */
     if (strcmp(o.placer, "search") == 0)
         o.placer = "portfolio";
     af_plan_t *q = NULL;

@@ -51,10 +51,12 @@ int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint
  * Work-bounded search from a given packing (the portfolio's last member, planner/search.c):
  * iv[i].offset must hold a valid packing (sizes aligned up to alignment). Explores at most
  * `nodes` search nodes without reading the clock, then writes the best packing found (never
- * higher than the given one) and its height. Returns 0, or an error with iv untouched.
+ * higher than the given one) and its height, and returns 0. Returns 1 without searching when
+ * max_dive > 0 and one dive would cost more (m x (m + distinct interval ends) for m intervals
+ * of positive size), an error otherwise; iv is untouched unless 0 is returned.
  */
 int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
-                       uint64_t *height, af_error_t *err);
+                       uint64_t max_dive, uint64_t *height, af_error_t *err);
 
 /*
  * Shared-object placement: assigns each interval a buffer index (buf[i]); a buffer's size is the

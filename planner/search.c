@@ -77,6 +77,8 @@ typedef struct search_ctx {
     uint64_t alignment;
     const af_interval_t *given; /* the incumbent's offsets, or NULL: place the portfolio */
     uint64_t work;              /* node budget of the work-bounded mode; 0 = anytime mode */
+    uint64_t max_dive;          /* > 0: not run unless a dive costs at most this */
+    uint64_t max_part;          /* buffers of the largest partition */
     uint64_t used;              /* nodes explored so far (work-bounded mode) */
     uint64_t *best;             /* n: best packing's offsets */
     part_info_t *parts;
@@ -240,6 +242,8 @@ static void free_part(part_info_t *pi)
     for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
         af__free(sp->feat[f]);
     af__free(sp->rank);
+    af__free(sp->unext);
+    af__free(sp->uprev);
     af__free(sp->minoff);
     af__free(sp->off);
     af__free(sp->floor);
@@ -278,6 +282,8 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
     sp->sec_hi = af__malloc(un * sizeof(int32_t));
     sp->ov_start = af__calloc(un + 1, sizeof(int32_t));
     sp->rank = af__malloc(un * sizeof(int32_t));
+    sp->unext = af__malloc((un + 1) * sizeof(int32_t));
+    sp->uprev = af__malloc((un + 1) * sizeof(int32_t));
     sp->minoff = af__malloc(un * sizeof(uint64_t));
     sp->off = af__malloc(un * sizeof(uint64_t));
     sp->floor = af__malloc(us * sizeof(uint64_t));
@@ -286,8 +292,9 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
     sp->lim = af__malloc(2 * (us + 1) * sizeof(uint64_t));
     sp->wit = af__malloc((us + 1) * sizeof(int32_t));
     sp->frames = af__malloc((un + 1) * sizeof *sp->frames);
-    int ok = sp->size && sp->sec_lo && sp->sec_hi && sp->ov_start && sp->rank && sp->minoff &&
-             sp->off && sp->floor && sp->total && sp->sec_init && sp->lim && sp->wit && sp->frames;
+    int ok = sp->size && sp->sec_lo && sp->sec_hi && sp->ov_start && sp->rank && sp->unext &&
+             sp->uprev && sp->minoff && sp->off && sp->floor && sp->total && sp->sec_init &&
+             sp->lim && sp->wit && sp->frames;
     for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
         ok = ok && (sp->order[h] = af__malloc(un * sizeof(int32_t))) != NULL;
     for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
@@ -557,10 +564,13 @@ static int minimise(search_ctx_t *c, const limit_t *total)
         limit_t pl = {0, 0};
         double share = first ? 0.8 : 0.5; /* the bound is often optimal: give it most */
         if (c->work) {
-            if (c->used >= total->node_end)
+            /* A probe that cannot dive through the largest partition once cannot find a
+             * packing: its nodes would be wasted. */
+            uint64_t left = c->used < total->node_end ? total->node_end - c->used : 0;
+            left = first ? left - left / 5 : left - left / 2;
+            if (left < c->max_part)
                 break;
-            uint64_t left = total->node_end - c->used;
-            pl.node_end = c->used + (first ? left - left / 5 : left - left / 2);
+            pl.node_end = c->used + left;
         } else {
             double now = af__search_now();
             if (now >= total->deadline)
@@ -630,6 +640,9 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
     int rc = keys && times && c->best ? 0 : AF_ENOMEM;
     if (rc == 0)
         rc = build_parts(c, keys, times);
+    for (int32_t k = 0; rc == 0 && k < c->nparts; k++)
+        if ((uint64_t)c->parts[k].sp.n > c->max_part)
+            c->max_part = (uint64_t)c->parts[k].sp.n;
     if (rc == 0)
         rc = seed_incumbent(c, keys, err);
     af__free(times);
@@ -684,9 +697,39 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
                    (unsigned long long)cap, limit, (unsigned long long)h);
 }
 
-/* given: the incumbent's offsets are iv's (a valid packing), else the portfolio places one. */
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * What a dive costs, about: a search node scans its partition's buffers and time sections, so a
+ * dive through m buffers costs m x (m + sections). Counted as one partition (an upper bound
+ * when there are several). Returns UINT64_MAX when out of memory.
+ */
+static uint64_t dive_cost(const af_interval_t *iv, size_t n)
+{
+    int64_t *t = af__malloc(2 * (n ? n : 1) * sizeof *t);
+    if (!t)
+        return UINT64_MAX;
+    size_t m = 0, k = 0, d = 0;
+    for (size_t i = 0; i < n; i++)
+        if (iv[i].size) {
+            t[k++] = iv[i].lower, t[k++] = iv[i].upper;
+            m++;
+        }
+    qsort(t, k, sizeof *t, cmp_i64);
+    for (size_t i = 0; i < k; i++)
+        d += i == 0 || t[i] != t[i - 1];
+    af__free(t);
+    return (uint64_t)m * (uint64_t)(m + (d ? d - 1 : 0));
+}
+
+/* given: the incumbent's offsets are iv's (a valid packing), else the portfolio places one.
+ * max_dive > 0: returns 1 at once when a dive would cost more (see dive_cost()). */
 static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, int given,
-                       uint64_t *height, af_error_t *err)
+                       uint64_t max_dive, uint64_t *height, af_error_t *err)
 {
     uint64_t a = o && o->alignment ? o->alignment : 1, sum = 0;
     if (n > (size_t)INT32_MAX / 4)
@@ -698,6 +741,12 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
         if (!af__add_u64(sum, af__align_up(iv[i].size, a), &sum) || sum > (UINT64_MAX >> 2))
             return af__err(err, AF_ESIZE, "interval sizes overflow at interval %zu", i);
     }
+    /* A dive too costly for the caller: skipped before anything is built. */
+    uint64_t cost = max_dive ? dive_cost(iv, n) : 0;
+    if (cost == UINT64_MAX)
+        return af__err(err, AF_ENOMEM, "out of memory in placement search");
+    if (cost > max_dive)
+        return 1;
     /* The search works on aligned sizes (footprints), as every placer does. */
     af_interval_t *work = af__malloc((n ? n : 1) * sizeof *work);
     if (!work)
@@ -710,7 +759,8 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
                       .n = n,
                       .alignment = a,
                       .given = given ? iv : NULL,
-                      .work = o ? o->search_nodes : 0};
+                      .work = o ? o->search_nodes : 0,
+                      .max_dive = max_dive};
     int rc = run(&c, iv, o, height, err);
     for (int32_t k = 0; k < c.nparts; k++)
         free_part(&c.parts[k]);
@@ -725,12 +775,12 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
 int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                      af_error_t *err)
 {
-    return search_main(iv, n, o, 0, height, err);
+    return search_main(iv, n, o, 0, 0, height, err);
 }
 
 int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
-                       uint64_t *height, af_error_t *err)
+                       uint64_t max_dive, uint64_t *height, af_error_t *err)
 {
     af_place_opts_t o = {.alignment = alignment ? alignment : 1, .search_nodes = nodes ? nodes : 1};
-    return search_main(iv, n, &o, 1, height, err);
+    return search_main(iv, n, &o, 1, max_dive, height, err);
 }

@@ -65,6 +65,9 @@ static int place(af__search_part_t *p, int32_t b)
         return AF_ENOMEM;
     uint64_t o = p->minoff[b], top = o + p->size[b];
     p->off[b] = o;
+    int32_t r = p->rank[b]; /* out of the unplaced list (restored by unplace(), LIFO) */
+    p->unext[p->uprev[r]] = p->unext[r];
+    p->uprev[p->unext[r]] = p->uprev[r];
     for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++) {
         if (p->floor[s] < top)
             set_word(p, &p->floor[s], top);
@@ -77,6 +80,16 @@ static int place(af__search_part_t *p, int32_t b)
             set_word(p, &p->minoff[c], raised);
     }
     return 0;
+}
+
+/* Undoes place(b) after its words were restored from the undo log (placements are undone in
+ * reverse order, so b's neighbours in the unplaced list are the ones it left). */
+static void unplace(af__search_part_t *p, int32_t b)
+{
+    int32_t r = p->rank[b];
+    p->unext[p->uprev[r]] = r;
+    p->uprev[p->unext[r]] = r;
+    p->off[b] = AF__SEARCH_UNPLACED;
 }
 
 /*
@@ -195,11 +208,9 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
     f->cand_begin = p->ncand;
     uint64_t min_height = UINT64_MAX;
     size_t k = p->ncand;
-    for (int32_t i = 0; i < p->n; i++) {
+    for (int32_t i = p->unext[p->n]; i != p->n; i = p->unext[i]) {
         int32_t b = ord[i];
         uint64_t m = p->minoff[b];
-        if (p->off[b] != AF__SEARCH_UNPLACED)
-            continue;
         if (m + p->size[b] < min_height)
             min_height = m + p->size[b];
         if (m < last_off || (m == last_off && i < last_rank))
@@ -254,6 +265,10 @@ static void reset_state(af__search_part_t *p, const int32_t *ord)
         p->off[i] = AF__SEARCH_UNPLACED;
         p->rank[ord[i]] = i;
     }
+    for (int32_t i = 0; i <= p->n; i++) {
+        p->unext[i] = i == p->n ? 0 : i + 1;
+        p->uprev[i] = i == 0 ? p->n : i - 1;
+    }
     for (int32_t s = 0; s < p->nsec; s++) {
         p->floor[s] = 0;
         p->total[s] = p->sec_init[s];
@@ -276,7 +291,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
         frame_t *f = &fr[depth];
         if (f->placed >= 0) {
             undo_to(p, f->log_mark);
-            p->off[f->placed] = AF__SEARCH_UNPLACED;
+            unplace(p, f->placed);
             f->placed = -1;
             placed--;
         }

@@ -52,6 +52,7 @@ typedef struct af__search_part {
     int32_t *order[AF__SEARCH_N_ORDERS + 1]; /* static orders + the random one */
     uint64_t *feat[AF__SEARCH_N_FEATURES];   /* n each: tot, width, area, size, ~lower */
     int32_t *rank;                           /* n: position of a buffer in the current order */
+    int32_t *unext, *uprev; /* n+1: unplaced ranks, a circular list in rank order (head n) */
     /* search state */
     uint64_t *minoff;   /* n: lowest offset the buffer may take now */
     uint64_t *off;      /* n: offset, or AF__SEARCH_UNPLACED */

@@ -509,8 +509,8 @@ static void test_search_member_never_worse(void **state)
         memcpy(a1, iv, n * sizeof *iv);
         memcpy(a2, iv, n * sizeof *iv);
         uint64_t h0 = place_effort(a0, n, 0, a, seed);
-        uint64_t h1 = place_effort(a1, n, 4, a, seed);
-        uint64_t h2 = place_effort(a2, n, 4, a, seed);
+        uint64_t h1 = place_effort(a1, n, 400, a, seed);
+        uint64_t h2 = place_effort(a2, n, 400, a, seed);
         uint64_t lb = af_intervals_lower_bound(iv, n, a);
         if (h1 > h0 || h1 < lb)
             fprintf(stderr, "seed %llu: member %llu, portfolio %llu, bound %llu\n",
@@ -672,7 +672,7 @@ static void test_search_member_out_of_memory(void **state)
         memcpy(work, iv, n * sizeof *iv);
         h0 = place_effort(work, n, 0, 1, seed);
         memcpy(work, iv, n * sizeof *iv);
-        h1 = place_effort(work, n, 4, 1, seed);
+        h1 = place_effort(work, n, 400, 1, seed);
         if (h1 < h0)
             break;
     }
@@ -683,7 +683,7 @@ static void test_search_member_out_of_memory(void **state)
     for (fail_at = 0; fail_at < 5000 && !done; fail_at++) {
         memcpy(work, iv, n * sizeof *iv);
         alloc_count = 0;
-        af_place_opts_t po = {.alignment = 1, .search_effort = 4};
+        af_place_opts_t po = {.alignment = 1, .search_effort = 400};
         uint64_t h = 0;
         int rc = af_place_intervals(work, n, "portfolio", &po, &h, NULL);
         assert_true(rc == 0 || rc == AF_ENOMEM);

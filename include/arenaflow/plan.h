@@ -55,13 +55,13 @@ typedef struct af_plan_opts {
     uint64_t dp_max_states; /* DP state cap; default 2,000,000 */
     int verify;             /* run af_plan_verify() inside af_plan_create(); default 1 */
     /* Placer "portfolio": effort of its last member, a deterministic work-bounded search seeded
-     * with the portfolio's packing, in search nodes per tensor placed (af_place_opts_t);
+     * with the portfolio's packing, in search nodes per 100 tensors placed (af_place_opts_t);
      * 0 = off; default AF_PLAN_SEARCH_EFFORT. */
     uint64_t search_effort;
 } af_plan_opts_t;
 
-/* Default af_plan_opts_t.search_effort: two dives' worth of search nodes. */
-#define AF_PLAN_SEARCH_EFFORT 2
+/* Default af_plan_opts_t.search_effort: one and a half dives' worth of search nodes. */
+#define AF_PLAN_SEARCH_EFFORT 150
 
 /* Fills *o with the defaults above. */
 void af_plan_opts_init(af_plan_opts_t *o);
@@ -83,7 +83,8 @@ typedef struct af_plan_report {
     int32_t dynamic_tensors;        /* served at run time (size unknown) */
     uint64_t constant_bytes;        /* weights, outside the arena */
     uint64_t naive_bytes;           /* every arena tensor its own (aligned) bytes */
-    uint64_t input_order_bytes;     /* arena bytes placing the input order (same placer); 0 = not
+    uint64_t input_order_bytes;     /* arena bytes placing the input order (same placer, but
+                                       without the portfolio's search member); 0 = not
                                        computed (restored plans, graphs over 100,000 tensors) */
     uint64_t shared_object_bytes;   /* total of shared buffers (shared-object mode); 0 = not
                                        computed (graphs over 100,000 tensors) */
@@ -217,9 +218,10 @@ typedef struct af_place_opts {
      * any load. A run that ends within the budget still proves optimality. 0 = time-bounded. */
     uint64_t search_nodes;
     /* For "portfolio": when > 0, its last member runs that work-bounded search from the packing
-     * of the others with search_effort x (number of intervals) nodes, about that many complete
-     * dives, when the packing is above the lower bound (by more than 1/1024) and there are at
-     * most 1,024 intervals. 0 = member off. */
+     * of the others with search_effort x n / 100 nodes for n intervals (one complete dive of the
+     * depth-first search is about n nodes), when the packing is above the lower bound (by more
+     * than 1/1024) and the instance is moderate (at most 1,024 intervals, and n x (n + distinct
+     * interval ends) at most 1,000,000: a dive costs about that). 0 = member off. */
     uint64_t search_effort;
 } af_place_opts_t;
 
