@@ -666,8 +666,8 @@ static const struct {
 static void search_member(af_interval_t *iv, size_t n, uint64_t a, uint64_t effort, uint64_t lb,
                           uint64_t *best)
 {
-    uint64_t m = 0; /* intervals the search places (positive size) */
-    for (size_t i = 0; i < n; i++)
+    uint64_t m = 0; /* intervals the search places (positive size), counted up to the cap */
+    for (size_t i = 0; i < n && m <= AF__SEARCH_MEMBER_MAX; i++)
         m += iv[i].size != 0;
     if (m == 0 || m > AF__SEARCH_MEMBER_MAX || *best - lb <= lb / 1024)
         return;
