@@ -157,8 +157,41 @@ static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint
  * a time (pick()): a dive that does not backtrack tries one candidate per frame, so sorting
  * them all would be wasted.
  */
+static uint64_t sec_limit(const af__search_part_t *p, int32_t s, uint64_t cap)
+{
+    return p->total[s] ? cap - p->total[s] : UINT64_MAX;
+}
+
+/*
+ * The limit arrays (see push_candidates()). When `changed` >= 0 they hold the state before
+ * buffer `changed` was placed and nothing else changed since: only its sections' limits went
+ * up, so pre is recomputed from its first section on and suf from its last one down, each until
+ * it stops changing past the buffer's sections. Otherwise everything is recomputed.
+ */
+static void update_limits(af__search_part_t *p, uint64_t cap, int32_t changed)
+{
+    uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
+    int32_t lo = changed >= 0 ? p->sec_lo[changed] : 0;
+    int32_t hi = changed >= 0 ? p->sec_hi[changed] : p->nsec;
+    pre[0] = UINT64_MAX;
+    for (int32_t s = lo; s < p->nsec; s++) {
+        uint64_t u = sec_limit(p, s, cap), v = u < pre[s] ? u : pre[s];
+        if (changed >= 0 && s >= hi && pre[s + 1] == v)
+            break;
+        pre[s + 1] = v;
+    }
+    suf[p->nsec] = UINT64_MAX;
+    for (int32_t s = hi - 1; s >= 0; s--) {
+        uint64_t u = sec_limit(p, s, cap), v = u < suf[s + 1] ? u : suf[s + 1];
+        if (changed >= 0 && s < lo && suf[s] == v)
+            break;
+        suf[s] = v;
+    }
+    p->lim_id++;
+}
+
 static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t last_off,
-                           int32_t last_rank, uint64_t cap, frame_t *f)
+                           int32_t last_rank, uint64_t cap, frame_t *f, int32_t changed)
 {
     /*
      * A placement at offset m fails the cross-section check in any section s it does not touch
@@ -166,19 +199,13 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
      * suf[s] are the minima of that limit over sections < s and >= s, so a candidate's limit
      * outside its own sections is min(pre[lo], suf[hi]); candidates above it are not tried.
      */
+    update_limits(p, cap, changed);
+    f->lim_id = p->lim_id;
     uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
-    pre[0] = UINT64_MAX;
-    int at_limit = 0; /* some section's limit is last_off (see below) */
-    for (int32_t s = 0; s < p->nsec; s++) {
-        uint64_t u = p->total[s] ? cap - p->total[s] : UINT64_MAX;
-        pre[s + 1] = u < pre[s] ? u : pre[s];
-        at_limit |= u == last_off;
-    }
-    suf[p->nsec] = UINT64_MAX;
-    for (int32_t s = p->nsec - 1; s >= 0; s--) {
-        uint64_t u = p->total[s] ? cap - p->total[s] : UINT64_MAX;
-        suf[s] = u < suf[s + 1] ? u : suf[s + 1];
-    }
+    /* Some section's limit is last_off (see below). Every limit is >= last_off here (the check
+     * of the placement at last_off passed, and the root has last_off 0), so that is when the
+     * smallest limit, pre[nsec], equals it. */
+    int at_limit = pre[p->nsec] == last_off;
     /*
      * A section whose limit is exactly last_off must get its lowest unplaced buffer at
      * last_off, from a buffer with minimum offset <= last_off and a rank above the next
@@ -286,7 +313,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             return AF__SEARCH_INFEASIBLE;
     frame_t *fr = p->frames;
     int32_t depth = 0, placed = 0;
-    int rc = push_candidates(p, ord, 0, -1, cap, &fr[0]);
+    int rc = push_candidates(p, ord, 0, -1, cap, &fr[0], -1);
     while (rc == 0) {
         frame_t *f = &fr[depth];
         if (f->placed >= 0) {
@@ -331,8 +358,11 @@ int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             rc = AF__SEARCH_FOUND;
             break;
         }
+        /* the limits are incremental when they still hold this frame's state (nothing deeper
+         * recomputed them since): placing b is then the only change */
+        int32_t changed = p->lim_id == f->lim_id ? b : -1;
         depth++;
-        rc = push_candidates(p, ord, o, p->rank[b], cap, &fr[depth]);
+        rc = push_candidates(p, ord, o, p->rank[b], cap, &fr[depth], changed);
     }
     return rc;
 }

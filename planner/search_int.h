@@ -32,6 +32,7 @@ typedef struct af__search_frame {
     size_t cand_begin, cand_end, next; /* this frame's slice of the candidate stack */
     size_t log_mark;                   /* undo-log length before the current placement */
     int32_t placed;                    /* buffer placed by this frame, or -1 */
+    uint64_t lim_id;                   /* the limit arrays' version computed for this frame */
 } af__search_frame_t;
 
 /*
@@ -59,7 +60,8 @@ typedef struct af__search_part {
     uint64_t *floor;    /* nsec: top of the placed buffers live in the section */
     uint64_t *total;    /* nsec: total size of the unplaced buffers live in the section */
     uint64_t *sec_init; /* nsec: total size of all buffers live in the section */
-    uint64_t *lim;      /* 2 * (nsec + 1): scratch of the candidate filter */
+    uint64_t *lim;      /* 2 * (nsec + 1): prefix / suffix limits of the candidate filter */
+    uint64_t lim_id;    /* version of lim (one per computation) */
     int32_t *wit;       /* nsec: where in sec_buf the last buffer that kept the section
                            feasible is (a hint; the next scan starts there) */
     af__search_undo_t *log;
