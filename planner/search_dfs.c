@@ -240,7 +240,8 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
         uint64_t m = p->minoff[b];
         if (m + p->size[b] < min_height)
             min_height = m + p->size[b];
-        if (m < last_off || (m == last_off && i < last_rank))
+        /* m >= min_height so far: dropped below anyway (min_height only decreases) */
+        if (m < last_off || (m == last_off && i < last_rank) || m >= min_height)
             continue;
         if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
             continue;
