@@ -583,7 +583,8 @@ static void ladder_bounds(const trace_t *t, af_pool_t *p, double *recut, double 
     *norecut = sum / (double)t->peak_live;
 }
 
-/* reserved ÷ peak live: one thread, fresh pool, 3 rounds. */
+/* reserved ÷ peak live: one thread, fresh pool, 3 rounds; then 10 more rounds, whose OS maps and
+ * lock acquisitions show what the configuration costs in a steady state. */
 static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po)
 {
     af_pool_t *p;
@@ -597,13 +598,18 @@ static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *p
     void **ptrs = calloc(t->nslots + 1, sizeof(void *));
     uint64_t sum = 0, err = 0;
     replay_rounds(t, &a, k, ptrs, 3, 0, &sum, &err);
-    af_pool_stats_t st;
+    af_pool_stats_t st, st2;
     af_pool_stats(p, &st);
+    replay_rounds(t, &a, k, ptrs, 10, 0, &sum, &err);
+    af_pool_stats(p, &st2);
+    uint64_t locks = st2.global_locks + st2.class_locks - st.global_locks - st.class_locks;
     printf("  %-22s classes %3u  peak reserved %9.1f MiB  reserved/peak-live %.3f  borrows %llu  "
-           "os maps %llu  | ladder bounds: no re-cut %.3f, free re-cut %.3f\n",
+           "os maps %llu  | rounds 4-13: os maps/round %.1f, locks/pair %.4f%s | ladder bounds: "
+           "no re-cut %.3f, free re-cut %.3f\n",
            label, st.nclasses, (double)st.peak_reserved_bytes / (1 << 20),
            (double)st.peak_reserved_bytes / (double)t->peak_live, (unsigned long long)st.borrows,
-           (unsigned long long)st.os_maps, norecut, recut);
+           (unsigned long long)st.os_maps, (double)(st2.os_maps - st.os_maps) / 10.0,
+           (double)locks / (10.0 * (double)t->npairs), err ? "  ERRORS" : "", norecut, recut);
     free(ptrs);
     af_pool_cache_destroy(k);
     af_pool_destroy(p);
@@ -678,6 +684,12 @@ static void run_trace(const trace_t *t, int reps)
     af_pool_opts_init(&po);
     po.recycle = 1;
     fragmentation(t, "default + recycle", &po);
+    af_pool_opts_init(&po);
+    po.reserve_ratio = 1.25;
+    fragmentation(t, "default + reserve 1.25", &po);
+    af_pool_opts_init(&po);
+    po.reserve_ratio = 1.2;
+    fragmentation(t, "default + reserve 1.2", &po);
     af_pool_opts_init(&po);
     po.steps_per_doubling = 6;
     fragmentation(t, "default, 6 steps/doubl.", &po);

@@ -8,9 +8,16 @@
  * stack when freed), and stores INUSE/BORROWED plus the cache's tag in the block's state word.
  * No lock and no atomic read-modify-write on either path.
  *
- * Free finds the block through the granule table. A block whose state word carries this cache's
- * tag was handed out by this cache: the state is moved to FREE with a plain (relaxed) store and
- * the block pushed onto its OWNER class's stack. Every other free (another cache's block, a
+ * The fast paths keep one counter (a bin's frees); blocks handed out are derived from it and the
+ * bin's moves (af__pool_bin_allocs), lent blocks still out are counted by a state scan in
+ * af_pool_stats. Size -> class is a branch-free key into the lookup table.
+ *
+ * Free finds a block of a granule or more with one load: its descriptor sits in the pool's
+ * granule-indexed descriptor table (dtab) at the granule it starts in, and matches only when its
+ * address is the pointer; a smaller block is found through its chunk (granule table, one
+ * multiply). A block whose state word carries this cache's tag was handed out by this cache: the
+ * state word names its owner class, the state is moved to FREE with a plain (relaxed) store and
+ * the block pushed onto that OWNER class's stack. Every other free (another cache's block, a
  * block from af_pool_alloc, a huge chunk, or a state without a tag: FREE blocks never carry one)
  * moves the state word INUSE/BORROWED -> FREE with a compare-and-swap.
  *
@@ -279,7 +286,7 @@ static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
     }
     if (best < 0 || bytes < size) {
         AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
-        return af__pool_huge_alloc(p, size, out);
+        return af__pool_huge_alloc(p, size, k, out);
     }
     af__pool_chunk_t *ch = k->huge[best];
     k->huge[best] = NULL;
@@ -474,7 +481,7 @@ int af_pool_alloc(af_pool_t *p, size_t size, void **out)
     if (!p || !out || size == 0)
         return AF_EINVAL;
     if (size > p->max_size)
-        return af__pool_huge_alloc(p, size, out);
+        return af__pool_huge_alloc(p, size, NULL, out);
     uint32_t c = (uint32_t)af__pool_class_fast(p, size);
     af__pool_clock(p, c);
     af__pool_block_t *b = af__pool_central_pop(p, c);

@@ -5,8 +5,11 @@
  * taken first-fit from a sorted list of released ranges or from a bump pointer, and made usable
  * with mmap(MAP_FIXED, RW); releasing maps PROT_NONE over them again (the pages and their commit
  * charge go back to the OS) and gives the range back. A granule table maps every granule to its
- * chunk, so free() finds a block with two loads and one multiply (offset x ceil(2^32/bs) >> 32 is
- * exact for offsets that are multiples of bs below 2^32; any other pointer fails the check).
+ * chunk, so free() finds a block of a small class with two loads and one multiply (offset x
+ * ceil(2^32/bs) >> 32 is exact for offsets that are multiples of bs below 2^32; any other pointer
+ * fails the check). Blocks of a granule or more (and huge chunks) keep their descriptors in the
+ * granule-indexed descriptor table instead, at the granule each starts in (at most one per
+ * granule): free() reads it with one load. A chunk leaving service clears those addresses.
  *
  * A class's chunks grow by doubling from chunk_min to chunk_max (classes above chunk_max map one
  * block per chunk), so a class never holds more than about one chunk of never-used blocks.
@@ -135,7 +138,6 @@ static void publish(af_pool_t *p, af__pool_chunk_t *ch, af__pool_chunk_t *val)
 }
 
 /* Makes a chunk: from mapped memory that a retired chunk left (no OS call), else freshly mapped. */
-static void chunk_release(af_pool_t *p, af__pool_chunk_t *ch);
 
 static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64_t bytes,
                      af__pool_chunk_t **out)
@@ -225,7 +227,7 @@ static void chunk_retire(af_pool_t *p, af__pool_chunk_t *ch)
     if (rl_give(&p->mfree, &p->nmfree, &p->cap_mfree, start, ch->bytes >> AF__POOL_GRANULE_SHIFT)) {
         ch->hnext = NULL; /* no room to remember the range: unmap it instead */
         publish(p, ch, ch);
-        chunk_release(p, ch);
+        af__pool_chunk_release(p, ch);
         return;
     }
     p->mfree_bytes += ch->bytes;
@@ -235,7 +237,7 @@ static void chunk_retire(af_pool_t *p, af__pool_chunk_t *ch)
 }
 
 /* Unmaps a chunk none of whose blocks is on a list or in use. glock held. */
-static void chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
+void af__pool_chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
 {
     publish(p, ch, NULL);
 #ifdef AF_ASAN_BUILD
@@ -305,7 +307,7 @@ void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b)
         ch->idle_since = af_now_ns();
 }
 
-static void central_unlink(af_pool_t *p, uint32_t c, af__pool_block_t *b)
+void af__pool_central_unlink(af_pool_t *p, uint32_t c, af__pool_block_t *b)
 {
     af__pool_class_t *k = &p->cls[c];
     if (b->prev)
@@ -323,7 +325,7 @@ af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c)
     af__pool_block_t *b = p->cls[c].head;
     if (!b)
         return NULL;
-    central_unlink(p, c, b);
+    af__pool_central_unlink(p, c, b);
     af__pool_chunk_of(p, b)->nfree--;
     return b;
 }
@@ -349,7 +351,7 @@ static void scavenge(af_pool_t *p, af_pool_cache_t *k)
         int idle = ch->nfree == ch->nblocks;
         if (idle) {
             for (uint32_t j = 0; j < ch->nblocks; j++)
-                central_unlink(p, c, af__pool_blk(p, ch, j));
+                af__pool_central_unlink(p, c, af__pool_blk(p, ch, j));
             p->cls[c].nblocks -= ch->nblocks;
             p->cls[c].nchunks--;
             ch->nfree = 0;
@@ -439,6 +441,7 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
         }
         int64_t live = af__pool_live_req(p) + (int64_t)want; /* the peak matters as we grow */
         af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
+        af__pool_make_room(p, (int32_t)c, cl_chunk_bytes(p, c), live > 0 ? (uint64_t)live : 0, k);
         if ((rc = af__pool_grow(p, c, k)))
             break;
     }
@@ -451,7 +454,7 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
 
 /* ---- huge chunks (glock) --------------------------------------------------------------- */
 
-int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
+int af__pool_huge_alloc(af_pool_t *p, uint64_t size, af_pool_cache_t *k, void **out)
 {
     uint64_t bytes = af__align_up(size, AF__POOL_GRANULE);
     if (bytes < size)
@@ -469,8 +472,11 @@ int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
         *best = ch->hnext;
         ch->hnext = NULL;
         p->huge_free_bytes -= ch->bytes;
-    } else if ((rc = chunk_new(p, -1, bytes, 1, bytes, &ch)) == 0) {
-        AF__ADD(&p->huge_bytes, bytes);
+    } else {
+        int64_t live = af__pool_live_req(p) + (int64_t)size;
+        af__pool_make_room(p, -1, bytes, live > 0 ? (uint64_t)live : 0, k);
+        if ((rc = chunk_new(p, -1, bytes, 1, bytes, &ch)) == 0)
+            AF__ADD(&p->huge_bytes, bytes);
     }
     if (ch) {
         AF__ST(&ch->req, size);
@@ -512,7 +518,7 @@ void af__pool_huge_return(af_pool_t *p, af__pool_chunk_t *ch)
         ch->idle_since = af_now_ns();
     } else {
         AF__SUB(&p->huge_bytes, ch->bytes);
-        chunk_release(p, ch);
+        af__pool_chunk_release(p, ch);
     }
     af__pool_gunlock(p);
 }
@@ -534,7 +540,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
                    (before == UINT64_MAX || (ch->idle_since && ch->idle_since <= before));
         if (idle) {
             for (uint32_t j = 0; j < ch->nblocks; j++)
-                central_unlink(p, c, af__pool_blk(p, ch, j));
+                af__pool_central_unlink(p, c, af__pool_blk(p, ch, j));
             p->cls[c].nblocks -= ch->nblocks;
             p->cls[c].nchunks--;
             ch->nfree = 0;
@@ -542,7 +548,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
         af__pool_cunlock(p, c);
         if (idle) {
             freed += ch->bytes;
-            chunk_release(p, ch);
+            af__pool_chunk_release(p, ch);
         }
     }
     for (af__pool_chunk_t **pp = &p->huge_free; *pp;) {
@@ -555,7 +561,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
         p->huge_free_bytes -= ch->bytes;
         AF__SUB(&p->huge_bytes, ch->bytes);
         freed += ch->bytes;
-        chunk_release(p, ch);
+        af__pool_chunk_release(p, ch);
     }
     return freed + release_mfree(p);
 }

@@ -42,6 +42,7 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->chunk_min = 16ull << 10;
     o->chunk_max = 128ull << 10;
     o->huge_cache_bytes = 1ull << 30;
+    o->reserve_ratio = 0; /* off: see the option's comment in pool.h */
 }
 
 /* Appends units u to the ladder if it is larger than the last one. */

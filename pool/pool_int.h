@@ -269,6 +269,16 @@ void af__pool_cunlock(af_pool_t *p, uint32_t c);
 /* Central lists (class lock held). */
 void af__pool_central_push(af_pool_t *p, uint32_t c, af__pool_block_t *b);
 af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c);
+void af__pool_central_unlink(af_pool_t *p, uint32_t c, af__pool_block_t *b);
+/* Unmaps a chunk none of whose blocks is on a list or in use (glock held; the class's block and
+ * chunk counts are the caller's). */
+void af__pool_chunk_release(af_pool_t *p, af__pool_chunk_t *ch);
+/* Reserve budget (pool/room.c): before `bytes` are mapped for class c (-1: a huge request),
+ * releases idle memory that cannot serve the request (cached huge chunks, fully free chunks of
+ * other classes in the central lists, single-block chunks in the calling cache k, may be NULL)
+ * until reserved + bytes <= opts.reserve_ratio x max(peak requested, live), or nothing idle is
+ * left. No-op when opts.reserve_ratio is 0. glock held. */
+void af__pool_make_room(af_pool_t *p, int32_t c, uint64_t bytes, uint64_t live, af_pool_cache_t *k);
 
 /*
  * Slow allocation of class c once the caller's own sources are empty: borrow from a larger
@@ -283,7 +293,8 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
 int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k);
 /* Returns up to `count` blocks of k's bin c to the central list (takes the class lock). */
 void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count);
-int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out);
+/* k: the calling cache (its cached huge chunks count as idle for the reserve budget), or NULL */
+int af__pool_huge_alloc(af_pool_t *p, uint64_t size, af_pool_cache_t *k, void **out);
 int af__pool_huge_free(af_pool_t *p, af__pool_chunk_t *ch);
 /* Puts a free (already annotated) huge chunk on the pool's huge cache or unmaps it. Takes glock. */
 void af__pool_huge_return(af_pool_t *p, af__pool_chunk_t *ch);

@@ -82,6 +82,12 @@ typedef struct af_pool_opts {
     int poison;     /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
     int exact_peak; /* keep one shared atomic of live bytes for an exact peak (costs
                        one atomic add per op); default 0 */
+    /* Reserve budget (pool/room.c): before mapping, idle memory that cannot serve the request
+     * (cached huge chunks, free chunks of other classes in the central lists and in the calling
+     * cache) is unmapped until reserved + the new chunk <= reserve_ratio x the peak of requested
+     * bytes in use. Re-cuts memory between classes, at the price of OS calls and global-mutex
+     * slow paths in every round whose working set moves between classes; 0 = off (default). */
+    double reserve_ratio;
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
