@@ -245,7 +245,7 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         af__pool_block_t *x = af__pool_central_pop(p, c);
         if (!x)
             break;
-        bin->slots[got++] = (af__pool_slot_t){x, x->addr};
+        bin->slots[got++] = (af__pool_slot_t){x};
     }
     af__pool_cunlock(p, c);
     AF__ST(&bin->moved, AF__LD(&bin->moved) + got);
@@ -351,7 +351,7 @@ static AF__COLD int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void
     atomic_store_explicit(&sl.b->state, st, memory_order_relaxed);
     AF__ST(&sl.b->req, (uint32_t)size);
     AF__ST(&bin->lent, AF__LD(&bin->lent) + 1);
-    *out = sl.addr;
+    *out = sl.b->addr;
     return 0;
 }
 
@@ -372,7 +372,7 @@ int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
         k->full[c >> 6] &= ~(1ull << (c & 63));
     atomic_store_explicit(&sl.b->state, st, memory_order_relaxed);
     AF__ST(&sl.b->req, (uint32_t)size);
-    *out = sl.addr;
+    *out = sl.b->addr;
     return 0;
 }
 
@@ -431,7 +431,7 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
         n = AF__LD(&bin->n);
         af__pool_idle_tick(p);
     }
-    bin->slots[n] = (af__pool_slot_t){b, b->addr};
+    bin->slots[n] = (af__pool_slot_t){b};
     AF__ST(&bin->n, n + 1);
     if (n == 0)
         bin_mark(k, c, 1);
@@ -466,7 +466,7 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     if (AF__UNLIKELY(n == bin->cap))
         return cache_free_rest(k, b);
     atomic_store_explicit(&b->state, st & 0xff00u, memory_order_relaxed); /* FREE, owner c */
-    bin->slots[n] = (af__pool_slot_t){b, ptr};
+    bin->slots[n] = (af__pool_slot_t){b};
     AF__ST(&bin->n, n + 1);
     if (AF__UNLIKELY(n == 0))
         k->full[c >> 6] |= 1ull << (c & 63);
