@@ -46,6 +46,32 @@ int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs);
 /* Sorts group leaders (given in increasing id order) by first step, then id. 0 or AF_ENOMEM. */
 int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n);
 
+/*
+ * Exact data ancestry over short distances: bit j of step s's window is set when the node at
+ * step s - 1 - j (j < AF__WINDOW) has a data path to the node at step s. Every node on such a
+ * path lies between the two steps (the order is topological), so one pass in step order builds
+ * it: a node's window is the OR of its preds' windows shifted by their distance, plus the preds.
+ */
+#define AF__WINDOW 256
+typedef struct af__window {
+    uint64_t *bits; /* AF__WINDOW / 64 words per step */
+} af__window_t;
+
+/* From a dsearch CSR (nn steps). 0 or AF_ENOMEM. */
+int af__window_init(af__window_t *w, int32_t nn, const af__dsearch_t *d);
+void af__window_free(af__window_t *w);
+/* 1: the node at step rs reaches the node at step vs; 0: it does not; -1: too far apart to say
+ * (vs - rs > AF__WINDOW). rs == vs counts as reaching. */
+static inline int af__window_reaches(const af__window_t *w, int32_t rs, int32_t vs)
+{
+    int32_t j = vs - rs - 1;
+    if (j < 0)
+        return j == -1;
+    if (j >= AF__WINDOW)
+        return -1;
+    return (int)(w->bits[(size_t)vs * (AF__WINDOW / 64) + (size_t)j / 64] >> (j % 64)) & 1;
+}
+
 /* Reuse edges for the current offsets (planner/reuse.c). */
 int af__plan_reuse_edges(af_plan_t *p, af_error_t *err);
 

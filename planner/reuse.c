@@ -151,6 +151,50 @@ int af__dsearch_init(af__dsearch_t *d, const af_graph_t *g, const int32_t *step)
     return 0;
 }
 
+void af__window_free(af__window_t *w)
+{
+    af__free(w->bits);
+    w->bits = NULL;
+}
+
+/* acc |= a << d over AF__WINDOW bits (bits shifted past the window are dropped). */
+static void or_shifted(uint64_t *acc, const uint64_t *a, int32_t d)
+{
+    enum { W = AF__WINDOW / 64 };
+    int32_t q = d / 64, r = d % 64;
+    for (int32_t k = W - 1; k >= q; k--) {
+        uint64_t x = a[k - q] << r;
+        if (r && k - q - 1 >= 0)
+            x |= a[k - q - 1] >> (64 - r);
+        acc[k] |= x;
+    }
+}
+
+static void window_add(uint64_t *acc, const uint64_t *bits, int32_t s, int32_t u)
+{
+    enum { W = AF__WINDOW / 64 };
+    int32_t d = s - u; /* >= 1 */
+    if (d < 1 || d > AF__WINDOW)
+        return;
+    acc[(d - 1) / 64] |= 1ull << ((d - 1) % 64);
+    if (d < AF__WINDOW)
+        or_shifted(acc, bits + (size_t)u * W, d);
+}
+
+int af__window_init(af__window_t *w, int32_t nn, const af__dsearch_t *d)
+{
+    enum { W = AF__WINDOW / 64 };
+    w->bits = af__calloc((size_t)nn * W + 1, sizeof(uint64_t));
+    if (!w->bits)
+        return AF_ENOMEM;
+    for (int32_t s = 0; s < nn; s++) {
+        uint64_t *acc = w->bits + (size_t)s * W;
+        for (int32_t k = d->off[s]; k < d->off[s + 1]; k++)
+            window_add(acc, w->bits, s, d->pred[k]);
+    }
+    return 0;
+}
+
 /* Depth-first from vs over preds at steps >= rs, at most AF__REUSE_DFS_LIMIT visits, a stack
  * of that many entries (preds found when it is full are dropped). */
 int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs)
@@ -179,6 +223,13 @@ int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs)
     return 0;
 }
 
+/* The bounded search's answer; a node the window shows is no data ancestor cannot be found by
+ * it, so the search is skipped then. */
+static int data_ordered(af__dsearch_t *ds, const af__window_t *win, int32_t rs, int32_t vs)
+{
+    return af__window_reaches(win, rs, vs) != 0 && af__dsearch_ordered(ds, rs, vs);
+}
+
 int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n)
 {
     af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
@@ -201,6 +252,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
     size_t n_prev = 0, cap_prev = 0, cap_edges = 0, nl = 0;
     af__segmap_t sm = {0};
     af__dsearch_t ds;
+    af__window_t win = {0};
     int rc = af__group_touchers(p, &off, &nodes);
     if (rc)
         return af__err(err, rc, "out of memory");
@@ -208,6 +260,10 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         af__free(off);
         af__free(nodes);
         return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    if (af__window_init(&win, nn, &ds)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
     }
     leads = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
     emitted = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
@@ -242,7 +298,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 if (emitted[r] == pb)
                     continue;
                 emitted[r] = pb;
-                if (af__dsearch_ordered(&ds, p->step[r], pbs))
+                if (data_ordered(&ds, &win, p->step[r], pbs))
                     continue;
                 if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
@@ -267,7 +323,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 if (r < 0 || r == v || emitted[r] == v)
                     continue;
                 emitted[r] = v;
-                if (af__dsearch_ordered(&ds, p->step[r], p->step[v]))
+                if (data_ordered(&ds, &win, p->step[r], p->step[v]))
                     continue;
                 if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
@@ -286,5 +342,6 @@ out:
     af__free(prev);
     af__free(emitted);
     af__dsearch_free(&ds);
+    af__window_free(&win);
     return rc;
 }

@@ -66,6 +66,20 @@ static int sweep_order(item_t **it_io, size_t n, item_t **by_last)
     return 0;
 }
 
+/* First live member at an offset >= off. */
+static size_t live_find(item_t *const *live, size_t nl, uint64_t off)
+{
+    size_t lo = 0, hi = nl;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (live[mid]->off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Live set sorted by offset; no two members overlap. Returns the conflicting pair via a/b.
  * *it_io (allocated, increasing ids) is replaced by a sorted copy the caller frees. */
 static int sweep(item_t **it_io, size_t n, int32_t *ca, int32_t *cb)
@@ -82,33 +96,30 @@ static int sweep(item_t **it_io, size_t n, int32_t *ca, int32_t *cb)
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         item_t *x = &it[i];
-        /* retire everything whose last step is before x's first */
+        /* retire everything whose last step is before x's first (live members do not overlap
+         * and hold bytes, so their offsets are distinct: found by offset) */
         while (e < n && by_last[e]->last < x->first) {
             item_t *d = by_last[e++];
-            for (size_t k = 0; k < nl; k++)
-                if (live[k] == d) {
-                    memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
-                    nl--;
-                    break;
-                }
+            size_t k = live_find(live, nl, d->off);
+            if (k < nl && live[k] == d) {
+                memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
+                nl--;
+            }
         }
         if (x->handover >= 0) {
-            /* the donor hands its bytes over here: it leaves the live set */
-            for (size_t k = 0; k < nl; k++)
-                if (live[k]->id == x->handover && live[k]->last == x->first) {
-                    memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
-                    nl--;
-                    break;
-                }
+            /* the donor hands its bytes over here: it leaves the live set (it sits at x's
+             * offset when the hand-over is well formed; otherwise look everywhere) */
+            size_t k = live_find(live, nl, x->off);
+            if (!(k < nl && live[k]->id == x->handover && live[k]->last == x->first))
+                for (k = 0; k < nl; k++)
+                    if (live[k]->id == x->handover && live[k]->last == x->first)
+                        break;
+            if (k < nl) {
+                memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
+                nl--;
+            }
         }
-        size_t lo = 0, hi = nl;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (live[mid]->off < x->off)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = live_find(live, nl, x->off);
         if (lo > 0 && live[lo - 1]->off + live[lo - 1]->len > x->off) {
             *ca = live[lo - 1]->id;
             *cb = x->id;
@@ -306,7 +317,8 @@ static int check_overlaps(const af_plan_t *p, af_error_t *err)
 /* Is r ordered before v by data edges + reuse edges? Exhaustive backward search from v over
  * nodes at steps > step(r) (every edge goes forward in the order, so this terminates). */
 static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc, af__dsearch_t *ds,
-                   int32_t r, int32_t v, int32_t *stack, int32_t *mark, int32_t stamp)
+                   const af__window_t *win, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
+                   int32_t stamp)
 {
     if (r == v)
         return 1;
@@ -327,8 +339,10 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
         if (rsrc[k] == r)
             return 1;
     /* the planner left the edge out only when a short data path exists: look for it first
-     * (a pure reachability search, same bound), then search exhaustively */
-    if (af__dsearch_ordered(ds, p->step[r], p->step[v]))
+     * (exact data ancestry over short distances, then a pure reachability search with the
+     * planner's bound), then search exhaustively */
+    if (af__window_reaches(win, p->step[r], p->step[v]) == 1 ||
+        af__dsearch_ordered(ds, p->step[r], p->step[v]))
         return 1;
     int32_t sp = 0, rs = p->step[r];
     stack[sp++] = v;
@@ -381,9 +395,10 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
     size_t n_prev = 0, cap_prev = 0, nl = 0;
     af__segmap_t sm = {0};
     af__dsearch_t ds = {0};
+    af__window_t win = {0};
     int rc = 0;
     if (!roff || !rsrc || !leads || !stack || !mark || af__group_touchers(p, &off, &nodes) ||
-        af__dsearch_init(&ds, g, p->step)) {
+        af__dsearch_init(&ds, g, p->step) || af__window_init(&win, nn, &ds)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
@@ -419,7 +434,7 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
             int32_t a = prev[q];
             for (int32_t x = off[a]; x < off[a + 1]; x++) {
                 int32_t r = nodes[x];
-                if (pb < 0 || !ordered(p, roff, rsrc, &ds, r, pb, stack, mark, stamp++)) {
+                if (pb < 0 || !ordered(p, roff, rsrc, &ds, &win, r, pb, stack, mark, stamp++)) {
                     rc = af__err(err, AF_EVERIFY,
                                  "'%s' reuses the bytes of '%s' but its producer %s%s%s may run "
                                  "before '%s', which uses '%s' (missing reuse edge)",
@@ -442,7 +457,7 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
             const af_tensor_info_t *ti = af_graph_tensor(g, t);
             for (int32_t k = 0; k < ti->n_consumers; k++) {
                 int32_t r = ti->consumers[k];
-                if (r == v || ordered(p, roff, rsrc, &ds, r, v, stack, mark, stamp++))
+                if (r == v || ordered(p, roff, rsrc, &ds, &win, r, v, stack, mark, stamp++))
                     continue;
                 rc = af__err(err, AF_EVERIFY,
                              "'%s' overwrites '%s' in place at node '%s' while node '%s' may "
@@ -464,6 +479,7 @@ out:
     af__free(stack);
     af__free(mark);
     af__dsearch_free(&ds);
+    af__window_free(&win);
     return rc;
 }
 
