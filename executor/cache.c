@@ -133,7 +133,8 @@ uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts)
                        (uint64_t)o.parallel_reuse,
                        (uint64_t)o.dp_max_nodes,
                        o.dp_max_states,
-                       (uint64_t)o.verify};
+                       (uint64_t)o.verify,
+                       o.search_effort};
     h_bytes(&s, ints, sizeof ints);
     h_f64(&s, o.alpha);
     h_f64(&s, o.beta);

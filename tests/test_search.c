@@ -20,6 +20,7 @@
  *
  * Property tests use a fixed-seed PRNG and print the seed of a failing case.
  */
+#include "arenaflow/cache.h"
 #include "arenaflow/plan.h"
 #include "arenaflow/tight.h"
 #include "tests/randdag.h"
@@ -605,6 +606,17 @@ static void test_search_effort_option(void **state)
     for (const char *const *k = af_plan_opts_keys(); *k; k++)
         listed += strcmp(*k, "search_effort") == 0;
     assert_int_equal(listed, 1);
+    /* The effort changes plans, so it is part of a plan's cache fingerprint. */
+    af_graph_t *g = rd_graph(7, 20);
+    assert_non_null(g);
+    af_plan_opts_t a, b;
+    af_plan_opts_init(&a);
+    af_plan_opts_init(&b);
+    b.search_effort = 0;
+    assert_true(af_plan_fingerprint(g, &a) != af_plan_fingerprint(g, &b));
+    b.search_effort = AF_PLAN_SEARCH_EFFORT;
+    assert_true(af_plan_fingerprint(g, &a) == af_plan_fingerprint(g, &b));
+    af_graph_destroy(g);
 }
 
 /* ---- out of memory at the n-th allocation ------------------------------------------------- */
