@@ -48,7 +48,11 @@
 #define AF__LIKELY(x) __builtin_expect(!!(x), 1)
 #define AF__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define AF__COLD __attribute__((noinline, cold))
+#define AF__NOINLINE __attribute__((noinline))
+#define AF__INLINE __attribute__((always_inline))
 #else
+#define AF__NOINLINE
+#define AF__INLINE
 #define AF__LIKELY(x) (x)
 #define AF__UNLIKELY(x) (x)
 #define AF__COLD
@@ -65,7 +69,7 @@ static inline void bin_mark(af_pool_cache_t *k, uint32_t c, uint32_t n)
 }
 
 /* The smallest class d in (c, last] whose bin holds a block, or -1. */
-static inline int next_full(const af_pool_cache_t *k, uint32_t c, uint32_t last)
+static inline AF__INLINE int next_full(const af_pool_cache_t *k, uint32_t c, uint32_t last)
 {
     for (uint32_t w = (c + 1) >> 6; w < 2 && w <= (last >> 6); w++) {
         uint64_t m = k->full[w];
@@ -335,7 +339,7 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
 
 /* Bin c of the cache is empty: lend a block of the nearest larger class from this cache (still no
  * lock), else the general path. Out of line, so the fast path needs no stack frame. */
-static AF__COLD int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
+static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
 {
     int d = next_full(k, c, k->bins[c].near);
     if (d < 0)
