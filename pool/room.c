@@ -35,15 +35,18 @@ typedef struct {
 
 /* Keeps `best` the chunk to release for an excess of `need` bytes: the smallest one of at least
  * `need`, else the largest. */
+static int better(const cand_t *best, const af__pool_chunk_t *ch, uint64_t need)
+{
+    if (!best->ch)
+        return 1;
+    uint64_t b = best->ch->bytes, x = ch->bytes;
+    return b >= need ? (x >= need && x < b) : x > b;
+}
+
 static void consider(cand_t *best, af__pool_chunk_t *ch, int from, uint32_t idx, uint64_t need)
 {
-    if (best->ch) {
-        uint64_t b = best->ch->bytes, x = ch->bytes;
-        int better = b >= need ? (x >= need && x < b) : x > b;
-        if (!better)
-            return;
-    }
-    *best = (cand_t){ch, from, idx};
+    if (better(best, ch, need))
+        *best = (cand_t){ch, from, idx};
 }
 
 static int central_idle(af_pool_t *p, af__pool_chunk_t *ch)
@@ -67,8 +70,9 @@ static cand_t pick(af_pool_t *p, int32_t c, uint64_t need, af_pool_cache_t *k)
             consider(&best, k->huge[i], FROM_CACHE_HUGE, i, need);
     for (size_t i = 0; i < p->nchunks; i++) {
         af__pool_chunk_t *ch = p->chunks[i];
-        if (ch->mapped && ch->cls >= 0 && ch->cls != c && central_idle(p, ch))
-            consider(&best, ch, FROM_CENTRAL, 0, need);
+        if (ch->mapped && ch->cls >= 0 && ch->cls != c && better(&best, ch, need) &&
+            central_idle(p, ch)) /* the lock only for a chunk that would be chosen */
+            best = (cand_t){ch, FROM_CENTRAL, 0};
     }
     for (uint32_t d = 0; k && d < p->nclasses; d++) {
         af__pool_bin_t *bin = &k->bins[d];
