@@ -112,6 +112,7 @@ typedef struct lpmf {
     int32_t *rank, *by_rank; /* tree only */
     uint64_t *sorted_def;    /* tree only */
     int32_t *indeg;
+    int32_t *soff, *succ;    /* successors as CSR: the node records are big and cold */
     int64_t *key;            /* per node: a - f, valid while ready */
     int32_t *list, *list_at; /* the ready nodes (any order), and each one's index there */
     int32_t n_ready;
@@ -209,13 +210,27 @@ static int lpmf_alloc(lpmf_t *c, int32_t n)
 {
     size_t n1 = (size_t)n + 1;
     c->indeg = af__malloc(n1 * sizeof(int32_t));
+    c->soff = af__malloc((n1 + 1) * sizeof(int32_t));
     c->key = af__malloc(n1 * sizeof(int64_t));
     c->list = af__malloc(n1 * sizeof(int32_t));
     c->list_at = af__malloc(n1 * sizeof(int32_t));
     c->done = af__calloc(n1, 1);
     c->ready = af__calloc(n1, 1);
-    if (!c->indeg || !c->key || !c->list || !c->list_at || !c->done || !c->ready)
+    if (!c->indeg || !c->soff || !c->key || !c->list || !c->list_at || !c->done || !c->ready)
         return AF_ENOMEM;
+    const af_graph_t *g = c->m->g;
+    c->soff[0] = 0;
+    for (int32_t v = 0; v < n; v++) {
+        const af_node_info_t *nd = af_graph_node(g, v);
+        c->indeg[v] = nd->n_preds;
+        c->soff[v + 1] = c->soff[v] + nd->n_succs;
+    }
+    if (!(c->succ = af__malloc(((size_t)c->soff[n] + 1) * sizeof(int32_t))))
+        return AF_ENOMEM;
+    for (int32_t v = 0; v < n; v++) {
+        const af_node_info_t *nd = af_graph_node(g, v);
+        memcpy(c->succ + c->soff[v], nd->succs, (size_t)nd->n_succs * sizeof(int32_t));
+    }
     return af__sstate_init(&c->s, c->m);
 }
 
@@ -227,6 +242,8 @@ static void lpmf_free(lpmf_t *c)
     af__free(c->by_rank);
     af__free(c->sorted_def);
     af__free(c->indeg);
+    af__free(c->soff);
+    af__free(c->succ);
     af__free(c->key);
     af__free(c->list);
     af__free(c->list_at);
@@ -277,18 +294,15 @@ static int32_t lpmf_pick(lpmf_t *c, uint64_t peak_so_far)
 int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, af_error_t *err)
 {
     (void)o;
-    const af_graph_t *g = m->g;
     lpmf_t c;
     memset(&c, 0, sizeof(c));
     c.m = m;
     int rc = lpmf_alloc(&c, m->n);
     if (rc)
         goto out;
-    for (int32_t v = 0; v < m->n; v++) {
-        c.indeg[v] = af_graph_node(g, v)->n_preds;
+    for (int32_t v = 0; v < m->n; v++)
         if (c.indeg[v] == 0)
             ready_add(&c, v);
-    }
     uint64_t peak = m->base + m->extra0;
     for (int32_t k = 0; k < m->n; k++) {
         if ((rc = set_mode(&c)))
@@ -305,9 +319,8 @@ int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *orde
         if (during > peak)
             peak = during;
         af__sstate_run(&c.s, v, lpmf_on_last, &c);
-        const af_node_info_t *nd = af_graph_node(g, v);
-        for (int32_t j = 0; j < nd->n_succs; j++) {
-            int32_t u = nd->succs[j];
+        for (int32_t j = c.soff[v]; j < c.soff[v + 1]; j++) {
+            int32_t u = c.succ[j];
             if (--c.indeg[u] == 0)
                 ready_add(&c, u);
         }
