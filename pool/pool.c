@@ -227,9 +227,6 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     if (dt == MAP_FAILED)
         goto fail_dtab;
     p->dtab = dt;
-#ifdef MADV_HUGEPAGE
-    madvise(dt, p->ngranules * sizeof(af__pool_block_t), MADV_HUGEPAGE);
-#endif
     if (pthread_mutex_init(&p->glock, NULL))
         goto fail_lock;
     uint32_t c = 0;
