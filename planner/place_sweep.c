@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
     seg_t *s;
     int32_t n, tail;
+    int32_t dead; /* slots of absorbed segments, chained through .next; -1 when none */
     int32_t head[NBUCKETS];
     uint64_t bitmap[NBUCKETS / 64];
     uint64_t top;
@@ -99,7 +100,11 @@ static int32_t find_fit(const map_t *m, uint64_t need)
 
 static int32_t new_seg(map_t *m, uint64_t off, uint64_t size, int free)
 {
-    int32_t i = m->n++;
+    int32_t i = m->dead;
+    if (i >= 0)
+        m->dead = m->s[i].next;
+    else
+        i = m->n++;
     m->s[i] = (seg_t){off, size, -1, -1, -1, -1, free};
     return i;
 }
@@ -155,6 +160,8 @@ static void release(map_t *m, int32_t i)
             m->s[m->s[q].next].prev = i;
         else
             m->tail = i;
+        m->s[q].next = m->dead;
+        m->dead = q;
     }
     if (p >= 0 && m->s[p].free) { /* fold into the previous segment */
         bucket_del(m, p);
@@ -164,6 +171,8 @@ static void release(map_t *m, int32_t i)
             m->s[m->s[i].next].prev = p;
         else
             m->tail = p;
+        m->s[i].next = m->dead;
+        m->dead = i;
         i = p;
     }
     bucket_add(m, i);
@@ -176,14 +185,24 @@ uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, 
     map_t m;
     memset(&m, 0, sizeof(m));
     memset(m.head, 0xff, sizeof(m.head));
-    m.tail = -1;
-    m.s = af__malloc((2 * n + 2) * sizeof(seg_t));
+    m.tail = m.dead = -1;
     int32_t *by_s = af__malloc((n + 1) * sizeof(int32_t));
     int32_t *by_e = af__malloc((n + 1) * sizeof(int32_t));
     int32_t *seg_of = af__malloc((n + 1) * sizeof(int32_t));
     uint64_t height = UINT64_MAX;
-    if (!m.s || !by_s || !by_e || !seg_of || af__sort_by_start(iv, sz, n, by_s) ||
+    if (!by_s || !by_e || !seg_of || af__sort_by_start(iv, sz, n, by_s) ||
         af__sort_by_end(iv, n, 0, by_e))
+        goto out;
+    /* Segments in use never exceed twice the intervals live at once plus one (each holds one,
+     * and no two free segments are adjacent); absorbed slots are reused. */
+    size_t most = 0;
+    for (size_t k = 0, e = 0, now = 0; k < n; k++) {
+        while (e < n && iv[by_e[e]].upper <= iv[by_s[k]].lower)
+            e++, now--;
+        now++;
+        most = now > most ? now : most;
+    }
+    if (!(m.s = af__malloc((2 * most + 2) * sizeof(seg_t))))
         goto out;
     size_t e = 0;
     for (size_t k = 0; k < n; k++) {

@@ -279,6 +279,12 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
+    /* Room for a few edges per group up front (pages never written cost nothing), so large
+     * plans do not copy the array while it doubles; trimmed to size at the end. */
+    if (af__grow((void **)&p->edges, &cap_edges, 4 * nl + 16, sizeof(af_reuse_edge_t))) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
     for (size_t k = 0; k < nl; k++) {
         int32_t b = leads[k];
         n_prev = 0;
@@ -333,6 +339,14 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 p->edges[p->n_edges++] = (af_reuse_edge_t){r, v, a, b};
             }
         }
+    }
+    if (p->n_edges == 0) {
+        af__free(p->edges);
+        p->edges = NULL;
+    } else if ((size_t)p->n_edges < cap_edges / 2) {
+        af_reuse_edge_t *fit = af__realloc(p->edges, (size_t)p->n_edges * sizeof(*fit));
+        if (fit) /* else the larger block stays: still valid */
+            p->edges = fit;
     }
 out:
     af__segmap_free(&sm);

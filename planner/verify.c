@@ -25,6 +25,7 @@ typedef struct {
     uint64_t off, len;
     int32_t id;
     int32_t handover; /* id it takes over from (in-place), or -1 */
+    int32_t rank;     /* rank of off among the items' distinct offsets (set by the sweep) */
 } item_t;
 
 typedef struct {
@@ -33,20 +34,12 @@ typedef struct {
 } sweep_t;
 
 /*
- * Sorts the items (given in increasing id order) by first step, plain newcomers before in-place
- * hand-overs at the same step (the donor is still live), then id; by_last[] gets them by last
- * step (stable). 0 or AF_ENOMEM.
+ * Orders the items (given in increasing id order) by first step, plain newcomers before in-place
+ * hand-overs at the same step (the donor is still live), then id: ord[] gets their indices;
+ * by_last[] gets them by last step (stable). kv: scratch of 2n entries.
  */
-static int sweep_order(item_t **it_io, size_t n, item_t **by_last)
+static void sweep_order(item_t *it, size_t n, af__kv_t *kv, int32_t *ord, item_t **by_last)
 {
-    item_t *it = *it_io;
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
-    item_t *sorted = af__malloc((n + 1) * sizeof(*sorted));
-    if (!kv || !sorted) {
-        af__free(kv);
-        af__free(sorted);
-        return AF_ENOMEM;
-    }
     for (size_t i = 0; i < n; i++)
         kv[i] = (af__kv_t){it[i].handover >= 0, (int32_t)i};
     af__sort_kv(kv, n, kv + n);
@@ -54,88 +47,196 @@ static int sweep_order(item_t **it_io, size_t n, item_t **by_last)
         kv[i].key = af__key_i64(it[kv[i].id].first);
     af__sort_kv(kv, n, kv + n);
     for (size_t i = 0; i < n; i++)
-        sorted[i] = it[kv[i].id];
+        ord[i] = kv[i].id;
     for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_i64(sorted[i].last), (int32_t)i};
+        kv[i] = (af__kv_t){af__key_i64(it[ord[i]].last), ord[i]};
     af__sort_kv(kv, n, kv + n);
     for (size_t i = 0; i < n; i++)
-        by_last[i] = &sorted[kv[i].id];
-    af__free(kv);
-    af__free(it);
-    *it_io = sorted;
-    return 0;
+        by_last[i] = &it[kv[i].id];
 }
 
-/* First live member at an offset >= off. */
-static size_t live_find(item_t *const *live, size_t nl, uint64_t off)
+/*
+ * The live set, by offset rank: live members hold bytes and do not overlap, so each sits alone
+ * at its offset's rank. A three-level bitmap (ranks, non-empty words, non-empty words of that)
+ * finds the nearest live rank below or at-or-above any rank in a few word operations.
+ */
+typedef struct {
+    uint64_t *b[3];
+    size_t words[3];
+    item_t **at; /* per rank: the live member there */
+} liveset_t;
+
+static int live_init(liveset_t *s, size_t n)
 {
-    size_t lo = 0, hi = nl;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (live[mid]->off < off)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t bits = n + 1;
+    for (int l = 0; l < 3; l++) {
+        s->words[l] = (bits + 63) / 64;
+        s->b[l] = af__calloc(s->words[l], sizeof(uint64_t));
+        bits = s->words[l];
     }
-    return lo;
+    s->at = af__malloc((n + 1) * sizeof(*s->at));
+    return s->b[0] && s->b[1] && s->b[2] && s->at ? 0 : AF_ENOMEM;
 }
 
-/* Live set sorted by offset; no two members overlap. Returns the conflicting pair via a/b.
- * *it_io (allocated, increasing ids) is replaced by a sorted copy the caller frees. */
-static int sweep(item_t **it_io, size_t n, int32_t *ca, int32_t *cb)
+static void live_free(liveset_t *s)
+{
+    for (int l = 0; l < 3; l++)
+        af__free(s->b[l]);
+    af__free(s->at);
+}
+
+static void live_set(liveset_t *s, item_t *x)
+{
+    size_t r = (size_t)x->rank;
+    s->at[r] = x;
+    for (int l = 0; l < 3; l++, r /= 64)
+        s->b[l][r / 64] |= 1ull << (r % 64);
+}
+
+static void live_clear(liveset_t *s, size_t r)
+{
+    for (int l = 0; l < 3; l++, r /= 64) {
+        s->b[l][r / 64] &= ~(1ull << (r % 64));
+        if (s->b[l][r / 64])
+            break;
+    }
+}
+
+/* Lowest live rank >= r, or SIZE_MAX. */
+static size_t live_succ(const liveset_t *s, size_t r)
+{
+    int l = 0;
+    for (;; l++, r = r / 64 + 1) { /* climb while nothing at or after r in r's word */
+        if (l == 3 || r / 64 >= s->words[l])
+            break;
+        uint64_t w = s->b[l][r / 64] & (~0ull << (r % 64));
+        if (w) {
+            r = r / 64 * 64 + (size_t)__builtin_ctzll(w);
+            break;
+        }
+    }
+    if (l == 3 || r / 64 >= s->words[l]) { /* scan the top level */
+        if (l < 3)
+            return SIZE_MAX;
+        l = 2;
+        for (r = r * 64;; r += 64) {
+            if (r / 64 >= s->words[2])
+                return SIZE_MAX;
+            if (s->b[2][r / 64]) {
+                r += (size_t)__builtin_ctzll(s->b[2][r / 64]);
+                break;
+            }
+        }
+    }
+    for (; l > 0; l--) /* descend to the lowest set bit */
+        r = r * 64 + (size_t)__builtin_ctzll(s->b[l - 1][r]);
+    return r;
+}
+
+/* Highest live rank < r, or SIZE_MAX. */
+static size_t live_pred(const liveset_t *s, size_t r)
+{
+    int l = 0;
+    for (;; l++) {
+        if (r == 0)
+            return SIZE_MAX;
+        r--; /* now: highest set bit <= r at level l */
+        if (l == 3)
+            break;
+        uint64_t w = s->b[l][r / 64] & (~0ull >> (63 - r % 64));
+        if (w) {
+            r = r / 64 * 64 + (size_t)(63 - __builtin_clzll(w));
+            break;
+        }
+        r /= 64; /* climb: strictly below r's word */
+    }
+    if (l == 3) { /* scan the top level down from word r */
+        for (;; r--) {
+            if (s->b[2][r]) {
+                r = r * 64 + (size_t)(63 - __builtin_clzll(s->b[2][r]));
+                break;
+            }
+            if (r == 0)
+                return SIZE_MAX;
+        }
+        l = 2;
+    }
+    for (; l > 0; l--) /* descend to the highest set bit */
+        r = r * 64 + (size_t)(63 - __builtin_clzll(s->b[l - 1][r]));
+    return r;
+}
+
+/* Ranks the items' offsets (equal offsets, equal rank); returns the number of ranks. */
+static size_t rank_offsets(item_t *it, size_t n, af__kv_t *kv)
+{
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (af__kv_t){it[i].off, (int32_t)i};
+    af__sort_kv(kv, n, kv + n);
+    size_t ranks = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && kv[i].key != kv[i - 1].key)
+            ranks++;
+        it[kv[i].id].rank = (int32_t)ranks;
+    }
+    return n ? ranks + 1 : 0;
+}
+
+/* Sweep over the items (increasing ids) in start order with the live set; no two members
+ * overlap. Returns AF_EVERIFY and the conflicting pair via a/b, or AF_ENOMEM. */
+static int sweep(item_t *it, size_t n, int32_t *ca, int32_t *cb)
 {
     item_t **by_last = af__malloc((n + 1) * sizeof(*by_last));
-    item_t **live = af__malloc((n + 1) * sizeof(*live));
-    if (!by_last || !live || sweep_order(it_io, n, by_last)) {
+    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
+    int32_t *ord = af__malloc((n + 1) * sizeof(*ord));
+    liveset_t ls = {0};
+    if (!by_last || !kv || !ord || live_init(&ls, n)) {
         af__free(by_last);
-        af__free(live);
+        af__free(kv);
+        af__free(ord);
+        live_free(&ls);
         return AF_ENOMEM;
     }
-    item_t *it = *it_io;
-    size_t nl = 0, e = 0;
+    sweep_order(it, n, kv, ord, by_last);
+    rank_offsets(it, n, kv);
+    af__free(kv);
+    size_t e = 0;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        item_t *x = &it[i];
-        /* retire everything whose last step is before x's first (live members do not overlap
-         * and hold bytes, so their offsets are distinct: found by offset) */
+        item_t *x = &it[ord[i]];
+        /* retire everything whose last step is before x's first */
         while (e < n && by_last[e]->last < x->first) {
             item_t *d = by_last[e++];
-            size_t k = live_find(live, nl, d->off);
-            if (k < nl && live[k] == d) {
-                memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
-                nl--;
-            }
+            size_t r = (size_t)d->rank;
+            if ((ls.b[0][r / 64] >> (r % 64) & 1) && ls.at[r] == d)
+                live_clear(&ls, r);
         }
         if (x->handover >= 0) {
             /* the donor hands its bytes over here: it leaves the live set (it sits at x's
              * offset when the hand-over is well formed; otherwise look everywhere) */
-            size_t k = live_find(live, nl, x->off);
-            if (!(k < nl && live[k]->id == x->handover && live[k]->last == x->first))
-                for (k = 0; k < nl; k++)
-                    if (live[k]->id == x->handover && live[k]->last == x->first)
+            size_t r = live_succ(&ls, (size_t)x->rank);
+            if (!(r != SIZE_MAX && ls.at[r]->id == x->handover && ls.at[r]->last == x->first))
+                for (r = live_succ(&ls, 0); r != SIZE_MAX; r = live_succ(&ls, r + 1))
+                    if (ls.at[r]->id == x->handover && ls.at[r]->last == x->first)
                         break;
-            if (k < nl) {
-                memmove(&live[k], &live[k + 1], (nl - k - 1) * sizeof(*live));
-                nl--;
-            }
+            if (r != SIZE_MAX)
+                live_clear(&ls, r);
         }
-        size_t lo = live_find(live, nl, x->off);
-        if (lo > 0 && live[lo - 1]->off + live[lo - 1]->len > x->off) {
-            *ca = live[lo - 1]->id;
+        size_t lo = live_pred(&ls, (size_t)x->rank), hi = live_succ(&ls, (size_t)x->rank);
+        if (lo != SIZE_MAX && ls.at[lo]->off + ls.at[lo]->len > x->off) {
+            *ca = ls.at[lo]->id;
             *cb = x->id;
             rc = AF_EVERIFY;
-        } else if (lo < nl && x->off + x->len > live[lo]->off) {
-            *ca = live[lo]->id;
+        } else if (hi != SIZE_MAX && x->off + x->len > ls.at[hi]->off) {
+            *ca = ls.at[hi]->id;
             *cb = x->id;
             rc = AF_EVERIFY;
         } else {
-            memmove(&live[lo + 1], &live[lo], (nl - lo) * sizeof(*live));
-            live[lo] = x;
-            nl++;
+            live_set(&ls, x);
         }
     }
     af__free(by_last);
-    af__free(live);
+    af__free(ord);
+    live_free(&ls);
     return rc;
 }
 
@@ -165,10 +266,11 @@ int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint
         }
         if (iv[i].size == 0)
             continue;
-        it[m++] = (item_t){iv[i].lower, iv[i].upper - 1, iv[i].offset, iv[i].size, (int32_t)i, -1};
+        it[m++] =
+            (item_t){iv[i].lower, iv[i].upper - 1, iv[i].offset, iv[i].size, (int32_t)i, -1, 0};
     }
     int32_t x = -1, y = -1;
-    int rc = sweep(&it, m, &x, &y);
+    int rc = sweep(it, m, &x, &y);
     af__free(it);
     if (rc == AF_ENOMEM)
         return af__err(err, rc, "out of memory");
@@ -294,10 +396,10 @@ static int check_overlaps(const af_plan_t *p, af_error_t *err)
                                af_graph_tensor(g, x->inplace_of)->name);
             }
         }
-        it[m++] = (item_t){x->first, x->last, x->offset, x->bytes, t, h};
+        it[m++] = (item_t){x->first, x->last, x->offset, x->bytes, t, h, 0};
     }
     int32_t a = -1, b = -1;
-    int rc = sweep(&it, m, &a, &b);
+    int rc = sweep(it, m, &a, &b);
     af__free(it);
     if (rc == AF_ENOMEM)
         return af__err(err, rc, "out of memory");
@@ -323,7 +425,10 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
     if (r == v)
         return 1;
     const af_graph_t *g = p->g;
-    /* the common cases first: a direct data edge (preds are sorted) or an explicit reuse edge */
+    /* the common cases first: a data path over a short distance (exact, one bit), a direct data
+     * edge (preds are sorted) or an explicit reuse edge */
+    if (af__window_reaches(win, p->step[r], p->step[v]) == 1)
+        return 1;
     const af_node_info_t *vn = af_graph_node(g, v);
     int32_t lo = 0, hi = vn->n_preds;
     while (lo < hi) {
@@ -338,11 +443,9 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
     for (int32_t k = roff[v]; k < roff[v + 1]; k++)
         if (rsrc[k] == r)
             return 1;
-    /* the planner left the edge out only when a short data path exists: look for it first
-     * (exact data ancestry over short distances, then a pure reachability search with the
-     * planner's bound), then search exhaustively */
-    if (af__window_reaches(win, p->step[r], p->step[v]) == 1 ||
-        af__dsearch_ordered(ds, p->step[r], p->step[v]))
+    /* the planner left the edge out only when a short data path exists: look for it first (a
+     * pure reachability search with the planner's bound), then search exhaustively */
+    if (af__dsearch_ordered(ds, p->step[r], p->step[v]))
         return 1;
     int32_t sp = 0, rs = p->step[r];
     stack[sp++] = v;
