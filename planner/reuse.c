@@ -60,7 +60,8 @@ int af__segmap_assign(af__segmap_t *m, uint64_t start, uint64_t end, int32_t own
     size_t newn = m->n - (j - i) + repl;
     if (af__grow((void **)&m->v, &m->cap, newn, sizeof(af__seg_t)))
         return AF_ENOMEM;
-    memmove(&m->v[i + repl], &m->v[j], (m->n - j) * sizeof(af__seg_t));
+    if (i + repl != j) /* the tail moves only when the segment count changes */
+        memmove(&m->v[i + repl], &m->v[j], (m->n - j) * sizeof(af__seg_t));
     size_t k = i;
     if (left.owner >= 0)
         m->v[k++] = left;
