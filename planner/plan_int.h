@@ -29,11 +29,18 @@ struct af_plan {
  * pass, so a visit reads one contiguous run instead of a node record and a step per pred.
  */
 #define AF__REUSE_DFS_LIMIT 24
+#define AF__DSEARCH_MEMO 8
 typedef struct af__dsearch {
     int32_t *off, *pred; /* preds of the node at step s: pred[off[s] .. off[s + 1]) */
     int32_t *mark;       /* per step: stamp of the last search that reached it */
     int32_t stamp;
     int32_t stack[AF__REUSE_DFS_LIMIT + 1];
+    /* Failed searches from memo_vs: a search from there for any rs with lo < rs < hi makes the
+     * same moves (every pred it pushed is above rs, every pred it cut is below) and fails too. */
+    int32_t memo_vs, n_memo, next_memo;
+    struct {
+        int32_t lo, hi;
+    } memo[AF__DSEARCH_MEMO];
 } af__dsearch_t;
 
 /* step: a permutation of 0..node_count-1 (the caller guarantees it). 0 or AF_ENOMEM. */

@@ -149,6 +149,7 @@ int af__dsearch_init(af__dsearch_t *d, const af_graph_t *g, const int32_t *step)
             out[k] = step[nd->preds[k]];
     }
     memset(d->mark, 0xff, ((size_t)nn + 1) * sizeof(int32_t));
+    d->memo_vs = -1;
     return 0;
 }
 
@@ -196,13 +197,27 @@ int af__window_init(af__window_t *w, int32_t nn, const af__dsearch_t *d)
     return 0;
 }
 
-/* Depth-first from vs over preds at steps >= rs, at most AF__REUSE_DFS_LIMIT visits, a stack
- * of that many entries (preds found when it is full are dropped). */
+/*
+ * Depth-first from vs over preds at steps >= rs, at most AF__REUSE_DFS_LIMIT visits, a stack
+ * of that many entries (preds found when it is full are dropped).
+ *
+ * Memo: the planner asks about several rs for one vs in a row. A failed search's moves depend
+ * on rs only through which preds it cut (below rs) and pushed (above rs): with lo = the highest
+ * pred it cut and hi = the lowest pred it pushed, a search for any rs strictly between them
+ * cuts and pushes the same preds, never meets rs among them, and fails the same way.
+ */
 int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs)
 {
     if (rs == vs)
         return 1;
-    int32_t stamp = d->stamp++, sp = 0, visits = 0;
+    if (d->memo_vs != vs) {
+        d->memo_vs = vs;
+        d->n_memo = d->next_memo = 0;
+    }
+    for (int32_t i = 0; i < d->n_memo; i++)
+        if (d->memo[i].lo < rs && rs < d->memo[i].hi)
+            return 0;
+    int32_t stamp = d->stamp++, sp = 0, visits = 0, lo = INT32_MIN, hi = INT32_MAX;
     int32_t *mark = d->mark, *stack = d->stack;
     const int32_t *off = d->off, *pred = d->pred;
     stack[sp++] = vs;
@@ -214,13 +229,22 @@ int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs)
             int32_t u = pred[k];
             if (u == rs)
                 return 1;
-            if (u < rs || mark[u] == stamp)
+            if (u < rs) {
+                lo = u > lo ? u : lo;
+                continue;
+            }
+            if (mark[u] == stamp)
                 continue;
             mark[u] = stamp;
+            hi = u < hi ? u : hi;
             if (sp < AF__REUSE_DFS_LIMIT)
                 stack[sp++] = u;
         }
     }
+    d->memo[d->next_memo].lo = lo;
+    d->memo[d->next_memo].hi = hi;
+    d->next_memo = (d->next_memo + 1) % AF__DSEARCH_MEMO;
+    d->n_memo += d->n_memo < AF__DSEARCH_MEMO;
     return 0;
 }
 
