@@ -46,7 +46,8 @@ int af__segmap_assign(af__segmap_t *m, uint64_t start, uint64_t end, int32_t own
         for (size_t k = 0; k < *n_prev && !seen; k++)
             seen = (*prev)[k] == o;
         if (!seen) {
-            if (af__grow((void **)prev, cap_prev, *n_prev + 1, sizeof(int32_t)))
+            if (*n_prev == *cap_prev &&
+                af__grow((void **)prev, cap_prev, *n_prev + 1, sizeof(int32_t)))
                 return AF_ENOMEM;
             (*prev)[(*n_prev)++] = o;
         }
@@ -58,7 +59,7 @@ int af__segmap_assign(af__segmap_t *m, uint64_t start, uint64_t end, int32_t own
     }
     size_t repl = (size_t)(left.owner >= 0) + 1 + (size_t)(right.owner >= 0);
     size_t newn = m->n - (j - i) + repl;
-    if (af__grow((void **)&m->v, &m->cap, newn, sizeof(af__seg_t)))
+    if (newn > m->cap && af__grow((void **)&m->v, &m->cap, newn, sizeof(af__seg_t)))
         return AF_ENOMEM;
     if (i + repl != j) /* the tail moves only when the segment count changes */
         memmove(&m->v[i + repl], &m->v[j], (m->n - j) * sizeof(af__seg_t));
@@ -331,7 +332,8 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 emitted[r] = pb;
                 if (data_ordered(&ds, &win, p->step[r], pbs))
                     continue;
-                if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
+                if ((size_t)p->n_edges == cap_edges &&
+                    af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
                     rc = af__err(err, AF_ENOMEM, "out of memory");
                     goto out;
@@ -356,7 +358,8 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
                 emitted[r] = v;
                 if (data_ordered(&ds, &win, p->step[r], p->step[v]))
                     continue;
-                if (af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
+                if ((size_t)p->n_edges == cap_edges &&
+                    af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
                              sizeof(af_reuse_edge_t))) {
                     rc = af__err(err, AF_ENOMEM, "out of memory");
                     goto out;
