@@ -12,7 +12,10 @@
  * with free neighbours, so the map never holds two adjacent free segments.
  *
  * Intervals starting at the same time are placed largest first; sizes are already aligned, so
- * every split keeps offsets aligned.
+ * every split keeps offsets aligned. Segment slots of absorbed segments are reused, so the map
+ * needs at most twice the peak number of live intervals plus one slots.
+ *
+ * Lock rule: none; everything is per call.
  */
 #include "planner/planner_int.h"
 #include "planner/sort_int.h"

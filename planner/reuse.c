@@ -10,6 +10,14 @@
  * touchers run after A's producer. An edge r -> p(B) is left out when data dependencies already
  * order r before p(B) (r is p(B) itself, a direct predecessor, or found by a short backward
  * search bounded to AF__REUSE_DFS_LIMIT visits); the verifier re-proves every pair.
+ *
+ * Speed without changing a single edge: the bounded search runs in step space over a CSR of
+ * pred steps; it is skipped where a 256-step window of exact data ancestry (bitsets built in
+ * one pass in step order) shows r is no ancestor at all, and where a failed search for the same
+ * target already made the very same moves (see af__dsearch_ordered). Also home of the helpers
+ * the verifier shares: the address-range map, the touchers CSR, the search and the window.
+ *
+ * Lock rule: none; everything is per call (the search state lives in the caller's struct).
  */
 #include "planner/plan_int.h"
 #include "planner/sort_int.h"

@@ -5,12 +5,18 @@
  *   1. each arena tensor's planned lifetime covers its true uses (incl. readers of its views);
  *   2. alignment, arena bounds, views inside their root;
  *   3. no two tensors live at the same step share a byte (sweep over steps with the live set
- *      kept sorted by offset: a newcomer is checked against its two neighbours). The only
- *      allowed sharing is a declared in-place hand-over: B over A at the node where A dies;
+ *      kept by offset, a bitmap over the ranks of the offsets: a newcomer is checked against its
+ *      two neighbours). The only allowed sharing is a declared in-place hand-over: B over A at
+ *      the node where A dies;
  *   4. (reuse on) for every byte range handed from tenant A to tenant B, each node touching A
  *      is ordered before B's producer by data edges plus the plan's reuse edges, and every
  *      other reader of an in-place donor is ordered before the node that overwrites it.
- * af_intervals_verify() does check 3 for raw intervals.
+ * af_intervals_verify() does check 3 for raw intervals. Check 4 proves each pair by the first
+ * of: a data path within 256 steps (exact window bitsets built here from the graph), a direct
+ * data edge, an explicit reuse edge, the planner's bounded search, an exhaustive search over
+ * data and reuse edges. Sorting is the shared radix sort (planner/sort.c).
+ *
+ * Lock rule: none; everything is per call.
  */
 #include "planner/plan_int.h"
 #include "planner/sort_int.h"
