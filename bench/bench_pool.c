@@ -24,7 +24,7 @@
  * (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the wall figure mostly measures waiting for a
  * CPU). For the pool, the global + class lock acquisitions during the timed rounds are printed
  * (0 means the fast path never locked). Columns: arenaflow (defaults), af+recycle (the same
- * with opts.recycle = 1), jemalloc, glibc.
+ * with opts.recycle = 1), af+regions (opts.region_min = 16 KiB), jemalloc, glibc.
  *
  * Which malloc is which: this program is linked with libjemalloc (arenaflow links it), so the
  * plain `malloc` symbol resolves to jemalloc's, not glibc's. The "jemalloc" column calls
@@ -295,6 +295,10 @@ static void *poolr_make(void *ctx)
 {
     return pool_make(ctx);
 }
+static void *poolg_make(void *ctx)
+{
+    return pool_make(ctx);
+}
 static void *pool_alloc(void *ts, size_t n)
 {
     void *p;
@@ -499,7 +503,9 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
         af_pool_opts_t po;
         af_pool_opts_init(&po);
         po.recycle = a->make == poolr_make;
-        if ((a->make == pool_make || a->make == poolr_make) && af_pool_create(&po, &g_pool, NULL))
+        po.region_min = a->make == poolg_make ? 16u << 10 : 0;
+        if ((a->make == pool_make || a->make == poolr_make || a->make == poolg_make) &&
+            af_pool_create(&po, &g_pool, NULL))
             exit(1);
         pthread_barrier_t bar;
         pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
@@ -632,7 +638,7 @@ static void run_trace(const trace_t *t, int reps)
            "peak live %.1f MiB\n",
            t->name, t->npairs, t->nslots, (unsigned long long)t->min_size,
            (double)t->max_size / (1 << 20), (double)t->peak_live / (1 << 20));
-    alloc_t allocs[5];
+    alloc_t allocs[6];
     int na = 0;
     allocs[na++] = (alloc_t){"arenaflow", "af_pool_cache_alloc/free, one cache per thread",
                              pool_make,   pool_unmake,
@@ -641,6 +647,10 @@ static void run_trace(const trace_t *t, int reps)
     allocs[na++] = (alloc_t){
         "af+recycle", "same, opts.recycle = 1", poolr_make, pool_unmake, pool_alloc, pool_free,
         timed_pool};
+    allocs[na++] = (alloc_t){"af+regions", "same, opts.region_min = 16 KiB",
+                             poolg_make,   pool_unmake,
+                             pool_alloc,   pool_free,
+                             timed_pool};
 #ifdef AF_HAVE_JEMALLOC
     allocs[na++] = (alloc_t){"jemalloc", "mallocx/dallocx, default arena + tcache",
                              nop_make,   nop_unmake,
@@ -662,7 +672,7 @@ static void run_trace(const trace_t *t, int reps)
         na = keep;
     }
     for (int nt = 1; nt <= g_maxthreads; nt++) {
-        result_t r[5] = {{0}};
+        result_t r[6] = {{0}};
         for (int i = 0; i < na; i++)
             r[i] = measure(t, &allocs[i], nt, reps);
         printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
@@ -675,10 +685,13 @@ static void run_trace(const trace_t *t, int reps)
                 (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
         printf("    arenaflow minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
                r[0].ns_pair - r[na - 1].ns_pair, r[0].cpu_pair - r[na - 1].cpu_pair);
-        for (int i = 0; i < 2 && i < na - 1; i++)
-            printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per pair)\n",
-                   allocs[i].name, (unsigned long long)r[i].locks,
-                   (double)r[i].locks / (double)r[i].pairs);
+        for (int i = 0; i < na; i++)
+            if (allocs[i].make == pool_make || allocs[i].make == poolr_make ||
+                allocs[i].make == poolg_make)
+                printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per "
+                       "pair)\n",
+                       allocs[i].name, (unsigned long long)r[i].locks,
+                       (double)r[i].locks / (double)r[i].pairs);
     }
     if (g_nofrag)
         return;
@@ -688,6 +701,9 @@ static void run_trace(const trace_t *t, int reps)
            "(any larger block may serve), or re-cut freely at every allocation\n");
     af_pool_opts_init(&po);
     fragmentation(t, "default ladder", &po);
+    af_pool_opts_init(&po);
+    po.region_min = 16u << 10;
+    fragmentation(t, "default + regions", &po);
     af_pool_opts_init(&po);
     po.recycle = 1;
     fragmentation(t, "default + recycle", &po);
@@ -706,6 +722,9 @@ static void run_trace(const trace_t *t, int reps)
     fragmentation(t, "seed 256K..64M", &po);
     po.recycle = 1;
     fragmentation(t, "seed 256K..64M+recycle", &po);
+    po.recycle = 0;
+    po.region_min = 16u << 10;
+    fragmentation(t, "seed 256K..64M+regions", &po);
     af_pool_opts_init(&po);
     po.ladder = AF_POOL_LADDER_SEED;
     fragmentation(t, "seed + pow2 below", &po);
@@ -747,7 +766,8 @@ int main(int argc, char **argv)
     printf("bench_pool: arenaflow %s\n", af_version());
     printf("columns: arenaflow = af_pool_cache_alloc/free (one cache per thread); "
 #ifdef AF_HAVE_JEMALLOC
-           "af+recycle = the same with opts.recycle = 1; "
+           "af+recycle = the same with opts.recycle = 1; af+regions = with opts.region_min = "
+           "16 KiB; "
            "jemalloc = mallocx/dallocx (default arena, tcache on); "
 #endif
            "glibc = __libc_malloc/__libc_free; floor = a bare LIFO stack of cells (what the "

@@ -98,6 +98,8 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->dtab = p->dtab;
     k->fast_max = p->lut_exact ? p->max_size : 0;
     memcpy(k->lut, p->lut, sizeof(k->lut));
+    k->region_first = p->region_first;
+    memset(k->heap.head, 0xff, sizeof(k->heap.head)); /* every bin empty (AF__POOL_NIL) */
 #if defined(AF_ASAN_BUILD)
     k->flags = 1; /* poison/unpoison every block */
 #else
@@ -113,7 +115,9 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     }
     for (uint32_t c = 0; c < p->nclasses; c++) {
         k->bins[c].slots = slots;
-        k->bins[c].cap = p->cls[c].cache_cap;
+        /* region classes keep no free blocks: a freed block coalesces at once, so a round whose
+         * blocks are all freed leaves its regions as they were (the same layout every round) */
+        k->bins[c].cap = c >= p->region_first ? 0 : p->cls[c].cache_cap;
         k->bins[c].near = p->cls[c].borrow_near;
         slots += p->cls[c].cache_cap;
     }
@@ -149,10 +153,23 @@ void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
     count = count < n ? count : n;
     if (!count)
         return;
-    af__pool_clock(p, c);
-    for (uint32_t i = 0; i < count; i++)
-        af__pool_central_push(p, c, bin->slots[n - 1 - i].b);
-    af__pool_cunlock(p, c);
+    int locked = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        af__pool_block_t *b = bin->slots[n - 1 - i].b;
+        if (c >= p->region_first) { /* a region block goes back to its region's extents */
+            af__pool_chunk_t *ch = af__pool_chunk_of(p, b);
+            if (ch->cls == AF__POOL_REGION) {
+                af__pool_region_put(k, ch, b);
+                continue;
+            }
+        }
+        if (!locked)
+            af__pool_clock(p, c);
+        locked = 1;
+        af__pool_central_push(p, c, b);
+    }
+    if (locked)
+        af__pool_cunlock(p, c);
     AF__ST(&bin->n, n - count);
     AF__ST(&bin->moved, AF__LD(&bin->moved) - count);
     bin_mark(k, c, n - count);
@@ -169,6 +186,7 @@ void af_pool_cache_flush(af_pool_cache_t *k)
             af__pool_huge_return(k->pool, k->huge[i]);
             k->huge[i] = NULL;
         }
+    af__pool_region_flush(k);
     af__pool_idle_tick(k->pool);
 }
 
@@ -187,6 +205,7 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
         k->next->prev = k->prev;
     if (k->tag)
         p->tags_used[k->tag / 64] &= ~(1ull << (k->tag % 64));
+    af__pool_region_orphan(k);
     uint64_t a = 0, f = 0;
     for (uint32_t c = 0; c < p->nclasses; c++) {
         AF__ADD(&p->cls[c].allocs, af__pool_bin_allocs(&k->bins[c]));
@@ -241,6 +260,8 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         *out = b;
         return 0;
     }
+    if (c >= p->region_first)
+        return af__pool_region_alloc(k, c, size, out);
     AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t got = 0;
@@ -337,10 +358,41 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
     return 0;
 }
 
+static int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b);
+
+/* A region class whose bin is empty (always: region classes keep none): carve. */
+static AF__NOINLINE int cache_region_alloc(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
+{
+    af__pool_block_t *b;
+    int rc = af__pool_region_alloc(k, c, size, &b);
+    if (rc)
+        return rc;
+    AF__ST(&b->req, (uint32_t)size);
+    *out = b->addr;
+    return 0;
+}
+
+/* A block of a region class this cache handed out: back to its region's free extents, with
+ * plain stores when this cache owns the region. */
+static AF__NOINLINE int cache_region_free(af_pool_cache_t *k, af__pool_block_t *b, uint32_t st)
+{
+    af__pool_chunk_t *ch = af__pool_chunk_of(k->pool, b);
+    if (ch->cls != AF__POOL_REGION || atomic_load_explicit(&ch->owner, memory_order_relaxed) != k)
+        return cache_free_rest(k, b);
+    atomic_store_explicit(&b->state, st & 0xff00u, memory_order_relaxed); /* FREE, owner c */
+    af__pool_bin_t *bin = &k->bins[(st >> 8) & 0xff];
+    AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
+    AF__ST(&bin->moved, AF__LD(&bin->moved) - 1);
+    af__pool_region_put(k, ch, b);
+    return 0;
+}
+
 /* Bin c of the cache is empty: lend a block of the nearest larger class from this cache (still no
  * lock), else the general path. Out of line, so the fast path needs no stack frame. */
 static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
 {
+    if (c >= k->region_first)
+        return cache_region_alloc(k, c, size, out);
     int d = next_full(k, c, k->bins[c].near);
     if (d < 0)
         return cache_alloc_rest(k, size, out);
@@ -412,7 +464,7 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
     if (rc)
         return rc;
     af__pool_chunk_t *ch = af__pool_chunk_of(p, b); /* the block is ours: its chunk stays */
-    if (ch->cls < 0) {
+    if (ch->cls == -1) {
         for (int i = 0; i < AF__POOL_CACHE_HUGE; i++)
             if (!k->huge[i]) { /* keep it for this cache's next huge request: no lock */
                 af__pool_on_free(p, ch->base, ch->bytes);
@@ -424,10 +476,24 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
         return af__pool_huge_free(p, ch);
     }
-    uint32_t c = (uint32_t)ch->cls; /* the owner class, also for a borrowed block (seed §5.3) */
+    /* the owner class, also for a borrowed block (seed §5.3) */
+    uint32_t c = ch->cls >= 0 ? (uint32_t)ch->cls : (st >> 8) & 0xff;
     af__pool_bin_t *bin = &k->bins[c];
     live_add(k, -(int64_t)AF__LD(&b->req));
-    af__pool_on_free(p, b->addr, ch->bs);
+    af__pool_on_free(p, b->addr, p->cls[c].bs);
+    if (!bin->cap) {                      /* a region class (no bin) */
+        if (ch->cls == AF__POOL_REGION) { /* to its region (another cache's: remote) */
+            AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
+            AF__ST(&bin->moved, AF__LD(&bin->moved) - 1); /* in and straight out of the bin */
+            af__pool_region_put(k, ch, b);
+        } else { /* a fixed-class block from af_pool_alloc */
+            AF__ADD(&p->cls[c].frees, 1);
+            af__pool_clock(p, c);
+            af__pool_central_push(p, c, b);
+            af__pool_cunlock(p, c);
+        }
+        return 0;
+    }
     uint32_t n = AF__LD(&bin->n);
     if (n == bin->cap) {
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
@@ -468,7 +534,7 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))
-        return cache_free_rest(k, b);
+        return bin->cap ? cache_free_rest(k, b) : cache_region_free(k, b, st);
     atomic_store_explicit(&b->state, st & 0xff00u, memory_order_relaxed); /* FREE, owner c */
     bin->slots[n] = (af__pool_slot_t){b};
     AF__ST(&bin->n, n + 1);
@@ -521,12 +587,16 @@ int af_pool_free(af_pool_t *p, void *ptr)
     int rc = release_state(p, b, &st);
     if (rc)
         return rc;
-    if (ch->cls < 0)
+    if (ch->cls == -1)
         return af__pool_huge_free(p, ch);
-    uint32_t c = (uint32_t)ch->cls;
+    uint32_t c = ch->cls >= 0 ? (uint32_t)ch->cls : (st >> 8) & 0xff;
     AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
     AF__ADD(&p->cls[c].frees, 1);
-    af__pool_on_free(p, b->addr, ch->bs);
+    af__pool_on_free(p, b->addr, p->cls[c].bs);
+    if (ch->cls == AF__POOL_REGION) {
+        af__pool_region_remote(p, ch, b);
+        return 0;
+    }
     af__pool_clock(p, c);
     af__pool_central_push(p, c, b);
     af__pool_cunlock(p, c);

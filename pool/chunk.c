@@ -93,7 +93,7 @@ static int rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start
     return 0;
 }
 
-static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
+int af__pool_va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 {
     if (rl_take(p->vfree, &p->nvfree, n, 0, start) == 0)
         return 0;
@@ -104,7 +104,7 @@ static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
     return 0;
 }
 
-static void va_give(af_pool_t *p, uint64_t start, uint64_t n)
+void af__pool_va_give(af_pool_t *p, uint64_t start, uint64_t n)
 {
     rl_give(&p->vfree, &p->nvfree, &p->cap_vfree, start, n);
     /* A free range that reaches the bump pointer folds back into it. */
@@ -116,7 +116,7 @@ static void va_give(af_pool_t *p, uint64_t start, uint64_t n)
 
 /* ---- chunks (glock) -------------------------------------------------------------------- */
 
-static void note_reserved(af_pool_t *p)
+void af__pool_note_reserved(af_pool_t *p)
 {
     uint64_t r = AF__LD(&p->reserved);
     if (r > AF__LD(&p->peak_reserved))
@@ -172,12 +172,12 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
         p->mfree_bytes -= bytes;
         AF__ADD(&p->recycled, bytes);
     } else {
-        if (va_take(p, ng, &start))
+        if (af__pool_va_take(p, ng, &start))
             goto fail;
         base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
         if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
                  0) == MAP_FAILED) {
-            va_give(p, start, ng);
+            af__pool_va_give(p, start, ng);
             goto fail;
         }
         AF__ADD(&p->os_maps, 1);
@@ -185,7 +185,7 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
         ASAN_POISON_MEMORY_REGION(base, bytes);
 #endif
         AF__ADD(&p->reserved, bytes);
-        note_reserved(p);
+        af__pool_note_reserved(p);
     }
     ch->base = base;
     ch->bytes = bytes;
@@ -246,8 +246,8 @@ void af__pool_chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
     mmap(ch->base, ch->bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
          -1, 0);
     AF__ADD(&p->os_unmaps, 1);
-    va_give(p, (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT,
-            ch->bytes >> AF__POOL_GRANULE_SHIFT);
+    af__pool_va_give(p, (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT,
+                     ch->bytes >> AF__POOL_GRANULE_SHIFT);
     AF__SUB(&p->reserved, ch->bytes);
     AF__ADD(&p->trimmed, ch->bytes);
     ch->mapped = 0;
@@ -267,7 +267,7 @@ static uint64_t release_mfree(af_pool_t *p)
 #endif
         mmap(a, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
         AF__ADD(&p->os_unmaps, 1);
-        va_give(p, p->mfree[i].start, p->mfree[i].len);
+        af__pool_va_give(p, p->mfree[i].start, p->mfree[i].len);
         AF__SUB(&p->reserved, len);
         AF__ADD(&p->trimmed, len);
         freed += len;
@@ -601,7 +601,7 @@ int af_pool_trim(af_pool_t *p, unsigned flags, uint64_t *released)
         return AF_EINVAL;
     af__pool_glock(p);
     if (flags & AF_POOL_TRIM_RELEASE)
-        freed += release_idle(p, UINT64_MAX);
+        freed += release_idle(p, UINT64_MAX) + af__pool_region_trim(p);
     if (flags & AF_POOL_TRIM_PURGE) {
         uint64_t purged = purge_free(p);
         AF__ADD(&p->trimmed, purged);

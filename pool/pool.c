@@ -43,6 +43,7 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->chunk_max = 128ull << 10;
     o->huge_cache_bytes = 1ull << 30;
     o->reserve_ratio = 0; /* off: see the option's comment in pool.h */
+    o->region_min = 0;    /* opt-in: see the option's comment in pool.h */
 }
 
 /* Appends units u to the ladder if it is larger than the last one. */
@@ -171,7 +172,35 @@ static void init_classes(af_pool_t *p)
                (double)p->units[last + 1] <= o->cache_borrow_ratio * p->units[c])
             last++;
         k->borrow_near = last;
+        /* region classes neither lend nor borrow in caches (they re-cut their regions instead) */
+        if (c >= p->region_first)
+            k->borrow_near = c;
+        else if (k->borrow_near >= p->region_first)
+            k->borrow_near = p->region_first - 1;
     }
+}
+
+/* Classes >= region_first are carved from cache regions; maps the regions' page table. */
+static int init_regions(af_pool_t *p)
+{
+    const af_pool_opts_t *o = &p->opts;
+    p->region_first = p->nclasses;
+    p->npages = p->ngranules << (AF__POOL_GRANULE_SHIFT - AF__POOL_PAGE_SHIFT);
+    if (!o->region_min || p->npages >= (1ull << 31)) /* tags hold lengths < 2^31 pages */
+        return 0;
+    uint64_t min = o->region_min < AF__POOL_GRANULE ? AF__POOL_GRANULE : o->region_min;
+    while (p->region_first > 0 && (uint64_t)p->units[p->region_first - 1] * AF_POOL_ALIGN >= min)
+        p->region_first--;
+    if (p->region_first == p->nclasses)
+        return 0;
+    void *t = mmap(NULL, p->npages * sizeof(af__pool_page_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t == MAP_FAILED)
+        return AF_ENOMEM;
+    p->rtab = t;
+    uint64_t span = af__align_up(o->va_reserve / 32, AF__POOL_GRANULE);
+    p->region_span = span < (4ull << 20) ? (4ull << 20) : span > (1ull << 30) ? (1ull << 30) : span;
+    return 0;
 }
 
 int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
@@ -208,9 +237,11 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     p->cls = af__calloc(n, sizeof(af__pool_class_t));
     if (!p->cls)
         goto fail_cls;
+    p->ngranules = opts->va_reserve >> AF__POOL_GRANULE_SHIFT;
+    if (init_regions(p))
+        goto fail_rtab;
     init_classes(p);
 
-    p->ngranules = opts->va_reserve >> AF__POOL_GRANULE_SHIFT;
     p->va_bytes = (p->ngranules + 1) << AF__POOL_GRANULE_SHIFT;
     void *va =
         mmap(NULL, p->va_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -250,10 +281,15 @@ fail_dtab:
     af__free(p->gtab);
 fail_gtab:
     munmap(va, p->va_bytes);
+    if (p->rtab)
+        munmap(p->rtab, p->npages * sizeof(af__pool_page_t));
     af__free(p->cls);
     af__free(p);
     return af__err(err, AF_ENOMEM, "pool: out of memory for the granule table");
 fail_va:
+    if (p->rtab)
+        munmap(p->rtab, p->npages * sizeof(af__pool_page_t));
+fail_rtab:
     af__free(p->cls);
     af__free(p);
     return af__err(err, AF_ENOMEM, "pool: cannot reserve %llu bytes of address space",
@@ -284,6 +320,8 @@ void af_pool_destroy(af_pool_t *p)
     af__free(p->mfree);
     munmap(p->va_raw, p->va_bytes);
     munmap(p->dtab, p->ngranules * sizeof(af__pool_block_t));
+    if (p->rtab)
+        munmap(p->rtab, p->npages * sizeof(af__pool_page_t));
     af__free(p->gtab);
     for (uint32_t c = 0; c < p->nclasses; c++)
         pthread_mutex_destroy(&p->cls[c].lock);
@@ -355,6 +393,8 @@ int64_t af__pool_live_req(af_pool_t *p)
         af__pool_chunk_t *ch = p->chunks[i];
         if (!ch->mapped)
             continue;
+        if (ch->cls == AF__POOL_REGION)
+            v += af__pool_region_live(p, ch);
         for (uint32_t j = 0; j < ch->nblocks; j++) {
             af__pool_block_t *b = af__pool_blk(p, ch, j);
             uint32_t st = AF__LD(&b->state) & 0xff;
@@ -390,9 +430,10 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
         return AF_EFOREIGN;
     uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
     info->state = (af_block_state_t)(st & 0xff);
-    info->owner_class = ch->cls;
+    int region = ch->cls == AF__POOL_REGION; /* the class is in the state word */
+    info->owner_class = region ? (int)((st >> 8) & 0xff) : ch->cls;
     info->borrower_class = info->state == AF_BLOCK_BORROWED ? (int)((st >> 16) & 0xff) : -1;
-    info->block_size = ch->bs;
+    info->block_size = region ? p->cls[(st >> 8) & 0xff].bs : ch->bs;
     return 0;
 }
 
@@ -419,6 +460,10 @@ static void class_stats(af_pool_t *p, uint32_t c, uint64_t lent, af_pool_class_s
     cs->blocks = k->nblocks;
     cs->blocks_free = AF__LD(&k->nfree);
     pthread_mutex_unlock(&k->lock);
+    int64_t carved = AF__LD(&k->rgn_blocks); /* region blocks: carved and not returned */
+    for (af_pool_cache_t *q = p->caches; q; q = q->next)
+        carved += AF__LD(&q->bins[c].carved);
+    cs->blocks += carved > 0 ? (uint64_t)carved : 0;
     cs->lent_total = AF__LD(&k->lent_total);
     cs->allocs = AF__LD(&k->allocs);
     cs->frees = AF__LD(&k->frees);
@@ -467,7 +512,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     uint64_t huge_live = 0;
     for (size_t i = 0; i < p->nchunks; i++) {
         af__pool_chunk_t *ch = p->chunks[i];
-        if (ch->mapped && ch->cls < 0 &&
+        if (ch->mapped && ch->cls == -1 &&
             (AF__LD(&af__pool_blk(p, ch, 0)->state) & 0xff) != AF_BLOCK_FREE)
             huge_live += ch->bytes;
     }

@@ -1,14 +1,16 @@
 /*
  * Pool-internal structures shared by pool/pool.c (create, ladder, stats), pool/chunk.c (address
- * space, chunks, central lists, borrowing, huge chunks, trim) and pool/cache.c (the lock-free
- * per-worker fast path). Other modules use include/arenaflow/pool.h only.
+ * space, chunks, central lists, borrowing, huge chunks, trim), pool/cache.c (the lock-free
+ * per-worker fast path) and pool/region.c (large classes carved from per-cache regions). Other
+ * modules use include/arenaflow/pool.h only.
  *
  * Lock ranks (take in this order, never the reverse):
  *   1. pool->glock   (global mutex: address space, chunk table, borrowing, huge chunks, the list
  *                     of caches, trim)
  *   2. cls->lock     (one per class: that class's central free list and its chunks' free counts)
- * A cache's bins are touched only by the thread using the cache; other threads read their
- * counters (relaxed atomics) for statistics.
+ * A cache's bins, free-extent heap and regions' page links are touched only by the thread using
+ * the cache (or, once the cache is destroyed, under glock); other threads read their counters and
+ * page tags (relaxed atomics) for statistics.
  */
 #ifndef ARENAFLOW_POOL_INT_H
 #define ARENAFLOW_POOL_INT_H
@@ -24,6 +26,10 @@
 #define AF__POOL_LUT_SIZE 512
 #define AF__POOL_HUGE_CLASS 0xffu /* owner class byte of a huge chunk's block */
 #define AF__POOL_CACHE_HUGE 4     /* free huge chunks a cache keeps for reuse without a lock */
+#define AF__POOL_PAGE_SHIFT 12    /* regions are carved in 4 KiB pages */
+#define AF__POOL_REGION (-2)      /* af__pool_chunk_t.cls of a cache region */
+#define AF__POOL_NIL UINT32_MAX   /* no page (free-extent list end) */
+#define AF__POOL_XBINS 256        /* free-extent size bins (len key, see region.c) */
 
 /* Relaxed accessors for single-writer counters that other threads read. */
 #define AF__LD(p) atomic_load_explicit((p), memory_order_relaxed)
@@ -64,7 +70,28 @@ typedef struct af__pool_chunk {
     uint64_t idle_since; /* ns when nfree reached nblocks (class lock) */
     af__pool_block_t *blocks;
     struct af__pool_chunk *hnext; /* huge cache list (glock) */
+    /* regions (cls == AF__POOL_REGION): `bytes` is the mapped prefix of a VA span of va_bytes;
+     * changed under glock only */
+    uint64_t va_bytes;
+    _Atomic(af_pool_cache_t *) owner;   /* NULL: orphaned (its cache was destroyed) */
+    _Atomic(af__pool_block_t *) remote; /* blocks freed by other threads (MPSC stack) */
+    struct af__pool_chunk *rnext;       /* the owner's (or the orphan) region list */
 } af__pool_chunk_t;
+
+/* Per 4 KiB page of the reservation, for regions: the first and last page of every extent carry
+ * its tag (length in pages << 1 | free); a free extent's first page links it into its heap bin. */
+typedef struct af__pool_page {
+    _Atomic uint32_t tag;
+    uint32_t next, prev;
+    uint32_t pad;
+} af__pool_page_t;
+
+/* Free extents of a cache's regions, segregated by length (key of the length, as the size
+ * lookup's key) with a bitmap of non-empty bins. */
+typedef struct af__pool_heap {
+    uint64_t map[AF__POOL_XBINS / 64];
+    uint32_t head[AF__POOL_XBINS];
+} af__pool_heap_t;
 
 typedef struct af__pool_class {
     pthread_mutex_t lock;
@@ -78,6 +105,7 @@ typedef struct af__pool_class {
     uint32_t borrow_near;           /* a cache borrows from its own bins of (cls, borrow_near] */
     _Atomic uint64_t allocs, frees; /* through no-cache calls, borrows, retired caches */
     _Atomic uint64_t lent_total;
+    _Atomic int64_t rgn_blocks; /* region blocks carved by destroyed caches, not yet returned */
     char pad[64];
 } af__pool_class_t;
 
@@ -100,7 +128,8 @@ typedef struct af__pool_bin {
     _Atomic int64_t moved;   /* blocks moved in from the central list minus flushed back */
     _Atomic uint64_t direct; /* blocks of this class handed out without passing the bin */
     _Atomic uint64_t lent;   /* blocks of this class this cache lent to smaller requests */
-    uint64_t spare;          /* pads the bin to 64 bytes: bins[c] is one shift away */
+    _Atomic int64_t carved;  /* region class: blocks carved from a region minus returned to one
+                                (also pads the bin to 64 bytes: bins[c] is one shift away) */
 } af__pool_bin_t;
 _Static_assert(sizeof(af__pool_bin_t) == 64, "a bin is one cache line");
 
@@ -119,8 +148,9 @@ struct af_pool_cache {
     uint64_t ngranules;
     _Atomic(af__pool_chunk_t *) *gtab;
     af__pool_block_t *dtab;
-    int flags;         /* nonzero: every call takes the general path (poison, ASan, exact peak) */
-    uint32_t tag;      /* this cache's tag (1..255), or 0 */
+    int flags; /* nonzero: every call takes the general path (poison, ASan, exact peak) */
+    uint32_t region_first; /* the pool's region_first (classes carved from regions) */
+    uint32_t tag;          /* this cache's tag (1..255), or 0 */
     uint32_t owned;    /* tag bits of a block this cache handed out (bits 24..31 of its state word);
                           UINT32_MAX, which no state matches, without a tag or in a debug mode */
     uint64_t fast_max; /* max_size; 0 in a debug mode or when the size table is not exact: every
@@ -130,6 +160,8 @@ struct af_pool_cache {
     af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
+    af__pool_chunk_t *regions;         /* this cache's regions (list changed under glock) */
+    af__pool_heap_t heap;              /* their free extents (this cache's thread only) */
     af__pool_bin_t bins[];             /* one per class, inline: one load less on the fast path */
 };
 
@@ -172,6 +204,11 @@ struct af_pool {
     af_pool_cache_t *caches;
     uint64_t tags_used[AF__POOL_NTAGS / 64]; /* cache tags in use (glock) */
     _Atomic uint64_t last_idle_scan;
+    af__pool_page_t *rtab; /* page table of regions (mmap'd NORESERVE, committed as used) */
+    uint64_t npages;
+    uint32_t region_first;     /* classes >= this are carved from cache regions (nclasses: none) */
+    uint64_t region_span;      /* VA bytes a new region reserves (it maps a prefix on demand) */
+    af__pool_chunk_t *orphans; /* regions of destroyed caches (glock) */
 
     /* counters (relaxed atomics; slow paths only, except the optional exact peak) */
     _Atomic uint64_t reserved, peak_reserved, huge_bytes, metadata;
@@ -305,6 +342,30 @@ void af__pool_idle_tick(af_pool_t *p);
  * block in use (O(blocks): slow paths that grow the pool and statistics only). glock held. */
 int64_t af__pool_live_req(af_pool_t *p);
 void af__pool_note_peak(af_pool_t *p, uint64_t live);
+
+/* ---- regions (pool/region.c) ---- */
+/* Address space (chunk.c, glock held): n granules from the reservation, and back. */
+int af__pool_va_take(af_pool_t *p, uint64_t n, uint64_t *start);
+void af__pool_va_give(af_pool_t *p, uint64_t start, uint64_t n);
+void af__pool_note_reserved(af_pool_t *p);
+/* Region class c for cache k: drains remote frees, carves the block (best fit in k's free
+ * extents), else flushes k's region bins and retries, else adopts an orphaned region or maps more
+ * (glock). On success *out is INUSE, tagged with k, req = size. */
+int af__pool_region_alloc(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_block_t **out);
+/* A FREE region block leaving k's bins: back to k's free extents when k owns its region, else to
+ * its owner (remote). */
+void af__pool_region_put(af_pool_cache_t *k, af__pool_chunk_t *r, af__pool_block_t *b);
+/* A FREE region block freed by a thread that does not own its region (lock-free push; an
+ * orphaned region is then drained under glock). */
+void af__pool_region_remote(af_pool_t *p, af__pool_chunk_t *r, af__pool_block_t *b);
+/* Cache flush: remote frees back into the extents, free region tops unmapped (takes glock). */
+void af__pool_region_flush(af_pool_cache_t *k);
+/* Cache destroy (glock held, after the flush): k's regions become orphans. */
+void af__pool_region_orphan(af_pool_cache_t *k);
+/* Trim (glock held): orphaned regions drained, fully free ones released, free tops unmapped. */
+uint64_t af__pool_region_trim(af_pool_t *p);
+/* Requested bytes of the blocks in use in region r (a walk of its extents; glock held). */
+int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r);
 
 /* Memory annotations on hand-out and return (ASan poisoning, debug patterns). */
 void af__pool_on_alloc(const af_pool_t *p, void *addr, uint64_t size);

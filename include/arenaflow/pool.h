@@ -88,6 +88,15 @@ typedef struct af_pool_opts {
      * bytes in use. Re-cuts memory between classes, at the price of OS calls and global-mutex
      * slow paths in every round whose working set moves between classes; 0 = off (default). */
     double reserve_ratio;
+    /* Regions (pool/region.c): classes of at least region_min bytes (>= 16 KiB) are carved, in
+     * caches, from per-cache regions: memory is re-cut between classes (split on demand, coalesced
+     * when freed) with no lock, and a region grows under the global mutex only when its free
+     * extents cannot serve a request. Blocks keep their class size; such classes neither lend
+     * nor borrow in caches (no free-block bins either: a freed block coalesces at once, so each
+     * round of a repeated plan starts from the same layout). Calls without a cache still use
+     * fixed-class chunks. Lower reserved/peak on most plans, but every region-class alloc+free
+     * costs a best-fit carve and a coalesce (~3x the bin fast path). 0 = off (default). */
+    uint64_t region_min;
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
