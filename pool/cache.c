@@ -35,6 +35,11 @@
  * (class lock). Blocks freed through a cache may have been allocated by any other cache or by
  * af_pool_alloc: a block belongs to its class, not to a cache.
  *
+ * Region classes (opts.region_min, pool/region.c) have no stack (capacity 0) and neither lend nor
+ * borrow: an empty stack sends alloc to the region carve, and a full one sends free to the
+ * region's coalescing (a block of a region this cache owns, with plain stores) or to its owner's
+ * remote stack; a fixed-class block of such a class (from af_pool_alloc) goes to its central list.
+ *
  * Invariants: bins[c] holds only FREE blocks of class c; a block in a bin is in no central list;
  * bit c of `full` is set iff bins[c].n > 0; a FREE state word carries no tag.
  * Lock rule: the cache itself is single-threaded; counters other threads read are relaxed

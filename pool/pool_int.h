@@ -8,6 +8,8 @@
  *   1. pool->glock   (global mutex: address space, chunk table, borrowing, huge chunks, the list
  *                     of caches, trim)
  *   2. cls->lock     (one per class: that class's central free list and its chunks' free counts)
+ * Regions take only glock (growth, adoption, orphaning, trim); their remote-free stacks are
+ * lock-free.
  * A cache's bins, free-extent heap and regions' page links are touched only by the thread using
  * the cache (or, once the cache is destroyed, under glock); other threads read their counters and
  * page tags (relaxed atomics) for statistics.

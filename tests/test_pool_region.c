@@ -403,6 +403,74 @@ static void test_pool_region_trim_releases_rss(void **state)
     af_pool_destroy(p);
 }
 
+/* Random sizes from 256 B to 8 MiB and a few of 72 MiB (small classes, region classes, huge),
+ * through a cache and without one (fixed-class blocks of region classes then reach the cache's free
+ * path), in a pool with poison and an exact peak: contents, statistics and the peak stay right. */
+static void test_pool_region_mixed_stress_with_poison(void **state)
+{
+    (void)state;
+    const uint64_t seed = 0xabad1dea;
+    uint64_t s = seed;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.region_min = 16 * KiB;
+    o.poison = 1;
+    o.exact_peak = 1;
+    af_pool_t *p;
+    assert_int_equal(af_pool_create(&o, &p, NULL), 0);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    enum { SLOTS = 64 };
+    void *b[SLOTS] = {0};
+    size_t sz[SLOTS] = {0};
+    uint64_t live = 0, peak = 0;
+    int ops = 10000 / SCALE;
+    for (int n = 0; n < ops; n++) {
+        uint64_t r = rng(&s);
+        int i = (int)(r % SLOTS);
+        if (b[i]) {
+            if (!check(b[i], sz[i], (uint64_t)i + (uint64_t)sz[i])) {
+                fprintf(stderr, "seed %llx: block %d corrupted at op %d\n",
+                        (unsigned long long)seed, i, n);
+                fail();
+            }
+            assert_int_equal(r & 256 ? af_pool_free(p, b[i]) : af_pool_cache_free(k, b[i]), 0);
+            live -= sz[i];
+            b[i] = NULL;
+            continue;
+        }
+        /* log-uniform 256 B .. 8 MiB, and now and then a huge one */
+        double u = (double)((r >> 11) & 0xfffff) / 1048576.0;
+        size_t size = (size_t)(256.0 * __builtin_exp(u * __builtin_log(32768.0)));
+        if ((r >> 40) % 512 == 0)
+            size = 72 * MiB;
+        size = size < 64 ? 64 : size;
+        assert_int_equal(
+            r & 512 ? af_pool_alloc(p, size, &b[i]) : af_pool_cache_alloc(k, size, &b[i]), 0);
+        assert_int_equal(((const unsigned char *)b[i])[size - 1], 0xAA); /* junk on alloc */
+        fill(b[i], size, (uint64_t)i + (uint64_t)size);
+        sz[i] = size;
+        live += size;
+        peak = live > peak ? live : peak;
+    }
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.requested_bytes, live);
+    assert_int_equal(st.peak_requested_bytes, peak);
+    for (int i = 0; i < SLOTS; i++)
+        if (b[i]) {
+            assert_true(check(b[i], sz[i], (uint64_t)i + (uint64_t)sz[i]));
+            assert_int_equal(af_pool_cache_free(k, b[i]), 0);
+        }
+    af_pool_stats(p, &st);
+    assert_int_equal(st.requested_bytes, 0);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.allocs, st.frees);
+    assert_int_equal(st.double_frees + st.foreign_frees, 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -412,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_pool_region_cache_destroy_with_blocks_out),
         cmocka_unit_test(test_pool_region_double_free_and_foreign),
         cmocka_unit_test(test_pool_region_trim_releases_rss),
+        cmocka_unit_test(test_pool_region_mixed_stress_with_poison),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,10 @@
  *     pool does not own are reported (AF_EDOUBLEFREE / AF_EFOREIGN), never crash.
  *   - Trim returns idle chunks (every block free in the central lists) to the OS, by call or by
  *     an idle policy.
+ *   - Opt-in regions (opts.region_min): in caches, classes of at least that size are carved from
+ *     per-cache regions (best fit, split on demand, coalesced on free) instead of fixed-class
+ *     chunks, so memory is re-cut between classes without a lock; a region grows under the global
+ *     mutex only when its free extents cannot serve a request. See pool/region.c.
  *
  * Threading: a pool is thread-safe except where noted. A cache is owned by one thread at a time
  * (not thread-safe); any thread may free into any pool, with or without a cache.
