@@ -139,3 +139,27 @@ int af__sort_by_end(const af_interval_t *iv, size_t n, int then_lower, int32_t *
     af__free(kv);
     return 0;
 }
+
+int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range)
+{
+    for (size_t i = 0; i < n; i++)
+        if (key[i] < 0 || key[i] >= range)
+            return AF_EINVAL;
+    size_t *cnt = af__calloc((size_t)range + 1, sizeof(size_t));
+    int32_t *out = af__malloc((n + 1) * sizeof(int32_t));
+    if (!cnt || !out) {
+        af__free(cnt);
+        af__free(out);
+        return AF_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        cnt[key[i] + 1]++;
+    for (int32_t k = 0; k < range; k++)
+        cnt[k + 1] += cnt[k];
+    for (size_t i = 0; i < n; i++)
+        out[cnt[key[i]]++] = ids[i];
+    memcpy(ids, out, n * sizeof(int32_t));
+    af__free(cnt);
+    af__free(out);
+    return 0;
+}

@@ -33,6 +33,10 @@ int af__sort_kv(af__kv_t *v, size_t n, af__kv_t *tmp);
  * NULL to allocate. Returns 0 or AF_ENOMEM. */
 int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__kv_t *tmp);
 
+/* Stable counting sort of ids[0..n) by key[i] (the key of ids[i]), keys in [0, range): returns
+ * AF_EINVAL with ids untouched when a key is outside, AF_ENOMEM when out of memory, else 0. */
+int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range);
+
 /* Interval ids 0..n-1 by (lower ascending, sz descending, id): the placers' start order. */
 int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ids);
 /* Interval ids 0..n-1 by (upper, id), or (upper, lower, id) when then_lower. 0 or AF_ENOMEM. */

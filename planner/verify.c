@@ -479,6 +479,16 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
 /* Group leaders (increasing ids) by first step, then id. */
 static int sort_leads(const af_plan_t *p, int32_t *leads, size_t n)
 {
+    /* first steps are in [0, nodes): a counting sort, stable over the increasing ids */
+    int32_t *key = af__malloc((n + 1) * sizeof(int32_t));
+    if (!key)
+        return AF_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        key[i] = p->tp[leads[i]].first;
+    int rc = af__sort_counting(leads, key, n, af_graph_node_count(p->g));
+    af__free(key);
+    if (rc != AF_EINVAL)
+        return rc;
     af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
     if (!kv)
         return AF_ENOMEM;

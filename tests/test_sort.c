@@ -90,6 +90,43 @@ static void test_sort_kv_matches_comparator_sort(void **state)
     }
 }
 
+static void test_sort_counting_matches_comparator_sort(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 50; round++) {
+        uint64_t seed = rng;
+        size_t n = next() % 3000;
+        int32_t range = 1 + (int32_t)(next() % (round % 2 ? 10 : 5000));
+        int32_t *ids = malloc((n + 1) * sizeof(*ids)), *key = malloc((n + 1) * sizeof(*key));
+        ref_t *ref = malloc((n + 1) * sizeof(*ref));
+        for (size_t i = 0; i < n; i++) {
+            ids[i] = (int32_t)(next() % 100000);
+            key[i] = (int32_t)(next() % (uint64_t)range);
+            ref[i] = (ref_t){(uint64_t)key[i], (int32_t)i};
+        }
+        int32_t *orig = malloc((n + 1) * sizeof(*orig));
+        memcpy(orig, ids, n * sizeof(*ids));
+        assert_int_equal(af__sort_counting(ids, key, n, range), 0);
+        qsort(ref, n, sizeof(*ref), cmp_ref);
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] != orig[ref[i].pos]) {
+                print_error("seed %llx n %zu range %d: position %zu differs\n",
+                            (unsigned long long)seed, n, range, i);
+                fail();
+            }
+        if (n) { /* a key out of range: refused, ids untouched */
+            memcpy(ids, orig, n * sizeof(*ids));
+            key[n / 2] = range;
+            assert_int_equal(af__sort_counting(ids, key, n, range), AF_EINVAL);
+            assert_memory_equal(ids, orig, n * sizeof(*ids));
+        }
+        free(ids);
+        free(key);
+        free(ref);
+        free(orig);
+    }
+}
+
 typedef struct {
     const af_interval_t *iv;
     const uint64_t *sz;
@@ -197,6 +234,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sort_kv_matches_comparator_sort),
+        cmocka_unit_test(test_sort_counting_matches_comparator_sort),
         cmocka_unit_test(test_sort_interval_orders_match_comparators),
         cmocka_unit_test(test_sort_lower_bound_equals_max_cross_section),
     };
