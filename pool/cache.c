@@ -306,6 +306,16 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
 static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
     af_pool_t *p = k->pool;
+    if (k->region_first < p->nclasses && size < (1ull << 32)) { /* carved from a region */
+        af__pool_block_t *b;
+        int rc = af__pool_region_huge(k, size, &b);
+        if (rc)
+            return rc;
+        live_add(k, (int64_t)size);
+        af__pool_on_alloc(p, b->addr, size);
+        *out = b->addr;
+        return 0;
+    }
     uint64_t bytes = af__align_up(size, AF__POOL_GRANULE);
     int best = -1;
     for (int i = 0; i < AF__POOL_CACHE_HUGE; i++) {
@@ -481,6 +491,13 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
         return af__pool_huge_free(p, ch);
     }
+    if (ch->cls == AF__POOL_REGION && ((st >> 8) & 0xff) == AF__POOL_HUGE_CLASS) {
+        live_add(k, -(int64_t)AF__LD(&b->req));
+        af__pool_on_free(p, b->addr, af__pool_region_bytes(p, b));
+        AF__ADD(&p->huge_frees, 1);
+        af__pool_region_put(k, ch, b); /* another cache's region: remote */
+        return 0;
+    }
     /* the owner class, also for a borrowed block (seed §5.3) */
     uint32_t c = ch->cls >= 0 ? (uint32_t)ch->cls : (st >> 8) & 0xff;
     af__pool_bin_t *bin = &k->bins[c];
@@ -594,6 +611,13 @@ int af_pool_free(af_pool_t *p, void *ptr)
         return rc;
     if (ch->cls == -1)
         return af__pool_huge_free(p, ch);
+    if (ch->cls == AF__POOL_REGION && ((st >> 8) & 0xff) == AF__POOL_HUGE_CLASS) {
+        AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
+        af__pool_on_free(p, b->addr, af__pool_region_bytes(p, b));
+        AF__ADD(&p->huge_frees, 1);
+        af__pool_region_remote(p, ch, b);
+        return 0;
+    }
     uint32_t c = ch->cls >= 0 ? (uint32_t)ch->cls : (st >> 8) & 0xff;
     AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
     AF__ADD(&p->cls[c].frees, 1);

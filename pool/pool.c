@@ -394,7 +394,7 @@ int64_t af__pool_live_req(af_pool_t *p)
         if (!ch->mapped)
             continue;
         if (ch->cls == AF__POOL_REGION)
-            v += af__pool_region_live(p, ch);
+            v += af__pool_region_live(p, ch, NULL);
         for (uint32_t j = 0; j < ch->nblocks; j++) {
             af__pool_block_t *b = af__pool_blk(p, ch, j);
             uint32_t st = AF__LD(&b->state) & 0xff;
@@ -431,9 +431,12 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
     uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
     info->state = (af_block_state_t)(st & 0xff);
     int region = ch->cls == AF__POOL_REGION; /* the class is in the state word */
-    info->owner_class = region ? (int)((st >> 8) & 0xff) : ch->cls;
+    uint32_t owner = (st >> 8) & 0xff;
+    info->owner_class = !region ? ch->cls : owner == AF__POOL_HUGE_CLASS ? -1 : (int)owner;
     info->borrower_class = info->state == AF_BLOCK_BORROWED ? (int)((st >> 16) & 0xff) : -1;
-    info->block_size = region ? p->cls[(st >> 8) & 0xff].bs : ch->bs;
+    info->block_size = !region                        ? ch->bs
+                       : owner == AF__POOL_HUGE_CLASS ? af__pool_region_bytes(p, b)
+                                                      : p->cls[owner].bs;
     return 0;
 }
 
@@ -512,6 +515,8 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     uint64_t huge_live = 0;
     for (size_t i = 0; i < p->nchunks; i++) {
         af__pool_chunk_t *ch = p->chunks[i];
+        if (ch->mapped && ch->cls == AF__POOL_REGION)
+            af__pool_region_live(p, ch, &huge_live); /* its huge blocks in use */
         if (ch->mapped && ch->cls == -1 &&
             (AF__LD(&af__pool_blk(p, ch, 0)->state) & 0xff) != AF_BLOCK_FREE)
             huge_live += ch->bytes;

@@ -354,6 +354,10 @@ void af__pool_note_reserved(af_pool_t *p);
  * extents), else flushes k's region bins and retries, else adopts an orphaned region or maps more
  * (glock). On success *out is INUSE, tagged with k, req = size. */
 int af__pool_region_alloc(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_block_t **out);
+/* A huge request (< 4 GiB) of cache k carved from its regions: INUSE, huge class, no tag. */
+int af__pool_region_huge(af_pool_cache_t *k, uint64_t size, af__pool_block_t **out);
+/* Bytes of the region extent of block b (its pages; a huge block's size). */
+uint64_t af__pool_region_bytes(const af_pool_t *p, const af__pool_block_t *b);
 /* A FREE region block leaving k's bins: back to k's free extents when k owns its region, else to
  * its owner (remote). */
 void af__pool_region_put(af_pool_cache_t *k, af__pool_chunk_t *r, af__pool_block_t *b);
@@ -366,8 +370,9 @@ void af__pool_region_flush(af_pool_cache_t *k);
 void af__pool_region_orphan(af_pool_cache_t *k);
 /* Trim (glock held): orphaned regions drained, fully free ones released, free tops unmapped. */
 uint64_t af__pool_region_trim(af_pool_t *p);
-/* Requested bytes of the blocks in use in region r (a walk of its extents; glock held). */
-int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r);
+/* Requested bytes of the blocks in use in region r (a walk of its extents; glock held); adds the
+ * extent bytes of its huge blocks in use to *huge (may be NULL). */
+int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r, uint64_t *huge);
 
 /* Memory annotations on hand-out and return (ASan poisoning, debug patterns). */
 void af__pool_on_alloc(const af_pool_t *p, void *addr, uint64_t size);

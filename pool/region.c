@@ -1,6 +1,7 @@
 /*
- * Regions: the large classes (block size >= opts.region_min, default 16 KiB) are not cut from
- * fixed-class chunks but carved on demand from per-cache regions, so memory is re-cut between
+ * Regions: the large classes (block size >= opts.region_min, at least 16 KiB) and huge requests
+ * below 4 GiB (through a cache) are not cut from fixed-class chunks or chunks of their own but
+ * carved on demand from per-cache regions, so memory is re-cut between
  * classes as the working set moves (a fixed-class pool ends a round holding the union of what
  * each phase needed; see the "no re-cut" ladder bound bench_pool prints).
  *
@@ -348,10 +349,11 @@ static int grow(af_pool_cache_t *k, uint64_t n)
 
 /* ---- the cache's side ---------------------------------------------------------------------- */
 
-int af__pool_region_alloc(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_block_t **out)
+/* Carves n pages for k: the order of the file comment. Returns the block's descriptor (its
+ * address set), or NULL when the pool cannot grow. */
+static af__pool_block_t *carve(af_pool_cache_t *k, uint64_t n)
 {
     af_pool_t *p = k->pool;
-    uint64_t n = (p->cls[c].bs + (1u << PG) - 1) >> PG;
     for (af__pool_chunk_t *r = k->regions; r; r = r->rnext)
         drain(p, k, r);
     uint64_t s = x_take(p, &k->heap, n);
@@ -362,21 +364,49 @@ int af__pool_region_alloc(af_pool_cache_t *k, uint32_t c, uint64_t size, af__poo
         s = x_take(p, &k->heap, n);
     }
     for (int tries = 0; s == NIL; tries++) {
-        int rc = tries < 3 ? grow(k, n) : AF_ENOMEM;
-        if (rc)
-            return rc;
+        if (tries == 3 || grow(k, n))
+            return NULL;
         AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
         s = x_take(p, &k->heap, n);
     }
     af__pool_block_t *b = &p->dtab[s >> GPG];
     b->addr = p->va_base + (s << PG);
     b->prev = b->next = NULL;
+    return b;
+}
+
+int af__pool_region_alloc(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_block_t **out)
+{
+    (void)size;
+    af_pool_t *p = k->pool;
+    uint64_t n = (((uint64_t)p->units[c] << 8) + (1u << PG) - 1) >> PG; /* units: a hot line */
+    af__pool_block_t *b = carve(k, n);
+    if (!b)
+        return AF_ENOMEM;
     atomic_store_explicit(&b->state, k->bins[c].inuse, memory_order_relaxed);
     af__pool_bin_t *bin = &k->bins[c];
     AF__ST(&bin->carved, AF__LD(&bin->carved) + 1);
     AF__ST(&bin->moved, AF__LD(&bin->moved) + 1); /* counted as a pop (af__pool_bin_allocs) */
     *out = b;
     return 0;
+}
+
+int af__pool_region_huge(af_pool_cache_t *k, uint64_t size, af__pool_block_t **out)
+{
+    af__pool_block_t *b = carve(k, (size + (1u << PG) - 1) >> PG);
+    if (!b)
+        return AF_ENOMEM;
+    atomic_store_explicit(&b->req, (uint32_t)size, memory_order_relaxed);
+    atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, AF__POOL_HUGE_CLASS, 0),
+                          memory_order_relaxed); /* no tag: its free takes the general path */
+    AF__ADD(&k->pool->huge_allocs, 1);
+    *out = b;
+    return 0;
+}
+
+uint64_t af__pool_region_bytes(const af_pool_t *p, const af__pool_block_t *b)
+{
+    return (uint64_t)(tag(p, page_of(p, b->addr)) >> 1) << PG;
 }
 
 void af__pool_region_put(af_pool_cache_t *k, af__pool_chunk_t *r, af__pool_block_t *b)
@@ -387,13 +417,16 @@ void af__pool_region_put(af_pool_cache_t *k, af__pool_chunk_t *r, af__pool_block
         return;
     }
     uint32_t c = (AF__LD(&b->state) >> 8) & 0xff;
-    AF__ST(&k->bins[c].carved, AF__LD(&k->bins[c].carved) - 1);
+    if (c != AF__POOL_HUGE_CLASS)
+        AF__ST(&k->bins[c].carved, AF__LD(&k->bins[c].carved) - 1);
     x_put(p, &k->heap, r, page_of(p, b->addr));
 }
 
 void af__pool_region_remote(af_pool_t *p, af__pool_chunk_t *r, af__pool_block_t *b)
 {
-    AF__SUB(&p->cls[(AF__LD(&b->state) >> 8) & 0xff].rgn_blocks, 1); /* no longer carved */
+    uint32_t c = (AF__LD(&b->state) >> 8) & 0xff;
+    if (c != AF__POOL_HUGE_CLASS)
+        AF__SUB(&p->cls[c].rgn_blocks, 1); /* no longer carved */
     af__pool_block_t *h = atomic_load_explicit(&r->remote, memory_order_relaxed);
     do
         b->next = h;
@@ -488,7 +521,7 @@ uint64_t af__pool_region_trim(af_pool_t *p)
     return freed;
 }
 
-int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r)
+int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r, uint64_t *huge)
 {
     int64_t v = 0;
     uint64_t hi = r_hi(p, r);
@@ -498,9 +531,12 @@ int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r)
         if (!len || s + len > hi)
             break; /* an owner is rewriting the tags: a snapshot ends here */
         if (!(t & 1)) {
-            uint32_t st = AF__LD(&p->dtab[s >> GPG].state) & 0xff;
-            if (st == AF_BLOCK_INUSE || st == AF_BLOCK_BORROWED)
+            uint32_t st = AF__LD(&p->dtab[s >> GPG].state);
+            if ((st & 0xff) == AF_BLOCK_INUSE || (st & 0xff) == AF_BLOCK_BORROWED) {
                 v += (int64_t)AF__LD(&p->dtab[s >> GPG].req);
+                if (huge && ((st >> 8) & 0xff) == AF__POOL_HUGE_CLASS)
+                    *huge += len << PG;
+            }
         }
         s += len;
     }

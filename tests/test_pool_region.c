@@ -135,6 +135,51 @@ static void test_pool_region_recut_between_classes(void **state)
     assert_int_equal(late_r, 0); /* the same layout every round: no map after the first */
 }
 
+/* Huge requests (above the largest class) are carved from the regions too: one after another,
+ * 72, 100, 130 and 90 MiB reuse the same memory; chunks of their own would be kept side by side
+ * by the huge cache. */
+static uint64_t huge_sequence(uint64_t region_min)
+{
+    af_pool_t *p = make_pool(region_min);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    static const size_t mib[] = {72, 100, 130, 90};
+    for (size_t i = 0; i < 4; i++) {
+        void *b;
+        assert_int_equal(af_pool_cache_alloc(k, mib[i] * MiB, &b), 0);
+        fill(b, mib[i] * MiB, i);
+        af_pool_block_info_t bi;
+        assert_int_equal(af_pool_block_info(p, b, &bi), 0);
+        assert_int_equal(bi.owner_class, -1);
+        assert_true(bi.block_size >= mib[i] * MiB);
+        af_pool_stats_t st;
+        af_pool_stats(p, &st);
+        assert_true(st.allocated_bytes >= mib[i] * MiB);
+        assert_int_equal(st.requested_bytes, mib[i] * MiB);
+        assert_true(check(b, mib[i] * MiB, i));
+        assert_int_equal(af_pool_cache_free(k, b), 0);
+        assert_int_equal(af_pool_cache_free(k, b), AF_EDOUBLEFREE);
+    }
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.allocs, 4);
+    assert_int_equal(st.frees, 4);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+    return st.peak_reserved_bytes;
+}
+
+static void test_pool_region_huge_requests_recut(void **state)
+{
+    (void)state;
+    uint64_t with = huge_sequence(16 * KiB), without = huge_sequence(0);
+    printf("huge: peak reserved %.1f MiB with regions, %.1f MiB with chunks of their own\n",
+           (double)with / MiB, (double)without / MiB);
+    assert_true(with <= 130 * MiB * 5 / 4);
+    assert_true(without > 130 * MiB * 5 / 4);
+}
+
 /* Four adjacent 64 KiB blocks freed in any order coalesce into one extent a 256 KiB block fits
  * in, without a new mapping. */
 static void test_pool_region_coalesces_free_neighbours(void **state)
@@ -284,6 +329,12 @@ typedef struct {
     void *b[8];
 } owner_t;
 
+/* 100 KiB .. 700 KiB, and one huge block (carved from the region too) */
+static size_t osize(int i)
+{
+    return i == 7 ? 70 * MiB : (size_t)(i + 1) * 100 * KiB;
+}
+
 static void *alloc_and_quit(void *arg)
 {
     owner_t *o = arg;
@@ -291,8 +342,8 @@ static void *alloc_and_quit(void *arg)
     if (af_pool_cache_create(o->pool, &k))
         return NULL;
     for (int i = 0; i < 8; i++)
-        if (af_pool_cache_alloc(k, (size_t)(i + 1) * 100 * KiB, &o->b[i]) == 0)
-            fill(o->b[i], (size_t)(i + 1) * 100 * KiB, (uint64_t)i);
+        if (af_pool_cache_alloc(k, osize(i), &o->b[i]) == 0)
+            fill(o->b[i], osize(i), (uint64_t)i);
     af_pool_cache_destroy(k); /* blocks still out: its regions become orphans */
     return NULL;
 }
@@ -309,7 +360,7 @@ static void test_pool_region_cache_destroy_with_blocks_out(void **state)
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     for (int i = 0; i < 8; i++) {
         assert_non_null(o.b[i]);
-        assert_true(check(o.b[i], (size_t)(i + 1) * 100 * KiB, (uint64_t)i));
+        assert_true(check(o.b[i], osize(i), (uint64_t)i));
         /* half without a cache (glock drain of an orphan), half through another cache */
         assert_int_equal(i % 2 ? af_pool_free(p, o.b[i]) : af_pool_cache_free(k, o.b[i]), 0);
         assert_int_equal(af_pool_free(p, o.b[i]), AF_EDOUBLEFREE);
@@ -476,6 +527,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_region_recut_between_classes),
         cmocka_unit_test(test_pool_region_coalesces_free_neighbours),
+        cmocka_unit_test(test_pool_region_huge_requests_recut),
         cmocka_unit_test(test_pool_region_cross_thread_free_stress),
         cmocka_unit_test(test_pool_region_cache_destroy_with_blocks_out),
         cmocka_unit_test(test_pool_region_double_free_and_foreign),

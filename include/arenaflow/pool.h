@@ -22,10 +22,10 @@
  *     pool does not own are reported (AF_EDOUBLEFREE / AF_EFOREIGN), never crash.
  *   - Trim returns idle chunks (every block free in the central lists) to the OS, by call or by
  *     an idle policy.
- *   - Opt-in regions (opts.region_min): in caches, classes of at least that size are carved from
- *     per-cache regions (best fit, split on demand, coalesced on free) instead of fixed-class
- *     chunks, so memory is re-cut between classes without a lock; a region grows under the global
- *     mutex only when its free extents cannot serve a request. See pool/region.c.
+ *   - Opt-in regions (opts.region_min): in caches, classes of at least that size (and huge
+ *     requests) are carved from per-cache regions (best fit, split on demand, coalesced on free)
+ * instead of fixed-class chunks, so memory is re-cut between classes without a lock; a region grows
+ * under the global mutex only when its free extents cannot serve a request. See pool/region.c.
  *
  * Threading: a pool is thread-safe except where noted. A cache is owned by one thread at a time
  * (not thread-safe); any thread may free into any pool, with or without a cache.
@@ -92,14 +92,15 @@ typedef struct af_pool_opts {
      * bytes in use. Re-cuts memory between classes, at the price of OS calls and global-mutex
      * slow paths in every round whose working set moves between classes; 0 = off (default). */
     double reserve_ratio;
-    /* Regions (pool/region.c): classes of at least region_min bytes (>= 16 KiB) are carved, in
-     * caches, from per-cache regions: memory is re-cut between classes (split on demand, coalesced
-     * when freed) with no lock, and a region grows under the global mutex only when its free
-     * extents cannot serve a request. Blocks keep their class size; such classes neither lend
-     * nor borrow in caches (no free-block bins either: a freed block coalesces at once, so each
-     * round of a repeated plan starts from the same layout). Calls without a cache still use
-     * fixed-class chunks. Lower reserved/peak on most plans, but every region-class alloc+free
-     * costs a best-fit carve and a coalesce (~3x the bin fast path). 0 = off (default). */
+    /* Regions (pool/region.c): classes of at least region_min bytes (>= 16 KiB), and huge requests
+     * below 4 GiB, are carved, in caches, from per-cache regions: memory is re-cut between classes
+     * (split on demand, coalesced when freed) with no lock, and a region grows under the global
+     * mutex only when its free extents cannot serve a request. Blocks keep their class size; such
+     * classes neither lend nor borrow in caches (no free-block bins either: a freed block coalesces
+     * at once, so each round of a repeated plan starts from the same layout). Calls without a cache
+     * still use fixed-class chunks. Lower reserved/peak on most plans, but every region-class
+     * alloc+free costs a best-fit carve and a coalesce (~3x the bin fast path). 0 = off (default).
+     */
     uint64_t region_min;
 } af_pool_opts_t;
 
