@@ -205,11 +205,13 @@ int main(int argc, char **argv)
         nz = 0;
     printf(
         "bench_schedule: arena bytes (MB = 1e6) per scheduler, placer portfolio, alignment 256\n");
-    printf("%-15s %5s %8s", "model", "nodes", "naive");
-    for (int k = 0; k < N_SCHED; k++)
-        printf(" %8s", scheds[k]);
-    printf(" %8s %8s %7s %7s %7s %7s %8s %8s %s\n", "maxlive", "anyLB", "b/naive", "b/input",
-           "b/live", "in/live", "plan ms", "sched ms", "winner");
+    if (nz) {
+        printf("%-15s %5s %8s", "model", "nodes", "naive");
+        for (int k = 0; k < N_SCHED; k++)
+            printf(" %8s", scheds[k]);
+        printf(" %8s %8s %7s %7s %7s %7s %8s %8s %s\n", "maxlive", "anyLB", "b/naive", "b/input",
+               "b/live", "in/live", "plan ms", "sched ms", "winner");
+    }
     double inf_ratio[32];
     int n_inf = 0, twenty_below = 0, above_input = 0, over_105 = 0;
     for (size_t i = 0; i < nz; i++) {
