@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "arenaflow/pool.h"
+#include "pool_testutil.h"
 
 #ifdef AF_ASAN_BUILD
 #include <sanitizer/asan_interface.h>
@@ -25,85 +26,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#if defined(AF_ASAN_BUILD) || defined(AF_TSAN_BUILD)
-#define SCALE 4
-#else
-#define SCALE 1
-#endif
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-/* Log-uniform size in [lo, hi]. */
-static size_t rng_size(uint64_t *s, size_t lo, size_t hi)
-{
-    double a = __builtin_log((double)lo), b = __builtin_log((double)hi);
-    double u = (double)(rng_next(s) >> 11) / 9007199254740992.0;
-    size_t v = (size_t)__builtin_exp(a + (b - a) * u);
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-/* Pattern: one word per 4 KiB page plus the first and last words. */
-static void fill(void *p, size_t size, uint64_t id)
-{
-    unsigned char *c = p;
-    for (size_t off = 0; off + 8 <= size; off += 4096)
-        memcpy(c + off, &(uint64_t){id * 0x9E3779B97F4A7C15ull + off}, 8);
-    if (size >= 8)
-        memcpy(c + size - 8, &(uint64_t){~id}, 8);
-    else
-        memset(c, (int)(id & 0xff), size);
-}
-
-static int check(const void *p, size_t size, uint64_t id)
-{
-    const unsigned char *c = p;
-    uint64_t w;
-    if (size < 8) {
-        for (size_t i = 0; i < size; i++)
-            if (c[i] != (unsigned char)(id & 0xff))
-                return 0;
-        return 1;
-    }
-    for (size_t off = 0; off + 8 <= size - 8; off += 4096) {
-        memcpy(&w, c + off, 8);
-        if (w != id * 0x9E3779B97F4A7C15ull + off)
-            return 0;
-    }
-    memcpy(&w, c + size - 8, 8);
-    return w == ~id;
-}
-
-static af_pool_t *make_pool(af_pool_opts_t *o)
-{
-    af_pool_t *p = NULL;
-    af_error_t err;
-    int rc = af_pool_create(o, &p, &err);
-    if (rc)
-        fprintf(stderr, "af_pool_create: %s (%s)\n", af_strerror(rc), err.msg);
-    assert_int_equal(rc, 0);
-    return p;
-}
-
-static long rss_pages(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &size, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    return res;
-}
 
 /* ---- ladder ------------------------------------------------------------------------------ */
 

@@ -15,43 +15,11 @@
 #include <cmocka.h>
 
 #include "arenaflow/pool.h"
+#include "pool_testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static af_pool_t *make_pool(af_pool_opts_t *o)
-{
-    af_pool_t *p = NULL;
-    af_error_t err;
-    int rc = af_pool_create(o, &p, &err);
-    if (rc)
-        fprintf(stderr, "af_pool_create: %s (%s)\n", af_strerror(rc), err.msg);
-    assert_int_equal(rc, 0);
-    return p;
-}
-
-/* One word per 4 KiB page, plus the last word. */
-static void fill(void *p, size_t size, uint64_t id)
-{
-    unsigned char *c = p;
-    for (size_t off = 0; off + 8 <= size; off += 4096)
-        memcpy(c + off, &(uint64_t){id * 0x9E3779B97F4A7C15ull + off}, 8);
-    memcpy(c + size - 8, &(uint64_t){~id}, 8);
-}
-
-static int check(const void *p, size_t size, uint64_t id)
-{
-    const unsigned char *c = p;
-    uint64_t w;
-    for (size_t off = 0; off + 8 <= size - 8; off += 4096) {
-        memcpy(&w, c + off, 8);
-        if (w != id * 0x9E3779B97F4A7C15ull + off)
-            return 0;
-    }
-    memcpy(&w, c + size - 8, 8);
-    return w == ~id;
-}
 
 enum { NPHASE = 3, PER = 12, ROUNDS = 3 };
 /* 1 MiB cannot serve 3 MiB, 3 MiB is more than 4x 256 KiB: only 1 MiB lends to 256 KiB */

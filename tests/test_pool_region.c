@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "arenaflow/pool.h"
+#include "pool_testutil.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -23,59 +24,25 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(AF_ASAN_BUILD) || defined(AF_TSAN_BUILD)
-#define SCALE 4
-#else
-#define SCALE 1
-#endif
-
 #define KiB (1u << 10)
 #define MiB (1u << 20)
 
-static af_pool_t *make_pool(uint64_t region_min)
+static af_pool_t *region_pool(uint64_t region_min)
 {
     af_pool_opts_t o;
     af_pool_opts_init(&o);
     o.region_min = region_min;
-    af_pool_t *p = NULL;
-    af_error_t err = {0};
-    int rc = af_pool_create(&o, &p, &err);
-    if (rc)
-        fprintf(stderr, "af_pool_create: %s (%s)\n", af_strerror(rc), err.msg);
-    assert_int_equal(rc, 0);
-    return p;
+    return make_pool(&o);
 }
 
-static long rss_pages(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long size = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &size, &res) != 2)
-            res = 0;
-        fclose(f);
-    }
-    return res;
-}
-
-static uint64_t rng(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static void fill(void *p, size_t n, uint64_t id)
+static void mark_ends(void *p, size_t n, uint64_t id)
 {
     uint64_t *w = p;
     w[0] = id * 0x9E3779B97F4A7C15ull;
     w[n / 8 - 1] = ~id;
 }
 
-static int check(const void *p, size_t n, uint64_t id)
+static int ends_marked(const void *p, size_t n, uint64_t id)
 {
     const uint64_t *w = p;
     return w[0] == id * 0x9E3779B97F4A7C15ull && w[n / 8 - 1] == ~id;
@@ -86,7 +53,7 @@ static int check(const void *p, size_t n, uint64_t id)
  * peak), regions re-cut the same memory. Returns peak reserved / peak live. */
 static double phases(uint64_t region_min, uint64_t *maps_late)
 {
-    af_pool_t *p = make_pool(region_min);
+    af_pool_t *p = region_pool(region_min);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     static const struct {
@@ -104,11 +71,11 @@ static double phases(uint64_t region_min, uint64_t *maps_late)
         for (size_t f = 0; f < sizeof(ph) / sizeof(ph[0]); f++) {
             for (int i = 0; i < ph[f].n; i++) {
                 assert_int_equal(af_pool_cache_alloc(k, ph[f].size, &a[i]), 0);
-                fill(a[i], ph[f].size, (uint64_t)i);
+                mark_ends(a[i], ph[f].size, (uint64_t)i);
             }
             peak = (uint64_t)ph[f].n * ph[f].size > peak ? (uint64_t)ph[f].n * ph[f].size : peak;
             for (int i = 0; i < ph[f].n; i++) {
-                assert_true(check(a[i], ph[f].size, (uint64_t)i));
+                assert_true(ends_marked(a[i], ph[f].size, (uint64_t)i));
                 assert_int_equal(af_pool_cache_free(k, a[i]), 0);
             }
         }
@@ -140,14 +107,14 @@ static void test_pool_region_recut_between_classes(void **state)
  * by the huge cache. */
 static uint64_t huge_sequence(uint64_t region_min)
 {
-    af_pool_t *p = make_pool(region_min);
+    af_pool_t *p = region_pool(region_min);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     static const size_t mib[] = {72, 100, 130, 90};
     for (size_t i = 0; i < 4; i++) {
         void *b;
         assert_int_equal(af_pool_cache_alloc(k, mib[i] * MiB, &b), 0);
-        fill(b, mib[i] * MiB, i);
+        mark_ends(b, mib[i] * MiB, i);
         af_pool_block_info_t bi;
         assert_int_equal(af_pool_block_info(p, b, &bi), 0);
         assert_int_equal(bi.owner_class, -1);
@@ -156,7 +123,7 @@ static uint64_t huge_sequence(uint64_t region_min)
         af_pool_stats(p, &st);
         assert_true(st.allocated_bytes >= mib[i] * MiB);
         assert_int_equal(st.requested_bytes, mib[i] * MiB);
-        assert_true(check(b, mib[i] * MiB, i));
+        assert_true(ends_marked(b, mib[i] * MiB, i));
         assert_int_equal(af_pool_cache_free(k, b), 0);
         assert_int_equal(af_pool_cache_free(k, b), AF_EDOUBLEFREE);
     }
@@ -185,7 +152,7 @@ static void test_pool_region_huge_requests_recut(void **state)
 static void test_pool_region_coalesces_free_neighbours(void **state)
 {
     (void)state;
-    af_pool_t *p = make_pool(16 * KiB);
+    af_pool_t *p = region_pool(16 * KiB);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     void *a[4], *big;
@@ -241,7 +208,7 @@ static void *consumer(void *arg)
             if (!b)
                 continue;
             idle = 0;
-            x->bad += !check(b, x->size[i], x->id[i]);
+            x->bad += !ends_marked(b, x->size[i], x->id[i]);
             x->errors += af_pool_cache_free(k, b) != 0;
             atomic_store_explicit(&x->slot[i], NULL, memory_order_release);
         }
@@ -258,7 +225,7 @@ static void test_pool_region_cross_thread_free_stress(void **state)
     const uint64_t seed = 0x5eed0606;
     uint64_t s = seed;
     xfer_t *x = calloc(1, sizeof(*x));
-    x->pool = make_pool(16 * KiB);
+    x->pool = region_pool(16 * KiB);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(x->pool, &k), 0);
     pthread_t th;
@@ -267,7 +234,7 @@ static void test_pool_region_cross_thread_free_stress(void **state)
     void *mine[64] = {0};
     size_t msz[64];
     for (int n = 0; n < ops; n++) {
-        uint64_t r = rng(&s);
+        uint64_t r = rng_next(&s);
         size_t size = (size_t)(16 * KiB + (r >> 20) % (2 * MiB));
         void *b;
         int rc = af_pool_cache_alloc(k, size, &b);
@@ -275,14 +242,14 @@ static void test_pool_region_cross_thread_free_stress(void **state)
             fprintf(stderr, "seed %llx: alloc failed at %d\n", (unsigned long long)seed, n);
             fail();
         }
-        fill(b, size, (uint64_t)n);
+        mark_ends(b, size, (uint64_t)n);
         if (r % 4 == 0) { /* kept and freed here, interleaved with the remote frees */
             int i = (int)((r >> 8) % 64);
             if (mine[i]) {
-                assert_true(check(mine[i], msz[i], (uint64_t)i + 1000000000u));
+                assert_true(ends_marked(mine[i], msz[i], (uint64_t)i + 1000000000u));
                 assert_int_equal(af_pool_cache_free(k, mine[i]), 0);
             }
-            fill(b, size, (uint64_t)i + 1000000000u);
+            mark_ends(b, size, (uint64_t)i + 1000000000u);
             mine[i] = b;
             msz[i] = size;
             own++;
@@ -299,7 +266,7 @@ static void test_pool_region_cross_thread_free_stress(void **state)
     pthread_join(th, NULL);
     for (int i = 0; i < 64; i++)
         if (mine[i]) {
-            assert_true(check(mine[i], msz[i], (uint64_t)i + 1000000000u));
+            assert_true(ends_marked(mine[i], msz[i], (uint64_t)i + 1000000000u));
             assert_int_equal(af_pool_cache_free(k, mine[i]), 0);
         }
     if (x->bad || x->errors)
@@ -343,7 +310,7 @@ static void *alloc_and_quit(void *arg)
         return NULL;
     for (int i = 0; i < 8; i++)
         if (af_pool_cache_alloc(k, osize(i), &o->b[i]) == 0)
-            fill(o->b[i], osize(i), (uint64_t)i);
+            mark_ends(o->b[i], osize(i), (uint64_t)i);
     af_pool_cache_destroy(k); /* blocks still out: its regions become orphans */
     return NULL;
 }
@@ -351,7 +318,7 @@ static void *alloc_and_quit(void *arg)
 static void test_pool_region_cache_destroy_with_blocks_out(void **state)
 {
     (void)state;
-    af_pool_t *p = make_pool(16 * KiB);
+    af_pool_t *p = region_pool(16 * KiB);
     owner_t o = {p, {0}};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, alloc_and_quit, &o), 0);
@@ -360,7 +327,7 @@ static void test_pool_region_cache_destroy_with_blocks_out(void **state)
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     for (int i = 0; i < 8; i++) {
         assert_non_null(o.b[i]);
-        assert_true(check(o.b[i], osize(i), (uint64_t)i));
+        assert_true(ends_marked(o.b[i], osize(i), (uint64_t)i));
         /* half without a cache (glock drain of an orphan), half through another cache */
         assert_int_equal(i % 2 ? af_pool_free(p, o.b[i]) : af_pool_cache_free(k, o.b[i]), 0);
         assert_int_equal(af_pool_free(p, o.b[i]), AF_EDOUBLEFREE);
@@ -377,7 +344,7 @@ static void test_pool_region_cache_destroy_with_blocks_out(void **state)
     /* the pool still serves from a new region */
     void *b;
     assert_int_equal(af_pool_cache_alloc(k, 300 * KiB, &b), 0);
-    fill(b, 300 * KiB, 7);
+    mark_ends(b, 300 * KiB, 7);
     assert_int_equal(af_pool_cache_free(k, b), 0);
     af_pool_cache_destroy(k);
     af_pool_destroy(p);
@@ -386,7 +353,7 @@ static void test_pool_region_cache_destroy_with_blocks_out(void **state)
 static void test_pool_region_double_free_and_foreign(void **state)
 {
     (void)state;
-    af_pool_t *p = make_pool(16 * KiB);
+    af_pool_t *p = region_pool(16 * KiB);
     af_pool_cache_t *k, *k2;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     assert_int_equal(af_pool_cache_create(p, &k2), 0);
@@ -423,7 +390,7 @@ static void test_pool_region_double_free_and_foreign(void **state)
 static void test_pool_region_trim_releases_rss(void **state)
 {
     (void)state;
-    af_pool_t *p = make_pool(16 * KiB);
+    af_pool_t *p = region_pool(16 * KiB);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     enum { N = 48 };
@@ -477,10 +444,10 @@ static void test_pool_region_mixed_stress_with_poison(void **state)
     uint64_t live = 0, peak = 0;
     int ops = 10000 / SCALE;
     for (int n = 0; n < ops; n++) {
-        uint64_t r = rng(&s);
+        uint64_t r = rng_next(&s);
         int i = (int)(r % SLOTS);
         if (b[i]) {
-            if (!check(b[i], sz[i], (uint64_t)i + (uint64_t)sz[i])) {
+            if (!ends_marked(b[i], sz[i], (uint64_t)i + (uint64_t)sz[i])) {
                 fprintf(stderr, "seed %llx: block %d corrupted at op %d\n",
                         (unsigned long long)seed, i, n);
                 fail();
@@ -499,7 +466,7 @@ static void test_pool_region_mixed_stress_with_poison(void **state)
         assert_int_equal(
             r & 512 ? af_pool_alloc(p, size, &b[i]) : af_pool_cache_alloc(k, size, &b[i]), 0);
         assert_int_equal(((const unsigned char *)b[i])[size - 1], 0xAA); /* junk on alloc */
-        fill(b[i], size, (uint64_t)i + (uint64_t)size);
+        mark_ends(b[i], size, (uint64_t)i + (uint64_t)size);
         sz[i] = size;
         live += size;
         peak = live > peak ? live : peak;
@@ -510,7 +477,7 @@ static void test_pool_region_mixed_stress_with_poison(void **state)
     assert_int_equal(st.peak_requested_bytes, peak);
     for (int i = 0; i < SLOTS; i++)
         if (b[i]) {
-            assert_true(check(b[i], sz[i], (uint64_t)i + (uint64_t)sz[i]));
+            assert_true(ends_marked(b[i], sz[i], (uint64_t)i + (uint64_t)sz[i]));
             assert_int_equal(af_pool_cache_free(k, b[i]), 0);
         }
     af_pool_stats(p, &st);
