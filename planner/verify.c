@@ -476,31 +476,6 @@ static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc,
     return 0;
 }
 
-/* Group leaders (increasing ids) by first step, then id. */
-static int sort_leads(const af_plan_t *p, int32_t *leads, size_t n)
-{
-    /* first steps are in [0, nodes): a counting sort, stable over the increasing ids */
-    int32_t *key = af__malloc((n + 1) * sizeof(int32_t));
-    if (!key)
-        return AF_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        key[i] = p->tp[leads[i]].first;
-    int rc = af__sort_counting(leads, key, n, af_graph_node_count(p->g));
-    af__free(key);
-    if (rc != AF_EINVAL)
-        return rc;
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
-    if (!kv)
-        return AF_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_i64(p->tp[leads[i]].first), leads[i]};
-    af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        leads[i] = kv[i].id;
-    af__free(kv);
-    return 0;
-}
-
 static int check_reuse(const af_plan_t *p, af_error_t *err)
 {
     const af_graph_t *g = p->g;
@@ -535,7 +510,7 @@ static int check_reuse(const af_plan_t *p, af_error_t *err)
     for (int32_t t = 0; t < nt; t++)
         if (p->group[t] == t)
             leads[nl++] = t;
-    if (sort_leads(p, leads, nl)) {
+    if (af__plan_sort_leads(p, leads, nl)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
