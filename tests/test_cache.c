@@ -108,37 +108,6 @@ static void test_cache_fingerprint_follows_graph_and_opts(void **state)
     af_graph_destroy(d);
 }
 
-static void test_cache_lru_bounded_by_bytes(void **state)
-{
-    (void)state;
-    af_plan_cache_t *c = open_cache(NULL, 64 * 1024);
-    for (int i = 0; i < 40; i++) {
-        af_graph_t *g = rd_graph(100 + (uint64_t)i, 30);
-        assert_non_null(g);
-        const af_plan_t *p;
-        assert_int_equal(af_plan_cache_get(c, g, NULL, &p, NULL, NULL), 0);
-        af_plan_cache_release(c, p);
-        af_graph_destroy(g);
-        af_plan_cache_stats_t st;
-        af_plan_cache_stats(c, &st);
-        assert_true(st.bytes <= 64 * 1024);
-    }
-    af_plan_cache_stats_t st;
-    af_plan_cache_stats(c, &st);
-    assert_true(st.evictions > 0);
-    assert_int_equal(st.misses, 40);
-    assert_true(st.entries < 40);
-    /* the most recent entry is still there */
-    af_graph_t *g = rd_graph(139, 30);
-    const af_plan_t *p;
-    int hit = 0;
-    assert_int_equal(af_plan_cache_get(c, g, NULL, &p, &hit, NULL), 0);
-    assert_int_equal(hit, 1);
-    af_plan_cache_release(c, p);
-    af_graph_destroy(g);
-    af_plan_cache_destroy(c);
-}
-
 static uint64_t file_count(const char *dir)
 {
     char cmd[400];
@@ -151,6 +120,52 @@ static uint64_t file_count(const char *dir)
         pclose(f);
     }
     return n;
+}
+
+/* Plans n graphs (seeds seed0...) through c, each released at once; the byte bound holds after
+ * every one and, with a directory, the directory holds exactly the cache's entries. */
+static void fill_cache(af_plan_cache_t *c, uint64_t seed0, int n, uint64_t max_bytes,
+                       const char *dir)
+{
+    for (int i = 0; i < n; i++) {
+        af_graph_t *g = rd_graph(seed0 + (uint64_t)i, 30);
+        assert_non_null(g);
+        const af_plan_t *p;
+        assert_int_equal(af_plan_cache_get(c, g, NULL, &p, NULL, NULL), 0);
+        af_plan_cache_release(c, p);
+        af_graph_destroy(g);
+        af_plan_cache_stats_t st;
+        af_plan_cache_stats(c, &st);
+        assert_true(st.bytes <= max_bytes);
+        if (dir)
+            assert_int_equal(file_count(dir), st.entries);
+    }
+}
+
+/* The graph of `seed` is answered from the cache. */
+static void assert_hit(af_plan_cache_t *c, uint64_t seed)
+{
+    af_graph_t *g = rd_graph(seed, 30);
+    const af_plan_t *p;
+    int hit = 0;
+    assert_int_equal(af_plan_cache_get(c, g, NULL, &p, &hit, NULL), 0);
+    assert_int_equal(hit, 1);
+    af_plan_cache_release(c, p);
+    af_graph_destroy(g);
+}
+
+static void test_cache_lru_bounded_by_bytes(void **state)
+{
+    (void)state;
+    af_plan_cache_t *c = open_cache(NULL, 64 * 1024);
+    fill_cache(c, 100, 40, 64 * 1024, NULL);
+    af_plan_cache_stats_t st;
+    af_plan_cache_stats(c, &st);
+    assert_true(st.evictions > 0);
+    assert_int_equal(st.misses, 40);
+    assert_true(st.entries < 40);
+    assert_hit(c, 139); /* the most recent entry is still there */
+    af_plan_cache_destroy(c);
 }
 
 static void test_cache_survives_restart(void **state)
@@ -223,17 +238,9 @@ static void test_cache_directory_follows_lru(void **state)
     char dir[300];
     snprintf(dir, sizeof dir, "%s/lru", tmpdir);
     af_plan_cache_t *c = open_cache(dir, 64 * 1024);
+    fill_cache(c, 300, 40, 64 * 1024, dir);
     af_plan_cache_stats_t st;
-    for (int i = 0; i < 40; i++) {
-        af_graph_t *g = rd_graph(300 + (uint64_t)i, 30);
-        assert_non_null(g);
-        const af_plan_t *p;
-        assert_int_equal(af_plan_cache_get(c, g, NULL, &p, NULL, NULL), 0);
-        af_plan_cache_release(c, p);
-        af_graph_destroy(g);
-        af_plan_cache_stats(c, &st);
-        assert_int_equal(file_count(dir), st.entries);
-    }
+    af_plan_cache_stats(c, &st);
     assert_true(st.evictions > 0);
     assert_int_equal(st.files_written, 40);
     assert_int_equal(st.files_removed, st.evictions);
@@ -245,13 +252,7 @@ static void test_cache_directory_follows_lru(void **state)
     af_plan_cache_stats(c, &st);
     assert_int_equal(st.files_loaded, entries);
     assert_int_equal(st.files_rejected, 0);
-    af_graph_t *g = rd_graph(339, 30);
-    const af_plan_t *p;
-    int hit = 0;
-    assert_int_equal(af_plan_cache_get(c, g, NULL, &p, &hit, NULL), 0);
-    assert_int_equal(hit, 1);
-    af_plan_cache_release(c, p);
-    af_graph_destroy(g);
+    assert_hit(c, 339);
     af_plan_cache_destroy(c);
 }
 
