@@ -182,21 +182,30 @@ static void brute(const af_interval_t *iv, size_t n, uint64_t a, int *perm, size
     }
 }
 
+/* A random instance of 2..max_n buffers from `seed` (alignment 1 or 8) and its brute-force
+ * optimum height. */
+static uint64_t small_case(uint64_t seed, size_t max_n, af_interval_t *iv, size_t *n, uint64_t *a)
+{
+    rng_state = seed;
+    *n = 2 + below(max_n - 1);
+    *a = below(3) == 0 ? 8 : 1;
+    random_instance(iv, *n, 6 + (int64_t)below(10), 1 + below(50));
+    int perm[8];
+    uint64_t off[8], opt = UINT64_MAX;
+    for (size_t i = 0; i < *n; i++)
+        perm[i] = (int)i;
+    brute(iv, *n, *a, perm, 0, off, &opt);
+    return opt;
+}
+
 static void test_search_optimal_small_brute_force(void **state)
 {
     (void)state;
     af_interval_t iv[8];
     int improved = 0;
     for (uint64_t seed = 1; seed <= 300; seed++) {
-        rng_state = seed * 104729;
-        size_t n = 2 + below(6);
-        uint64_t a = below(3) == 0 ? 8 : 1;
-        random_instance(iv, n, 6 + (int64_t)below(10), 1 + below(50));
-        int perm[8];
-        uint64_t off[8], opt = UINT64_MAX;
-        for (size_t i = 0; i < n; i++)
-            perm[i] = (int)i;
-        brute(iv, n, a, perm, 0, off, &opt);
+        size_t n;
+        uint64_t a, opt = small_case(seed * 104729, 7, iv, &n, &a);
         af_interval_t p[8];
         memcpy(p, iv, n * sizeof *iv);
         uint64_t hp = place_ok(p, n, "portfolio", a, 0, seed);
@@ -442,15 +451,8 @@ static void test_search_nodes_proves_optimum(void **state)
     (void)state;
     af_interval_t iv[7];
     for (uint64_t seed = 1; seed <= 150; seed++) {
-        rng_state = seed * 7727;
-        size_t n = 2 + below(5);
-        uint64_t a = below(3) == 0 ? 8 : 1;
-        random_instance(iv, n, 6 + (int64_t)below(10), 1 + below(50));
-        int perm[7];
-        uint64_t off[7], opt = UINT64_MAX;
-        for (size_t i = 0; i < n; i++)
-            perm[i] = (int)i;
-        brute(iv, n, a, perm, 0, off, &opt);
+        size_t n;
+        uint64_t a, opt = small_case(seed * 7727, 6, iv, &n, &a);
         uint64_t h = place_nodes(iv, n, 1000000, 1e-9, a, seed);
         if (h != opt)
             fprintf(stderr, "seed %llu: search %llu, brute force %llu\n", (unsigned long long)seed,
