@@ -278,12 +278,15 @@ int main(int argc, char **argv)
                over_105 == 0 ? "PASS" : "FAIL");
     }
     printf("\nplanning time, default (best + portfolio placer + verify), median of %d:\n", reps);
+    char label[96];
     af_graph_t *g = random_graph(mid, 0x1234567u);
-    time_big("random DAG, 10k nodes (target 200ms)", g, reps);
+    snprintf(label, sizeof label, "random DAG, %d nodes (target 200 ms at 10k nodes)", mid);
+    time_big(label, g, reps);
     af_graph_destroy(g);
     if (big > 1) {
         g = random_graph(big - 1, 0x7654321u);
-        time_big("random DAG, 1M tensors (target 3s)", g, big_reps < 1 ? 1 : big_reps);
+        snprintf(label, sizeof label, "random DAG, %d tensors (target 3 s at 1M tensors)", big);
+        time_big(label, g, big_reps < 1 ? 1 : big_reps);
         af_graph_destroy(g);
     }
     printf("\nchecksum %016llx\n", (unsigned long long)checksum);
