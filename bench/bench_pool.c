@@ -695,39 +695,41 @@ static void run_trace(const trace_t *t, int reps)
     }
     if (g_nofrag)
         return;
-    af_pool_opts_t po;
     printf("  reserved / peak live (1 thread, 3 rounds, fresh pool); ladder bounds = the least any "
            "pool with that ladder could reserve / peak live: blocks never re-cut between classes "
            "(any larger block may serve), or re-cut freely at every allocation\n");
-    af_pool_opts_init(&po);
-    fragmentation(t, "default ladder", &po);
-    af_pool_opts_init(&po);
-    po.region_min = 16u << 10;
-    fragmentation(t, "default + regions", &po);
-    af_pool_opts_init(&po);
-    po.recycle = 1;
-    fragmentation(t, "default + recycle", &po);
-    af_pool_opts_init(&po);
-    po.reserve_ratio = 1.25;
-    fragmentation(t, "default + reserve 1.25", &po);
-    af_pool_opts_init(&po);
-    po.reserve_ratio = 1.2;
-    fragmentation(t, "default + reserve 1.2", &po);
-    af_pool_opts_init(&po);
-    po.steps_per_doubling = 6;
-    fragmentation(t, "default, 6 steps/doubl.", &po);
-    af_pool_opts_init(&po);
-    po.ladder = AF_POOL_LADDER_SEED;
-    po.seed_pure = 1;
-    fragmentation(t, "seed 256K..64M", &po);
-    po.recycle = 1;
-    fragmentation(t, "seed 256K..64M+recycle", &po);
-    po.recycle = 0;
-    po.region_min = 16u << 10;
-    fragmentation(t, "seed 256K..64M+regions", &po);
-    af_pool_opts_init(&po);
-    po.ladder = AF_POOL_LADDER_SEED;
-    fragmentation(t, "seed + pow2 below", &po);
+    /* The configurations compared (unset fields keep af_pool_opts_init's defaults). */
+    static const struct {
+        const char *label;
+        int seed_ladder, seed_pure, recycle;
+        uint64_t region_min;
+        double reserve_ratio;
+        uint32_t steps;
+    } cfgs[] = {
+        {"default ladder", 0, 0, 0, 0, 0, 0},
+        {"default + regions", 0, 0, 0, 16u << 10, 0, 0},
+        {"default + recycle", 0, 0, 1, 0, 0, 0},
+        {"default + reserve 1.25", 0, 0, 0, 0, 1.25, 0},
+        {"default + reserve 1.2", 0, 0, 0, 0, 1.2, 0},
+        {"default, 6 steps/doubl.", 0, 0, 0, 0, 0, 6},
+        {"seed 256K..64M", 1, 1, 0, 0, 0, 0},
+        {"seed 256K..64M+recycle", 1, 1, 1, 0, 0, 0},
+        {"seed 256K..64M+regions", 1, 1, 0, 16u << 10, 0, 0},
+        {"seed + pow2 below", 1, 0, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+        af_pool_opts_t po;
+        af_pool_opts_init(&po);
+        if (cfgs[i].seed_ladder)
+            po.ladder = AF_POOL_LADDER_SEED;
+        po.seed_pure = cfgs[i].seed_pure;
+        po.recycle = cfgs[i].recycle;
+        po.region_min = cfgs[i].region_min;
+        po.reserve_ratio = cfgs[i].reserve_ratio;
+        if (cfgs[i].steps)
+            po.steps_per_doubling = cfgs[i].steps;
+        fragmentation(t, cfgs[i].label, &po);
+    }
 }
 
 int main(int argc, char **argv)
