@@ -211,6 +211,7 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
     if (k->tag)
         p->tags_used[k->tag / 64] &= ~(1ull << (k->tag % 64));
     af__pool_region_orphan(k);
+    af__pool_round_detach(k);
     uint64_t a = 0, f = 0;
     for (uint32_t c = 0; c < p->nclasses; c++) {
         AF__ADD(&p->cls[c].allocs, af__pool_bin_allocs(&k->bins[c]));
@@ -426,11 +427,31 @@ static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, 
     return 0;
 }
 
+/* Everything but the class fast path (while a round is recorded or learned, every call): a
+ * learned round's next block (pool/round.c), else the general path. */
+static AF__NOINLINE int cache_alloc_slow(af_pool_cache_t *k, size_t size, void **out)
+{
+    if (k->rp_n)
+        return af__pool_rp_alloc(k, size, out);
+    return af__pool_cache_alloc_general(k, size, out);
+}
+
+int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out)
+{
+    int rc = cache_alloc_rest(k, size, out);
+    if (rc == 0 && AF__UNLIKELY(k->learn != NULL))
+        af__pool_learn_alloc(k, *out, size);
+    return rc;
+}
+
 int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
     uint64_t s1 = size - 1; /* (s1 >> 8) = ceil(size / 256) - 1 */
-    if (AF__UNLIKELY(s1 >= k->fast_max))
-        return cache_alloc_rest(k, size, out);
+    if (AF__UNLIKELY(s1 >= k->fast_max)) {
+        if (af__pool_rp_alloc_fast(k, s1, out)) /* a learned round's next block */
+            return 0;
+        return cache_alloc_slow(k, size, out);
+    }
     size_t c = k->lut[af__pool_lut_key(s1 >> 8)]; /* exact, or fast_max would be 0 */
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
@@ -531,19 +552,36 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
     return 0;
 }
 
+/* Every free the fast path does not take: another arena's block, the general path; a round
+ * being recorded notes the free. */
+static AF__NOINLINE int cache_free_slow(af_pool_cache_t *k, void *ptr, af__pool_block_t *b)
+{
+    if (!b) {
+        int rc = af__pool_arena_free(k->pool, ptr);
+        if (rc != AF_EFOREIGN)
+            return rc;
+    }
+    int rc = cache_free_rest(k, b);
+    if (rc == 0 && AF__UNLIKELY(k->learn != NULL))
+        af__pool_learn_free(k, ptr);
+    return rc;
+}
+
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
+    if (AF__UNLIKELY((uintptr_t)ptr - (uintptr_t)k->rp_base < k->rp_bytes))
+        return af__pool_rp_free_fast(k, ptr) ? 0 : af__pool_rp_free(k, ptr);
     /* af__pool_lookup with the cache's copies of the pool's fields: a block of a granule or
      * more is found with one load (dtab), a smaller one through its chunk */
     uint64_t g = (uint64_t)((uintptr_t)ptr - (uintptr_t)k->va_base) >> AF__POOL_GRANULE_SHIFT;
     if (AF__UNLIKELY(g >= k->ngranules))
-        return cache_free_rest(k, NULL);
+        return cache_free_slow(k, ptr, NULL);
     af__pool_block_t *b = &k->dtab[g];
     if (AF__UNLIKELY(b->addr != ptr)) {
         af__pool_chunk_t *ch;
         b = af__pool_lookup_small(k->gtab, ptr, g, &ch);
         if (AF__UNLIKELY(!b))
-            return cache_free_rest(k, NULL);
+            return cache_free_slow(k, ptr, NULL);
     }
     /* Fast case: a block this cache handed out (in use or borrowed; FREE blocks carry no tag, so
      * a second free of it never matches and goes to the CAS in cache_free_rest). Its state word
@@ -551,7 +589,7 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
      * never huge. */
     uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
     if (AF__UNLIKELY((st & ~((1u << AF__POOL_TAG_SHIFT) - 1)) != k->owned))
-        return cache_free_rest(k, b);
+        return cache_free_slow(k, ptr, b);
     uint32_t c = (st >> 8) & 0xff;
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
@@ -602,6 +640,9 @@ int af_pool_free(af_pool_t *p, void *ptr)
     af__pool_chunk_t *ch;
     af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
     if (!b) {
+        int rc = af__pool_arena_free(p, ptr); /* a learned round's block? */
+        if (rc != AF_EFOREIGN)
+            return rc;
         AF__ADD(&p->foreign_frees, 1);
         return AF_EFOREIGN;
     }

@@ -601,7 +601,7 @@ int af_pool_trim(af_pool_t *p, unsigned flags, uint64_t *released)
         return AF_EINVAL;
     af__pool_glock(p);
     if (flags & AF_POOL_TRIM_RELEASE)
-        freed += release_idle(p, UINT64_MAX) + af__pool_region_trim(p);
+        freed += release_idle(p, UINT64_MAX) + af__pool_region_trim(p) + af__pool_arena_trim(p);
     if (flags & AF_POOL_TRIM_PURGE) {
         uint64_t purged = purge_free(p);
         AF__ADD(&p->trimmed, purged);

@@ -44,6 +44,7 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->huge_cache_bytes = 1ull << 30;
     o->reserve_ratio = 0; /* off: see the option's comment in pool.h */
     o->region_min = 0;    /* opt-in: see the option's comment in pool.h */
+    o->round_max = 4096;
 }
 
 /* Appends units u to the ladder if it is larger than the last one. */
@@ -222,6 +223,10 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
         return af__err(err, AF_EINVAL,
                        "pool: need 16 KiB <= chunk_min <= chunk_max <= 2 GiB, cache_slots > 0 "
                        "and va_reserve >= 64 MiB");
+    if (opts->round_max > 65536)
+        return af__err(err, AF_EINVAL,
+                       "pool: round_max %u is above 65536 (learning a round is quadratic in it)",
+                       opts->round_max);
 
     af_pool_t *p = af__calloc(1, sizeof(*p));
     if (!p)
@@ -307,10 +312,12 @@ void af_pool_destroy(af_pool_t *p)
     while (p->caches) {
         af_pool_cache_t *k = p->caches;
         p->caches = k->next;
+        af__pool_round_detach(k);
         af__free(k->bins[0].slots);
         af__free(k);
     }
     af__pool_unmap_all(p);
+    af__pool_arena_unmap_all(p);
     for (size_t i = 0; i < p->nchunks; i++) {
         af__free(p->chunks[i]->blocks);
         af__free(p->chunks[i]);
@@ -402,6 +409,7 @@ int64_t af__pool_live_req(af_pool_t *p)
                 v += ch->cls < 0 ? (int64_t)AF__LD(&ch->req) : (int64_t)AF__LD(&b->req);
         }
     }
+    af__pool_arena_live(p, &v, NULL);
     return v;
 }
 
@@ -426,8 +434,10 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
 {
     af__pool_chunk_t *ch;
     af__pool_block_t *b = p ? af__pool_lookup(p, ptr, &ch) : NULL;
-    if (!b || !info)
+    if (!p || !info)
         return AF_EFOREIGN;
+    if (!b) /* a learned round's block, or foreign */
+        return af__pool_arena_info(p, ptr, info);
     uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
     info->state = (af_block_state_t)(st & 0xff);
     int region = ch->cls == AF__POOL_REGION; /* the class is in the state word */
@@ -481,6 +491,29 @@ static void class_stats(af_pool_t *p, uint32_t c, uint64_t lent, af_pool_class_s
     cs->blocks_in_use = cs->blocks > held ? cs->blocks - held : 0;
 }
 
+/* Learned rounds: hits and frees count as fast calls. glock held. */
+static void round_stats(af_pool_t *p, af_pool_stats_t *st)
+{
+    uint64_t hits = AF__LD(&p->retired_rp_hits), frees = AF__LD(&p->retired_rp_frees);
+    st->round_misses = AF__LD(&p->retired_rp_misses);
+    st->rounds_held = AF__LD(&p->retired_rp_held);
+    for (af_pool_cache_t *q = p->caches; q; q = q->next) {
+        hits += AF__LD(&q->rp_hits);
+        frees += AF__LD(&q->rp_frees);
+        st->round_misses += AF__LD(&q->rp_misses);
+        st->rounds_held += AF__LD(&q->rp_held);
+    }
+    for (af__pool_arena_t *a = p->arenas; a; a = a->next)
+        st->round_arenas++;
+    st->round_arena_bytes = AF__LD(&p->arena_bytes);
+    st->rounds_learned = AF__LD(&p->rounds_learned);
+    st->round_hits = hits;
+    st->allocs += hits;
+    st->frees += frees + AF__LD(&p->arena_remote_frees);
+    st->fast_allocs += hits;
+    st->fast_frees += frees;
+}
+
 int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
 {
     if (!p || !st)
@@ -509,6 +542,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     }
     st->fast_allocs = AF__LD(&p->retired_fast_allocs) + (cache_a - slow_a);
     st->fast_frees = AF__LD(&p->retired_fast_frees) + (cache_f - slow_f);
+    round_stats(p, st);
     int64_t live = af__pool_live_req(p);
     st->requested_bytes = live > 0 ? (uint64_t)live : 0;
     af__pool_note_peak(p, st->requested_bytes);
@@ -521,6 +555,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
             (AF__LD(&af__pool_blk(p, ch, 0)->state) & 0xff) != AF_BLOCK_FREE)
             huge_live += ch->bytes;
     }
+    af__pool_arena_live(p, NULL, &huge_live); /* learned rounds' blocks in use */
     pthread_mutex_unlock(&p->glock);
     st->allocated_bytes += huge_live;
     st->allocs += AF__LD(&p->huge_allocs);

@@ -142,9 +142,57 @@ static inline uint64_t af__pool_bin_allocs(const af__pool_bin_t *bin)
     return (pops > 0 ? (uint64_t)pops : 0) + AF__LD(&bin->direct);
 }
 
+/* ---- learned rounds (pool/round.c) ---- */
+
+/* One block of a learned round: its place in the arena. */
+typedef struct af__pool_rent {
+    uint32_t off, units;    /* offset and size in the arena, in AF_POOL_ALIGN units */
+    uint32_t fpos;          /* its free's position among the round's frees */
+    uint32_t pb, pn;        /* earlier blocks of the round sharing bytes with it: pred[pb, pb+pn),
+                               its first dn a cover (every other one shares bytes with one of them) */
+    _Atomic uint32_t state; /* round << 1 | in use (the owner's plain stores; CAS from others); the
+                               round is the cache's count of rounds when the block was handed out */
+    _Atomic uint32_t req;   /* bytes requested while in use (statistics) */
+    uint32_t dn;
+    uint32_t guard; /* the fast path's check: its cover's one block, or AF__POOL_RP_NONE (no
+                       earlier block shares its bytes), or AF__POOL_RP_MANY (a larger cover) */
+    uint32_t pad;
+} af__pool_rent_t;
+#define AF__POOL_RP_NONE UINT32_MAX
+#define AF__POOL_RP_MANY (UINT32_MAX - 1)
+
+/* A free position of the learned round: the block freed there and its offset (one load). */
+typedef struct af__pool_fslot {
+    uint32_t off, e;
+} af__pool_fslot_t;
+
+/* Offset hash slot: key = offset in units + 1 (0: empty); the blocks placed at that offset are
+ * byoff[at ..] (while their offset is the key's): at most one of them is in use. */
+typedef struct af__pool_hslot {
+    uint32_t key, at;
+} af__pool_hslot_t;
+
+typedef struct af__pool_arena {
+    char *base;
+    uint64_t bytes; /* mapped (outside the pool's reservation) */
+    uint32_t n, hbits;
+    af__pool_rent_t *e;
+    uint32_t *pred;
+    af__pool_fslot_t *fo;    /* the block freed at each free position of the round */
+    _Atomic uint64_t remote; /* blocks freed by other threads (glock) */
+    uint32_t *byoff;         /* blocks by offset */
+    af__pool_hslot_t *hash;
+    _Atomic(af_pool_cache_t *) owner; /* NULL once its cache is destroyed */
+    struct af__pool_arena *next;      /* pool->arenas (glock) */
+} af__pool_arena_t;
+
+struct af__pool_learn; /* a round being recorded (round.c) */
+
 struct af_pool_cache {
     /* hot: copies of the pool's read-only lookup fields (one dependent load less per call) */
     af_pool_t *pool;
+    char *rp_base;     /* the learned arena (free checks this range first); NULL: none */
+    uint64_t rp_bytes; /* 0 when none */
     uint64_t max_size;
     char *va_base;
     uint64_t ngranules;
@@ -164,7 +212,20 @@ struct af_pool_cache {
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
     af__pool_chunk_t *regions;         /* this cache's regions (list changed under glock) */
     af__pool_heap_t heap;              /* their free extents (this cache's thread only) */
-    af__pool_bin_t bins[];             /* one per class, inline: one load less on the fast path */
+    /* learned rounds (this cache's thread; counters relaxed, read by statistics) */
+    af__pool_arena_t *arena;
+    af__pool_rent_t *rp_e;
+    const uint32_t *rp_pred;
+    const af__pool_fslot_t *rp_fo;
+    uint32_t rp_i, rp_f, rp_n; /* next block of the round, next free position, blocks */
+    uint32_t rp_fn;    /* rp_n, or 0 in a debug mode (the inline fast paths then never serve) */
+    uint32_t rp_done;  /* state word of a block handed out this round and freed (rp_gen << 1) */
+    uint32_t rp_gen;   /* rounds begun (31 bits), in the state words it hands out */
+    uint32_t rp_tries; /* rounds recorded without success */
+    uint32_t rp_hold;  /* this round is served by the classes (a block was in use) */
+    struct af__pool_learn *learn; /* recording a round */
+    _Atomic uint64_t rp_hits, rp_frees, rp_misses, rp_held;
+    af__pool_bin_t bins[]; /* one per class, inline: one load less on the fast path */
 };
 
 typedef struct af__pool_range {
@@ -211,6 +272,7 @@ struct af_pool {
     uint32_t region_first;     /* classes >= this are carved from cache regions (nclasses: none) */
     uint64_t region_span;      /* VA bytes a new region reserves (it maps a prefix on demand) */
     af__pool_chunk_t *orphans; /* regions of destroyed caches (glock) */
+    af__pool_arena_t *arenas;  /* learned-round arenas, of live and destroyed caches (glock) */
 
     /* counters (relaxed atomics; slow paths only, except the optional exact peak) */
     _Atomic uint64_t reserved, peak_reserved, huge_bytes, metadata;
@@ -222,6 +284,8 @@ struct af_pool {
     _Atomic uint64_t double_frees, foreign_frees;
     _Atomic uint64_t huge_allocs, huge_frees;
     _Atomic uint64_t retired_fast_allocs, retired_fast_frees;
+    _Atomic uint64_t arena_bytes, arena_remote_frees, rounds_learned;
+    _Atomic uint64_t retired_rp_hits, retired_rp_frees, retired_rp_misses, retired_rp_held;
 };
 
 /* Size -> class: u = ceil(size / 256) units; a table on (log2, 3 mantissa bits) of v = u - 1.
@@ -373,6 +437,69 @@ uint64_t af__pool_region_trim(af_pool_t *p);
 /* Requested bytes of the blocks in use in region r (a walk of its extents; glock held); adds the
  * extent bytes of its huge blocks in use to *huge (may be NULL). */
 int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r, uint64_t *huge);
+
+/* ---- learned rounds (pool/round.c) ---- */
+/* The inline fast paths of a learned round (cache.c): the round's next block when the request
+ * fits and its one-block cover (see round.c) was handed out this round and freed, and the free
+ * that is the round's next one. Return 0 when they cannot tell: af__pool_rp_alloc/free decide. */
+static inline int af__pool_rp_alloc_fast(af_pool_cache_t *k, uint64_t s1, void **out)
+{
+    uint32_t i = k->rp_i;
+    if (i >= k->rp_fn)
+        return 0;
+    af__pool_rent_t *e = &k->rp_e[i];
+    uint32_t g = e->guard;
+    if (s1 >= (uint64_t)e->units * AF_POOL_ALIGN ||
+        (g != AF__POOL_RP_NONE &&
+         (g == AF__POOL_RP_MANY ||
+          atomic_load_explicit(&k->rp_e[g].state, memory_order_acquire) != k->rp_done)))
+        return 0;
+    k->rp_i = i + 1;
+    atomic_store_explicit(&e->state, k->rp_done | 1, memory_order_relaxed);
+    AF__ST(&e->req, (uint32_t)(s1 + 1));
+    AF__ST(&k->rp_hits, AF__LD(&k->rp_hits) + 1);
+    *out = k->rp_base + (uint64_t)e->off * AF_POOL_ALIGN;
+    return 1;
+}
+static inline int af__pool_rp_free_fast(af_pool_cache_t *k, void *ptr)
+{
+    uint32_t f = k->rp_f;
+    if (f >= k->rp_fn)
+        return 0;
+    af__pool_fslot_t fs = k->rp_fo[f];
+    af__pool_rent_t *e = &k->rp_e[fs.e];
+    uint32_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
+    if (k->rp_base + (uint64_t)fs.off * AF_POOL_ALIGN != (char *)ptr || !(st & 1))
+        return 0;
+    atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
+    k->rp_f = f + 1;
+    AF__ST(&k->rp_frees, AF__LD(&k->rp_frees) + 1);
+    return 1;
+}
+/* The general entries for a cache with a learned arena: alloc while the cache has one, free of a
+ * pointer inside it. They fall back to the general path (af__pool_cache_alloc_general). */
+int af__pool_rp_alloc(af_pool_cache_t *k, size_t size, void **out);
+int af__pool_rp_free(af_pool_cache_t *k, void *ptr);
+/* cache.c's general allocation path (a miss, huge, debug modes), recording included. */
+int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out);
+/* Recording (cache.c calls these on the general paths while k->learn is set). */
+void af__pool_learn_alloc(af_pool_cache_t *k, void *ptr, uint64_t size);
+void af__pool_learn_free(af_pool_cache_t *k, void *ptr);
+/* A free of an arena block by a thread that does not own the arena (or af_pool_free): finds
+ * the arena (glock), moves the block to free with a CAS. AF_EFOREIGN when ptr is in no arena
+ * (not counted), AF_EDOUBLEFREE (counted). */
+int af__pool_arena_free(af_pool_t *p, void *ptr);
+/* Block info of an arena block; AF_EFOREIGN when none. Takes glock. */
+int af__pool_arena_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info);
+/* Cache destroy (glock held): the cache's arena is released, or orphaned while blocks are in use;
+ * its recording is dropped. */
+void af__pool_round_detach(af_pool_cache_t *k);
+/* Trim (glock held): orphaned arenas with no block in use are released. Returns bytes. */
+uint64_t af__pool_arena_trim(af_pool_t *p);
+/* Statistics (glock held): requested and block bytes in use in arenas, arenas and their bytes. */
+void af__pool_arena_live(af_pool_t *p, int64_t *req, uint64_t *blocks);
+/* Pool destroy: unmaps every arena. */
+void af__pool_arena_unmap_all(af_pool_t *p);
 
 /* Memory annotations on hand-out and return (ASan poisoning, debug patterns). */
 void af__pool_on_alloc(const af_pool_t *p, void *addr, uint64_t size);

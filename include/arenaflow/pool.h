@@ -102,6 +102,9 @@ typedef struct af_pool_opts {
      * alloc+free costs a best-fit carve and a coalesce (~3x the bin fast path). 0 = off (default).
      */
     uint64_t region_min;
+    /* Learned rounds (pool/round.c, af_pool_cache_round): most requests a cache records in one
+     * round to lay them out as an arena; 0 = never learn. Default 4096. */
+    uint32_t round_max;
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
@@ -154,6 +157,33 @@ int af_pool_cache_alloc(af_pool_cache_t *cache, size_t size, void **out);
 int af_pool_cache_free(af_pool_cache_t *cache, void *ptr);
 /* Returns every block the cache holds to the central lists (so trim can see them). */
 void af_pool_cache_flush(af_pool_cache_t *cache);
+
+/*
+ * Learned rounds (seed 1, §6.1: a graph driven many rounds caches its first round's plan and
+ * follows it). A caller that repeats the same work round after round (an executor's worker, a
+ * stream stage) marks each round's end with af_pool_cache_round. The first call starts
+ * recording: the next round's requests are served by the size classes as usual and recorded
+ * (size, order of allocs and frees). At the end of a recorded round in which every block the
+ * cache allocated was freed through it (at most opts.round_max allocations, each < 4 GiB), the
+ * cache lays that round's blocks out in one arena with the planner's interval placement
+ * (af_place_intervals, "portfolio": blocks that are never live at once share bytes, so the arena
+ * is close to the round's peak of live bytes), returns its idle class blocks and the pool's idle
+ * chunks to the OS (af_pool_trim), and maps the arena (one OS call, counted in reserved bytes).
+ * From then on the i-th allocation of a round gets the i-th recorded block's place, with no lock
+ * and no atomic read-modify-write, when it fits (size <= the recorded size) and every earlier
+ * block of the round sharing its bytes has been freed; any other request (larger, extra, or one
+ * whose place is still taken because frees came in another order) is served by the size classes
+ * as before, so a round that departs from the recorded one stays correct. A round starting with
+ * a block of the arena still in use (kept across the boundary) is served by the classes entirely.
+ * Frees of arena blocks: plain stores from this cache; a CAS under the global mutex from other
+ * threads and af_pool_free. Double frees and interior pointers are reported as for other blocks.
+ * A round that cannot be learned (a block not freed in it, too many requests) is recorded again,
+ * up to 3 times, then learning stops. A cache learns once; destroying it releases the arena (kept
+ * until its last block is freed if some are in use). Debug modes (poison, exact_peak, ASan) apply.
+ * Returns 0, or AF_EINVAL (cache NULL). Cost: a recorded round is slower (every call takes the
+ * general path); learning plans once (milliseconds for hundreds of blocks).
+ */
+int af_pool_cache_round(af_pool_cache_t *cache);
 
 /* Trim modes. */
 #define AF_POOL_TRIM_RELEASE                                                                       \
@@ -225,6 +255,12 @@ typedef struct af_pool_stats {
     uint64_t recycled_bytes; /* free chunks of one class re-cut for another, no OS call */
     uint64_t double_frees, foreign_frees; /* bad frees reported */
     double fragmentation; /* peak_reserved_bytes / peak_requested_bytes (0 if none) */
+    /* learned rounds (af_pool_cache_round) */
+    uint64_t round_arenas, round_arena_bytes; /* arenas mapped now, their bytes (in reserved) */
+    uint64_t round_hits;                      /* requests served from an arena */
+    uint64_t round_misses; /* requests of a replayed round served by the classes instead */
+    uint64_t rounds_learned,
+        rounds_held; /* arenas built; rounds begun with an arena block in use */
     uint32_t nclasses;
     af_pool_class_stats_t classes[AF_POOL_MAX_CLASSES];
 } af_pool_stats_t;
