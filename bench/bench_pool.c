@@ -1,7 +1,7 @@
 /*
  * bench_pool — replays tensor allocation traces against the arenaflow pool, jemalloc and glibc
  * malloc, in one run, at 1 and 2 threads; then reports reserved ÷ peak live for the default
- * ladder beside the seed's ladder.
+ * ladder beside the seed's ladder, with and without learned rounds; then a summary over traces.
  *
  * Traces: the planner's event table CSV (`arenaflow plan G --events F.csv`: header
  * event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes; ALLOC rows carry bytes, FREE
@@ -11,20 +11,32 @@
  * live at the end of a round is freed, so rounds repeat like executor rounds.
  *
  * Method: each thread replays its own copy of the trace (the pool: through its own cache, a
- * fresh pool per repetition); one verification round (a tag word written into every block at
- * alloc and checked at free: the checksum, equal for every allocator when they did the same
- * work, and a wrong pointer would show), one calibration round, then ~30 ms of timed rounds
- * that touch no block memory. The timed loop is compiled once per column with that allocator's
- * calls made directly (no indirect call per operation), so the floor column is the loop's own cost.
- * Options: --only COLUMN (time one column beside arenaflow and the floor), --threads 1|2,
- * --rounds N (fixed timed rounds instead of ~30 ms, for instruction counting under callgrind),
- * --no-frag (skip the reserved/peak table). Reported: the median over `reps` repetitions of ns per
- * alloc+free pair — a thread's time ÷ its pairs, mean over threads, so a perfectly scaling
- * allocator shows the same figure at 1 and 2 threads — as wall time and as thread CPU time
- * (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the wall figure mostly measures waiting for a
- * CPU). For the pool, the global + class lock acquisitions during the timed rounds are printed
- * (0 means the fast path never locked). Columns: arenaflow (defaults), af+recycle (the same
- * with opts.recycle = 1), af+regions (opts.region_min = 16 KiB), jemalloc, glibc.
+ * fresh pool per repetition) as an executor worker does, calling the column's round hook at the
+ * end of every round (af_pool_cache_round for the arenaflow column, nothing for the others). The
+ * hook is called once before the first round (for the pool: start recording); then two
+ * verification rounds (a tag word written into every block at alloc and checked at free: the
+ * checksum, equal for every column when they did the same work, and a wrong pointer would show;
+ * the pool learns its arena at the end of the first, so the second already runs on it and its
+ * contents are checked), one calibration round, then ~30 ms of timed rounds that touch no block
+ * memory. The timed loop is compiled once per column with that allocator's calls, round hook
+ * included, made directly (no indirect call per operation), so the floor column is the loop's
+ * own cost. Options: --only COLUMN (time one column beside arenaflow and the floor), --threads
+ * 1|2, --rounds N (fixed timed rounds instead of ~30 ms, for instruction counting under
+ * callgrind), --no-frag (skip the reserved/peak table). Reported: the median over `reps`
+ * repetitions of ns per alloc+free pair — a thread's time ÷ its pairs, mean over threads, so a
+ * perfectly scaling allocator shows the same figure at 1 and 2 threads — as wall time and as
+ * thread CPU time (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the wall figure mostly measures
+ * waiting for a CPU). For every pool column, the global + class lock acquisitions during the
+ * timed rounds are printed (0 means the fast path never locked); for the arenaflow column, the
+ * learned-round counters (arenas learned, hits and misses per timed round, rounds held).
+ * Columns: arenaflow (default options + af_pool_cache_round every round: learned rounds),
+ * af classes (default options, no round calls: the size-class fast path alone), af+recycle
+ * (opts.recycle = 1) and af+regions (opts.region_min = 16 KiB), both without round calls,
+ * jemalloc, glibc, floor (a bare LIFO stack).
+ *
+ * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds, round hook as above): "whole" = peak
+ * reserved over all 13 rounds (warm-up included); "steady" = peak reserved during rounds 4-13
+ * (af_pool_reset_peak before round 4), both ÷ the trace's peak live bytes.
  *
  * Which malloc is which: this program is linked with libjemalloc (arenaflow links it), so the
  * plain `malloc` symbol resolves to jemalloc's, not glibc's. The "jemalloc" column calls
@@ -268,10 +280,14 @@ static int load_trace(const char *path, trace_t *t)
 
 typedef struct {
     const char *name, *what;
+    /* pool columns: the options of the fresh pool made per repetition (others: pool = 0) */
+    int pool, recycle;
+    uint64_t region_min;
     void *(*make)(void *ctx); /* per-thread state */
     void (*unmake)(void *ts);
     void *(*alloc)(void *ts, size_t n);
     void (*free)(void *ts, void *p);
+    void (*round)(void *ts); /* end of a round (and once before the first) */
     /* the timed rounds: the same loop with the calls above made directly (no indirect call per
      * operation: the harness's own cost stays small and equal for every column) */
     void (*timed)(const trace_t *t, void *ts, void **ptrs, int rounds, uint64_t *sum,
@@ -291,13 +307,13 @@ static void pool_unmake(void *ts)
 {
     af_pool_cache_destroy(ts);
 }
-static void *poolr_make(void *ctx)
+static void pool_round(void *ts)
 {
-    return pool_make(ctx);
+    af_pool_cache_round(ts);
 }
-static void *poolg_make(void *ctx)
+static void nop_round(void *ts)
 {
-    return pool_make(ctx);
+    (void)ts;
 }
 static void *pool_alloc(void *ts, size_t n)
 {
@@ -374,14 +390,14 @@ static void glibc_free(void *ts, void *p)
 /* Timed replay loop of one allocator, calls inlined (see alloc_t.timed). The trace fields and
  * the counters live in locals: stores through `sum`/`errors` would be reloaded after every
  * opaque call, a cost of the harness, not of the allocator. */
-#define TIMED_LOOP(NAME, ALLOC, FREE)                                                              \
+#define TIMED_LOOP(NAME, ALLOC, FREE, ROUND)                                                       \
     static void NAME(const trace_t *t, void *ts, void **ptrs, int rounds, uint64_t *sum,           \
                      uint64_t *errors)                                                             \
     {                                                                                              \
         const op_t *ops = t->ops;                                                                  \
         size_t nops = t->nops;                                                                     \
         uint64_t s = 0, e = 0;                                                                     \
-        for (int r = 0; r < rounds; r++)                                                           \
+        for (int r = 0; r < rounds; r++) {                                                         \
             for (size_t i = 0; i < nops; i++) {                                                    \
                 const op_t *o = &ops[i];                                                           \
                 if (o->alloc) {                                                                    \
@@ -394,15 +410,41 @@ static void glibc_free(void *ts, void *p)
                     ptrs[o->slot] = NULL;                                                          \
                 }                                                                                  \
             }                                                                                      \
+            ROUND(ts);                                                                             \
+        }                                                                                          \
         *sum += s;                                                                                 \
         *errors += e;                                                                              \
     }
-TIMED_LOOP(timed_pool, pool_alloc, pool_free)
-TIMED_LOOP(timed_floor, floor_alloc, floor_free)
+TIMED_LOOP(timed_learn, pool_alloc, pool_free, pool_round)
+TIMED_LOOP(timed_pool, pool_alloc, pool_free, nop_round)
+TIMED_LOOP(timed_floor, floor_alloc, floor_free, nop_round)
 #ifdef AF_HAVE_JEMALLOC
-TIMED_LOOP(timed_je, je_alloc, je_free)
+TIMED_LOOP(timed_je, je_alloc, je_free, nop_round)
 #endif
-TIMED_LOOP(timed_glibc, glibc_alloc, glibc_free)
+TIMED_LOOP(timed_glibc, glibc_alloc, glibc_free, nop_round)
+
+/* The columns, in print order: arenaflow first (the reference of the x ratios), floor last. */
+static const alloc_t g_columns[] = {
+    {"arenaflow", "defaults + af_pool_cache_round every round (learned rounds)", 1, 0, 0, pool_make,
+     pool_unmake, pool_alloc, pool_free, pool_round, timed_learn},
+    {"af classes", "defaults, no round calls (the size-class fast path alone)", 1, 0, 0, pool_make,
+     pool_unmake, pool_alloc, pool_free, nop_round, timed_pool},
+    {"af+recycle", "opts.recycle = 1, no round calls", 1, 1, 0, pool_make, pool_unmake, pool_alloc,
+     pool_free, nop_round, timed_pool},
+    {"af+regions", "opts.region_min = 16 KiB, no round calls", 1, 0, 16u << 10, pool_make,
+     pool_unmake, pool_alloc, pool_free, nop_round, timed_pool},
+#ifdef AF_HAVE_JEMALLOC
+    {"jemalloc", "mallocx/dallocx (default arena, tcache on)", 0, 0, 0, nop_make, nop_unmake,
+     je_alloc, je_free, nop_round, timed_je},
+#endif
+    {"glibc", "__libc_malloc/__libc_free", 0, 0, 0, nop_make, nop_unmake, glibc_alloc, glibc_free,
+     nop_round, timed_glibc},
+    {"floor",
+     "a bare LIFO stack of cells, no metadata (the replay loop alone; every column "
+     "includes it)",
+     0, 0, 0, floor_make, floor_unmake, floor_alloc, floor_free, nop_round, timed_floor},
+};
+#define NCOL ((int)(sizeof g_columns / sizeof g_columns[0]))
 
 /* ---- replay ------------------------------------------------------------------------------ */
 
@@ -424,14 +466,16 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Replays `rounds` rounds. With tag != 0 every block gets a tag word written at alloc and read
- * back at free (the verification pass); the timed pass touches no block memory. */
+/* Replays `rounds` rounds, calling the round hook after each. With tag != 0 every block gets a
+ * tag word written at alloc and read back at free (the verification pass); the timed pass
+ * touches no block memory. */
 static void replay_rounds(const trace_t *t, const alloc_t *a, void *ts, void **ptrs, int rounds,
                           int tag, uint64_t *sum, uint64_t *errors)
 {
-    for (int r = 0; r < rounds; r++)
+    for (int r = 0; r < rounds; r++) {
         for (size_t i = 0; i < t->nops; i++) {
             const op_t *o = &t->ops[i];
+            uint64_t want = (uint64_t)o->slot * 0x9E3779B97F4A7C15ull + (uint64_t)r;
             if (o->alloc) {
                 uint64_t *p = a->alloc(ts, o->size);
                 if (!p) {
@@ -439,21 +483,18 @@ static void replay_rounds(const trace_t *t, const alloc_t *a, void *ts, void **p
                     continue;
                 }
                 if (tag)
-                    *p = (uint64_t)o->slot * 0x9E3779B97F4A7C15ull + (uint64_t)r;
+                    *p = want;
                 ptrs[o->slot] = p;
             } else if (ptrs[o->slot]) {
                 uint64_t *p = ptrs[o->slot];
-                if (tag) {
-                    uint64_t want = (uint64_t)o->slot * 0x9E3779B97F4A7C15ull + (uint64_t)r;
-                    *errors += *p != want;
-                    *sum += *p;
-                } else {
-                    *sum += 1;
-                }
+                *errors += tag && *p != want;
+                *sum += tag ? *p : 1;
                 a->free(ts, p);
                 ptrs[o->slot] = NULL;
             }
         }
+        a->round(ts);
+    }
 }
 
 static void *job_run(void *arg)
@@ -462,7 +503,10 @@ static void *job_run(void *arg)
     void *ts = j->a->make(j->ctx);
     void **ptrs = calloc(j->t->nslots + 1, sizeof(void *));
     uint64_t pairs = 0;
-    replay_rounds(j->t, j->a, ts, ptrs, 1, 1, &j->checksum, &j->errors); /* verify + warm up */
+    /* the hook before the first round starts recording; the pool learns at the end of the first
+     * verified round, so the second runs on the learned arena, its contents checked */
+    j->a->round(ts);
+    replay_rounds(j->t, j->a, ts, ptrs, 2, 1, &j->checksum, &j->errors); /* verify + warm up */
     uint64_t c0 = af_now_ns();
     j->a->timed(j->t, ts, ptrs, 1, &pairs, &j->errors); /* calibrate */
     uint64_t per_round = af_now_ns() - c0 + 1;
@@ -471,7 +515,8 @@ static void *job_run(void *arg)
     j->rounds = j->rounds < 2 ? 2 : j->rounds > 100000 ? 100000 : j->rounds;
     if (g_rounds)
         j->rounds = g_rounds;
-    pthread_barrier_wait(j->bar);
+    pthread_barrier_wait(j->bar); /* warm-up done: the main thread reads the stats */
+    pthread_barrier_wait(j->bar); /* ... and lets the timed rounds start */
     uint64_t t0 = af_now_ns(), u0 = thread_cpu_ns();
     j->a->timed(j->t, ts, ptrs, j->rounds, &pairs, &j->errors);
     j->ns = af_now_ns() - t0;
@@ -490,22 +535,31 @@ static int cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n ? v[n / 2] : 0;
+}
+
 typedef struct {
+    int ran;
     double ns_pair, cpu_pair;
-    uint64_t checksum, errors, locks, pairs;
+    uint64_t checksum, errors, locks, pairs, timed_rounds;
+    /* learned rounds, summed over repetitions: arenas learned and rounds held (whole run), hits
+     * and misses during the timed rounds, arena bytes when the timed rounds ended */
+    uint64_t learned, held, hits, misses, arena_bytes;
 } result_t;
 
 static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int reps)
 {
     double *ns = calloc((size_t)reps, sizeof(double)), *cpu = calloc((size_t)reps, sizeof(double));
-    result_t res = {0};
+    result_t res = {.ran = 1};
     for (int rep = 0; rep < reps; rep++) {
         af_pool_opts_t po;
         af_pool_opts_init(&po);
-        po.recycle = a->make == poolr_make;
-        po.region_min = a->make == poolg_make ? 16u << 10 : 0;
-        if ((a->make == pool_make || a->make == poolr_make || a->make == poolg_make) &&
-            af_pool_create(&po, &g_pool, NULL))
+        po.recycle = a->recycle;
+        po.region_min = a->region_min;
+        if (a->pool && af_pool_create(&po, &g_pool, NULL))
             exit(1);
         pthread_barrier_t bar;
         pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
@@ -520,11 +574,17 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
         pthread_barrier_wait(&bar); /* warm-up done */
         if (g_pool)
             af_pool_stats(g_pool, &st0);
+        pthread_barrier_wait(&bar); /* the timed rounds start after the snapshot */
         pthread_barrier_wait(&bar); /* replay done */
         if (g_pool) {
             af_pool_stats(g_pool, &st1);
             res.locks +=
                 (st1.global_locks - st0.global_locks) + (st1.class_locks - st0.class_locks);
+            res.learned += st1.rounds_learned;
+            res.held += st1.rounds_held;
+            res.hits += st1.round_hits - st0.round_hits;
+            res.misses += st1.round_misses - st0.round_misses;
+            res.arena_bytes += st1.round_arena_bytes;
         }
         pthread_barrier_wait(&bar);
         ns[rep] = cpu[rep] = 0;
@@ -535,15 +595,14 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
             ns[rep] += (double)jobs[i].ns / ((double)t->npairs * jobs[i].rounds) / nthreads;
             cpu[rep] += (double)jobs[i].cpu_ns / ((double)t->npairs * jobs[i].rounds) / nthreads;
             res.pairs += (uint64_t)t->npairs * (uint64_t)jobs[i].rounds;
+            res.timed_rounds += (uint64_t)jobs[i].rounds;
         }
         pthread_barrier_destroy(&bar);
         af_pool_destroy(g_pool);
         g_pool = NULL;
     }
-    qsort(ns, (size_t)reps, sizeof(double), cmp_double);
-    res.ns_pair = ns[reps / 2];
-    qsort(cpu, (size_t)reps, sizeof(double), cmp_double);
-    res.cpu_pair = cpu[reps / 2];
+    res.ns_pair = median(ns, reps);
+    res.cpu_pair = median(cpu, reps);
     free(ns);
     free(cpu);
     return res;
@@ -596,9 +655,15 @@ static void ladder_bounds(const trace_t *t, af_pool_t *p, double *recut, double 
     *norecut = sum / (double)t->peak_live;
 }
 
-/* reserved ÷ peak live: one thread, fresh pool, 3 rounds; then 10 more rounds, whose OS maps and
- * lock acquisitions show what the configuration costs in a steady state. */
-static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po)
+typedef struct {
+    double whole, steady; /* reserved ÷ peak live: rounds 1-13 and rounds 4-13 */
+} frag_t;
+
+/* reserved ÷ peak live: one thread, fresh pool, 13 rounds with the round hook as in job_run
+ * (learn: af_pool_cache_round, once before the first round and after each). Rounds 1-3 warm up;
+ * the peak is reset before round 4, so rounds 4-13 show the steady state: its peak reserved, OS
+ * maps and lock acquisitions. */
+static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po, int learn)
 {
     af_pool_t *p;
     if (af_pool_create(po, &p, NULL))
@@ -606,129 +671,242 @@ static void fragmentation(const trace_t *t, const char *label, af_pool_opts_t *p
     double recut, norecut;
     ladder_bounds(t, p, &recut, &norecut);
     af_pool_cache_t *k;
-    af_pool_cache_create(p, &k);
-    alloc_t a = {"pool", "", pool_make, pool_unmake, pool_alloc, pool_free, timed_pool};
+    if (af_pool_cache_create(p, &k))
+        exit(1);
+    alloc_t a = {.name = "pool",
+                 .pool = 1,
+                 .alloc = pool_alloc,
+                 .free = pool_free,
+                 .round = learn ? pool_round : nop_round};
     void **ptrs = calloc(t->nslots + 1, sizeof(void *));
     uint64_t sum = 0, err = 0;
+    a.round(k);
     replay_rounds(t, &a, k, ptrs, 3, 0, &sum, &err);
     af_pool_stats_t st, st2;
     af_pool_stats(p, &st);
+    af_pool_reset_peak(p);
     replay_rounds(t, &a, k, ptrs, 10, 0, &sum, &err);
     af_pool_stats(p, &st2);
     uint64_t locks = st2.global_locks + st2.class_locks - st.global_locks - st.class_locks;
-    printf("  %-22s classes %3u  peak reserved %9.1f MiB  reserved/peak-live %.3f  borrows %llu  "
+    uint64_t whole = st.peak_reserved_bytes > st2.peak_reserved_bytes ? st.peak_reserved_bytes
+                                                                      : st2.peak_reserved_bytes;
+    frag_t f = {(double)whole / (double)t->peak_live,
+                (double)st2.peak_reserved_bytes / (double)t->peak_live};
+    printf("  %-31s classes %3u  peak reserved %9.1f MiB  whole %.3f  steady %.3f  borrows %llu  "
            "os maps %llu  | rounds 4-13: os maps/round %.1f, locks/pair %.4f%s | ladder bounds: "
-           "no re-cut %.3f, free re-cut %.3f\n",
-           label, st.nclasses, (double)st.peak_reserved_bytes / (1 << 20),
-           (double)st.peak_reserved_bytes / (double)t->peak_live, (unsigned long long)st.borrows,
-           (unsigned long long)st.os_maps, (double)(st2.os_maps - st.os_maps) / 10.0,
-           (double)locks / (10.0 * (double)t->npairs), err ? "  ERRORS" : "", norecut, recut);
+           "no re-cut %.3f, free re-cut %.3f",
+           label, st2.nclasses, (double)whole / (1 << 20), f.whole, f.steady,
+           (unsigned long long)st.borrows, (unsigned long long)st.os_maps,
+           (double)(st2.os_maps - st.os_maps) / 10.0, (double)locks / (10.0 * (double)t->npairs),
+           err ? "  ERRORS" : "", norecut, recut);
+    if (learn)
+        printf(" | learned %llu, arena %.1f MiB, rounds 4-13: hits/round %.1f, misses/round %.1f; "
+               "held %llu",
+               (unsigned long long)st2.rounds_learned, (double)st2.round_arena_bytes / (1 << 20),
+               (double)(st2.round_hits - st.round_hits) / 10.0,
+               (double)(st2.round_misses - st.round_misses) / 10.0,
+               (unsigned long long)st2.rounds_held);
+    printf("\n");
     free(ptrs);
     af_pool_cache_destroy(k);
     af_pool_destroy(p);
+    return f;
 }
+
+/* The reserved/peak configurations (unset fields keep af_pool_opts_init's defaults). */
+static const struct {
+    const char *label;
+    int seed_ladder, seed_pure, recycle;
+    uint64_t region_min;
+    double reserve_ratio;
+    uint32_t steps;
+    int learn; /* af_pool_cache_round every round */
+} g_cfgs[] = {
+    {"default ladder", 0, 0, 0, 0, 0, 0, 0},
+    {"default + learned rounds", 0, 0, 0, 0, 0, 0, 1},
+    {"default + regions", 0, 0, 0, 16u << 10, 0, 0, 0},
+    {"default + recycle", 0, 0, 1, 0, 0, 0, 0},
+    {"default + reserve 1.25", 0, 0, 0, 0, 1.25, 0, 0},
+    {"default + reserve 1.2", 0, 0, 0, 0, 1.2, 0, 0},
+    {"default, 6 steps/doubl.", 0, 0, 0, 0, 0, 6, 0},
+    {"seed 256K..64M", 1, 1, 0, 0, 0, 0, 0},
+    {"seed 256K..64M + learned rounds", 1, 1, 0, 0, 0, 0, 1},
+    {"seed 256K..64M+recycle", 1, 1, 1, 0, 0, 0, 0},
+    {"seed 256K..64M+regions", 1, 1, 0, 16u << 10, 0, 0, 0},
+    {"seed + pow2 below", 1, 0, 0, 0, 0, 0, 0},
+};
+#define NCFG ((int)(sizeof g_cfgs / sizeof g_cfgs[0]))
+enum { CFG_DEFAULT = 0, CFG_LEARNED = 1, CFG_SEED = 7 }; /* rows in the summary */
 
 static const char *g_only;   /* --only NAME: time just this column (and the floor) */
 static int g_maxthreads = 2; /* --threads N: 1 or 2 */
 static int g_nofrag;         /* --no-frag: skip the reserved/peak table */
 
-static void run_trace(const trace_t *t, int reps)
+/* What the summary needs of one trace. */
+typedef struct {
+    const trace_t *t;
+    result_t r[2][NCOL]; /* [threads - 1][column] */
+    frag_t f[NCFG];
+} trace_sum_t;
+
+static void print_times(const trace_t *t, int nt, int reps, const int *cols, int na,
+                        const result_t *r)
+{
+    const result_t *r0 = &r[cols[0]], *fl = &r[cols[na - 1]];
+    printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
+           nt > 1 ? "s" : "", reps);
+    for (int i = 0; i < na; i++) {
+        const result_t *ri = &r[cols[i]];
+        printf("    %-10s %9.2f | %9.2f ns   x%-7.2f | x%-7.2f checksum %016llx errors %llu%s\n",
+               g_columns[cols[i]].name, ri->ns_pair, ri->cpu_pair, ri->ns_pair / r0->ns_pair,
+               ri->cpu_pair / r0->cpu_pair, (unsigned long long)ri->checksum,
+               (unsigned long long)ri->errors, i == 0 ? "   (x = time / arenaflow time)" : "");
+    }
+    for (int i = 0; i < na; i++)
+        if (cols[i] <= 1) /* arenaflow, af classes */
+            printf("    %s minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
+                   g_columns[cols[i]].name, r[cols[i]].ns_pair - fl->ns_pair,
+                   r[cols[i]].cpu_pair - fl->cpu_pair);
+    for (int i = 0; i < na; i++)
+        if (g_columns[cols[i]].pool)
+            printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per "
+                   "pair)\n",
+                   g_columns[cols[i]].name, (unsigned long long)r[cols[i]].locks,
+                   (double)r[cols[i]].locks / (double)r[cols[i]].pairs);
+    uint64_t caches = (uint64_t)reps * (uint64_t)nt;
+    printf("    arenaflow learned rounds: %llu arena(s) learned by %llu caches (expect 1 each), "
+           "hits/timed round %.1f (pairs/round %zu), misses/timed round %.1f, rounds held %llu "
+           "(all rounds), arena %.2f MiB per cache = %.3f x peak live\n",
+           (unsigned long long)r0->learned, (unsigned long long)caches,
+           (double)r0->hits / (double)r0->timed_rounds, t->npairs,
+           (double)r0->misses / (double)r0->timed_rounds, (unsigned long long)r0->held,
+           (double)r0->arena_bytes / (double)caches / (1 << 20),
+           (double)r0->arena_bytes / (double)caches / (double)t->peak_live);
+}
+
+static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
 {
     printf("\ntrace %s: %zu alloc+free pairs/round, %u tensors, sizes %llu B .. %.1f MiB, "
            "peak live %.1f MiB\n",
            t->name, t->npairs, t->nslots, (unsigned long long)t->min_size,
            (double)t->max_size / (1 << 20), (double)t->peak_live / (1 << 20));
-    alloc_t allocs[6];
-    int na = 0;
-    allocs[na++] = (alloc_t){"arenaflow", "af_pool_cache_alloc/free, one cache per thread",
-                             pool_make,   pool_unmake,
-                             pool_alloc,  pool_free,
-                             timed_pool};
-    allocs[na++] = (alloc_t){
-        "af+recycle", "same, opts.recycle = 1", poolr_make, pool_unmake, pool_alloc, pool_free,
-        timed_pool};
-    allocs[na++] = (alloc_t){"af+regions", "same, opts.region_min = 16 KiB",
-                             poolg_make,   pool_unmake,
-                             pool_alloc,   pool_free,
-                             timed_pool};
-#ifdef AF_HAVE_JEMALLOC
-    allocs[na++] = (alloc_t){"jemalloc", "mallocx/dallocx, default arena + tcache",
-                             nop_make,   nop_unmake,
-                             je_alloc,   je_free,
-                             timed_je};
-#endif
-    allocs[na++] = (alloc_t){
-        "glibc",    "__libc_malloc/__libc_free", nop_make, nop_unmake, glibc_alloc, glibc_free,
-        timed_glibc};
-    allocs[na++] = (alloc_t){"floor",     "LIFO stack, no metadata (the replay loop alone)",
-                             floor_make,  floor_unmake,
-                             floor_alloc, floor_free,
-                             timed_floor};
-    if (g_only) {
-        int keep = 0;
-        for (int i = 0; i < na; i++)
-            if (!strcmp(allocs[i].name, g_only) || i == na - 1 || i == 0)
-                allocs[keep++] = allocs[i];
-        na = keep;
-    }
+    sum->t = t;
+    int cols[NCOL], na = 0;
+    for (int i = 0; i < NCOL; i++)
+        if (!g_only || !strcmp(g_columns[i].name, g_only) || i == 0 || i == NCOL - 1)
+            cols[na++] = i;
     for (int nt = 1; nt <= g_maxthreads; nt++) {
-        result_t r[6] = {{0}};
         for (int i = 0; i < na; i++)
-            r[i] = measure(t, &allocs[i], nt, reps);
-        printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
-               nt > 1 ? "s" : "", reps);
-        for (int i = 0; i < na; i++)
-            printf(
-                "    %-10s %9.2f | %9.2f ns   x%-7.2f | x%-7.2f checksum %016llx errors %llu%s\n",
-                allocs[i].name, r[i].ns_pair, r[i].cpu_pair, r[i].ns_pair / r[0].ns_pair,
-                r[i].cpu_pair / r[0].cpu_pair, (unsigned long long)r[i].checksum,
-                (unsigned long long)r[i].errors, i == 0 ? "   (x = time / arenaflow time)" : "");
-        printf("    arenaflow minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
-               r[0].ns_pair - r[na - 1].ns_pair, r[0].cpu_pair - r[na - 1].cpu_pair);
-        for (int i = 0; i < na; i++)
-            if (allocs[i].make == pool_make || allocs[i].make == poolr_make ||
-                allocs[i].make == poolg_make)
-                printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per "
-                       "pair)\n",
-                       allocs[i].name, (unsigned long long)r[i].locks,
-                       (double)r[i].locks / (double)r[i].pairs);
+            sum->r[nt - 1][cols[i]] = measure(t, &g_columns[cols[i]], nt, reps);
+        print_times(t, nt, reps, cols, na, sum->r[nt - 1]);
     }
     if (g_nofrag)
         return;
-    printf("  reserved / peak live (1 thread, 3 rounds, fresh pool); ladder bounds = the least any "
-           "pool with that ladder could reserve / peak live: blocks never re-cut between classes "
-           "(any larger block may serve), or re-cut freely at every allocation\n");
-    /* The configurations compared (unset fields keep af_pool_opts_init's defaults). */
-    static const struct {
-        const char *label;
-        int seed_ladder, seed_pure, recycle;
-        uint64_t region_min;
-        double reserve_ratio;
-        uint32_t steps;
-    } cfgs[] = {
-        {"default ladder", 0, 0, 0, 0, 0, 0},
-        {"default + regions", 0, 0, 0, 16u << 10, 0, 0},
-        {"default + recycle", 0, 0, 1, 0, 0, 0},
-        {"default + reserve 1.25", 0, 0, 0, 0, 1.25, 0},
-        {"default + reserve 1.2", 0, 0, 0, 0, 1.2, 0},
-        {"default, 6 steps/doubl.", 0, 0, 0, 0, 0, 6},
-        {"seed 256K..64M", 1, 1, 0, 0, 0, 0},
-        {"seed 256K..64M+recycle", 1, 1, 1, 0, 0, 0},
-        {"seed 256K..64M+regions", 1, 1, 0, 16u << 10, 0, 0},
-        {"seed + pow2 below", 1, 0, 0, 0, 0, 0},
-    };
-    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) {
+    printf("  reserved / peak live (1 thread, fresh pool, 13 rounds): whole = peak reserved over "
+           "rounds 1-13 (warm-up included) / peak live; steady = peak reserved during rounds 4-13 "
+           "(peak reset before round 4) / peak live; ladder bounds = the least any pool with that "
+           "ladder could reserve / peak live: blocks never re-cut between classes (any larger "
+           "block may serve), or re-cut freely at every allocation\n");
+    for (int i = 0; i < NCFG; i++) {
         af_pool_opts_t po;
         af_pool_opts_init(&po);
-        if (cfgs[i].seed_ladder)
+        if (g_cfgs[i].seed_ladder)
             po.ladder = AF_POOL_LADDER_SEED;
-        po.seed_pure = cfgs[i].seed_pure;
-        po.recycle = cfgs[i].recycle;
-        po.region_min = cfgs[i].region_min;
-        po.reserve_ratio = cfgs[i].reserve_ratio;
-        if (cfgs[i].steps)
-            po.steps_per_doubling = cfgs[i].steps;
-        fragmentation(t, cfgs[i].label, &po);
+        po.seed_pure = g_cfgs[i].seed_pure;
+        po.recycle = g_cfgs[i].recycle;
+        po.region_min = g_cfgs[i].region_min;
+        po.reserve_ratio = g_cfgs[i].reserve_ratio;
+        if (g_cfgs[i].steps)
+            po.steps_per_doubling = g_cfgs[i].steps;
+        sum->f[i] = fragmentation(t, g_cfgs[i].label, &po, g_cfgs[i].learn);
+    }
+}
+
+static int column_of(const char *name)
+{
+    for (int c = 0; c < NCOL; c++)
+        if (!strcmp(g_columns[c].name, name))
+            return c;
+    return -1;
+}
+
+/* The end of the run: medians and target counts over all traces, then one line per trace. */
+static void summary(const trace_sum_t *s, int n)
+{
+    double v[64];
+    int je = column_of("jemalloc");
+    printf("\nsummary over %d trace%s\n  median over traces of ns per pair, 1 thread, thread CPU "
+           "time:",
+           n, n > 1 ? "s" : "");
+    for (int c = 0; c < NCOL; c++) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (s[i].r[0][c].ran)
+                v[k++] = s[i].r[0][c].cpu_pair;
+        if (k)
+            printf("  %s %.2f", g_columns[c].name, median(v, k));
+    }
+    printf("\n");
+    for (int c = 0; c <= 1; c++) { /* arenaflow, af classes */
+        double lo = 1e300, hi = 0;
+        int le10 = 0, x10 = 0, k = 0;
+        uint64_t locks = 0;
+        for (int i = 0; i < n; i++) {
+            const result_t *r = s[i].r[0];
+            if (!r[c].ran)
+                continue;
+            k++;
+            le10 += r[c].cpu_pair <= 10.0;
+            locks += s[i].r[1][c].locks;
+            if (je >= 0 && r[je].ran) {
+                double x = r[je].cpu_pair / r[c].cpu_pair;
+                lo = x < lo ? x : lo;
+                hi = x > hi ? x : hi;
+                x10 += x >= 10.0;
+            }
+        }
+        if (!k)
+            continue;
+        printf("  %-10s <= 10 ns/pair (1 thread, CPU) on %d of %d traces", g_columns[c].name, le10,
+               k);
+        if (hi > 0)
+            printf("; jemalloc / %s (1 thread, CPU) min x%.1f max x%.1f, >= x10 on %d of %d",
+                   g_columns[c].name, lo, hi, x10, k);
+        if (g_maxthreads > 1)
+            printf("; lock acquisitions in the timed rounds at 2 threads, all traces: %llu",
+                   (unsigned long long)locks);
+        printf("\n");
+    }
+    if (g_nofrag)
+        return;
+    for (int c = CFG_DEFAULT; c <= CFG_LEARNED; c++) {
+        int st = 0, wh = 0;
+        for (int i = 0; i < n; i++) {
+            st += s[i].f[c].steady <= 1.25;
+            wh += s[i].f[c].whole <= 1.25;
+        }
+        printf("  reserved / peak live <= 1.25, %-24s: steady on %d of %d traces, whole run on %d "
+               "of %d\n",
+               g_cfgs[c].label, st, n, wh, n);
+    }
+    printf("  per trace (ns per pair at 1 thread, CPU; je/af = jemalloc / arenaflow; locks, miss/r "
+           "= arenaflow's lock acquisitions at 2 threads and misses per timed round at 1 thread; "
+           "reserved / peak live as whole|steady)\n"
+           "  %-16s %6s %8s %8s %8s %7s %5s %6s | %-11s %-11s %-11s\n",
+           "trace", "pairs", "arenaflw", "classes", "floor", "je/af", "locks", "miss/r", "default",
+           "learned", "seed");
+    for (int i = 0; i < n; i++) {
+        const result_t *r = s[i].r[0];
+        const char *nm = strrchr(s[i].t->name, '/');
+        nm = nm ? nm + 1 : s[i].t->name;
+        printf("  %-16.16s %6zu %8.2f %8.2f %8.2f %7.1f %5llu %6.1f | %.2f|%.2f   %.2f|%.2f   "
+               "%.2f|%.2f\n",
+               nm, s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, r[NCOL - 1].cpu_pair,
+               je >= 0 && r[je].ran ? r[je].cpu_pair / r[0].cpu_pair : 0.0,
+               (unsigned long long)s[i].r[1][0].locks,
+               (double)r[0].misses / (double)(r[0].timed_rounds + !r[0].timed_rounds),
+               s[i].f[CFG_DEFAULT].whole, s[i].f[CFG_DEFAULT].steady, s[i].f[CFG_LEARNED].whole,
+               s[i].f[CFG_LEARNED].steady, s[i].f[CFG_SEED].whole, s[i].f[CFG_SEED].steady);
     }
 }
 
@@ -764,24 +942,26 @@ int main(int argc, char **argv)
     }
     if (nt == 0)
         traces[nt++] = synthetic();
+    if (g_only && column_of(g_only) < 0) {
+        fprintf(stderr, "--only %s: no such column\n", g_only);
+        return 2;
+    }
     void *(*volatile m)(size_t) = malloc;
-    printf("bench_pool: arenaflow %s\n", af_version());
-    printf("columns: arenaflow = af_pool_cache_alloc/free (one cache per thread); "
-#ifdef AF_HAVE_JEMALLOC
-           "af+recycle = the same with opts.recycle = 1; af+regions = with opts.region_min = "
-           "16 KiB; "
-           "jemalloc = mallocx/dallocx (default arena, tcache on); "
-#endif
-           "glibc = __libc_malloc/__libc_free; floor = a bare LIFO stack of cells (what the "
-           "replay loop itself costs; every column includes it)\n");
+    printf("bench_pool: arenaflow %s\ncolumns:\n", af_version());
+    for (int c = 0; c < NCOL; c++)
+        printf("  %-10s %s\n", g_columns[c].name, g_columns[c].what);
     printf("plain malloc() in this binary resolves to %s\n",
            (void *)m == (void *)__libc_malloc ? "glibc" : "a replacement (jemalloc, linked in)");
-    printf("timed rounds touch no block memory (allocator cost only); a first untimed round per "
-           "thread writes a tag word into every block and checks it at free: that is the "
-           "checksum, equal for every allocator when they did the same work\n"
+    printf("per thread: the round hook once, then two untimed rounds that write a tag word into "
+           "every block and check it at free (the checksum, equal for every column when they did "
+           "the same work; the arenaflow column replays its second round on the learned arena), "
+           "one calibration round, then the timed rounds, which touch no block memory (allocator "
+           "cost only); every round ends with the column's round hook\n"
            "ns per pair = a thread's time for its timed rounds / its pairs (mean over threads; "
            "~30 ms of timed rounds per thread and repetition)\n");
+    static trace_sum_t sums[64];
     for (int i = 0; i < nt; i++)
-        run_trace(&traces[i], reps);
+        run_trace(&traces[i], reps, &sums[i]);
+    summary(sums, nt);
     return 0;
 }
