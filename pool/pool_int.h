@@ -154,12 +154,11 @@ typedef struct af__pool_rent {
                                round is the cache's count of rounds when the block was handed out */
     _Atomic uint32_t req;   /* bytes requested while in use (statistics) */
     uint32_t dn;
-    uint32_t guard; /* the fast path's check: its cover's one block, or AF__POOL_RP_NONE (no
-                       earlier block shares its bytes), or AF__POOL_RP_MANY (a larger cover) */
+    uint32_t gpos; /* the inline fast path's check: the round's frees up to this position must
+                  have come in order (0: no earlier block shares its bytes; its cover's one
+                  block's free position + 1; UINT32_MAX: a larger cover, never inline) */
     uint32_t pad;
 } af__pool_rent_t;
-#define AF__POOL_RP_NONE UINT32_MAX
-#define AF__POOL_RP_MANY (UINT32_MAX - 1)
 
 /* A free position of the learned round: the block freed there and its offset (one load). */
 typedef struct af__pool_fslot {
@@ -219,6 +218,8 @@ struct af_pool_cache {
     const af__pool_fslot_t *rp_fo;
     uint32_t rp_i, rp_f, rp_n; /* next block of the round, next free position, blocks */
     uint32_t rp_fn;    /* rp_n, or 0 in a debug mode (the inline fast paths then never serve) */
+    uint32_t rp_ffn;   /* the inline free's limit: rp_fn, 0 once a free came out of order */
+    uint32_t rp_ok;    /* the round's first rp_ok frees came in order, through the inline free */
     uint32_t rp_done;  /* state word of a block handed out this round and freed (rp_gen << 1) */
     uint32_t rp_gen;   /* rounds begun (31 bits), in the state words it hands out */
     uint32_t rp_tries; /* rounds recorded without success */
@@ -439,20 +440,18 @@ uint64_t af__pool_region_trim(af_pool_t *p);
 int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r, uint64_t *huge);
 
 /* ---- learned rounds (pool/round.c) ---- */
-/* The inline fast paths of a learned round (cache.c): the round's next block when the request
- * fits and its one-block cover (see round.c) was handed out this round and freed, and the free
- * that is the round's next one. Return 0 when they cannot tell: af__pool_rp_alloc/free decide. */
+/* The inline fast paths of a learned round (cache.c): the free that is the round's next one, as
+ * long as the round's frees come in order; the round's next block when the request fits and the
+ * block of its one-block cover (see round.c) is among the frees that came in order (it was handed
+ * out from the arena this round, is free, and so was every earlier block sharing its bytes).
+ * Return 0 when they cannot tell: af__pool_rp_alloc/free decide. */
 static inline int af__pool_rp_alloc_fast(af_pool_cache_t *k, uint64_t s1, void **out)
 {
     uint32_t i = k->rp_i;
     if (i >= k->rp_fn)
         return 0;
     af__pool_rent_t *e = &k->rp_e[i];
-    uint32_t g = e->guard;
-    if (s1 >= (uint64_t)e->units * AF_POOL_ALIGN ||
-        (g != AF__POOL_RP_NONE &&
-         (g == AF__POOL_RP_MANY ||
-          atomic_load_explicit(&k->rp_e[g].state, memory_order_acquire) != k->rp_done)))
+    if (s1 >= (uint64_t)e->units * AF_POOL_ALIGN || e->gpos > k->rp_ok)
         return 0;
     k->rp_i = i + 1;
     atomic_store_explicit(&e->state, k->rp_done | 1, memory_order_relaxed);
@@ -464,7 +463,7 @@ static inline int af__pool_rp_alloc_fast(af_pool_cache_t *k, uint64_t s1, void *
 static inline int af__pool_rp_free_fast(af_pool_cache_t *k, void *ptr)
 {
     uint32_t f = k->rp_f;
-    if (f >= k->rp_fn)
+    if (f >= k->rp_ffn)
         return 0;
     af__pool_fslot_t fs = k->rp_fo[f];
     af__pool_rent_t *e = &k->rp_e[fs.e];
@@ -472,7 +471,7 @@ static inline int af__pool_rp_free_fast(af_pool_cache_t *k, void *ptr)
     if (k->rp_base + (uint64_t)fs.off * AF_POOL_ALIGN != (char *)ptr || !(st & 1))
         return 0;
     atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
-    k->rp_f = f + 1;
+    k->rp_f = k->rp_ok = f + 1;
     AF__ST(&k->rp_frees, AF__LD(&k->rp_frees) + 1);
     return 1;
 }

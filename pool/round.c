@@ -248,7 +248,6 @@ static int build_pred(af__pool_arena_t *a)
                 stamp[pred[x]] = i + 1;
         }
         e->dn = nd;
-        e->guard = nd == 0 ? AF__POOL_RP_NONE : nd == 1 ? pred[total] : AF__POOL_RP_MANY;
         total += np;
     }
     af__free(tmp);
@@ -364,6 +363,10 @@ static af__pool_arena_t *plan_round(const struct af__pool_learn *l)
         }
     if (build_pred(a) || build_hash(a))
         goto fail;
+    for (size_t i = 0; i < l->n; i++) { /* the inline alloc's check (pool_int.h) */
+        af__pool_rent_t *e = &a->e[i];
+        e->gpos = e->dn == 0 ? 0 : e->dn == 1 ? a->e[a->pred[e->pb]].fpos + 1 : UINT32_MAX;
+    }
     af__free(iv);
     af__free(at);
     return a;
@@ -404,9 +407,9 @@ static int install(af_pool_cache_t *k, af__pool_arena_t *a)
     k->rp_pred = a->pred;
     k->rp_fo = a->fo;
     k->rp_n = a->n;
-    k->rp_fn = k->flags ? 0 : a->n;
+    k->rp_fn = k->rp_ffn = k->flags ? 0 : a->n;
     k->rp_i = 0;
-    k->rp_f = 0;
+    k->rp_f = k->rp_ok = 0;
     k->rp_gen = 1;
     k->rp_done = 2;
     k->rp_base = a->base;
@@ -436,7 +439,8 @@ int af_pool_cache_round(af_pool_cache_t *k)
             k->rp_gen = 1;
         k->rp_done = k->rp_gen << 1;
         k->rp_hold = (uint32_t)held;
-        k->rp_f = 0;
+        k->rp_f = k->rp_ok = 0;
+        k->rp_ffn = k->rp_fn;
         if (held)
             AF__ST(&k->rp_held, AF__LD(&k->rp_held) + 1);
         return 0;
@@ -554,7 +558,8 @@ static int rp_free_rest(af_pool_cache_t *k, void *ptr)
     } else {
         atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
     }
-    k->rp_f = e->fpos + 1; /* the frees that follow are likely the round's next ones */
+    k->rp_f = e->fpos + 1;
+    k->rp_ffn = 0; /* out of order: rp_ok stays, the rest of the round's frees are looked up */
     AF__ST(&k->rp_frees, AF__LD(&k->rp_frees) + 1);
     return 0;
 }
