@@ -432,7 +432,9 @@ int af_pool_cache_round(af_pool_cache_t *k)
     af_pool_t *p = k->pool;
     if (k->arena) { /* replaying: the next round starts at block 0 unless one is still in use */
         /* blocks in use: handed out - freed here - freed by other threads */
-        int held = AF__LD(&k->rp_hits) != AF__LD(&k->rp_frees) + AF__LD(&k->arena->remote);
+        int held =
+            AF__LD(&k->rp_hits) !=
+            AF__LD(&k->rp_frees) + atomic_load_explicit(&k->arena->remote, memory_order_acquire);
         k->rp_i = held ? k->rp_n : 0;
         k->rp_gen = (k->rp_gen + 1) & 0x7fffffffu; /* 0 is reserved for "never handed out" */
         if (!k->rp_gen)
@@ -619,7 +621,9 @@ int af__pool_arena_free(af_pool_t *p, void *ptr)
             rc = AF_EDOUBLEFREE;
         } else {
             AF__ADD(&p->arena_remote_frees, 1);
-            AF__ADD(&a->remote, 1);
+            /* release: the round's end (acquire) orders this thread's use of the block before
+             * the owner hands it out again */
+            atomic_fetch_add_explicit(&a->remote, 1, memory_order_release);
             if (!atomic_load(&a->owner) && !arena_in_use(a))
                 arena_release(p, a); /* an orphan's last block */
         }
