@@ -543,7 +543,7 @@ static double median(double *v, int n)
 
 typedef struct {
     int ran;
-    double ns_pair, cpu_pair;
+    double ns_pair, cpu_pair, cpu_min, cpu_max; /* medians; CPU time's range over reps */
     uint64_t checksum, errors, locks, pairs, timed_rounds;
     /* learned rounds, summed over repetitions: arenas learned and rounds held (whole run), hits
      * and misses during the timed rounds, arena bytes when the timed rounds ended */
@@ -603,6 +603,8 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
     }
     res.ns_pair = median(ns, reps);
     res.cpu_pair = median(cpu, reps);
+    res.cpu_min = cpu[0]; /* sorted by median() */
+    res.cpu_max = cpu[reps - 1];
     free(ns);
     free(cpu);
     return res;
@@ -753,14 +755,18 @@ static void print_times(const trace_t *t, int nt, int reps, const int *cols, int
                         const result_t *r)
 {
     const result_t *r0 = &r[cols[0]], *fl = &r[cols[na - 1]];
-    printf("  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time)\n", nt,
-           nt > 1 ? "s" : "", reps);
+    printf(
+        "  %d thread%s: ns per alloc+free pair, median of %d (wall | thread CPU time; CPU range = "
+        "min..max over the repetitions)\n",
+        nt, nt > 1 ? "s" : "", reps);
     for (int i = 0; i < na; i++) {
         const result_t *ri = &r[cols[i]];
-        printf("    %-10s %9.2f | %9.2f ns   x%-7.2f | x%-7.2f checksum %016llx errors %llu%s\n",
+        printf("    %-10s %9.2f | %9.2f ns   x%-7.2f | x%-7.2f CPU range %.2f..%.2f  checksum "
+               "%016llx errors %llu%s\n",
                g_columns[cols[i]].name, ri->ns_pair, ri->cpu_pair, ri->ns_pair / r0->ns_pair,
-               ri->cpu_pair / r0->cpu_pair, (unsigned long long)ri->checksum,
-               (unsigned long long)ri->errors, i == 0 ? "   (x = time / arenaflow time)" : "");
+               ri->cpu_pair / r0->cpu_pair, ri->cpu_min, ri->cpu_max,
+               (unsigned long long)ri->checksum, (unsigned long long)ri->errors,
+               i == 0 ? "   (x = time / arenaflow time)" : "");
     }
     for (int i = 0; i < na; i++)
         if (cols[i] <= 1) /* arenaflow, af classes */
