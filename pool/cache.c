@@ -569,8 +569,10 @@ static AF__NOINLINE int cache_free_slow(af_pool_cache_t *k, void *ptr, af__pool_
 
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
+    if (af__pool_rp_free_fast(k, ptr)) /* a learned round's next free */
+        return 0;
     if (AF__UNLIKELY((uintptr_t)ptr - (uintptr_t)k->rp_base < k->rp_bytes))
-        return af__pool_rp_free_fast(k, ptr) ? 0 : af__pool_rp_free(k, ptr);
+        return af__pool_rp_free(k, ptr);
     /* af__pool_lookup with the cache's copies of the pool's fields: a block of a granule or
      * more is found with one load (dtab), a smaller one through its chunk */
     uint64_t g = (uint64_t)((uintptr_t)ptr - (uintptr_t)k->va_base) >> AF__POOL_GRANULE_SHIFT;

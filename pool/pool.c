@@ -498,8 +498,10 @@ static void round_stats(af_pool_t *p, af_pool_stats_t *st)
     st->round_misses = AF__LD(&p->retired_rp_misses);
     st->rounds_held = AF__LD(&p->retired_rp_held);
     for (af_pool_cache_t *q = p->caches; q; q = q->next) {
-        hits += AF__LD(&q->rp_hits);
-        frees += AF__LD(&q->rp_frees);
+        uint64_t h, f;
+        af__pool_rp_count(q, &h, &f);
+        hits += h;
+        frees += f;
         st->round_misses += AF__LD(&q->rp_misses);
         st->rounds_held += AF__LD(&q->rp_held);
     }

@@ -216,10 +216,18 @@ struct af_pool_cache {
     af__pool_rent_t *rp_e;
     const uint32_t *rp_pred;
     const af__pool_fslot_t *rp_fo;
-    uint32_t rp_i, rp_f, rp_n; /* next block of the round, next free position, blocks */
-    uint32_t rp_fn;    /* rp_n, or 0 in a debug mode (the inline fast paths then never serve) */
-    uint32_t rp_ffn;   /* the inline free's limit: rp_fn, 0 once a free came out of order */
-    uint32_t rp_ok;    /* the round's first rp_ok frees came in order, through the inline free */
+    /* Counts kept without a counter on the inline paths: this round's hits through them are
+     * rp_i - rp_i0 - rp_slow, its inline frees rp_ok; af_pool_cache_round adds them to rp_hits
+     * and rp_frees (af__pool_rp_count reads the sum). */
+    _Atomic uint32_t rp_i; /* the round's next block */
+    _Atomic uint32_t
+        rp_ok; /* the round's first rp_ok frees came in order, through the inline free */
+    _Atomic uint32_t rp_i0, rp_slow; /* the round's first block (rp_n when held); positions the
+                                        general alloc path took this round */
+    uint32_t rp_n;                   /* blocks */
+    uint32_t rp_fn;  /* rp_n, or 0 in a debug mode (the inline fast paths then never serve) */
+    uint32_t rp_ffn; /* the inline free's limit: rp_fn, 0 once a free came out of order */
+
     uint32_t rp_done;  /* state word of a block handed out this round and freed (rp_gen << 1) */
     uint32_t rp_gen;   /* rounds begun (31 bits), in the state words it hands out */
     uint32_t rp_tries; /* rounds recorded without success */
@@ -447,22 +455,21 @@ int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r, uint64_t *
  * Return 0 when they cannot tell: af__pool_rp_alloc/free decide. */
 static inline int af__pool_rp_alloc_fast(af_pool_cache_t *k, uint64_t s1, void **out)
 {
-    uint32_t i = k->rp_i;
+    uint32_t i = AF__LD(&k->rp_i);
     if (i >= k->rp_fn)
         return 0;
     af__pool_rent_t *e = &k->rp_e[i];
-    if (s1 >= (uint64_t)e->units * AF_POOL_ALIGN || e->gpos > k->rp_ok)
+    if (s1 >= (uint64_t)e->units * AF_POOL_ALIGN || e->gpos > AF__LD(&k->rp_ok))
         return 0;
-    k->rp_i = i + 1;
+    AF__ST(&k->rp_i, i + 1);
     atomic_store_explicit(&e->state, k->rp_done | 1, memory_order_relaxed);
     AF__ST(&e->req, (uint32_t)(s1 + 1));
-    AF__ST(&k->rp_hits, AF__LD(&k->rp_hits) + 1);
     *out = k->rp_base + (uint64_t)e->off * AF_POOL_ALIGN;
     return 1;
 }
 static inline int af__pool_rp_free_fast(af_pool_cache_t *k, void *ptr)
 {
-    uint32_t f = k->rp_f;
+    uint32_t f = AF__LD(&k->rp_ok); /* the round's next free position while they come in order */
     if (f >= k->rp_ffn)
         return 0;
     af__pool_fslot_t fs = k->rp_fo[f];
@@ -471,14 +478,16 @@ static inline int af__pool_rp_free_fast(af_pool_cache_t *k, void *ptr)
     if (k->rp_base + (uint64_t)fs.off * AF_POOL_ALIGN != (char *)ptr || !(st & 1))
         return 0;
     atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
-    k->rp_f = k->rp_ok = f + 1;
-    AF__ST(&k->rp_frees, AF__LD(&k->rp_frees) + 1);
+
+    AF__ST(&k->rp_ok, f + 1);
     return 1;
 }
 /* The general entries for a cache with a learned arena: alloc while the cache has one, free of a
  * pointer inside it. They fall back to the general path (af__pool_cache_alloc_general). */
 int af__pool_rp_alloc(af_pool_cache_t *k, size_t size, void **out);
 int af__pool_rp_free(af_pool_cache_t *k, void *ptr);
+/* Arena blocks cache k handed out and freed, so far (a snapshot from another thread). */
+void af__pool_rp_count(const af_pool_cache_t *k, uint64_t *hits, uint64_t *frees);
 /* cache.c's general allocation path (a miss, huge, debug modes), recording included. */
 int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out);
 /* Recording (cache.c calls these on the general paths while k->learn is set). */

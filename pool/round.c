@@ -408,8 +408,10 @@ static int install(af_pool_cache_t *k, af__pool_arena_t *a)
     k->rp_fo = a->fo;
     k->rp_n = a->n;
     k->rp_fn = k->rp_ffn = k->flags ? 0 : a->n;
-    k->rp_i = 0;
-    k->rp_f = k->rp_ok = 0;
+    AF__ST(&k->rp_i, 0);
+    AF__ST(&k->rp_i0, 0);
+    AF__ST(&k->rp_slow, 0);
+    AF__ST(&k->rp_ok, 0);
     k->rp_gen = 1;
     k->rp_done = 2;
     k->rp_base = a->base;
@@ -431,17 +433,22 @@ int af_pool_cache_round(af_pool_cache_t *k)
         return AF_EINVAL;
     af_pool_t *p = k->pool;
     if (k->arena) { /* replaying: the next round starts at block 0 unless one is still in use */
+        uint64_t hits, frees; /* the round's counts join the totals */
+        af__pool_rp_count(k, &hits, &frees);
+        AF__ST(&k->rp_hits, hits);
+        AF__ST(&k->rp_frees, frees);
         /* blocks in use: handed out - freed here - freed by other threads */
-        int held =
-            AF__LD(&k->rp_hits) !=
-            AF__LD(&k->rp_frees) + atomic_load_explicit(&k->arena->remote, memory_order_acquire);
-        k->rp_i = held ? k->rp_n : 0;
+        int held = hits != frees + atomic_load_explicit(&k->arena->remote, memory_order_acquire);
+        uint32_t i0 = held ? k->rp_n : 0;
+        AF__ST(&k->rp_i, i0);
+        AF__ST(&k->rp_i0, i0);
+        AF__ST(&k->rp_slow, 0);
+        AF__ST(&k->rp_ok, 0);
         k->rp_gen = (k->rp_gen + 1) & 0x7fffffffu; /* 0 is reserved for "never handed out" */
         if (!k->rp_gen)
             k->rp_gen = 1;
         k->rp_done = k->rp_gen << 1;
         k->rp_hold = (uint32_t)held;
-        k->rp_f = k->rp_ok = 0;
         k->rp_ffn = k->rp_fn;
         if (held)
             AF__ST(&k->rp_held, AF__LD(&k->rp_held) + 1);
@@ -521,12 +528,20 @@ static AF__NOINLINE int rp_alloc_rest(af_pool_cache_t *k, uint32_t i, size_t siz
     return af__pool_cache_alloc_general(k, size, out);
 }
 
+void af__pool_rp_count(const af_pool_cache_t *k, uint64_t *hits, uint64_t *frees)
+{
+    uint32_t inl = AF__LD(&k->rp_i) - AF__LD(&k->rp_i0) - AF__LD(&k->rp_slow);
+    *hits = AF__LD(&k->rp_hits) + inl;
+    *frees = AF__LD(&k->rp_frees) + AF__LD(&k->rp_ok);
+}
+
 int af__pool_rp_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
-    uint32_t i = k->rp_i;
+    uint32_t i = AF__LD(&k->rp_i);
     if (AF__LIKELY(i < k->rp_n)) {
         af__pool_rent_t *e = &k->rp_e[i];
-        k->rp_i = i + 1;
+        AF__ST(&k->rp_i, i + 1);
+        AF__ST(&k->rp_slow, AF__LD(&k->rp_slow) + 1);
         if (AF__LIKELY(size - 1 < (uint64_t)e->units * AF_POOL_ALIGN && !k->flags && clear(k, e))) {
             atomic_store_explicit(&e->state, k->rp_gen << 1 | 1, memory_order_relaxed);
             AF__ST(&e->req, (uint32_t)size);
@@ -560,7 +575,7 @@ static int rp_free_rest(af_pool_cache_t *k, void *ptr)
     } else {
         atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
     }
-    k->rp_f = e->fpos + 1;
+
     k->rp_ffn = 0; /* out of order: rp_ok stays, the rest of the round's frees are looked up */
     AF__ST(&k->rp_frees, AF__LD(&k->rp_frees) + 1);
     return 0;
@@ -652,8 +667,10 @@ void af__pool_round_detach(af_pool_cache_t *k)
 {
     af_pool_t *p = k->pool;
     learn_drop(k);
-    AF__ADD(&p->retired_rp_hits, AF__LD(&k->rp_hits));
-    AF__ADD(&p->retired_rp_frees, AF__LD(&k->rp_frees));
+    uint64_t hits, frees;
+    af__pool_rp_count(k, &hits, &frees);
+    AF__ADD(&p->retired_rp_hits, hits);
+    AF__ADD(&p->retired_rp_frees, frees);
     AF__ADD(&p->retired_rp_misses, AF__LD(&k->rp_misses));
     AF__ADD(&p->retired_rp_held, AF__LD(&k->rp_held));
     af__pool_arena_t *a = k->arena;
