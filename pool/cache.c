@@ -438,7 +438,11 @@ static AF__NOINLINE int cache_alloc_slow(af_pool_cache_t *k, size_t size, void *
 
 int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out)
 {
-    int rc = cache_alloc_rest(k, size, out);
+    int rc = 1;
+    if (AF__UNLIKELY(k->learn != NULL)) /* a recorded round: a mapping of its own (round.c) */
+        rc = af__pool_direct_alloc(k, size, out);
+    if (rc > 0)
+        rc = cache_alloc_rest(k, size, out);
     if (rc == 0 && AF__UNLIKELY(k->learn != NULL))
         af__pool_learn_alloc(k, *out, size);
     return rc;
@@ -556,12 +560,14 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
  * being recorded notes the free. */
 static AF__NOINLINE int cache_free_slow(af_pool_cache_t *k, void *ptr, af__pool_block_t *b)
 {
-    if (!b) {
-        int rc = af__pool_arena_free(k->pool, ptr);
-        if (rc != AF_EFOREIGN)
-            return rc;
+    int rc = AF_EFOREIGN;
+    if (!b) { /* outside the reservation: a learned arena's or a recorded round's block? */
+        rc = af__pool_arena_free(k->pool, ptr);
+        if (rc == AF_EFOREIGN)
+            rc = af__pool_direct_free(k->pool, ptr);
     }
-    int rc = cache_free_rest(k, b);
+    if (rc == AF_EFOREIGN)
+        rc = cache_free_rest(k, b);
     if (rc == 0 && AF__UNLIKELY(k->learn != NULL))
         af__pool_learn_free(k, ptr);
     return rc;
@@ -642,7 +648,9 @@ int af_pool_free(af_pool_t *p, void *ptr)
     af__pool_chunk_t *ch;
     af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
     if (!b) {
-        int rc = af__pool_arena_free(p, ptr); /* a learned round's block? */
+        int rc = af__pool_arena_free(p, ptr); /* a learned or recorded round's block? */
+        if (rc == AF_EFOREIGN)
+            rc = af__pool_direct_free(p, ptr);
         if (rc != AF_EFOREIGN)
             return rc;
         AF__ADD(&p->foreign_frees, 1);

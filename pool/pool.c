@@ -318,6 +318,7 @@ void af_pool_destroy(af_pool_t *p)
     }
     af__pool_unmap_all(p);
     af__pool_arena_unmap_all(p);
+    af__pool_direct_unmap_all(p);
     for (size_t i = 0; i < p->nchunks; i++) {
         af__free(p->chunks[i]->blocks);
         af__free(p->chunks[i]);
@@ -410,6 +411,7 @@ int64_t af__pool_live_req(af_pool_t *p)
         }
     }
     af__pool_arena_live(p, &v, NULL);
+    af__pool_direct_live(p, &v, NULL);
     return v;
 }
 
@@ -436,8 +438,10 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
     af__pool_block_t *b = p ? af__pool_lookup(p, ptr, &ch) : NULL;
     if (!p || !info)
         return AF_EFOREIGN;
-    if (!b) /* a learned round's block, or foreign */
-        return af__pool_arena_info(p, ptr, info);
+    if (!b && af__pool_arena_info(p, ptr, info) == 0) /* a learned round's block */
+        return 0;
+    if (!b) /* a recorded round's block, or foreign */
+        return af__pool_direct_info(p, ptr, info);
     uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
     info->state = (af_block_state_t)(st & 0xff);
     int region = ch->cls == AF__POOL_REGION; /* the class is in the state word */
@@ -510,8 +514,8 @@ static void round_stats(af_pool_t *p, af_pool_stats_t *st)
     st->round_arena_bytes = AF__LD(&p->arena_bytes);
     st->rounds_learned = AF__LD(&p->rounds_learned);
     st->round_hits = hits;
-    st->allocs += hits;
-    st->frees += frees + AF__LD(&p->arena_remote_frees);
+    st->allocs += hits + AF__LD(&p->direct_allocs);
+    st->frees += frees + AF__LD(&p->arena_remote_frees) + AF__LD(&p->direct_frees);
     st->fast_allocs += hits;
     st->fast_frees += frees;
 }
@@ -558,6 +562,7 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
             huge_live += ch->bytes;
     }
     af__pool_arena_live(p, NULL, &huge_live); /* learned rounds' blocks in use */
+    af__pool_direct_live(p, NULL, &huge_live);
     pthread_mutex_unlock(&p->glock);
     st->allocated_bytes += huge_live;
     st->allocs += AF__LD(&p->huge_allocs);

@@ -282,6 +282,8 @@ struct af_pool {
     uint64_t region_span;      /* VA bytes a new region reserves (it maps a prefix on demand) */
     af__pool_chunk_t *orphans; /* regions of destroyed caches (glock) */
     af__pool_arena_t *arenas;  /* learned-round arenas, of live and destroyed caches (glock) */
+    struct af__pool_direct *direct; /* recorded rounds' blocks: open hash on the address (glock) */
+    size_t ndirect, cap_direct;
 
     /* counters (relaxed atomics; slow paths only, except the optional exact peak) */
     _Atomic uint64_t reserved, peak_reserved, huge_bytes, metadata;
@@ -294,6 +296,7 @@ struct af_pool {
     _Atomic uint64_t huge_allocs, huge_frees;
     _Atomic uint64_t retired_fast_allocs, retired_fast_frees;
     _Atomic uint64_t arena_bytes, arena_remote_frees, rounds_learned;
+    _Atomic uint64_t direct_allocs, direct_frees; /* a recorded round's own mappings */
     _Atomic uint64_t retired_rp_hits, retired_rp_frees, retired_rp_misses, retired_rp_held;
 };
 
@@ -508,6 +511,17 @@ uint64_t af__pool_arena_trim(af_pool_t *p);
 void af__pool_arena_live(af_pool_t *p, int64_t *req, uint64_t *blocks);
 /* Pool destroy: unmaps every arena. */
 void af__pool_arena_unmap_all(af_pool_t *p);
+/* A recorded round's requests of AF__POOL_DIRECT_MIN bytes or more get a mapping of their own,
+ * unmapped when freed, so recording reserves about what is live (pool->direct, glock). 1: not
+ * such a request (use the classes); 0 or an error. */
+#define AF__POOL_DIRECT_MIN (16u << 10)
+int af__pool_direct_alloc(af_pool_cache_t *k, size_t size, void **out);
+/* Free of such a block from any thread: 0, AF_EDOUBLEFREE (counted), AF_EFOREIGN (not counted). */
+int af__pool_direct_free(af_pool_t *p, void *ptr);
+int af__pool_direct_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info);
+/* Statistics (glock held) and pool destroy, as the arena ones. */
+void af__pool_direct_live(af_pool_t *p, int64_t *req, uint64_t *blocks);
+void af__pool_direct_unmap_all(af_pool_t *p);
 
 /* Memory annotations on hand-out and return (ASan poisoning, debug patterns). */
 void af__pool_on_alloc(const af_pool_t *p, void *addr, uint64_t size);

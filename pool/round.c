@@ -716,3 +716,145 @@ void af__pool_arena_unmap_all(af_pool_t *p)
         arena_free_mem(a);
     }
 }
+
+/* ---- a recorded round's own mappings (glock) --------------------------------------------- */
+
+/* One block mapped for a recorded round; entries stay (live 0) once unmapped, so a second free is
+ * reported as a double free; a later mapping at the same address takes the entry over. */
+struct af__pool_direct {
+    uintptr_t ptr; /* 0: empty slot */
+    uint64_t bytes, req;
+    int live;
+};
+
+static size_t direct_slot(uintptr_t ptr, size_t cap)
+{
+    return (size_t)((((uint64_t)ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+static struct af__pool_direct *direct_find(af_pool_t *p, uintptr_t ptr)
+{
+    if (!p->cap_direct)
+        return NULL;
+    for (size_t s = direct_slot(ptr, p->cap_direct); p->direct[s].ptr;
+         s = (s + 1) & (p->cap_direct - 1))
+        if (p->direct[s].ptr == ptr)
+            return &p->direct[s];
+    return NULL;
+}
+
+static struct af__pool_direct *direct_put(af_pool_t *p, uintptr_t ptr)
+{
+    struct af__pool_direct *d = direct_find(p, ptr);
+    if (d)
+        return d;
+    if ((p->ndirect + 1) * 2 > p->cap_direct) {
+        size_t nc = p->cap_direct ? p->cap_direct * 2 : 256;
+        struct af__pool_direct *nd = af__calloc(nc, sizeof(*nd));
+        if (!nd)
+            return NULL;
+        for (size_t i = 0; i < p->cap_direct; i++)
+            if (p->direct[i].ptr) {
+                size_t s = direct_slot(p->direct[i].ptr, nc);
+                while (nd[s].ptr)
+                    s = (s + 1) & (nc - 1);
+                nd[s] = p->direct[i];
+            }
+        AF__ADD(&p->metadata, (nc - p->cap_direct) * sizeof(*nd));
+        af__free(p->direct);
+        p->direct = nd;
+        p->cap_direct = nc;
+    }
+    size_t s = direct_slot(ptr, p->cap_direct);
+    while (p->direct[s].ptr)
+        s = (s + 1) & (p->cap_direct - 1);
+    p->ndirect++;
+    p->direct[s].ptr = ptr;
+    return &p->direct[s];
+}
+
+int af__pool_direct_alloc(af_pool_cache_t *k, size_t size, void **out)
+{
+    af_pool_t *p = k->pool;
+    if (size < AF__POOL_DIRECT_MIN || k->learn->broken)
+        return 1;
+    uint64_t bytes = af__align_up(size, 4096);
+    if (bytes < size)
+        return AF_ESIZE;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return 1; /* the classes may still have room */
+    af__pool_glock(p);
+    struct af__pool_direct *d = direct_put(p, (uintptr_t)m);
+    if (d) {
+        d->bytes = bytes;
+        d->req = size;
+        d->live = 1;
+        AF__ADD(&p->direct_allocs, 1);
+        AF__ADD(&p->os_maps, 1);
+        AF__ADD(&p->reserved, bytes);
+        af__pool_note_reserved(p);
+    }
+    af__pool_gunlock(p);
+    if (!d) {
+        munmap(m, bytes);
+        return 1;
+    }
+    exact_live(p, (int64_t)size);
+    af__pool_on_alloc(p, m, size);
+    *out = m;
+    return 0;
+}
+
+int af__pool_direct_free(af_pool_t *p, void *ptr)
+{
+    af__pool_glock(p);
+    struct af__pool_direct *d = direct_find(p, (uintptr_t)ptr);
+    int rc = !d ? AF_EFOREIGN : !d->live ? AF_EDOUBLEFREE : 0;
+    if (rc == AF_EDOUBLEFREE)
+        AF__ADD(&p->double_frees, 1);
+    if (rc == 0) {
+        d->live = 0;
+        AF__ADD(&p->direct_frees, 1);
+        exact_live(p, -(int64_t)d->req);
+        munmap(ptr, d->bytes);
+        AF__ADD(&p->os_unmaps, 1);
+        AF__SUB(&p->reserved, d->bytes);
+    }
+    af__pool_gunlock(p);
+    return rc;
+}
+
+int af__pool_direct_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info)
+{
+    pthread_mutex_lock(&p->glock); /* statistics: not counted */
+    struct af__pool_direct *d = direct_find(p, (uintptr_t)ptr);
+    if (d) {
+        info->state = d->live ? AF_BLOCK_INUSE : AF_BLOCK_FREE;
+        info->owner_class = info->borrower_class = -1;
+        info->block_size = d->bytes;
+    }
+    pthread_mutex_unlock(&p->glock);
+    return d ? 0 : AF_EFOREIGN;
+}
+
+void af__pool_direct_live(af_pool_t *p, int64_t *req, uint64_t *blocks)
+{
+    for (size_t i = 0; i < p->cap_direct; i++)
+        if (p->direct[i].ptr && p->direct[i].live) {
+            if (req)
+                *req += (int64_t)p->direct[i].req;
+            if (blocks)
+                *blocks += p->direct[i].bytes;
+        }
+}
+
+void af__pool_direct_unmap_all(af_pool_t *p)
+{
+    for (size_t i = 0; i < p->cap_direct; i++)
+        if (p->direct[i].ptr && p->direct[i].live)
+            munmap((void *)p->direct[i].ptr, p->direct[i].bytes);
+    af__free(p->direct);
+    p->direct = NULL;
+    p->cap_direct = p->ndirect = 0;
+}

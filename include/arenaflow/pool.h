@@ -162,26 +162,28 @@ void af_pool_cache_flush(af_pool_cache_t *cache);
  * Learned rounds (seed 1, §6.1: a graph driven many rounds caches its first round's plan and
  * follows it). A caller that repeats the same work round after round (an executor's worker, a
  * stream stage) marks each round's end with af_pool_cache_round. The first call starts
- * recording: the next round's requests are served by the size classes as usual and recorded
- * (size, order of allocs and frees). At the end of a recorded round in which every block the
- * cache allocated was freed through it (at most opts.round_max allocations, each < 4 GiB), the
- * cache lays that round's blocks out in one arena with the planner's interval placement
- * (af_place_intervals, "portfolio": blocks that are never live at once share bytes, so the arena
- * is close to the round's peak of live bytes), returns its idle class blocks and the pool's idle
- * chunks to the OS (af_pool_trim), and maps the arena (one OS call, counted in reserved bytes).
- * From then on the i-th allocation of a round gets the i-th recorded block's place, with no lock
- * and no atomic read-modify-write, when it fits (size <= the recorded size) and every earlier
- * block of the round sharing its bytes has been freed; any other request (larger, extra, or one
- * whose place is still taken because frees came in another order) is served by the size classes
- * as before, so a round that departs from the recorded one stays correct. A round starting with
- * a block of the arena still in use (kept across the boundary) is served by the classes entirely.
- * Frees of arena blocks: plain stores from this cache; a CAS under the global mutex from other
- * threads and af_pool_free. Double frees and interior pointers are reported as for other blocks.
- * A round that cannot be learned (a block not freed in it, too many requests) is recorded again,
- * up to 3 times, then learning stops. A cache learns once; destroying it releases the arena (kept
- * until its last block is freed if some are in use). Debug modes (poison, exact_peak, ASan) apply.
- * Returns 0, or AF_EINVAL (cache NULL). Cost: a recorded round is slower (every call takes the
- * general path); learning plans once (milliseconds for hundreds of blocks).
+ * recording: the next round's requests are recorded (size, order of allocs and frees) and served
+ * as they come, those of 16 KiB or more by a mapping of their own that is unmapped when freed (so
+ * the recorded round reserves about what it has live), smaller ones by the size classes. At the end
+ * of a recorded round in which every block the cache allocated was freed through it (at most
+ * opts.round_max allocations, each < 4 GiB), the cache lays that round's blocks out in one arena
+ * with the planner's interval placement (af_place_intervals, "portfolio": blocks that are never
+ * live at once share bytes, so the arena is close to the round's peak of live bytes), returns its
+ * idle class blocks and the pool's idle chunks to the OS (af_pool_trim), and maps the arena (one OS
+ * call, counted in reserved bytes). From then on the i-th allocation of a round gets the i-th
+ * recorded block's place, with no lock and no atomic read-modify-write, when it fits (size <= the
+ * recorded size) and every earlier block of the round sharing its bytes has been freed; any other
+ * request (larger, extra, or one whose place is still taken because frees came in another order) is
+ * served by the size classes as before, so a round that departs from the recorded one stays
+ * correct. A round starting with a block of the arena still in use (kept across the boundary) is
+ * served by the classes entirely. Frees of arena blocks: plain stores from this cache; a CAS under
+ * the global mutex from other threads and af_pool_free. Double frees and interior pointers are
+ * reported as for other blocks. A round that cannot be learned (a block not freed in it, too many
+ * requests) is recorded again, up to 3 times, then learning stops. A cache learns once; destroying
+ * it releases the arena (kept until its last block is freed if some are in use). Debug modes
+ * (poison, exact_peak, ASan) apply. Returns 0, or AF_EINVAL (cache NULL). Cost: a recorded round is
+ * slower (every call takes the general path; two OS calls per block of 16 KiB or more); learning
+ * plans once (milliseconds for hundreds of blocks).
  */
 int af_pool_cache_round(af_pool_cache_t *cache);
 
