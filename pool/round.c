@@ -596,13 +596,23 @@ static af__pool_arena_t *arena_of(af_pool_t *p, const void *ptr)
     return NULL;
 }
 
+/* Unpoisoned first: ASan's shadow outlives the mapping, and whatever is mapped there next would
+ * read as poisoned. */
+static void arena_unmap(af__pool_arena_t *a)
+{
+#ifdef AF_ASAN_BUILD
+    ASAN_UNPOISON_MEMORY_REGION(a->base, a->bytes);
+#endif
+    munmap(a->base, a->bytes);
+}
+
 static void arena_release(af_pool_t *p, af__pool_arena_t *a)
 {
     af__pool_arena_t **pp = &p->arenas;
     while (*pp != a)
         pp = &(*pp)->next;
     *pp = a->next;
-    munmap(a->base, a->bytes);
+    arena_unmap(a);
     AF__ADD(&p->os_unmaps, 1);
     AF__SUB(&p->reserved, a->bytes);
     AF__SUB(&p->arena_bytes, a->bytes);
@@ -712,7 +722,7 @@ void af__pool_arena_unmap_all(af_pool_t *p)
     while (p->arenas) {
         af__pool_arena_t *a = p->arenas;
         p->arenas = a->next;
-        munmap(a->base, a->bytes);
+        arena_unmap(a);
         arena_free_mem(a);
     }
 }
