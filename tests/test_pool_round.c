@@ -293,11 +293,12 @@ static void test_round_bad_frees(void **state)
 
 /* ---- 5. rounds that cannot be learned ----------------------------------------------------- */
 
-enum { PLAIN = 0, KEEP_ONE, EXTRA_ONE, POOL_FREE };
+enum { PLAIN = 0, KEEP_ONE, EXTRA_ONE, POOL_FREE, OTHER_FREE };
 
 /* Plays the trace as one round, with: KEEP_ONE, one more alloc never freed (returned in *kept);
- * EXTRA_ONE, one more alloc freed before the round's end; POOL_FREE, block 0 freed with
- * af_pool_free instead of the cache. Returns the round's counters. */
+ * EXTRA_ONE, one more alloc freed before the round's end; POOL_FREE / OTHER_FREE, block 0
+ * freed with af_pool_free / another cache (r->other) instead of the cache. Returns the round's
+ * counters. */
 static round_delta_t plain_round(run_t *r, const trace_t *t, int round, int mode, void **kept)
 {
     run_begin(r, round);
@@ -307,7 +308,11 @@ static round_delta_t plain_round(run_t *r, const trace_t *t, int round, int mode
         if (v->op == EV_ALLOC)
             run_alloc(r, v->id, v->size);
         else
-            run_free(r, v->id, mode == POOL_FREE && v->id == 0 ? HOW_POOL : HOW_CACHE);
+            run_free(r, v->id,
+                     v->id                ? HOW_CACHE
+                     : mode == POOL_FREE  ? HOW_POOL
+                     : mode == OTHER_FREE ? HOW_OTHER
+                                          : HOW_CACHE);
         if ((mode == KEEP_ONE || mode == EXTRA_ONE) && e == t->nev / 2)
             assert_int_equal(af_pool_cache_alloc(r->k, 3000, &extra), 0);
     }
@@ -372,18 +377,25 @@ static void test_round_not_learnable(void **state)
     assert_int_equal(after2, t.n);
     assert_int_equal(after3, 0);
 
-    /* a block of the recorded round freed through af_pool_free: not freed through the cache */
-    af_pool_t *p = round_pool(4096);
+    /* a block of the recorded round freed through af_pool_free or another cache: not freed
+     * through the cache */
+    af_pool_t *p;
     run_t r;
-    run_init(&r, p, t.seed, t.n);
-    plain_round(&r, &t, 0, PLAIN, NULL);
-    round_delta_t d = plain_round(&r, &t, 1, POOL_FREE, NULL);
-    assert_int_equal(d.learned, 0);
-    d = plain_round(&r, &t, 2, PLAIN, NULL); /* the next recording is clean */
-    assert_int_equal(d.learned, 1);
-    af_pool_cache_destroy(r.k);
-    run_fini(&r);
-    af_pool_destroy(p);
+    round_delta_t d;
+    for (int mode = POOL_FREE; mode <= OTHER_FREE; mode++) {
+        p = round_pool(4096);
+        run_init(&r, p, t.seed, t.n);
+        assert_int_equal(af_pool_cache_create(p, &r.other), 0);
+        plain_round(&r, &t, 0, PLAIN, NULL);
+        d = plain_round(&r, &t, 1, mode, NULL);
+        assert_int_equal(d.learned, 0);
+        d = plain_round(&r, &t, 2, PLAIN, NULL); /* the next recording is clean */
+        assert_int_equal(d.learned, 1);
+        af_pool_cache_destroy(r.other);
+        af_pool_cache_destroy(r.k);
+        run_fini(&r);
+        af_pool_destroy(p);
+    }
 
     /* round_max = 0: never */
     p = round_pool(0);
@@ -589,6 +601,96 @@ static void test_round_debug_modes(void **state)
     trace_free(&t);
 }
 
+/* ---- 7b. the recorded round ------------------------------------------------------------- */
+
+/* Bad frees of a live block b of `size` bytes, then its free (through run_free): interior
+ * pointers are foreign, the block stays intact; a second free is a double free. Adds the bad
+ * frees reported to *foreign and *doubles. */
+static void bad_frees_around(run_t *r, int id, uint64_t *foreign, uint64_t *doubles)
+{
+    void *b = r->ptr[id];
+    af_pool_block_info_t bi;
+    assert_int_equal(af_pool_block_info(r->pool, b, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_INUSE);
+    assert_true(bi.block_size >= r->size[id]);
+    assert_int_equal(af_pool_cache_free(r->k, (char *)b + 8), AF_EFOREIGN);
+    assert_int_equal(af_pool_free(r->pool, (char *)b + 4096), AF_EFOREIGN);
+    *foreign += 2;
+    run_free(r, id, HOW_CACHE);
+    assert_int_equal(af_pool_cache_free(r->k, b), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_free(r->pool, b), AF_EDOUBLEFREE);
+    *doubles += 2;
+}
+
+/* A cache whose first call is af_pool_cache_round records its very first round: blocks of
+ * 16 KiB or more get mappings of their own, unmapped when freed, so the recorded round reserves
+ * about what it has live. Bad frees there are reported as for any block, and do not keep the
+ * round from being learned; the exact peak counts the recorded round's blocks. */
+static void test_round_recording_reserves_live(void **state)
+{
+    (void)state;
+    trace_t t;
+    trace_make(&t, 0x5ec0dedull, 200, 256, 4 * MiB, 8);
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.exact_peak = 1;
+    double ratio[2];
+    for (int learn = 0; learn < 2; learn++) { /* 0: the classes alone (round_max 0), reference */
+        o.round_max = learn ? 4096 : 0;
+        af_pool_t *p = make_pool(&o);
+        run_t r;
+        run_init(&r, p, t.seed, t.n);
+        assert_int_equal(af_pool_cache_round(r.k), 0); /* records from the first request */
+        af_pool_reset_peak(p);
+        run_begin(&r, 0);
+        uint64_t live = 0, foreign = 0, doubles = 0;
+        int nbad = 0;
+        for (int e = 0; e < t.nev; e++) {
+            const ev_t *v = &t.ev[e];
+            if (v->op == EV_ALLOC) {
+                run_alloc(&r, v->id, v->size);
+                live += v->size;
+            } else {
+                live -= r.size[v->id];
+                if (r.size[v->id] >= 16 * KiB && nbad < 4) {
+                    bad_frees_around(&r, v->id, &foreign, &doubles);
+                    nbad++;
+                } else {
+                    run_free(&r, v->id, HOW_CACHE);
+                }
+            }
+            if (e % 16 == 0) {
+                af_pool_stats_t st;
+                af_pool_stats(p, &st);
+                assert_int_equal(st.requested_bytes, live);
+            }
+        }
+        af_pool_stats_t st;
+        af_pool_stats(p, &st);
+        ratio[learn] = (double)st.peak_reserved_bytes / (double)t.peak;
+        assert_int_equal(nbad, 4);
+        assert_int_equal(st.peak_requested_bytes, t.peak);
+        assert_int_equal(st.foreign_frees, foreign);
+        assert_int_equal(st.double_frees, doubles);
+        assert_int_equal(st.allocated_bytes, 0);
+        round_delta_t d = run_end(&r);
+        assert_int_equal(d.learned, (uint64_t)learn);
+        if (learn) { /* the round recorded despite the bad frees: the next one is all hits */
+            run_begin(&r, 1);
+            run_events(&r, t.ev, t.nev);
+            d = run_end(&r);
+            assert_int_equal(d.hits, t.n);
+        }
+        af_pool_cache_destroy(r.k);
+        run_fini(&r);
+        af_pool_destroy(p);
+    }
+    printf("recorded round: peak reserved / peak live %.3f (the classes alone: %.3f)\n", ratio[1],
+           ratio[0]);
+    assert_true(ratio[1] <= 1.25);
+    trace_free(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_round_not_learnable),
         cmocka_unit_test(test_round_cache_destroy_with_live_blocks),
         cmocka_unit_test(test_round_debug_modes),
+        cmocka_unit_test(test_round_recording_reserves_live),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
