@@ -125,9 +125,10 @@ typedef struct {
     size_t *psize; /* aligned */
     int *busy;     /* by place: an arena block there is in use */
     int held, hits_pred;
-    int next_held;    /* the last round's end decided the next one is held */
-    int check_poison; /* requested bytes read 0xAA at alloc */
-    int check_asan;   /* under ASan: a freed arena block is poisoned, a live one is not */
+    int next_held;         /* the last round's end decided the next one is held */
+    int check_poison;      /* requested bytes read 0xAA at alloc */
+    int check_asan;        /* under ASan: a freed arena block is poisoned, a live one is not */
+    int enomem_ok, enomem; /* an alloc may fail with AF_ENOMEM (skipped, counted) */
     af_pool_stats_t st0;
 } run_t;
 
@@ -210,6 +211,11 @@ static inline void run_alloc(run_t *r, int id, size_t size)
     int pred = predict(r, ai, size);
     void *p = NULL;
     int rc = af_pool_cache_alloc(r->k, size, &p);
+    if (rc == AF_ENOMEM && r->enomem_ok) { /* out-of-memory tests: the block is skipped */
+        r->enomem++;
+        r->ptr[id] = NULL;
+        return;
+    }
     if (rc) {
         fprintf(stderr, "seed %llx round %d: alloc %d of %zu bytes: %s\n",
                 (unsigned long long)r->seed, r->round, ai, size, af_strerror(rc));
@@ -287,7 +293,7 @@ static inline void run_events(run_t *r, const ev_t *ev, int nev)
     for (int e = 0; e < nev; e++) {
         if (ev[e].op == EV_ALLOC)
             run_alloc(r, ev[e].id, ev[e].size);
-        else
+        else if (r->ptr[ev[e].id] || !r->enomem_ok)
             run_free(r, ev[e].id, HOW_CACHE);
     }
 }
