@@ -33,6 +33,29 @@ static inline size_t align_up(size_t n)
     return (n + AF_POOL_ALIGN - 1) / AF_POOL_ALIGN * AF_POOL_ALIGN;
 }
 
+/* ---- pool configurations (cmocka prestate: a test's *state points to one, or is NULL) ---------
+ */
+
+typedef struct {
+    const char *name;
+    uint64_t region_min; /* opts.region_min */
+    int poison;          /* opts.poison */
+} round_cfg_t;
+
+/* A pool with the defaults changed by the test's configuration; prints it. */
+static inline af_pool_t *cfg_pool(void **state)
+{
+    const round_cfg_t *c = state ? *state : NULL;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    if (c) {
+        o.region_min = c->region_min;
+        o.poison = c->poison;
+        printf("[%s]\n", c->name);
+    }
+    return make_pool(&o);
+}
+
 /* ---- traces ------------------------------------------------------------------------------ */
 
 enum { EV_ALLOC = 1, EV_FREE = 2 };

@@ -28,14 +28,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The configurations the replay tests run under: the defaults, regions for the classes of
+ * 16 KiB or more (where misses go), poison (which also takes the CAS path on every free). */
+static const round_cfg_t CFG_DEFAULT = {"default", 0, 0}, CFG_REGIONS = {"regions", 16 * KiB, 0},
+                         CFG_POISON = {"poison", 0, 1};
+
 /* ---- 1. learn, then serve ----------------------------------------------------------------- */
 
 static void test_round_learns_and_serves(void **state)
 {
-    (void)state;
     trace_t t;
     trace_make(&t, 0x0001ea4edull, 200, 256, 4 * MiB, 8);
-    af_pool_t *p = make_pool(NULL);
+    af_pool_t *p = cfg_pool(state);
     run_t r;
     run_init(&r, p, t.seed, t.n);
     run_learn(&r, &t);
@@ -117,10 +121,9 @@ static const departure_t NO_DEV = {-1, -1, -1, 0, -1, -1, -1};
 
 static void test_round_deviations_stay_correct(void **state)
 {
-    (void)state;
     trace_t t;
     trace_make(&t, 0xde7a7e5ull, 200, 256, 4 * MiB, 8);
-    af_pool_t *p = make_pool(NULL);
+    af_pool_t *p = cfg_pool(state);
     run_t r;
     run_init(&r, p, t.seed, t.n + 8);
     run_learn(&r, &t);
@@ -215,10 +218,9 @@ static int is_place_start(const run_t *r, uintptr_t a)
 
 static void test_round_bad_frees(void **state)
 {
-    (void)state;
     trace_t t;
     trace_make(&t, 0xbadf1ee5ull, 40, 4 * KiB, 512 * KiB, 4);
-    af_pool_t *p = make_pool(NULL);
+    af_pool_t *p = cfg_pool(state);
     run_t r;
     run_init(&r, p, t.seed, t.n);
     assert_int_equal(af_pool_cache_create(p, &r.other), 0);
@@ -694,9 +696,15 @@ static void test_round_recording_reserves_live(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_learns_and_serves),
-        cmocka_unit_test(test_round_deviations_stay_correct),
-        cmocka_unit_test(test_round_bad_frees),
+        cmocka_unit_test_prestate(test_round_learns_and_serves, (void *)&CFG_DEFAULT),
+        cmocka_unit_test_prestate(test_round_learns_and_serves, (void *)&CFG_REGIONS),
+        cmocka_unit_test_prestate(test_round_learns_and_serves, (void *)&CFG_POISON),
+        cmocka_unit_test_prestate(test_round_deviations_stay_correct, (void *)&CFG_DEFAULT),
+        cmocka_unit_test_prestate(test_round_deviations_stay_correct, (void *)&CFG_REGIONS),
+        cmocka_unit_test_prestate(test_round_deviations_stay_correct, (void *)&CFG_POISON),
+        cmocka_unit_test_prestate(test_round_bad_frees, (void *)&CFG_DEFAULT),
+        cmocka_unit_test_prestate(test_round_bad_frees, (void *)&CFG_REGIONS),
+        cmocka_unit_test_prestate(test_round_bad_frees, (void *)&CFG_POISON),
         cmocka_unit_test(test_round_not_learnable),
         cmocka_unit_test(test_round_cache_destroy_with_live_blocks),
         cmocka_unit_test(test_round_debug_modes),

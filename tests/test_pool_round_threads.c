@@ -26,6 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The configurations the replay tests run under: the defaults, regions for the classes of
+ * 16 KiB or more (where misses go), poison (which also takes the CAS path on every free). */
+static const round_cfg_t CFG_DEFAULT = {"default", 0, 0}, CFG_REGIONS = {"regions", 16 * KiB, 0},
+                         CFG_POISON = {"poison", 0, 1};
+
 /* ---- 3. frees from another thread --------------------------------------------------------- */
 
 enum { QCAP = 512 };
@@ -126,10 +131,9 @@ static void run_remote_round(run_t *r, const trace_t *t, freer_t *f, int round, 
 
 static void test_round_cross_thread_free(void **state)
 {
-    (void)state;
     trace_t t;
     trace_make(&t, 0xc2055ull, 120, 256, 2 * MiB, 8);
-    af_pool_t *p = make_pool(NULL);
+    af_pool_t *p = cfg_pool(state);
     run_t r;
     run_init(&r, p, t.seed, t.n);
     run_learn(&r, &t);
@@ -294,8 +298,7 @@ out:
 
 static void test_round_two_thread_stress(void **state)
 {
-    (void)state;
-    af_pool_t *p = make_pool(NULL);
+    af_pool_t *p = cfg_pool(state);
     stress_thr_t *s = calloc(2, sizeof(*s));
     pthread_t th[2];
     for (int i = 0; i < 2; i++) {
@@ -345,8 +348,12 @@ static void test_round_two_thread_stress(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_cross_thread_free),
-        cmocka_unit_test(test_round_two_thread_stress),
+        cmocka_unit_test_prestate(test_round_cross_thread_free, (void *)&CFG_DEFAULT),
+        cmocka_unit_test_prestate(test_round_cross_thread_free, (void *)&CFG_REGIONS),
+        cmocka_unit_test_prestate(test_round_cross_thread_free, (void *)&CFG_POISON),
+        cmocka_unit_test_prestate(test_round_two_thread_stress, (void *)&CFG_DEFAULT),
+        cmocka_unit_test_prestate(test_round_two_thread_stress, (void *)&CFG_REGIONS),
+        cmocka_unit_test_prestate(test_round_two_thread_stress, (void *)&CFG_POISON),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
