@@ -78,45 +78,6 @@ static void test_round_learns_and_serves(void **state)
 
 /* ---- 2. rounds that depart from the recorded one ------------------------------------------ */
 
-/* Copies the trace's events into out with one departure; returns the number of events. */
-typedef struct {
-    int grow, shrink;       /* id of the request asked larger (2x + 4 KiB) / smaller (half) */
-    int extra_at, extra_n;  /* extra_n requests of 64 KiB + 1 before alloc event extra_at */
-    int hold_from, hold_to; /* frees among events [from, to) postponed to `to`, reversed */
-    int keep;               /* id whose free is left out (kept across the round's end) */
-} departure_t;
-
-static int deviate(const trace_t *t, const departure_t *dv, ev_t *out)
-{
-    int n = 0, nheld = 0, held[64];
-    for (int e = 0; e <= t->nev; e++) {
-        if (e == dv->hold_to)
-            while (nheld)
-                out[n++] = (ev_t){EV_FREE, held[--nheld], 0};
-        if (e == t->nev)
-            break;
-        ev_t v = t->ev[e];
-        if (v.op == EV_ALLOC && v.id == dv->extra_at)
-            for (int x = 0; x < dv->extra_n; x++)
-                out[n++] = (ev_t){EV_ALLOC, t->n + x, 64 * KiB + 1};
-        if (v.op == EV_ALLOC && v.id == dv->grow)
-            v.size = 2 * v.size + 4 * KiB;
-        if (v.op == EV_ALLOC && v.id == dv->shrink)
-            v.size = v.size / 2 > 0 ? v.size / 2 : 1;
-        if (v.op == EV_FREE && v.id == dv->keep)
-            continue;
-        if (v.op == EV_FREE && e >= dv->hold_from && e < dv->hold_to) {
-            assert_true(nheld < 64);
-            held[nheld++] = v.id;
-            continue;
-        }
-        out[n++] = v;
-    }
-    for (int x = 0; x < dv->extra_n; x++) /* the extra blocks are freed at the round's end */
-        out[n++] = (ev_t){EV_FREE, t->n + x, 0};
-    return n;
-}
-
 static const departure_t NO_DEV = {-1, -1, -1, 0, -1, -1, -1};
 
 static void test_round_deviations_stay_correct(void **state)
