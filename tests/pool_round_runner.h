@@ -40,6 +40,7 @@ typedef struct {
     const char *name;
     uint64_t region_min; /* opts.region_min */
     int poison;          /* opts.poison */
+    int exact_peak;      /* opts.exact_peak */
 } round_cfg_t;
 
 /* A pool with the defaults changed by the test's configuration; prints it. */
@@ -51,6 +52,7 @@ static inline af_pool_t *cfg_pool(void **state)
     if (c) {
         o.region_min = c->region_min;
         o.poison = c->poison;
+        o.exact_peak = c->exact_peak;
         printf("[%s]\n", c->name);
     }
     return make_pool(&o);

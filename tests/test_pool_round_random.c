@@ -21,8 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const round_cfg_t CFG_DEFAULT = {"default", 0, 0}, CFG_REGIONS = {"regions", 16 * KiB, 0},
-                         CFG_POISON = {"poison", 0, 1};
+static const round_cfg_t CFG_DEFAULT = {"default", 0, 0, 0},
+                         CFG_REGIONS = {"regions", 16 * KiB, 0, 0},
+                         CFG_POISON = {"poison, exact peak", 0, 1, 1};
 
 /* Random departures for one round (none in about a quarter of the rounds). */
 static departure_t draw_departure(uint64_t *s, const trace_t *t, int may_keep)
@@ -53,6 +54,7 @@ static void test_round_random_departures(void **state)
     trace_t t;
     trace_make(&t, seed, 150, 256, 2 * MiB, 8);
     af_pool_t *p = cfg_pool(state);
+    int exact = ((const round_cfg_t *)*state)->exact_peak;
     run_t r;
     run_init(&r, p, seed, t.n + 8);
     assert_int_equal(af_pool_cache_create(p, &r.other), 0);
@@ -60,22 +62,40 @@ static void test_round_random_departures(void **state)
     ev_t *ev = calloc((size_t)t.nev + 64, sizeof(*ev));
     uint64_t s = seed * 0x9E3779B97F4A7C15ull, hits = 0, misses = 0;
     int kept = -1, rounds = 400 / SCALE, held = 0, remote = 0, allocs = 0;
+    uint64_t now = 0, peak = 0; /* requested bytes in use, and their peak since the learn */
+    af_pool_reset_peak(p);
     for (int round = 3; round < 3 + rounds; round++) {
         departure_t dv = draw_departure(&s, &t, kept < 0);
         int n = deviate(&t, &dv, ev);
         run_begin(&r, round);
         held += r.held;
-        if (kept >= 0)
+        if (kept >= 0) {
+            now -= r.size[kept];
             run_free(&r, kept, HOW_CACHE);
+        }
         for (int e = 0; e < n; e++) {
             if (ev[e].op == EV_ALLOC) {
                 run_alloc(&r, ev[e].id, ev[e].size);
+                now += ev[e].size;
+                peak = now > peak ? now : peak;
                 continue;
             }
+            now -= r.size[ev[e].id];
             uint64_t y = rng_next(&s) % 20;
             int how = y == 0 ? HOW_POOL : y == 1 ? HOW_OTHER : HOW_CACHE;
             remote += how != HOW_CACHE;
             run_free(&r, ev[e].id, how);
+        }
+        af_pool_stats_t st;
+        af_pool_stats(p, &st);
+        if (st.requested_bytes != now || (exact && st.peak_requested_bytes != peak)) {
+            fprintf(stderr,
+                    "seed %llx round %d: requested_bytes %llu (peak %llu), %llu in use "
+                    "(peak %llu)\n",
+                    (unsigned long long)seed, round, (unsigned long long)st.requested_bytes,
+                    (unsigned long long)st.peak_requested_bytes, (unsigned long long)now,
+                    (unsigned long long)peak);
+            fail();
         }
         round_delta_t d = run_end(&r); /* checks round_hits against the rule */
         if (!r.held && d.hits + d.misses != (uint64_t)d.allocs) {

@@ -27,9 +27,11 @@
 #include <string.h>
 
 /* The configurations the replay tests run under: the defaults, regions for the classes of
- * 16 KiB or more (where misses go), poison (which also takes the CAS path on every free). */
-static const round_cfg_t CFG_DEFAULT = {"default", 0, 0}, CFG_REGIONS = {"regions", 16 * KiB, 0},
-                         CFG_POISON = {"poison", 0, 1};
+ * 16 KiB or more (where misses go), poison (which also takes the CAS path on every free) with
+ * the exact peak (one shared atomic per call). */
+static const round_cfg_t CFG_DEFAULT = {"default", 0, 0, 0},
+                         CFG_REGIONS = {"regions", 16 * KiB, 0, 0},
+                         CFG_POISON = {"poison, exact peak", 0, 1, 1};
 
 /* ---- 3. frees from another thread --------------------------------------------------------- */
 
