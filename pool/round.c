@@ -45,14 +45,6 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#if defined(__GNUC__)
-#define AF__LIKELY(x) __builtin_expect(!!(x), 1)
-#define AF__NOINLINE __attribute__((noinline))
-#else
-#define AF__LIKELY(x) (x)
-#define AF__NOINLINE
-#endif
-
 #define LEARN_TRIES 3 /* rounds recorded without success before learning stops */
 
 struct af__pool_learn {
@@ -504,28 +496,13 @@ static void exact_live(af_pool_t *p, int64_t d)
     }
 }
 
-/* Block i did not serve the request (or a debug mode): serve it there with the annotations, or
- * count a miss and take the general path. */
-static AF__NOINLINE int rp_alloc_rest(af_pool_cache_t *k, uint32_t i, size_t size, void **out)
+/* Serves the round's block i (its place fits and is free): marks it in use. */
+static char *take(af_pool_cache_t *k, af__pool_rent_t *e, size_t size)
 {
-    if (!size)
-        return AF_EINVAL;
-    if (i < k->rp_n) {
-        af__pool_rent_t *e = &k->rp_e[i];
-        if (k->flags && size <= (uint64_t)e->units * AF_POOL_ALIGN && clear(k, e)) {
-            char *a = k->rp_base + (uint64_t)e->off * AF_POOL_ALIGN;
-            atomic_store_explicit(&e->state, k->rp_gen << 1 | 1, memory_order_relaxed);
-            AF__ST(&e->req, (uint32_t)size);
-            AF__ST(&k->rp_hits, AF__LD(&k->rp_hits) + 1);
-            exact_live(k->pool, (int64_t)size);
-            af__pool_on_alloc(k->pool, a, size);
-            *out = a;
-            return 0;
-        }
-    }
-    if (i < k->rp_n || !k->rp_hold) /* out of place, too large, or an extra request */
-        AF__ST(&k->rp_misses, AF__LD(&k->rp_misses) + 1);
-    return af__pool_cache_alloc_general(k, size, out);
+    atomic_store_explicit(&e->state, k->rp_gen << 1 | 1, memory_order_relaxed);
+    AF__ST(&e->req, (uint32_t)size);
+    AF__ST(&k->rp_hits, AF__LD(&k->rp_hits) + 1);
+    return k->rp_base + (uint64_t)e->off * AF_POOL_ALIGN;
 }
 
 void af__pool_rp_count(const af_pool_cache_t *k, uint64_t *hits, uint64_t *frees)
@@ -535,22 +512,38 @@ void af__pool_rp_count(const af_pool_cache_t *k, uint64_t *hits, uint64_t *frees
     *frees = AF__LD(&k->rp_frees) + AF__LD(&k->rp_ok);
 }
 
+/* The general alloc of a cache with a learned arena (the inline path said no). A request takes
+ * the round's next position when it is served, from its place or (a miss) from the classes; a
+ * request that fails (size 0, too large for any mapping) is no part of the round. */
 int af__pool_rp_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
+    if (!size)
+        return AF_EINVAL;
     uint32_t i = AF__LD(&k->rp_i);
-    if (AF__LIKELY(i < k->rp_n)) {
+    if (i < k->rp_n) {
         af__pool_rent_t *e = &k->rp_e[i];
-        AF__ST(&k->rp_i, i + 1);
-        AF__ST(&k->rp_slow, AF__LD(&k->rp_slow) + 1);
-        if (AF__LIKELY(size - 1 < (uint64_t)e->units * AF_POOL_ALIGN && !k->flags && clear(k, e))) {
-            atomic_store_explicit(&e->state, k->rp_gen << 1 | 1, memory_order_relaxed);
-            AF__ST(&e->req, (uint32_t)size);
-            AF__ST(&k->rp_hits, AF__LD(&k->rp_hits) + 1);
-            *out = k->rp_base + (uint64_t)e->off * AF_POOL_ALIGN;
+        if (size <= (uint64_t)e->units * AF_POOL_ALIGN && clear(k, e)) {
+            AF__ST(&k->rp_i, i + 1);
+            AF__ST(&k->rp_slow, AF__LD(&k->rp_slow) + 1);
+            char *a = take(k, e, size);
+            if (k->flags) {
+                exact_live(k->pool, (int64_t)size);
+                af__pool_on_alloc(k->pool, a, size);
+            }
+            *out = a;
             return 0;
         }
     }
-    return rp_alloc_rest(k, i, size, out);
+    int rc = af__pool_cache_alloc_general(k, size, out);
+    if (rc)
+        return rc;
+    if (i < k->rp_n) { /* out of place or too large: a miss that takes the position */
+        AF__ST(&k->rp_i, i + 1);
+        AF__ST(&k->rp_slow, AF__LD(&k->rp_slow) + 1);
+    }
+    if (i < k->rp_n || !k->rp_hold) /* ... or an extra request */
+        AF__ST(&k->rp_misses, AF__LD(&k->rp_misses) + 1);
+    return 0;
 }
 
 /* A free that is not the round's next one (or a debug mode): found by offset. */
