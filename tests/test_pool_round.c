@@ -362,6 +362,19 @@ static void test_round_not_learnable(void **state)
         af_pool_destroy(p);
     }
 
+    /* round_max above 65536 is refused (learning is quadratic in it) */
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.round_max = 65537;
+    af_error_t err = {0};
+    p = NULL;
+    assert_int_equal(af_pool_create(&o, &p, &err), AF_EINVAL);
+    assert_null(p);
+    assert_true(strstr(err.msg, "round_max") != NULL);
+    o.round_max = 65536;
+    p = make_pool(&o);
+    af_pool_destroy(p);
+
     /* round_max = 0: never */
     p = round_pool(0);
     run_init(&r, p, t.seed, t.n);
