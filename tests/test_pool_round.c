@@ -416,6 +416,33 @@ static void test_round_not_learnable(void **state)
     trace_free(&t);
 }
 
+/* Rounds in which the cache allocates nothing (a worker that got no work) are neither learned nor
+ * failed recordings: a cache idle for more rounds than the recording tries still learns its first
+ * round with work. */
+static void test_round_empty_rounds_do_not_count(void **state)
+{
+    (void)state;
+    trace_t t;
+    trace_make(&t, 0xe3b7ull, 20, 1 * KiB, 256 * KiB, 4);
+    af_pool_t *p = round_pool(4096);
+    run_t r;
+    run_init(&r, p, t.seed, t.n);
+    for (int i = 0; i < 6; i++) { /* starts recording, then 5 empty rounds */
+        run_begin(&r, 0);
+        assert_int_equal(run_end(&r).learned, 0);
+    }
+    round_delta_t d = plain_round(&r, &t, 1, PLAIN, NULL);
+    printf("empty rounds: after 5, the first round with work learned: %llu\n",
+           (unsigned long long)d.learned);
+    assert_int_equal(d.learned, 1);
+    d = plain_round(&r, &t, 2, PLAIN, NULL);
+    assert_int_equal(d.hits, t.n);
+    af_pool_cache_destroy(r.k);
+    run_fini(&r);
+    af_pool_destroy(p);
+    trace_free(&t);
+}
+
 /* ---- 6. destroying the cache while its arena's blocks are in use -------------------------- */
 
 /* Learns the trace, then plays the next round up to the event where the most arena blocks are
@@ -682,6 +709,7 @@ int main(void)
         cmocka_unit_test_prestate(test_round_bad_frees, (void *)&CFG_REGIONS),
         cmocka_unit_test_prestate(test_round_bad_frees, (void *)&CFG_POISON),
         cmocka_unit_test(test_round_not_learnable),
+        cmocka_unit_test(test_round_empty_rounds_do_not_count),
         cmocka_unit_test(test_round_cache_destroy_with_live_blocks),
         cmocka_unit_test(test_round_debug_modes),
         cmocka_unit_test(test_round_recording_reserves_live),
