@@ -541,8 +541,42 @@ static void test_round_cache_destroy_with_live_blocks(void **state)
     run_fini(&r);
     af_pool_destroy(p);
 
+    /* a cache destroyed in the middle of its recorded round (blocks of their own mapping and
+     * class blocks in use): they are freed with af_pool_free afterwards, and unmapped */
+    p = make_pool(NULL);
+    run_init(&r, p, t.seed, t.n);
+    assert_int_equal(af_pool_cache_round(r.k), 0); /* records from the first request */
+    run_begin(&r, 0);
+    run_events(&r, t.ev, t.nev / 2);
+    af_pool_cache_destroy(r.k);
+    int out = 0;
+    for (int id = 0; id < t.n; id++)
+        if (r.ptr[id]) {
+            void *q = r.ptr[id];
+            run_free(&r, id, HOW_POOL);
+            assert_int_equal(af_pool_free(p, q), AF_EDOUBLEFREE);
+            out++;
+        }
+    af_pool_stats(p, &st);
+    assert_true(out > 0);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.requested_bytes, 0);
+    assert_int_equal(st.double_frees, (uint64_t)out);
+    assert_int_equal(st.rounds_learned, 0);
+    assert_int_equal(af_pool_trim(p, AF_POOL_TRIM_RELEASE, NULL), 0);
+    af_pool_stats(p, &st);
+    assert_int_equal(st.reserved_bytes, 0);
+    run_fini(&r);
+    af_pool_destroy(p);
+
     /* the pool destroyed with arena blocks in use (after the cache; then with the cache still
-     * there): nothing leaks (ASan's leak check) */
+     * there), and in the middle of a recorded round: nothing leaks (ASan's leak check) */
+    p = make_pool(NULL);
+    run_init(&r, p, t.seed, t.n);
+    assert_int_equal(af_pool_cache_round(r.k), 0);
+    run_events(&r, t.ev, t.nev / 2);
+    af_pool_destroy(p);
+    run_fini(&r);
     for (int with_cache = 0; with_cache < 2; with_cache++) {
         p = make_pool(NULL);
         run_init(&r, p, t.seed, t.n);
