@@ -229,6 +229,9 @@ static void stress_drain(stress_thr_t *s, af_pool_cache_t *k)
         s->head = (s->head + 1) % QCAP;
         pthread_mutex_unlock(&s->mu);
         s->bad += !check(it.ptr, it.size, it.tag);
+        af_pool_block_info_t bi; /* the block is in use, whatever served it */
+        s->errors += af_pool_block_info(s->pool, it.ptr, &bi) != 0 || bi.state == AF_BLOCK_FREE ||
+                     bi.block_size < it.size;
         s->errors += (it.how ? af_pool_free(s->pool, it.ptr) : af_pool_cache_free(k, it.ptr)) != 0;
     }
 }
@@ -312,9 +315,16 @@ static void test_round_two_thread_stress(void **state)
     }
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_create(&th[i], NULL, stress_main, &s[i]), 0);
+    /* statistics read while the caches run (a daemon's stats request: a snapshot; TSan checks
+     * that reading the caches' counters races with nothing) */
+    af_pool_stats_t st;
+    int polls = 0;
+    while (!atomic_load(&s[0].finished) || !atomic_load(&s[1].finished)) {
+        af_pool_stats(p, &st);
+        polls++;
+    }
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    af_pool_stats_t st;
     af_pool_stats(p, &st);
     uint64_t allocs = 0;
     for (int i = 0; i < 2; i++) {
@@ -326,10 +336,10 @@ static void test_round_two_thread_stress(void **state)
         allocs += s[i].allocs;
     }
     printf("two threads: %llu allocs, %d + %d handed over, %llu hits, %llu misses, %llu held, "
-           "learned %llu\n",
+           "learned %llu; %d stats snapshots meanwhile\n",
            (unsigned long long)allocs, s[0].handed, s[1].handed, (unsigned long long)st.round_hits,
            (unsigned long long)st.round_misses, (unsigned long long)st.rounds_held,
-           (unsigned long long)st.rounds_learned);
+           (unsigned long long)st.rounds_learned, polls);
     assert_int_equal(st.rounds_learned, 2);
     assert_true(st.round_hits > 0);
     assert_true(s[0].handed > 0 && s[1].handed > 0);
