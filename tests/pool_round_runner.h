@@ -405,13 +405,16 @@ static inline void run_learn(run_t *r, const trace_t *t)
     assert_int_equal(d.hits, 0);
     run_begin(r, 1);
     run_events(r, t->ev, t->nev);
+    af_pool_stats_t st0, st;
+    af_pool_stats(r->pool, &st0);
     d = run_end(r);
     assert_int_equal(d.hits, 0);
     assert_int_equal(d.learned, 1);
-    af_pool_stats_t st;
     af_pool_stats(r->pool, &st);
     assert_int_equal(st.round_arenas, 1);
     assert_true(st.round_arena_bytes > 0);
+    assert_int_equal(st.os_maps - st0.os_maps, 1);             /* the arena: one OS call */
+    assert_int_equal(st.reserved_bytes, st.round_arena_bytes); /* idle memory went back first */
     run_begin(r, 2);
     run_events(r, t->ev, t->nev);
     d = run_end(r);
