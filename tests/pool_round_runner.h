@@ -38,9 +38,11 @@ static inline size_t align_up(size_t n)
 
 typedef struct {
     const char *name;
-    uint64_t region_min; /* opts.region_min */
-    int poison;          /* opts.poison */
-    int exact_peak;      /* opts.exact_peak */
+    uint64_t region_min;  /* opts.region_min */
+    int poison;           /* opts.poison */
+    int exact_peak;       /* opts.exact_peak */
+    int recycle;          /* opts.recycle */
+    double reserve_ratio; /* opts.reserve_ratio */
 } round_cfg_t;
 
 /* A pool with the defaults changed by the test's configuration; prints it. */
@@ -53,6 +55,8 @@ static inline af_pool_t *cfg_pool(void **state)
         o.region_min = c->region_min;
         o.poison = c->poison;
         o.exact_peak = c->exact_peak;
+        o.recycle = c->recycle;
+        o.reserve_ratio = c->reserve_ratio;
         printf("[%s]\n", c->name);
     }
     return make_pool(&o);

@@ -31,9 +31,9 @@
 /* The configurations the replay tests run under: the defaults, regions for the classes of
  * 16 KiB or more (where misses go), poison (which also takes the CAS path on every free) with
  * the exact peak (one shared atomic per call). */
-static const round_cfg_t CFG_DEFAULT = {"default", 0, 0, 0},
-                         CFG_REGIONS = {"regions", 16 * KiB, 0, 0},
-                         CFG_POISON = {"poison, exact peak", 0, 1, 1};
+static const round_cfg_t CFG_DEFAULT = {.name = "default"},
+                         CFG_REGIONS = {.name = "regions", .region_min = 16 * KiB},
+                         CFG_POISON = {.name = "poison, exact peak", .poison = 1, .exact_peak = 1};
 
 /* ---- 1. learn, then serve ----------------------------------------------------------------- */
 

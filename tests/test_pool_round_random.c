@@ -6,7 +6,8 @@
  * the runner of pool_round_runner.h (its place or a class block outside the arena; the round
  * held exactly when an arena block is in use at its start; round_hits per round), with contents
  * and overlaps checked throughout. Fixed seeds, printed with the round on failure; under
- * ASan/TSan the run is shorter (SCALE). Runs under three pool configurations.
+ * ASan/TSan the run is shorter (SCALE). Runs under four pool configurations (misses take the
+ * class path, regions, or recycling under a reserve budget).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,9 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const round_cfg_t CFG_DEFAULT = {"default", 0, 0, 0},
-                         CFG_REGIONS = {"regions", 16 * KiB, 0, 0},
-                         CFG_POISON = {"poison, exact peak", 0, 1, 1};
+static const round_cfg_t CFG_DEFAULT = {.name = "default"},
+                         CFG_REGIONS = {.name = "regions", .region_min = 16 * KiB},
+                         CFG_POISON = {.name = "poison, exact peak", .poison = 1, .exact_peak = 1},
+                         CFG_BUDGET = {.name = "recycle, reserve budget 1.25",
+                                       .recycle = 1,
+                                       .reserve_ratio = 1.25};
 
 /* Random departures for one round (none in about a quarter of the rounds). */
 static departure_t draw_departure(uint64_t *s, const trace_t *t, int may_keep)
@@ -135,6 +139,7 @@ int main(void)
         cmocka_unit_test_prestate(test_round_random_departures, (void *)&CFG_DEFAULT),
         cmocka_unit_test_prestate(test_round_random_departures, (void *)&CFG_REGIONS),
         cmocka_unit_test_prestate(test_round_random_departures, (void *)&CFG_POISON),
+        cmocka_unit_test_prestate(test_round_random_departures, (void *)&CFG_BUDGET),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
