@@ -104,6 +104,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->fast_max = p->lut_exact ? p->max_size : 0;
     memcpy(k->lut, p->lut, sizeof(k->lut));
     k->region_first = p->region_first;
+    af__pool_rp_none(k);                              /* no learned round yet */
     memset(k->heap.head, 0xff, sizeof(k->heap.head)); /* every bin empty (AF__POOL_NIL) */
 #if defined(AF_ASAN_BUILD)
     k->flags = 1; /* poison/unpoison every block */

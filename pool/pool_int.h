@@ -225,8 +225,9 @@ struct af_pool_cache {
     _Atomic uint32_t rp_i0, rp_slow; /* the round's first block (rp_n when held); positions the
                                         general alloc path took this round */
     uint32_t rp_n;                   /* blocks */
-    uint32_t rp_fn;  /* rp_n, or 0 in a debug mode (the inline fast paths then never serve) */
-    uint32_t rp_ffn; /* the inline free's limit: rp_fn, 0 once a free came out of order */
+    uint32_t rp_fi;    /* the inline free's position: rp_ok, or the sentinel's (rp_n) once a free
+                      came out of order or in a debug mode */
+    uint64_t rp_lmask; /* ~0, or 0 in a debug mode (the inline alloc then never serves) */
 
     uint32_t rp_done;  /* state word of a block handed out this round and freed (rp_gen << 1) */
     uint32_t rp_gen;   /* rounds begun (31 bits), in the state words it hands out */
@@ -459,10 +460,9 @@ int64_t af__pool_region_live(af_pool_t *p, const af__pool_chunk_t *r, uint64_t *
 static inline int af__pool_rp_alloc_fast(af_pool_cache_t *k, uint64_t s1, void **out)
 {
     uint32_t i = AF__LD(&k->rp_i);
-    if (i >= k->rp_fn)
-        return 0;
-    af__pool_rent_t *e = &k->rp_e[i];
-    if (s1 >= (uint64_t)e->units * AF_POOL_ALIGN || e->gpos > AF__LD(&k->rp_ok))
+    af__pool_rent_t *e = &k->rp_e[i]; /* at rp_n (or without an arena): a sentinel, size 0 */
+    uint64_t lim = (uint64_t)e->units * AF_POOL_ALIGN & k->rp_lmask;
+    if (!((s1 < lim) & (e->gpos <= AF__LD(&k->rp_ok)))) /* one branch */
         return 0;
     AF__ST(&k->rp_i, i + 1);
     atomic_store_explicit(&e->state, k->rp_done | 1, memory_order_relaxed);
@@ -472,16 +472,14 @@ static inline int af__pool_rp_alloc_fast(af_pool_cache_t *k, uint64_t s1, void *
 }
 static inline int af__pool_rp_free_fast(af_pool_cache_t *k, void *ptr)
 {
-    uint32_t f = AF__LD(&k->rp_ok); /* the round's next free position while they come in order */
-    if (f >= k->rp_ffn)
-        return 0;
-    af__pool_fslot_t fs = k->rp_fo[f];
+    uint32_t f = k->rp_fi;             /* the round's next free position */
+    af__pool_fslot_t fs = k->rp_fo[f]; /* at rp_n: a sentinel whose block is never in use */
     af__pool_rent_t *e = &k->rp_e[fs.e];
     uint32_t st = atomic_load_explicit(&e->state, memory_order_relaxed);
-    if (k->rp_base + (uint64_t)fs.off * AF_POOL_ALIGN != (char *)ptr || !(st & 1))
+    if (!((k->rp_base + (uint64_t)fs.off * AF_POOL_ALIGN == (char *)ptr) & st)) /* one branch */
         return 0;
     atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
-
+    k->rp_fi = f + 1;
     AF__ST(&k->rp_ok, f + 1);
     return 1;
 }
@@ -493,6 +491,8 @@ int af__pool_rp_free(af_pool_cache_t *k, void *ptr);
 void af__pool_rp_count(const af_pool_cache_t *k, uint64_t *hits, uint64_t *frees);
 /* cache.c's general allocation path (a miss, huge, debug modes), recording included. */
 int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out);
+/* A cache without a learned arena: the inline paths see sentinels (af_pool_cache_create). */
+void af__pool_rp_none(af_pool_cache_t *k);
 /* Recording (cache.c calls these on the general paths while k->learn is set). */
 void af__pool_learn_alloc(af_pool_cache_t *k, void *ptr, uint64_t size);
 void af__pool_learn_free(af_pool_cache_t *k, void *ptr);

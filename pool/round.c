@@ -337,8 +337,8 @@ static af__pool_arena_t *plan_round(const struct af__pool_learn *l)
         goto fail;
     a->n = (uint32_t)l->n;
     a->bytes = af__align_up(height, 4096);
-    a->e = af__calloc(l->n, sizeof(*a->e));
-    a->fo = af__malloc(l->n * sizeof(*a->fo));
+    a->e = af__calloc(l->n + 1, sizeof(*a->e)); /* + the inline paths' sentinel */
+    a->fo = af__malloc((l->n + 1) * sizeof(*a->fo));
     at = af__calloc((size_t)l->ev, sizeof(*at));
     if (!a->e || !a->fo || !at)
         goto fail;
@@ -347,6 +347,8 @@ static af__pool_arena_t *plan_round(const struct af__pool_learn *l)
         a->e[i].units = (uint32_t)(iv[i].size / AF_POOL_ALIGN);
         at[l->hi[i]] = (uint32_t)i + 1;
     }
+    a->e[l->n].gpos = UINT32_MAX; /* sentinel: size 0, never in use */
+    a->fo[l->n] = (af__pool_fslot_t){0, (uint32_t)l->n};
     uint32_t nf = 0; /* the frees in the order they came */
     for (int64_t t = 0; t < l->ev; t++)
         if (at[t]) {
@@ -399,7 +401,8 @@ static int install(af_pool_cache_t *k, af__pool_arena_t *a)
     k->rp_pred = a->pred;
     k->rp_fo = a->fo;
     k->rp_n = a->n;
-    k->rp_fn = k->rp_ffn = k->flags ? 0 : a->n;
+    k->rp_lmask = k->flags ? 0 : ~0ull;
+    k->rp_fi = k->flags ? a->n : 0;
     AF__ST(&k->rp_i, 0);
     AF__ST(&k->rp_i0, 0);
     AF__ST(&k->rp_slow, 0);
@@ -417,6 +420,19 @@ static uint32_t arena_in_use(const af__pool_arena_t *a)
     for (uint32_t i = 0; i < a->n; i++)
         live += atomic_load_explicit(&a->e[i].state, memory_order_acquire) & 1;
     return live;
+}
+
+static af__pool_rent_t none_e = {.gpos = UINT32_MAX}; /* read only: never handed out */
+static const af__pool_fslot_t none_fo = {0, 0};
+
+void af__pool_rp_none(af_pool_cache_t *k)
+{
+    k->rp_e = &none_e;
+    k->rp_fo = &none_fo;
+    k->rp_lmask = 0;
+    AF__ST(&k->rp_i, 0);
+    k->rp_fi = 0;
+    k->rp_n = 0;
 }
 
 int af_pool_cache_round(af_pool_cache_t *k)
@@ -441,7 +457,7 @@ int af_pool_cache_round(af_pool_cache_t *k)
             k->rp_gen = 1;
         k->rp_done = k->rp_gen << 1;
         k->rp_hold = (uint32_t)held;
-        k->rp_ffn = k->rp_fn;
+        k->rp_fi = k->flags ? k->rp_n : 0;
         if (held)
             AF__ST(&k->rp_held, AF__LD(&k->rp_held) + 1);
         return 0;
@@ -451,6 +467,10 @@ int af_pool_cache_round(af_pool_cache_t *k)
     if (!k->learn) { /* start recording with the next round */
         k->learn = af__calloc(1, sizeof(*k->learn));
         set_paths(k);
+        return 0;
+    }
+    if (!k->learn->n && !k->learn->broken) { /* no requests: nothing to learn, no try spent */
+        learn_reset(k->learn);
         return 0;
     }
     af__pool_arena_t *a = plan_round(k->learn);
@@ -569,7 +589,7 @@ static int rp_free_rest(af_pool_cache_t *k, void *ptr)
         atomic_store_explicit(&e->state, st & ~1u, memory_order_release);
     }
 
-    k->rp_ffn = 0; /* out of order: rp_ok stays, the rest of the round's frees are looked up */
+    k->rp_fi = k->rp_n; /* out of order: rp_ok stays, the round's other frees are looked up */
     AF__ST(&k->rp_frees, AF__LD(&k->rp_frees) + 1);
     return 0;
 }

@@ -179,11 +179,11 @@ void af_pool_cache_flush(af_pool_cache_t *cache);
  * served by the classes entirely. Frees of arena blocks: plain stores from this cache; a CAS under
  * the global mutex from other threads and af_pool_free. Double frees and interior pointers are
  * reported as for other blocks. A round that cannot be learned (a block not freed in it, too many
- * requests) is recorded again, up to 3 times, then learning stops. A cache learns once; destroying
- * it releases the arena (kept until its last block is freed if some are in use). Debug modes
- * (poison, exact_peak, ASan) apply. Returns 0, or AF_EINVAL (cache NULL). Cost: a recorded round is
- * slower (every call takes the general path; two OS calls per block of 16 KiB or more); learning
- * plans once (milliseconds for hundreds of blocks).
+ * requests) is recorded again, up to 3 times, then learning stops (a round without requests does
+ * not count). A cache learns once; destroying it releases the arena (kept until its last block is
+ * freed if some are in use). Debug modes (poison, exact_peak, ASan) apply. Returns 0, or AF_EINVAL
+ * (cache NULL). Cost: a recorded round is slower (every call takes the general path; two OS calls
+ * per block of 16 KiB or more); learning plans once (milliseconds for hundreds of blocks).
  */
 int af_pool_cache_round(af_pool_cache_t *cache);
 
