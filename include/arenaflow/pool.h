@@ -103,7 +103,8 @@ typedef struct af_pool_opts {
      */
     uint64_t region_min;
     /* Learned rounds (pool/round.c, af_pool_cache_round): most requests a cache records in one
-     * round to lay them out as an arena; 0 = never learn. Default 4096. */
+     * round to lay them out as an arena (at most 65536: learning is quadratic in it); 0 = never
+     * learn. Default 4096. */
     uint32_t round_max;
 } af_pool_opts_t;
 
@@ -172,18 +173,19 @@ void af_pool_cache_flush(af_pool_cache_t *cache);
  * idle class blocks and the pool's idle chunks to the OS (af_pool_trim), and maps the arena (one OS
  * call, counted in reserved bytes). From then on the i-th allocation of a round gets the i-th
  * recorded block's place, with no lock and no atomic read-modify-write, when it fits (size <= the
- * recorded size) and every earlier block of the round sharing its bytes has been freed; any other
- * request (larger, extra, or one whose place is still taken because frees came in another order) is
- * served by the size classes as before, so a round that departs from the recorded one stays
- * correct. A round starting with a block of the arena still in use (kept across the boundary) is
- * served by the classes entirely. Frees of arena blocks: plain stores from this cache; a CAS under
- * the global mutex from other threads and af_pool_free. Double frees and interior pointers are
- * reported as for other blocks. A round that cannot be learned (a block not freed in it, too many
- * requests) is recorded again, up to 3 times, then learning stops (a round without requests does
- * not count). A cache learns once; destroying it releases the arena (kept until its last block is
- * freed if some are in use). Debug modes (poison, exact_peak, ASan) apply. Returns 0, or AF_EINVAL
- * (cache NULL). Cost: a recorded round is slower (every call takes the general path; two OS calls
- * per block of 16 KiB or more); learning plans once (milliseconds for hundreds of blocks).
+ * recorded size rounded up to 256 bytes) and every earlier block of the round sharing its bytes has
+ * been freed; any other request (larger, extra, or one whose place is still taken because frees
+ * came in another order) is served by the size classes as before, so a round that departs from the
+ * recorded one stays correct. A round starting with a block of the arena still in use (kept across
+ * the boundary) is served by the classes entirely. Frees of arena blocks: plain stores from this
+ * cache; a CAS under the global mutex from other threads and af_pool_free. Double frees and
+ * interior pointers are reported as for other blocks. A round that cannot be learned (a block not
+ * freed in it, too many requests) is recorded again, up to 3 times, then learning stops (a round
+ * without requests does not count). A cache learns once; destroying it releases the arena (kept
+ * until its last block is freed if some are in use). Debug modes (poison, exact_peak, ASan) apply.
+ * Returns 0, or AF_EINVAL (cache NULL). Cost: a recorded round is slower (every call takes the
+ * general path; two OS calls per block of 16 KiB or more); learning plans once (milliseconds for
+ * hundreds of blocks).
  */
 int af_pool_cache_round(af_pool_cache_t *cache);
 
@@ -260,7 +262,8 @@ typedef struct af_pool_stats {
     /* learned rounds (af_pool_cache_round) */
     uint64_t round_arenas, round_arena_bytes; /* arenas mapped now, their bytes (in reserved) */
     uint64_t round_hits;                      /* requests served from an arena */
-    uint64_t round_misses; /* requests of a replayed round served by the classes instead */
+    uint64_t round_misses; /* requests of a replayed round served by the classes instead (a held
+                          round's requests are not counted here: see rounds_held) */
     uint64_t rounds_learned,
         rounds_held; /* arenas built; rounds begun with an arena block in use */
     uint32_t nclasses;
