@@ -383,7 +383,7 @@ int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outp
 {
     if (!s)
         return af__err(err, AF_EINVAL, "af_session_run: NULL session");
-    af__round_t *r;
+    af__round_t *r = NULL; /* set by round_begin on success (-O3 cannot tell) */
     int rc = round_begin(s, inputs, outputs, 1, NULL, NULL, &r, err);
     if (rc)
         return rc;
@@ -403,7 +403,7 @@ int af_session_submit(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *o
 {
     if (!s || !s->has_async)
         return AF_EINVAL;
-    af__round_t *r;
+    af__round_t *r = NULL;
     int rc = round_begin(s, inputs, outputs, 0, cb, user, &r, NULL);
     if (rc == 0 && round_out)
         *round_out = r->id;
