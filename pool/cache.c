@@ -237,12 +237,7 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
 
 static inline void live_add(af_pool_cache_t *k, int64_t d)
 {
-    af_pool_t *p = k->pool;
-    if (AF__UNLIKELY(p->exact_peak)) {
-        int64_t v = AF__ADD(&p->live_req, d) + d;
-        if (d > 0)
-            af__pool_note_peak(p, (uint64_t)v);
-    }
+    af__pool_exact_live(k->pool, d);
 }
 
 /* Cache miss for class c: see the file comment for the order of the sources. */

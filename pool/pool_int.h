@@ -493,6 +493,30 @@ void af__pool_rp_count(const af_pool_cache_t *k, uint64_t *hits, uint64_t *frees
 int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out);
 /* A cache without a learned arena: the inline paths see sentinels (af_pool_cache_create). */
 void af__pool_rp_none(af_pool_cache_t *k);
+/* The exact-peak counter (opts.exact_peak) moved by d bytes. */
+static inline void af__pool_exact_live(af_pool_t *p, int64_t d)
+{
+    if (p->exact_peak) {
+        int64_t v = AF__ADD(&p->live_req, d) + d;
+        if (d > 0)
+            af__pool_note_peak(p, (uint64_t)v);
+    }
+}
+/* Slot of an offset key in an arena's offset hash of 2^bits slots. */
+static inline uint32_t af__pool_rp_hslot(uint32_t key, uint32_t bits)
+{
+    return (key * 0x9E3779B1u) >> (32 - bits);
+}
+#define AF__POOL_LEARN_TRIES 3 /* rounds recorded without success before learning stops */
+/* Recording (pool/learn.c): start (AF_ENOMEM), nothing recorded yet, start over, stop; the
+ * recorded round placed as an arena not yet mapped (NULL: cannot be learned); an arena's heap
+ * memory freed. */
+int af__pool_learn_start(af_pool_cache_t *k);
+int af__pool_learn_empty(const af_pool_cache_t *k);
+void af__pool_learn_reset(af_pool_cache_t *k);
+void af__pool_learn_drop(af_pool_cache_t *k);
+af__pool_arena_t *af__pool_learn_plan(af_pool_cache_t *k);
+void af__pool_arena_free_mem(af__pool_arena_t *a);
 /* Recording (cache.c calls these on the general paths while k->learn is set). */
 void af__pool_learn_alloc(af_pool_cache_t *k, void *ptr, uint64_t size);
 void af__pool_learn_free(af_pool_cache_t *k, void *ptr);
