@@ -45,7 +45,7 @@ static void test_pool_stress_single_thread(void **state)
     enum { LIVE = 512 };
     obj_t live[LIVE] = {{0}};
     uint64_t next_id = 1, live_req = 0;
-    const long ops = 400000 / SCALE;
+    const long ops = 1000000 / SCALE; /* issue 6: 10^6 operations (normal build) */
     for (long i = 0; i < ops; i++) {
         uint32_t slot = (uint32_t)(rng_next(&seed) % LIVE);
         obj_t *o = &live[slot];
@@ -73,6 +73,8 @@ static void test_pool_stress_single_thread(void **state)
             live_req += s;
         }
     }
+    printf("single thread: %ld operations (%llu allocs), every block's contents checked at free\n",
+           ops, (unsigned long long)(next_id - 1));
     af_pool_stats_t st;
     af_pool_stats(p, &st);
     assert_int_equal(st.requested_bytes, live_req);
@@ -197,6 +199,8 @@ static void stress_multi_thread(uint64_t seed0, int recycle, long ops)
         }
     af_pool_stats_t st;
     af_pool_stats(sh.pool, &st);
+    printf("%d threads: %ld operations, %llu allocs and %llu frees (any thread's objects)\n",
+           NTHREADS, NTHREADS * ops, (unsigned long long)st.allocs, (unsigned long long)st.frees);
     assert_int_equal(st.allocs, st.frees);
     assert_int_equal(st.requested_bytes, 0);
     assert_int_equal(st.double_frees + st.foreign_frees, 0);
@@ -216,7 +220,7 @@ static void stress_multi_thread(uint64_t seed0, int recycle, long ops)
 static void test_pool_stress_multi_thread_cross_free(void **state)
 {
     (void)state;
-    stress_multi_thread(0x5eed0002, 0, 120000 / SCALE);
+    stress_multi_thread(0x5eed0002, 0, 250000 / SCALE); /* x 4 threads: 10^6 operations */
 }
 
 static void test_pool_stress_multi_thread_recycle_and_idle_trim(void **state)
