@@ -53,7 +53,8 @@ static void set_paths(af_pool_cache_t *k)
 static uint64_t arena_meta(const af__pool_arena_t *a)
 {
     return sizeof(*a) + a->n * (sizeof(*a->e) + 2 * sizeof(uint32_t)) +
-           ((size_t)1 << a->hbits) * sizeof(*a->hash) + a->e[a->n - 1].pb + a->e[a->n - 1].pn;
+           ((size_t)1 << a->hbits) * sizeof(*a->hash) +
+           ((uint64_t)a->e[a->n - 1].pb + a->e[a->n - 1].pn) * sizeof(*a->pred);
 }
 
 /* The block of arena a starting at ptr that is in use, or NULL; *placed: some block starts there.
