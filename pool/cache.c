@@ -101,7 +101,6 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->ngranules = p->ngranules;
     k->gtab = p->gtab;
     k->dtab = p->dtab;
-    k->fast_max = p->lut_exact ? p->max_size : 0;
     memcpy(k->lut, p->lut, sizeof(k->lut));
     k->region_first = p->region_first;
     af__pool_rp_none(k);                              /* no learned round yet */
@@ -133,11 +132,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
             p->tags_used[t / 64] |= 1ull << (t % 64);
             k->tag = t;
         }
-    /* A block's tag bits equal this only when this cache handed it out (FREE blocks carry no
-     * tag); without a tag, or in a debug mode, nothing matches and every free takes the CAS. */
-    k->owned = k->tag && !k->flags ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
-    if (k->flags)
-        k->fast_max = 0;
+    af__pool_cache_paths(k);
     for (uint32_t c = 0; c < p->nclasses; c++)
         k->bins[c].inuse = af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT);
     k->next = p->caches;
@@ -148,6 +143,17 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     af__pool_gunlock(p);
     *out = k;
     return 0;
+}
+
+void af__pool_cache_paths(af_pool_cache_t *k)
+{
+    af_pool_t *p = k->pool;
+    int plain = !k->flags && !k->learn;
+    k->fast_max = plain && !k->arena && p->lut_exact ? p->max_size : 0;
+    /* A block's tag bits equal this only when this cache handed it out (FREE blocks carry no
+     * tag); without a tag, in a debug mode or while recording, nothing matches and every free
+     * takes the general path. */
+    k->owned = plain && k->tag ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
 }
 
 /* Returns the top `count` blocks of bins[c] to the central list. */
@@ -571,10 +577,8 @@ static AF__NOINLINE int cache_free_slow(af_pool_cache_t *k, void *ptr, af__pool_
 
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
-    if (af__pool_rp_free_fast(k, ptr)) /* a learned round's next free */
-        return 0;
-    if (AF__UNLIKELY((uintptr_t)ptr - (uintptr_t)k->rp_base < k->rp_bytes))
-        return af__pool_rp_free(k, ptr);
+    if (AF__UNLIKELY((uintptr_t)ptr - (uintptr_t)k->rp_base < k->rp_bytes)) /* learned arena */
+        return af__pool_rp_free_fast(k, ptr) ? 0 : af__pool_rp_free(k, ptr);
     /* af__pool_lookup with the cache's copies of the pool's fields: a block of a granule or
      * more is found with one load (dtab), a smaller one through its chunk */
     uint64_t g = (uint64_t)((uintptr_t)ptr - (uintptr_t)k->va_base) >> AF__POOL_GRANULE_SHIFT;

@@ -406,6 +406,10 @@ int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t
  * single-block class it first cuts the chunk from retired mapped memory, scavenging free
  * single-block chunks of other classes (and the caller's cache k, may be NULL) if needed. */
 int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k);
+/* The cache's fast-path switches (fast_max, owned): everything through the general path in a debug
+ * mode, while a round is recorded (allocs and frees) or learned (allocs), else the class fast path.
+ */
+void af__pool_cache_paths(af_pool_cache_t *k);
 /* Returns up to `count` blocks of k's bin c to the central list (takes the class lock). */
 void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count);
 /* k: the calling cache (its cached huge chunks count as idle for the reserve budget), or NULL */

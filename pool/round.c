@@ -40,16 +40,6 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-/* The cache's fast-path switches: everything through the general path while recording or
- * replaying (allocs) / recording (frees), else as af_pool_cache_create set them. */
-static void set_paths(af_pool_cache_t *k)
-{
-    af_pool_t *p = k->pool;
-    int plain = !k->flags && !k->learn;
-    k->fast_max = plain && !k->arena && p->lut_exact ? p->max_size : 0;
-    k->owned = plain && k->tag ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
-}
-
 static uint64_t arena_meta(const af__pool_arena_t *a)
 {
     return sizeof(*a) + a->n * (sizeof(*a->e) + 2 * sizeof(uint32_t)) +
@@ -174,7 +164,7 @@ int af_pool_cache_round(af_pool_cache_t *k)
         return 0;
     if (!k->learn) { /* start recording with the next round */
         af__pool_learn_start(k);
-        set_paths(k);
+        af__pool_cache_paths(k);
         return 0;
     }
     if (af__pool_learn_empty(k)) { /* no requests: nothing to learn, no try spent */
@@ -192,7 +182,7 @@ int af_pool_cache_round(af_pool_cache_t *k)
         else
             af__pool_learn_reset(k);
     }
-    set_paths(k);
+    af__pool_cache_paths(k);
     return 0;
 }
 
