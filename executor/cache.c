@@ -521,7 +521,7 @@ void af_plan_cache_destroy(af_plan_cache_t *c)
 static int plan_entry(entry_t *e, const af_graph_t *g, const af_plan_opts_t *o,
                       const int32_t *order, const uint64_t *offsets, af_error_t *err)
 {
-    int rc = af__exec_copy_graph(g, NULL, &e->g, err);
+    int rc = af__exec_copy_graph(g, NULL, NULL, &e->g, err);
     if (rc)
         return rc;
     if (order)

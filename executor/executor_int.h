@@ -7,6 +7,7 @@
  *   2. af_executor.kmu    — kernel registry
  *   3. af__deque.mu       — one worker deque (never two at once)
  *   4. af_executor.mu     — sleeping workers only
+ *   5. af_executor.tmu    — waiting for cores (OpenMP teams), never held while a kernel runs
  * A worker holds no lock while it runs a kernel. Per-round node state is lock-free: one atomic
  * pending counter per node, one atomic remaining counter per round.
  */
@@ -44,6 +45,7 @@ typedef struct af__worker {
     uint32_t rng;
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
+    int32_t team; /* OpenMP team size last set on this thread (kernel sets with a backend) */
     atomic_ullong steals, tasks;
     char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
 } af__worker_t;
@@ -71,15 +73,30 @@ struct af_executor {
     af_pool_t *pool;
     int own_pool;
     af_dynregion_t *dyn;
-    int verify; /* resolved opts.verify */
+    int verify;                       /* resolved opts.verify */
+    const struct af__kernel_set *set; /* the built-in kernel set (resolved opts.kernels) */
+    /* Cores: nodes with an OpenMP team take `team` cores for the time they run, so the teams
+     * running at once never exceed `cores` (no oversubscription across rounds and sessions).
+     * Only while some program has a node with team > 1 (teams_live > 0). */
+    int32_t cores;
+    atomic_int cores_free;
+    atomic_int cores_waiting;
+    atomic_int teams_live;
+    uv_mutex_t tmu; /* rank 5 */
+    uv_cond_t tcv;
 };
 
 /* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers. */
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
 void af__exec_reserve(af_executor_t *ex, size_t tasks);
-/* Looks up a registered kernel (registry first, then the built-in set). */
-int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user);
+/* Number of CPUs (at least 1). */
+int32_t af__exec_cpu_count(void);
+/* Looks up a kernel registered with af_executor_register_kernel(); AF_ENOTSUP when none. */
+int af__exec_registered(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user);
+/* Takes / gives back k cores of the executor's budget (blocks while they are taken). */
+void af__exec_cores_take(af_executor_t *ex, int32_t k);
+void af__exec_cores_give(af_executor_t *ex, int32_t k);
 
 /* ---- programs: a plan compiled for execution (program.c) -------------------------------- */
 
@@ -104,6 +121,27 @@ struct af__prog {
     int32_t max_in, max_out;
     af_kernel_fn *kfn;
     void **kuser;
+    /* per node: the built-in entry that runs it (NULL: registered kernel), its prepared state,
+     * its OpenMP team, its scratch tensor (-1 none) and its working memory need (bytes) */
+    const struct af__kernel_entry **kent;
+    void **kstate;
+    int32_t *team;
+    int32_t *scratch_t;
+    uint64_t *scratch_need;
+    int32_t max_team;   /* largest team of any node */
+    int32_t intra;      /* resolved intra-op team of large nodes */
+    void *backend;      /* the set's context (oneDNN engine, streams), or NULL */
+    int32_t n_backend;  /* nodes on the set's own kernels */
+    int32_t n_fallback; /* nodes on the fallback kernels */
+    uint64_t prepacked_bytes;
+    uint64_t planned_scratch;   /* bytes of the scratch tensors */
+    uint64_t unplanned_scratch; /* per worker: largest need without a planned scratch tensor */
+    uint8_t *wscratch;          /* workers x unplanned_scratch, 64-aligned, or NULL */
+    void *wscratch_raw;
+    int32_t workers;
+    char **kname;      /* per node: "onednn:<impl>" etc., for af_session_node_kernel() */
+    af_executor_t *ex; /* set while prepared */
+    int prepared;
     uint8_t *loc;
     int32_t *root;
     uint64_t *off;
@@ -119,6 +157,16 @@ struct af__prog {
 
 int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, af_error_t *err);
 void af__prog_release(af__prog_t *p);
+/*
+ * Prepares the nodes of a program for its session (kernels.c): backend context, per-node state
+ * (primitives, prepacked weights read through const_ptr), fallbacks, teams, working memory
+ * outside the arena for nodes without a planned scratch tensor. Called once constants exist,
+ * and again (after af__prog_unprepare) when the caller changed constants. Returns 0 or an
+ * AF_E* code with err set.
+ */
+int af__prog_prepare(af__prog_t *p, af_executor_t *ex, const void *(*const_ptr)(void *, int32_t),
+                     void *cu, af_error_t *err);
+void af__prog_unprepare(af__prog_t *p);
 
 /* ---- rounds (session.c) ----------------------------------------------------------------- */
 
@@ -175,21 +223,80 @@ static inline uint64_t af__exec_mix(uint64_t a, uint64_t b)
 
 /*
  * Copies a finalized graph (same tensor and node ids, attributes included); with sizes, dynamic
- * tensors t with sizes[t] > 0 get that fixed size (replan.c). Returns 0 or an AF_E* code.
+ * tensors t with sizes[t] > 0 get that fixed size; with scratch, node v gets one more output, a
+ * new AF_TENSOR_SCRATCH tensor of scratch[v] bytes, where scratch[v] > 0 (ids of the new
+ * tensors follow the old ones) (replan.c). Returns 0 or an AF_E* code.
  */
-int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
-                        af_error_t *err);
+int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, const uint64_t *scratch,
+                        af_graph_t **out, af_error_t *err);
 
 /* ---- kernels (kernels.c, kernels_f32.c) ------------------------------------------------- */
+
+/* What a kernel's prepare step is given (session creation, or af_kernels_lower). */
+typedef struct af__kprep {
+    const af_graph_t *g;
+    int32_t node;
+    int32_t team;    /* OpenMP team the node's primitives are made for */
+    int32_t workers; /* worker threads that may run the node (one memory object set each) */
+    int query;       /* 1: only out->scratch_bytes is wanted (lowering); state is released */
+    /* constant data of a tensor (NULL: not a constant, or unknown while querying) */
+    const void *(*constant)(void *cu, int32_t tensor);
+    void *cu;
+    void *backend; /* the set's context */
+} af__kprep_t;
+
+typedef struct af__kprep_out {
+    void *state;
+    uint64_t scratch_bytes; /* working memory the node needs while it runs */
+    uint64_t const_bytes;   /* prepacked data the state holds (outside the arena) */
+    char impl[64];          /* implementation, e.g. "brgconv:avx512_core" */
+} af__kprep_out_t;
 
 typedef struct af__kernel_entry {
     const char *op;
     af_kernel_fn fn;
+    /*
+     * Optional: makes the node's state. Returns 0, AF_ENOTSUP when this node (attributes,
+     * dtypes, shapes) is not expressible exactly — the set's fallback kernel runs it — or
+     * another error (session creation fails). err gets the reason either way.
+     */
+    int (*prepare)(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err);
+    void (*release)(void *state);
 } af__kernel_entry_t;
+
+/* A kernel set's context, made once per program (oneDNN: engine and one stream per worker). */
+typedef struct af__backend {
+    int (*create)(int32_t workers, void **ctx, af_error_t *err);
+    void (*destroy)(void *ctx);
+    void (*set_team)(int32_t team); /* sets the calling thread's OpenMP team size */
+    int32_t (*get_team)(void);
+} af__backend_t;
+
+typedef struct af__kernel_set {
+    const char *name;
+    af_kernel_fn all;                   /* one kernel for every op (verify, empty), or NULL */
+    const af__kernel_entry_t *table;    /* terminated by {NULL} */
+    const af__kernel_entry_t *fallback; /* for ops the table lacks or refuses */
+    const af__backend_t *backend;
+} af__kernel_set_t;
+
+/* The built-in set of a name ("real" resolved), or NULL. */
+const af__kernel_set_t *af__kernel_set(const char *name);
+/* The set's entry for an op (its table, then its fallback table), or NULL. */
+const af__kernel_entry_t *af__kernel_find(const af__kernel_entry_t *table, const char *op);
+/* Intra-op team of the large nodes of graph g on executor options o (0 = auto resolved). */
+int32_t af__kernel_intra(const af_graph_t *g, const af_executor_opts_t *o);
+/* OpenMP team of node v: intra for nodes whose cost makes a team pay, else 1. */
+int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra);
 
 int af__kernel_pattern(const af_kernel_args_t *a);
 int af__kernel_empty(const af_kernel_args_t *a);
 /* The f32 table (kernels_f32.c), terminated by {NULL, NULL}. */
 extern const af__kernel_entry_t af__kernels_f32[];
+#ifdef AF_HAVE_ONEDNN
+/* The oneDNN table (onednn_*.c) and its backend. */
+extern const af__kernel_entry_t af__kernels_onednn[];
+extern const af__backend_t af__onednn_backend;
+#endif
 
 #endif

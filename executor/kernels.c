@@ -8,7 +8,17 @@
  *   after the kernel. So a tensor whose bytes were overwritten by a wrongly placed neighbour is
  *   caught at its first read, whichever kernels run.
  * "empty": does nothing (measures pure scheduling overhead).
- * "real": the f32 table of kernels_f32.c.
+ * "reference": the naive C table of kernels_f32.c, the oracle of the tests.
+ * "onednn" (built with oneDNN): the table of onednn_*.c, whose entries prepare a per-node state
+ *   at session creation (prepare.c); the reference table is its fallback, per node.
+ * "real": the fastest of the above that is built in.
+ *
+ * Teams: a node whose estimated cost makes an OpenMP team pay (AF__TEAM_MIN_COST, from the
+ * measurements in docs/executor.md: forking a team of 2 costs about 1.5 us, a naive-sized node
+ * below ~10^5 FLOPs runs in less) gets the graph's intra-op team, others run alone. The intra-op
+ * team is chosen per graph: with parallelism P = total cost / critical-path cost, a chain (P
+ * near 1) gives all cores to each large node, a graph with as many branches as workers gives
+ * each node one core: intra = round(workers / P), clamped to [1, workers].
  *
  * Outputs that are views (aliases) of another tensor are not written: their bytes belong to the
  * base, and their checksum is taken as they are.
@@ -66,25 +76,136 @@ int af__kernel_empty(const af_kernel_args_t *a)
     return 0;
 }
 
-static const char *const set_names[] = {"verify", "real", "empty", NULL};
+static const af__kernel_set_t sets[] = {
+    {.name = "verify", .all = af__kernel_pattern},
+    {.name = "reference", .table = af__kernels_f32},
+#ifdef AF_HAVE_ONEDNN
+    {.name = "onednn",
+     .table = af__kernels_onednn,
+     .fallback = af__kernels_f32,
+     .backend = &af__onednn_backend},
+#endif
+    {.name = "empty", .all = af__kernel_empty},
+};
+
+#ifdef AF_HAVE_ONEDNN
+#define REAL_SET "onednn"
+#else
+#define REAL_SET "reference"
+#endif
+
+static const char *const set_names[] = {"verify", "reference",
+#ifdef AF_HAVE_ONEDNN
+                                        "onednn",
+#endif
+                                        "real",   "empty",     NULL};
 
 const char *const *af_kernel_set_names(void)
 {
     return set_names;
 }
 
+const char *af_kernel_set_resolve(const char *set)
+{
+    if (!set)
+        return NULL;
+    if (strcmp(set, "real") == 0)
+        return REAL_SET;
+    for (size_t i = 0; i < AF_ARRAY_SIZE(sets); i++)
+        if (strcmp(sets[i].name, set) == 0)
+            return sets[i].name;
+    return NULL;
+}
+
+const af__kernel_set_t *af__kernel_set(const char *name)
+{
+    const char *n = af_kernel_set_resolve(name);
+    for (size_t i = 0; n && i < AF_ARRAY_SIZE(sets); i++)
+        if (strcmp(sets[i].name, n) == 0)
+            return &sets[i];
+    return NULL;
+}
+
+const af__kernel_entry_t *af__kernel_find(const af__kernel_entry_t *table, const char *op)
+{
+    for (const af__kernel_entry_t *e = table; e && e->op; e++)
+        if (strcmp(e->op, op) == 0)
+            return e;
+    return NULL;
+}
+
 af_kernel_fn af_kernel_builtin(const char *set, const char *op)
 {
-    if (!set || !op)
+    const af__kernel_set_t *ks = af__kernel_set(set);
+    if (!ks || !op)
         return NULL;
-    if (strcmp(set, "verify") == 0)
-        return af__kernel_pattern;
-    if (strcmp(set, "empty") == 0)
-        return af__kernel_empty;
-    if (strcmp(set, "real") == 0) {
-        for (const af__kernel_entry_t *e = af__kernels_f32; e->op; e++)
-            if (strcmp(e->op, op) == 0)
-                return e->fn;
+    if (ks->all)
+        return ks->all;
+    const af__kernel_entry_t *e = af__kernel_find(ks->table, op);
+    if (e && !e->prepare)
+        return e->fn;
+    e = af__kernel_find(ks->fallback, op);
+    return e ? e->fn : NULL;
+}
+
+/* ---- teams -------------------------------------------------------------------------------- */
+
+/* Below this estimated cost (FLOPs, or bytes written when the graph has no cost) a node runs
+ * without a team: forking one costs more than it saves (docs/executor.md). */
+#define AF__TEAM_MIN_COST 2e5
+
+static double node_cost(const af_graph_t *g, int32_t v)
+{
+    const af_node_info_t *ni = af_graph_node(g, v);
+    if (ni->cost > 0)
+        return ni->cost;
+    double b = 0;
+    for (int32_t k = 0; k < ni->n_outputs; k++) {
+        int64_t x = af_graph_tensor(g, ni->outputs[k])->bytes;
+        b += x > 0 ? (double)x : 0;
     }
-    return NULL;
+    return b > 0 ? b : 1;
+}
+
+/* Total cost / longest-path cost over data edges (input order is topological). */
+static double parallelism(const af_graph_t *g)
+{
+    int32_t n = af_graph_node_count(g);
+    double *best = af__calloc((size_t)n + 1, sizeof(double));
+    if (!best)
+        return 1; /* no memory for a figure: the chain assumption (all cores per node) */
+    const int32_t *order = af_graph_input_order(g);
+    double total = 0, top = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t v = order[i];
+        const af_node_info_t *ni = af_graph_node(g, v);
+        double c = node_cost(g, v), in = 0;
+        for (int32_t j = 0; j < ni->n_preds; j++)
+            if (best[ni->preds[j]] > in)
+                in = best[ni->preds[j]];
+        best[v] = in + c;
+        total += c;
+        if (best[v] > top)
+            top = best[v];
+    }
+    af__free(best);
+    return top > 0 ? total / top : 1;
+}
+
+int32_t af__kernel_intra(const af_graph_t *g, const af_executor_opts_t *o)
+{
+    const af__kernel_set_t *ks = af__kernel_set(o->kernels);
+    if (!ks || !ks->backend)
+        return 1;
+    int32_t workers = o->threads > 0 ? o->threads : af__exec_cpu_count();
+    if (o->intra_op_threads > 0)
+        return o->intra_op_threads;
+    double want = (double)workers / parallelism(g);
+    int32_t intra = (int32_t)(want + 0.5);
+    return intra < 1 ? 1 : intra > workers ? workers : intra;
+}
+
+int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra)
+{
+    return intra > 1 && node_cost(g, v) >= AF__TEAM_MIN_COST ? intra : 1;
 }

@@ -14,6 +14,8 @@
  */
 #include "executor/session_int.h"
 
+#include <stdio.h>
+
 void af__replan_observe(af_session_t *s, const af__round_t *r)
 {
     const af__prog_t *p = r->prog;
@@ -26,9 +28,25 @@ void af__replan_observe(af_session_t *s, const af__round_t *r)
     s->warm_rounds++;
 }
 
-/* Copies g with the dynamic tensors sized from sizes[] (0 keeps a tensor dynamic). */
-int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
-                        af_error_t *err)
+/* Adds the scratch tensor of node ni ("<node>#scratch", or with a number when taken). */
+static int add_scratch(af_graph_t *c, const af_graph_t *g, const af_node_info_t *ni, uint64_t bytes,
+                       char *name, size_t cap, af_error_t *err)
+{
+    snprintf(name, cap, "%s#scratch", ni->name);
+    for (int k = 2; af_graph_find_tensor(g, name) >= 0; k++)
+        snprintf(name, cap, "%s#scratch%d", ni->name, k);
+    af_tensor_desc_t d = {.name = name,
+                          .bytes = (int64_t)bytes,
+                          .dtype = AF_DTYPE_U8,
+                          .rank = -1,
+                          .kind = AF_TENSOR_SCRATCH};
+    return af_graph_add_tensor(c, &d, NULL, err);
+}
+
+/* Copies g with the dynamic tensors sized from sizes[] (0 keeps a tensor dynamic) and, with
+ * scratch, a scratch output of scratch[v] bytes on every node v where it is > 0. */
+int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, const uint64_t *scratch,
+                        af_graph_t **out, af_error_t *err)
 {
     af_graph_t *c = NULL;
     int rc = af_graph_create(&c);
@@ -60,7 +78,7 @@ int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t *
     size_t cap = 0;
     for (int32_t v = 0; v < af_graph_node_count(g); v++) {
         const af_node_info_t *ni = af_graph_node(g, v);
-        size_t need = (size_t)ni->n_inputs + (size_t)ni->n_outputs + 1;
+        size_t need = (size_t)ni->n_inputs + (size_t)ni->n_outputs + 2;
         if ((rc = af__grow((void **)&names, &cap, need, sizeof(*names)))) {
             af__free(names);
             goto fail;
@@ -69,13 +87,22 @@ int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t *
             names[i] = af_graph_tensor(g, ni->inputs[i])->name;
         for (int32_t k = 0; k < ni->n_outputs; k++)
             names[ni->n_inputs + k] = af_graph_tensor(g, ni->outputs[k])->name;
+        int32_t n_out = ni->n_outputs;
+        char sname[300];
+        if (scratch && scratch[v]) {
+            if ((rc = add_scratch(c, g, ni, scratch[v], sname, sizeof sname, err))) {
+                af__free(names);
+                goto fail;
+            }
+            names[ni->n_inputs + n_out++] = sname;
+        }
         af_node_desc_t nd = {
             .name = ni->name,
             .op = ni->op,
             .inputs = names,
             .n_inputs = ni->n_inputs,
             .outputs = names + ni->n_inputs,
-            .n_outputs = ni->n_outputs,
+            .n_outputs = n_out,
             .cost = ni->cost,
             .inplace = ni->inplace,
             .n_inplace = ni->n_inplace,
@@ -110,7 +137,7 @@ static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes,
     af_error_clear(&err);
     af_graph_t *g = NULL;
     af_plan_t *plan = NULL;
-    int rc = af__exec_copy_graph(old->g, sizes, &g, &err);
+    int rc = af__exec_copy_graph(old->g, sizes, NULL, &g, &err);
     if (rc)
         return rc;
     if ((rc = af_plan_create(g, &s->replan_opts, &plan, &err)))
@@ -119,6 +146,10 @@ static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes,
         goto fail;
     if ((rc = af__prog_create(s->ex, plan, out, &err)))
         goto fail;
+    if ((rc = af__session_prepare(s, *out, &err))) {
+        af__prog_release(*out);
+        goto fail;
+    }
     (*out)->own_plan = plan;
     (*out)->own_graph = g;
     return 0;

@@ -47,6 +47,13 @@ struct af_session {
     int replan_state; /* 0 waiting, 1 in progress, 2 done, 3 failed */
 };
 
+/* Prepares program p's kernels with the session's constants (session.c). */
+int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err);
+/* The caller may have written constants: prepares the kernels again. s->mu held, no round in
+ * flight. */
+void af__session_consts_changed(af_session_t *s);
+/* Fills the kernel figures of af_session_stats(); s->mu held. */
+void af__session_kernel_stats(const af_session_t *s, af_session_stats_t *o);
 /* Fills the round's pointers, inputs and counters (caller thread). */
 int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outputs,
                     af_error_t *err);

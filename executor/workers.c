@@ -19,6 +19,7 @@
 #include "executor/executor_int.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,6 +99,14 @@ static int set_history(af_executor_opts_t *o, const char *v)
 {
     return parse_bool(v, &o->history);
 }
+static int set_intra(af_executor_opts_t *o, const char *v)
+{
+    if (strcmp(v, "auto") == 0) {
+        o->intra_op_threads = 0;
+        return 0;
+    }
+    return parse_i32(v, 0, 1024, &o->intra_op_threads);
+}
 static int set_verify(af_executor_opts_t *o, const char *v)
 {
     if (strcmp(v, "auto") == 0) {
@@ -113,12 +122,15 @@ static const struct {
     const char *expect;
 } opt_table[] = {
     {"threads", set_threads, "an integer 0..1024 (0 = all CPUs)"},
-    {"kernels", set_kernels, "verify, real or empty"},
+    {"kernels", set_kernels,
+     "a kernel set: verify, reference, onednn (when built with it), real "
+     "or empty"},
     {"max_inflight", set_inflight, "an integer 1..1024"},
     {"replan_after_warmup", set_replan, "a round count >= 0"},
     {"dynamic_default_bytes", set_dynbytes, "a positive size (K, M suffixes)"},
     {"history", set_history, "true or false"},
     {"verify", set_verify, "auto, true or false"},
+    {"intra_op_threads", set_intra, "auto or an integer 0..1024 (0 = auto)"},
 };
 
 int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value, af_error_t *err)
@@ -145,6 +157,7 @@ const char *const *af_executor_opts_keys(void)
                                        "dynamic_default_bytes",
                                        "history",
                                        "verify",
+                                       "intra_op_threads",
                                        NULL};
     return keys;
 }
@@ -380,7 +393,7 @@ static void worker_main(void *arg)
 
 /* ---- executor lifecycle ----------------------------------------------------------------- */
 
-static int32_t cpu_count(void)
+int32_t af__exec_cpu_count(void)
 {
     uv_cpu_info_t *info;
     int n = 0;
@@ -402,9 +415,16 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         af_executor_opts_init(&o);
     if (!o.kernels)
         o.kernels = "verify";
-    if (set_kernels(&o, o.kernels))
-        return af__err(err, AF_EINVAL, "unknown kernel set '%s'", o.kernels);
-    if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0)
+    if (set_kernels(&o, o.kernels)) {
+        char have[128] = "";
+        for (const char *const *n = af_kernel_set_names(); *n; n++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                     *n == *af_kernel_set_names() ? "" : ", ", *n);
+        return af__err(err, AF_EINVAL, "unknown kernel set '%s' (this build has %s%s)", o.kernels,
+                       have,
+                       strcmp(o.kernels, "onednn") == 0 ? "; it was built without oneDNN" : "");
+    }
+    if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0 || o.intra_op_threads < 0)
         return af__err(err, AF_EINVAL, "executor options out of range");
     if (o.dynamic_default_bytes == 0)
         o.dynamic_default_bytes = 4096;
@@ -413,7 +433,10 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
     if (!ex)
         goto fail;
     ex->opts = o;
-    ex->n = o.threads ? o.threads : cpu_count();
+    ex->n = o.threads ? o.threads : af__exec_cpu_count();
+    ex->set = af__kernel_set(o.kernels);
+    ex->cores = o.intra_op_threads > ex->n ? o.intra_op_threads : ex->n;
+    atomic_init(&ex->cores_free, ex->cores);
     ex->workers = af__calloc((size_t)ex->n, sizeof(*ex->workers));
     if (!ex->workers)
         goto fail_ex;
@@ -423,6 +446,12 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         goto fail_mu;
     if ((rc = uv_mutex_init(&ex->kmu)))
         goto fail_cv;
+    if ((rc = uv_mutex_init(&ex->tmu)))
+        goto fail_kmu0;
+    if ((rc = uv_cond_init(&ex->tcv))) {
+        uv_mutex_destroy(&ex->tmu);
+        goto fail_kmu0;
+    }
     ex->verify = o.verify < 0 ? strcmp(o.kernels, "verify") == 0 : o.verify;
     ex->pool = o.pool;
     if (!ex->pool) {
@@ -437,6 +466,7 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         w->ex = ex;
         w->id = i;
         w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->team = -1; /* not set yet: the first node with a backend sets it */
         if ((rc = uv_mutex_init(&w->dq.mu)))
             goto fail_threads;
         /* Room for the successors one node releases at once: grown only past this fan-out. */
@@ -472,6 +502,9 @@ fail_pool:
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
 fail_kmu:
+    uv_cond_destroy(&ex->tcv);
+    uv_mutex_destroy(&ex->tmu);
+fail_kmu0:
     uv_mutex_destroy(&ex->kmu);
 fail_cv:
     uv_cond_destroy(&ex->cv);
@@ -507,6 +540,8 @@ void af_executor_destroy(af_executor_t *ex)
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
     uv_mutex_destroy(&ex->kmu);
+    uv_cond_destroy(&ex->tcv);
+    uv_mutex_destroy(&ex->tmu);
     uv_cond_destroy(&ex->cv);
     uv_mutex_destroy(&ex->mu);
     af__free(ex->workers);
@@ -573,7 +608,7 @@ out:
     return rc;
 }
 
-int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
+int af__exec_registered(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
 {
     uv_mutex_lock(&ex->kmu);
     for (size_t i = 0; i < ex->n_kregs; i++)
@@ -585,6 +620,52 @@ int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, 
         }
     uv_mutex_unlock(&ex->kmu);
     *user = NULL;
-    *fn = af_kernel_builtin(ex->opts.kernels, op);
-    return *fn ? 0 : AF_ENOTSUP;
+    *fn = NULL;
+    return AF_ENOTSUP;
+}
+
+/* ---- cores (OpenMP teams) ------------------------------------------------------------------
+ * A node with a team of k takes k of the executor's cores while it runs. The fast path is one
+ * CAS; a worker that finds too few cores spins a little (the holder is usually a short node),
+ * then sleeps on tcv. A giver that sees waiters broadcasts under tmu; a waiter counts itself
+ * under tmu before re-checking, so a wake-up cannot be lost (as for the sleeping workers). */
+
+static int cores_try(af_executor_t *ex, int32_t k)
+{
+    int c = atomic_load(&ex->cores_free); /* seq_cst: pairs with the giver's waiting check */
+    while (c >= k)
+        if (atomic_compare_exchange_weak_explicit(&ex->cores_free, &c, c - k, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+void af__exec_cores_take(af_executor_t *ex, int32_t k)
+{
+    if (k > ex->cores)
+        k = ex->cores;
+    for (int spin = 0; spin < 256; spin++) {
+        if (cores_try(ex, k))
+            return;
+        if (spin > 64)
+            sched_yield();
+    }
+    uv_mutex_lock(&ex->tmu);
+    atomic_fetch_add(&ex->cores_waiting, 1);
+    while (!cores_try(ex, k))
+        uv_cond_wait(&ex->tcv, &ex->tmu);
+    atomic_fetch_sub(&ex->cores_waiting, 1);
+    uv_mutex_unlock(&ex->tmu);
+}
+
+void af__exec_cores_give(af_executor_t *ex, int32_t k)
+{
+    if (k > ex->cores)
+        k = ex->cores;
+    atomic_fetch_add(&ex->cores_free, k);
+    if (atomic_load(&ex->cores_waiting) > 0) {
+        uv_mutex_lock(&ex->tmu);
+        uv_cond_broadcast(&ex->tcv);
+        uv_mutex_unlock(&ex->tmu);
+    }
 }

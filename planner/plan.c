@@ -18,6 +18,7 @@
 #include "planner/plan_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Report figures that cost a second placement (input order, shared objects) are skipped above
@@ -412,6 +413,53 @@ static void place_views(af_plan_t *p)
     }
 }
 
+static int by_lo(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Scratch figures of the report: count, the union of the arena ranges that host scratch, the
+ * largest. Returns 0 or AF_ENOMEM. */
+static int scratch_figure(const af_plan_t *p, af_plan_report_t *r)
+{
+    const af_graph_t *g = p->g;
+    int32_t nt = af_graph_tensor_count(g), n = 0;
+    for (int32_t i = 0; i < nt; i++)
+        n += af_graph_tensor(g, i)->kind == AF_TENSOR_SCRATCH;
+    if (!n)
+        return 0;
+    uint64_t *rg = af__malloc((size_t)n * 2 * sizeof(uint64_t));
+    if (!rg)
+        return AF_ENOMEM;
+    int32_t k = 0;
+    for (int32_t i = 0; i < nt; i++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, i);
+        if (ti->kind != AF_TENSOR_SCRATCH || p->tp[i].where != AF_WHERE_ARENA)
+            continue;
+        rg[2 * k] = p->tp[i].offset;
+        rg[2 * k + 1] = p->tp[i].offset + (uint64_t)ti->bytes;
+        if ((uint64_t)ti->bytes > r->scratch_max_bytes)
+            r->scratch_max_bytes = (uint64_t)ti->bytes;
+        k++;
+    }
+    r->scratch_tensors = k;
+    qsort(rg, (size_t)k, 2 * sizeof(uint64_t), by_lo);
+    uint64_t lo = 0, hi = 0;
+    for (int32_t i = 0; i < k; i++) {
+        if (i == 0 || rg[2 * i] > hi) {
+            r->scratch_bytes += hi - lo;
+            lo = rg[2 * i];
+            hi = rg[2 * i + 1];
+        } else if (rg[2 * i + 1] > hi) {
+            hi = rg[2 * i + 1];
+        }
+    }
+    r->scratch_bytes += hi - lo;
+    af__free(rg);
+    return 0;
+}
+
 /* AF_EBUDGET message: the peak step, its node and the tensors live there with their bytes. */
 static int budget_error(const af_plan_t *p, af_error_t *err)
 {
@@ -514,6 +562,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         }
     }
     r->any_order_bound_bytes = any_order_bound(p);
+    if (scratch_figure(p, r)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
 
     /* strict placement needs no reuse edges by construction; the verifier re-proves that */
     if (!safe && !p->figure_only && p->opts.parallel_reuse == AF_REUSE_FENCE) {

@@ -829,10 +829,14 @@ static void test_executor_opts_table(void **state)
     assert_non_null(strstr(err.msg, "threads"));
     assert_int_equal(af_executor_opts_set(&o, "kernels", "fast", &err), AF_EINVAL);
     assert_int_equal(af_executor_opts_set(&o, "nope", "1", &err), AF_EINVAL);
+    assert_int_equal(af_executor_opts_set(&o, "intra_op_threads", "2", &err), 0);
+    assert_int_equal(o.intra_op_threads, 2);
+    assert_int_equal(af_executor_opts_set(&o, "intra_op_threads", "auto", &err), 0);
+    assert_int_equal(o.intra_op_threads, 0);
     int n = 0;
     for (const char *const *k = af_executor_opts_keys(); *k; k++)
         n++;
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
 }
 
 static void test_executor_critical_path(void **state)

@@ -30,8 +30,8 @@ static void usage(FILE *f)
 
 static const char *kind_name(af_tensor_kind_t k)
 {
-    static const char *names[] = {"intermediate", "input", "output", "constant"};
-    return (unsigned)k < 4 ? names[k] : "?";
+    static const char *names[] = {"intermediate", "input", "output", "constant", "scratch"};
+    return (unsigned)k < 5 ? names[k] : "?";
 }
 
 static int write_shapes(const af_graph_t *g, const char *path)

@@ -31,6 +31,10 @@ typedef enum {
     AF_TENSOR_INPUT = 1,
     AF_TENSOR_OUTPUT = 2,
     AF_TENSOR_CONSTANT = 3, /* weights: live outside the activation arena */
+    /* Working memory of one node (a kernel's scratchpad, layout-reorder buffers): an output of
+     * that node that nobody reads, so it lives during the node's step only. Kernels receive it
+     * as af_kernel_args_t.scratch, not as an output. Added by af_kernels_lower(). */
+    AF_TENSOR_SCRATCH = 4,
 } af_tensor_kind_t;
 
 /* name, JSON spelling, bytes per element */
