@@ -39,17 +39,19 @@ static int weights_arg(odn_build_t *b, dnnl_primitive_desc_t pd, int32_t i,
                              dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), out);
 }
 
-/* Creates the matmul pd: weights "any" when constant (so they can be prepacked). */
+/* Creates the matmul pd: weights "any" when constant (so they can be prepacked). oneDNN scales
+ * the bias with the output scale, so with alpha != 1 a bias comes as a binary-add post-op
+ * (post = 1), applied after the scale: alpha * A B + C exactly as Gemm says. */
 static int matmul_pd(odn_build_t *b, const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *w,
                      int w_const, const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y,
-                     float alpha, dnnl_primitive_desc_t *pd)
+                     float alpha, int post, dnnl_primitive_desc_t *pd)
 {
     dnnl_memory_desc_t wq = *w;
     if (w_const && dnnl_memory_desc_init_by_tag(&wq, w->ndims, w->dims, w->data_type,
                                                 dnnl_format_tag_any) != dnnl_success)
         return af__odn_nosup(b, "weights descriptor");
     dnnl_matmul_desc_t d;
-    if (dnnl_matmul_desc_init(&d, a, &wq, bias, y) != dnnl_success)
+    if (dnnl_matmul_desc_init(&d, a, &wq, post ? NULL : bias, y) != dnnl_success)
         return af__odn_nosup(b, "matmul descriptor");
     dnnl_primitive_attr_t attr;
     int rc = af__odn_attr_create(b, &attr);
@@ -57,6 +59,14 @@ static int matmul_pd(odn_build_t *b, const dnnl_memory_desc_t *a, const dnnl_mem
         return rc;
     if (alpha != 1.0f && dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) != dnnl_success)
         rc = af__odn_nosup(b, "output scale");
+    dnnl_post_ops_t po = NULL;
+    if (!rc && post &&
+        (dnnl_post_ops_create(&po) != dnnl_success ||
+         dnnl_post_ops_append_binary(po, dnnl_binary_add, bias) != dnnl_success ||
+         dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success))
+        rc = af__odn_nosup(b, "bias post-op");
+    if (po)
+        dnnl_post_ops_destroy(po);
     if (!rc)
         rc = af__odn_pd(b, &d, attr, pd);
     dnnl_primitive_attr_destroy(attr);
@@ -67,15 +77,18 @@ static int run_matmul(odn_build_t *b, const dnnl_memory_desc_t *a, const dnnl_me
                       const dnnl_memory_desc_t *bias, const dnnl_memory_desc_t *y, float alpha)
 {
     dnnl_primitive_desc_t pd;
-    int wc = af__odn_is_const(b, 1);
-    int rc = matmul_pd(b, a, w, wc, bias, y, alpha, &pd);
+    int wc = af__odn_is_const(b, 1), post = bias && alpha != 1.0f;
+    int rc = matmul_pd(b, a, w, wc, bias, y, alpha, post, &pd);
     if (rc)
         return rc;
     odn_arg_t args[4];
     int n = 0;
     args[n++] = af__odn_arg(DNNL_ARG_SRC, ODN_IN, 0, 0, a);
     rc = weights_arg(b, pd, 1, w, &args[n++]);
-    if (!rc && bias) {
+    if (!rc && post) {
+        args[n++] =
+            af__odn_arg(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, ODN_IN, 2, 0, bias);
+    } else if (!rc && bias) {
         if (af__odn_is_const(b, 2))
             rc = af__odn_arg_const(b, DNNL_ARG_BIAS, 2, bias, bias, &args[n++]);
         else
