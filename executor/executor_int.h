@@ -139,6 +139,7 @@ struct af__prog {
     uint8_t *wscratch;          /* workers x unplanned_scratch, 64-aligned, or NULL */
     void *wscratch_raw;
     int32_t workers;
+    uint8_t *layout;   /* per tensor (AF__LAYOUT_*), NULL: all plain */
     char **kname;      /* per node: "onednn:<impl>" etc., for af_session_node_kernel() */
     af_executor_t *ex; /* set while prepared */
     int prepared;
@@ -242,8 +243,15 @@ typedef struct af__kprep {
     /* constant data of a tensor (NULL: not a constant, or unknown while querying) */
     const void *(*constant)(void *cu, int32_t tensor);
     void *cu;
-    void *backend; /* the set's context */
+    void *backend;         /* the set's context */
+    const uint8_t *layout; /* per tensor: AF__LAYOUT_*, from the backend's layouts(); NULL: plain */
 } af__kprep_t;
+
+/* Physical layouts of activation tensors (the graph's shape is always the ONNX one). */
+enum {
+    AF__LAYOUT_PLAIN = 0,        /* row-major in ONNX dim order (NCHW...) */
+    AF__LAYOUT_CHANNELS_LAST = 1 /* N, spatial..., C: what oneDNN's fast convolutions read */
+};
 
 typedef struct af__kprep_out {
     void *state;
@@ -270,6 +278,9 @@ typedef struct af__backend {
     void (*destroy)(void *ctx);
     void (*set_team)(int32_t team); /* sets the calling thread's OpenMP team size */
     int32_t (*get_team)(void);
+    /* Optional: chooses layout[t] for every tensor, given which nodes run on the set's own
+     * kernels (on_set[v]). Returns 0 or AF_ENOMEM. */
+    int (*layouts)(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout);
 } af__backend_t;
 
 typedef struct af__kernel_set {
@@ -284,6 +295,13 @@ typedef struct af__kernel_set {
 const af__kernel_set_t *af__kernel_set(const char *name);
 /* The set's entry for an op (its table, then its fallback table), or NULL. */
 const af__kernel_entry_t *af__kernel_find(const af__kernel_entry_t *table, const char *op);
+/*
+ * Tensor layouts for a set with a backend that chooses them (NULL in *layout otherwise): asks
+ * each node's entry (query mode) whether it runs on the set, then the backend. base gives the
+ * graph, constants and context; the caller frees *layout with af__free (prepare.c).
+ */
+int af__kernel_layouts(const af__kernel_set_t *ks, const af__kprep_t *base, int32_t intra,
+                       uint8_t **layout, af_error_t *err);
 /* Intra-op team of the large nodes of graph g on executor options o (0 = auto resolved). */
 int32_t af__kernel_intra(const af_graph_t *g, const af_executor_opts_t *o);
 /* OpenMP team of node v: intra for nodes whose cost makes a team pay, else 1. */

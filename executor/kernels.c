@@ -15,9 +15,9 @@
  *
  * Teams: a node whose estimated cost makes an OpenMP team pay (AF__TEAM_MIN_COST, from the
  * measurements in docs/executor.md: forking a team of 2 costs about 1.5 us, a naive-sized node
- * below ~10^5 FLOPs runs in less) gets the graph's intra-op team, others run alone. The intra-op
- * team is chosen per graph: with parallelism P = total cost / critical-path cost, a chain (P
- * near 1) gives all cores to each large node, a graph with as many branches as workers gives
+ * below ~2 x 10^6 FLOPs gains less than that) gets the graph's intra-op team, others run alone. The
+ * intra-op team is chosen per graph: with parallelism P = total cost / critical-path cost, a chain
+ * (P near 1) gives all cores to each large node, a graph with as many branches as workers gives
  * each node one core: intra = round(workers / P), clamped to [1, workers].
  *
  * Outputs that are views (aliases) of another tensor are not written: their bytes belong to the
@@ -152,7 +152,7 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op)
 
 /* Below this estimated cost (FLOPs, or bytes written when the graph has no cost) a node runs
  * without a team: forking one costs more than it saves (docs/executor.md). */
-#define AF__TEAM_MIN_COST 2e5
+#define AF__TEAM_MIN_COST 2e6
 
 static double node_cost(const af_graph_t *g, int32_t v)
 {

@@ -35,7 +35,7 @@ static int already_lowered(const af_graph_t *g, int32_t v)
 
 /* Working memory of every node, into scratch[] (64-byte multiples). */
 static int query_nodes(const af__kernel_set_t *ks, const af_graph_t *g, int32_t intra,
-                       void *backend, uint64_t *scratch, af_error_t *err)
+                       void *backend, const uint8_t *layout, uint64_t *scratch, af_error_t *err)
 {
     for (int32_t v = 0; v < af_graph_node_count(g); v++) {
         const af_node_info_t *ni = af_graph_node(g, v);
@@ -48,7 +48,8 @@ static int query_nodes(const af__kernel_set_t *ks, const af_graph_t *g, int32_t 
                           .workers = 1,
                           .query = 1,
                           .constant = no_constant,
-                          .backend = backend};
+                          .backend = backend,
+                          .layout = layout};
         af__kprep_out_t out;
         memset(&out, 0, sizeof out);
         af_error_t why;
@@ -90,8 +91,13 @@ int af_kernels_lower(const af_executor_opts_t *eo, const af_graph_t *g, af_graph
         void *ctx = NULL;
         if ((rc = ks->backend->create(1, &ctx, err)))
             goto out;
-        int32_t team0 = ks->backend->get_team();
-        rc = query_nodes(ks, g, af__kernel_intra(g, &o), ctx, scratch, err);
+        int32_t team0 = ks->backend->get_team(), intra = af__kernel_intra(g, &o);
+        af__kprep_t base = {.g = g, .workers = 1, .constant = no_constant, .backend = ctx};
+        uint8_t *layout = NULL;
+        rc = af__kernel_layouts(ks, &base, intra, &layout, err);
+        if (!rc)
+            rc = query_nodes(ks, g, intra, ctx, layout, scratch, err);
+        af__free(layout);
         ks->backend->set_team(team0);
         ks->backend->destroy(ctx);
         if (rc)

@@ -79,6 +79,7 @@ const af__backend_t af__onednn_backend = {
     .destroy = ctx_destroy,
     .set_team = set_team,
     .get_team = get_team,
+    .layouts = af__odn_layouts,
 };
 
 /* ---- node states -------------------------------------------------------------------------- */
@@ -266,6 +267,16 @@ int af__odn_md_as(odn_build_t *b, int32_t t, int nd, const dnnl_dims_t dims, dnn
     for (int i = nd - 1; i >= 0; i--) {
         st[i] = acc;
         acc *= dims[i] > 0 ? dims[i] : 1;
+    }
+    /* A flat view (one dim) is the same in any layout: elementwise kernels use it. */
+    if (b->in->layout && b->in->layout[t] == AF__LAYOUT_CHANNELS_LAST && nd > 1) {
+        int same = nd == ti->rank;
+        for (int i = 0; same && i < nd; i++)
+            same = dims[i] == ti->shape[i];
+        if (!same) /* the layout choice keeps such tensors plain: a bug if it happens */
+            return af__err(b->err, AF_EINVAL, "oneDNN: channels-last tensor '%s' reshaped",
+                           ti->name);
+        af__odn_channels_last(nd, dims, st);
     }
     if (acc == 0 || dnnl_memory_desc_init_by_strides(md, nd, dims, dt, st) != dnnl_success)
         return af__odn_nosup(b, "tensor '%s': no memory descriptor (empty?)", ti->name);

@@ -169,6 +169,28 @@ static int bcast_dims(odn_build_t *b, int32_t i, int r, const dnnl_dims_t y, dnn
     return 1;
 }
 
+/* A broadcast second operand whose bytes read the same in both layouts (one channel, or one
+ * spatial element) is described channels-last when the first operand is: oneDNN's fast binary
+ * kernels want matching layouts. */
+static int match_layout(odn_build_t *b, int32_t t0, int32_t t1, int nd, const dnnl_dims_t d,
+                        dnnl_memory_desc_t *md)
+{
+    const uint8_t *lay = b->in->layout;
+    if (!lay || lay[t0] != AF__LAYOUT_CHANNELS_LAST || lay[t1] == AF__LAYOUT_CHANNELS_LAST ||
+        nd < 3)
+        return 0;
+    int64_t sp = 1;
+    for (int i = 2; i < nd; i++)
+        sp *= d[i];
+    if (d[1] != 1 && sp != 1)
+        return 0; /* a plain operand with both: stays plain (correct, slower) */
+    dnnl_dims_t st;
+    af__odn_channels_last(nd, d, st);
+    return dnnl_memory_desc_init_by_strides(md, nd, d, md->data_type, st) == dnnl_success
+               ? 0
+               : af__odn_nosup(b, "operand descriptor");
+}
+
 /* Pow with a constant scalar exponent: eltwise pow(x) = 1 * x^e. */
 static int pow_op(odn_build_t *b)
 {
@@ -205,9 +227,21 @@ int af__odn_binary(odn_build_t *b)
         i0 = 1, i1 = 0, alg = row->swapped;
     }
     dnnl_memory_desc_t a, c, y;
+    int64_t n = 1, n1 = 1;
+    for (int i = 0; i < ny; i++)
+        n *= dy[i], n1 *= i1 ? d1[i] : d0[i];
+    if (n1 == 1 || n1 == n) { /* a scalar or an equal-shaped operand: flat, any layout */
+        dnnl_dims_t fy = {n}, f1 = {n1};
+        ny = 1;
+        memcpy(dy, fy, sizeof fy);
+        memcpy(i0 ? d1 : d0, fy, sizeof fy);
+        memcpy(i1 ? d1 : d0, f1, sizeof f1);
+    }
     if ((rc = af__odn_md_as(b, ni->inputs[i0], ny, i0 ? d1 : d0, &a)) ||
         (rc = af__odn_md_as(b, ni->inputs[i1], ny, i1 ? d1 : d0, &c)) ||
         (rc = af__odn_md_as(b, ni->outputs[0], ny, dy, &y)))
+        return rc;
+    if ((rc = match_layout(b, ni->inputs[i0], ni->inputs[i1], ny, i1 ? d1 : d0, &c)))
         return rc;
     dnnl_binary_desc_t d;
     if (dnnl_binary_desc_init(&d, alg, &a, &c, &y) != dnnl_success)

@@ -83,14 +83,19 @@ int af__odn_prepare(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err
                     odn_prepare_fn fn);
 void af__odn_release(void *state);
 
+/* The backend's layout choice (onednn_layout.c) and channels-last strides of [N, C, sp...]. */
+int af__odn_layouts(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout);
+void af__odn_channels_last(int nd, const dnnl_dims_t dims, dnnl_dims_t st);
+
 /* AF_ENOTSUP with a reason (always returns AF_ENOTSUP). */
 int af__odn_nosup(odn_build_t *b, const char *fmt, ...);
 /* oneDNN's data type for a tensor's dtype; dnnl_data_type_undef when it has none. */
 dnnl_data_type_t af__odn_dtype(af_dtype_t dt);
 /* Shape of tensor t (rank 0 becomes [1]); AF_ENOTSUP when unknown. */
 int af__odn_shape(odn_build_t *b, int32_t t, int *nd, dnnl_dims_t dims);
-/* Plain (row-major, ONNX order) memory descriptor of tensor t, optionally with its dims
- * reshaped to nd/dims (same element count). */
+/* Memory descriptor of tensor t in its layout (plain row-major, or channels-last when the layout
+ * choice made it so), optionally with its dims reshaped to nd/dims (same element count; a
+ * channels-last tensor cannot be reshaped, except into one flat dim). */
 int af__odn_md(odn_build_t *b, int32_t t, dnnl_memory_desc_t *md);
 int af__odn_md_as(odn_build_t *b, int32_t t, int nd, const dnnl_dims_t dims,
                   dnnl_memory_desc_t *md);

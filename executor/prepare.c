@@ -103,6 +103,53 @@ static int prepare_node(af__prog_t *p, const af__kernel_set_t *ks, int32_t v,
     return check_scratch(p, v, out.scratch_bytes, err);
 }
 
+int af__kernel_layouts(const af__kernel_set_t *ks, const af__kprep_t *base, int32_t intra,
+                       uint8_t **layout, af_error_t *err)
+{
+    *layout = NULL;
+    if (!ks->backend || !ks->backend->layouts)
+        return 0;
+    const af_graph_t *g = base->g;
+    int32_t nn = af_graph_node_count(g), nt = af_graph_tensor_count(g);
+    uint8_t *on = af__calloc((size_t)nn + 1, 1), *lay = af__calloc((size_t)nt + 1, 1);
+    if (!on || !lay) {
+        af__free(on);
+        af__free(lay);
+        return af__err(err, AF_ENOMEM, "out of memory choosing layouts");
+    }
+    int rc = 0;
+    for (int32_t v = 0; v < nn && !rc; v++) {
+        const af__kernel_entry_t *e = af__kernel_find(ks->table, af_graph_node(g, v)->op);
+        if (!e || !e->prepare)
+            continue;
+        af__kprep_t in = *base;
+        in.node = v;
+        in.query = 1;
+        in.layout = NULL;
+        in.team = af__kernel_team(g, v, intra);
+        af__kprep_out_t out;
+        memset(&out, 0, sizeof out);
+        af_error_t why;
+        af_error_clear(&why);
+        rc = e->prepare(&in, &out, &why);
+        on[v] = rc == 0;
+        if (rc == AF_ENOTSUP)
+            rc = 0;
+        else if (rc)
+            af__err(err, rc, "node '%s': %s", af_graph_node(g, v)->name, why.msg);
+        if (out.state && e->release)
+            e->release(out.state);
+    }
+    if (!rc && ks->backend->layouts(g, on, lay))
+        rc = af__err(err, AF_ENOMEM, "out of memory choosing layouts");
+    af__free(on);
+    if (rc)
+        af__free(lay);
+    else
+        *layout = lay;
+    return rc;
+}
+
 /* Names of the nodes that did not get a prepared state. */
 static int name_rest(af__prog_t *p, const af__kernel_set_t *ks)
 {
@@ -136,6 +183,8 @@ int af__prog_prepare(af__prog_t *p, af_executor_t *ex, const void *(*const_ptr)(
     }
     af__kprep_t base = {
         .g = p->g, .workers = ex->n, .constant = const_ptr, .cu = cu, .backend = p->backend};
+    rc = af__kernel_layouts(ks, &base, p->intra, &p->layout, err);
+    base.layout = p->layout;
     for (int32_t v = 0; v < p->n_nodes && !rc; v++)
         if (p->kent[v] && p->kent[v]->prepare)
             rc = prepare_node(p, ks, v, &base, err);
@@ -190,6 +239,8 @@ void af__prog_unprepare(af__prog_t *p)
     p->backend = NULL;
     af__free(p->wscratch_raw);
     p->wscratch_raw = NULL;
+    af__free(p->layout);
+    p->layout = NULL;
     p->wscratch = NULL;
     p->unplanned_scratch = p->planned_scratch = p->prepacked_bytes = 0;
     p->n_backend = p->n_fallback = 0;

@@ -620,6 +620,7 @@ static void cases_teams(void)
     tc_out(c, NSH(1, 32, 40, 40));
     tc_aints(c, "pads", 4, SH(1, 1, 1, 1));
     c->oracle = or_conv;
+    c->cost = 2.0 * 32 * 16 * 9 * 40 * 40; /* FLOPs, as the ONNX importer estimates them */
     tc_check_threads(c, 2);
     assert_int_equal(last_team, 2);
     c = tc_new("MatMul");
@@ -627,6 +628,7 @@ static void cases_teams(void)
     tc_in(c, F32, NSH(96, 256), 1, -1, 1);
     tc_out(c, NSH(256, 256));
     c->oracle = or_matmul;
+    c->cost = 2.0 * 256 * 96 * 256;
     tc_check_threads(c, 2);
     assert_int_equal(last_team, 2);
     /* a small node runs alone even with two workers */
@@ -634,6 +636,7 @@ static void cases_teams(void)
     tc_in(c, F32, NSH(64), 0, -1, 1);
     tc_out(c, NSH(64));
     c->oracle = or_unary_all;
+    c->cost = 64;
     tc_check_threads(c, 2);
     assert_int_equal(last_team, 1);
 }

@@ -51,6 +51,7 @@ typedef struct tc {
     int64_t axis;
     int64_t perm[8];
     uint8_t mask[8];
+    double cost;          /* the node's estimated cost (FLOPs), 0 unknown */
     int expect_onednn;    /* 1: the node must run on oneDNN; 0: it must fall back */
     const char *ref_skip; /* why the reference kernel is not compared (NULL: compare) */
     void (*oracle)(const struct tc *c, void *out);

@@ -139,7 +139,8 @@ static af_graph_t *tc_graph(const tc_t *c)
                          .inputs = ins,
                          .n_inputs = c->n_in,
                          .outputs = outs,
-                         .n_outputs = 1};
+                         .n_outputs = 1,
+                         .cost = c->cost};
     int32_t id;
     assert_int_equal(af_graph_add_node(g, &nd, &id, NULL), 0);
     for (int i = 0; i < c->n_attr; i++)
@@ -447,6 +448,187 @@ static void test_onednn_teams(void **state)
     cases_teams();
 }
 
+/* ---- whole graphs: a wrong plan is caught, concurrent rounds -------------------------------- */
+
+static void fill_seeded(float *p, uint64_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (uint64_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        p[i] = (float)(x >> 8) / (float)(1u << 23) - 1.0f;
+    }
+}
+
+static af_graph_t *branches_graph(void)
+{
+    char path[1024];
+    const char *src = getenv("AF_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/data/conv_branches.json", src ? src : ".");
+    af_graph_t *g = NULL;
+    af_error_t err;
+    af_error_clear(&err);
+    if (af_graph_load_json(path, &g, &err))
+        print_error("%s: %s\n", path, err.msg);
+    assert_non_null(g);
+    return g;
+}
+
+/* A session of plan p on kernel set `set`, weights filled from their tensor ids. */
+static af_session_t *graph_session(const af_plan_t *p, const char *set, int threads, int inflight,
+                                   af_executor_t **ex)
+{
+    af_executor_opts_t eo;
+    af_executor_opts_init(&eo);
+    eo.kernels = set;
+    eo.threads = threads;
+    eo.max_inflight = inflight;
+    eo.verify = 0;
+    af_error_t err;
+    af_error_clear(&err);
+    assert_int_equal(af_executor_create(&eo, ex, &err), 0);
+    af_session_t *s = NULL;
+    if (af_session_create(*ex, p, NULL, &s, &err))
+        print_error("%s\n", err.msg);
+    assert_non_null(s);
+    const af_graph_t *g = af_plan_graph(p);
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
+        uint64_t n = 0;
+        float *w = af_session_constant(s, t, &n);
+        if (w)
+            fill_seeded(w, n / 4, (uint32_t)t);
+    }
+    return s;
+}
+
+/* x [1, 8, 12, 12] in, y [1, 8, 12, 12] out */
+#define BR_ELEMS (8 * 12 * 12)
+
+static void graph_run(af_session_t *s, const float *x, float *y)
+{
+    af_buffer_t in = {(void *)(uintptr_t)x, BR_ELEMS * 4}, out = {y, BR_ELEMS * 4};
+    af_error_t err;
+    af_error_clear(&err);
+    int rc = af_session_run(s, &in, &out, &err);
+    if (rc)
+        print_error("round: %s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+static int64_t count_diff(const float *a, const float *b)
+{
+    int64_t bad = 0;
+    for (int i = 0; i < BR_ELEMS; i++)
+        bad += !(fabs((double)a[i] - b[i]) <= 1e-5 + 1e-4 * fabs((double)b[i]));
+    return bad;
+}
+
+/* The acceptance line "a wrong plan is still caught": with one tensor moved onto the bytes of a
+ * tensor that is still to be read, the oneDNN run differs from the reference backend (and from
+ * the same kernels on the planner's plan, which match the reference). `arenaflow diagnose
+ * --kernels onednn` names the pair (tests/cli_onednn.sh). */
+static void test_onednn_wrong_plan_caught(void **state)
+{
+    (void)state;
+    af_graph_t *g = branches_graph(), *lg = NULL;
+    af_executor_opts_t eo;
+    af_executor_opts_init(&eo);
+    eo.kernels = "onednn";
+    eo.threads = 2;
+    assert_int_equal(af_kernels_lower(&eo, g, &lg, NULL), 0);
+    af_plan_t *pr = NULL, *pg = NULL, *pb = NULL;
+    assert_int_equal(af_plan_create(g, NULL, &pr, NULL), 0);
+    assert_int_equal(af_plan_create(lg, NULL, &pg, NULL), 0);
+    assert_int_equal(af_plan_create(lg, NULL, &pb, NULL), 0);
+    int32_t a = af_graph_find_tensor(lg, "c1_1"), b = af_graph_find_tensor(lg, "r0_2");
+    assert_true(a >= 0 && b >= 0);
+    assert_int_equal(af_plan_debug_set_offset(pb, a, af_plan_tensor(pb, b)->offset), 0);
+    assert_int_not_equal(af_plan_verify(pb, NULL), 0); /* the verifier sees it too */
+    float x[BR_ELEMS], yr[BR_ELEMS], yg[BR_ELEMS], yb[BR_ELEMS];
+    fill_seeded(x, BR_ELEMS, 0x1000);
+    af_executor_t *ex[3];
+    af_session_t *s[3] = {graph_session(pr, "reference", 1, 1, &ex[0]),
+                          graph_session(pg, "onednn", 2, 1, &ex[1]),
+                          graph_session(pb, "onednn", 2, 1, &ex[2])};
+    graph_run(s[0], x, yr);
+    graph_run(s[1], x, yg);
+    graph_run(s[2], x, yb);
+    assert_int_equal(count_diff(yg, yr), 0);
+    int64_t bad = count_diff(yb, yr);
+    printf("wrong plan: %lld of %d output elements differ from the reference backend\n",
+           (long long)bad, BR_ELEMS);
+    assert_true(bad > 0);
+    for (int i = 0; i < 3; i++) {
+        af_session_destroy(s[i]);
+        af_executor_destroy(ex[i]);
+    }
+    af_plan_destroy(pr);
+    af_plan_destroy(pg);
+    af_plan_destroy(pb);
+    af_graph_destroy(lg);
+    af_graph_destroy(g);
+}
+
+typedef struct conc {
+    af_session_t *s;
+    int id;
+    const float *want; /* expected output of input `id` */
+    int64_t bad;
+} conc_t;
+
+static void conc_main(void *arg)
+{
+    conc_t *c = arg;
+    float x[BR_ELEMS], y[BR_ELEMS];
+    fill_seeded(x, BR_ELEMS, 0x2000u + (uint32_t)c->id);
+    for (int r = 0; r < 25; r++) {
+        af_buffer_t in = {x, sizeof x}, out = {y, sizeof y};
+        if (af_session_run(c->s, &in, &out, NULL)) {
+            c->bad++;
+            continue;
+        }
+        c->bad += count_diff(y, c->want);
+    }
+}
+
+/* Four threads run rounds of one session at once (4 in flight, 2 workers with teams): every
+ * round gives the result of its own input (no memory object or arena shared between rounds). */
+static void test_onednn_concurrent_rounds(void **state)
+{
+    (void)state;
+    af_graph_t *g = branches_graph(), *lg = NULL;
+    af_executor_opts_t eo;
+    af_executor_opts_init(&eo);
+    eo.kernels = "onednn";
+    eo.threads = 2;
+    eo.intra_op_threads = 2;
+    assert_int_equal(af_kernels_lower(&eo, g, &lg, NULL), 0);
+    af_plan_t *p = NULL;
+    assert_int_equal(af_plan_create(lg, NULL, &p, NULL), 0);
+    af_executor_t *ex;
+    af_session_t *s = graph_session(p, "onednn", 2, 4, &ex);
+    static float want[4][BR_ELEMS];
+    for (int i = 0; i < 4; i++) {
+        float x[BR_ELEMS];
+        fill_seeded(x, BR_ELEMS, 0x2000u + (uint32_t)i);
+        graph_run(s, x, want[i]);
+    }
+    conc_t c[4];
+    uv_thread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (conc_t){.s = s, .id = i, .want = want[i]};
+        assert_int_equal(uv_thread_create(&th[i], conc_main, &c[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        uv_thread_join(&th[i]);
+        assert_int_equal(c[i].bad, 0);
+    }
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(lg);
+    af_graph_destroy(g);
+}
+
 static void test_onednn_summary(void **state)
 {
     (void)state;
@@ -460,10 +642,16 @@ static void test_onednn_summary(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_onednn_elementwise), cmocka_unit_test(test_onednn_conv),
-        cmocka_unit_test(test_onednn_matmul),      cmocka_unit_test(test_onednn_pool_norm),
-        cmocka_unit_test(test_onednn_data),        cmocka_unit_test(test_onednn_teams),
-        cmocka_unit_test(test_onednn_scratch),     cmocka_unit_test(test_onednn_summary),
+        cmocka_unit_test(test_onednn_elementwise),
+        cmocka_unit_test(test_onednn_conv),
+        cmocka_unit_test(test_onednn_matmul),
+        cmocka_unit_test(test_onednn_pool_norm),
+        cmocka_unit_test(test_onednn_data),
+        cmocka_unit_test(test_onednn_teams),
+        cmocka_unit_test(test_onednn_scratch),
+        cmocka_unit_test(test_onednn_wrong_plan_caught),
+        cmocka_unit_test(test_onednn_concurrent_rounds),
+        cmocka_unit_test(test_onednn_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

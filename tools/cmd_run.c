@@ -111,7 +111,9 @@ static void usage(FILE *f)
             "  --inflight N       rounds in flight at once (default 4)\n"
             "  --verify           verify kernels: every input checked against the checksum its\n"
             "                     producer recorded; exit 1 if any tensor was corrupted\n"
-            "  --kernels SET      verify (default), real (f32 kernels) or empty\n"
+            "  --kernels SET      verify (default), reference (naive C), onednn (oneDNN where it\n"
+            "                     computes the op exactly, reference otherwise; builds with\n"
+            "                     oneDNN only), real (the fastest built in) or empty\n"
             "  --safe             plan in safe mode (no reuse: every tensor its own bytes)\n"
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
@@ -276,6 +278,10 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
     if (r->cache_hit >= 0)
         json_object_set_new(o, "plan_cache_hit", json_boolean(r->cache_hit));
     json_object_set_new(o, "plan_swaps", json_integer((json_int_t)r->st.plan_swaps));
+    json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)rep->scratch_bytes));
+    json_object_set_new(o, "unplanned_scratch_bytes",
+                        json_integer((json_int_t)r->st.unplanned_scratch_bytes));
+    json_object_set_new(o, "prepacked_bytes", json_integer((json_int_t)r->st.prepacked_bytes));
     if (cmp) {
         for (int m = 0; m < 2; m++)
             if (cmp[m].ok)
@@ -308,6 +314,11 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
            a->safe ? " (safe mode)" : "", rep->schedule, rep->placer, rep->reuse_edges, r->plan_ms);
     printf("memory         naive %s -> arena %s (%.2fx less)\n", nb, ab,
            r->st.arena_bytes ? (double)rep->naive_bytes / (double)r->st.arena_bytes : 1.0);
+    if (rep->scratch_tensors || r->st.unplanned_scratch_bytes)
+        printf("scratch        %llu bytes of the arena host kernel working memory (%d tensors); "
+               "%llu outside it\n",
+               (unsigned long long)rep->scratch_bytes, rep->scratch_tensors,
+               (unsigned long long)r->st.unplanned_scratch_bytes);
     if (r->st.plan_swaps)
         printf("re-planned     %llu time(s) after warm-up (dynamic tensors sized from the rounds "
                "seen; naive figure is the first plan's)\n",
@@ -436,6 +447,8 @@ int cmd_run(int argc, char **argv)
     if (a.safe)
         po.safe_mode = 1;
     af_graph_t *g = run_load_graph(a.path, (int32_t)a.batch);
+    if (g && strcmp(eo.kernels, "verify") && strcmp(eo.kernels, "empty"))
+        g = run_lower_graph(g, eo.kernels, eo.threads); /* kernel working memory planned */
     if (!g)
         return CLI_FAIL;
     const af_plan_t *p = NULL;
