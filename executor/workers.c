@@ -140,6 +140,11 @@ int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *val
     for (size_t i = 0; i < AF_ARRAY_SIZE(opt_table); i++) {
         if (strcmp(opt_table[i].key, key) != 0)
             continue;
+        if (opt_table[i].set(o, value) && !strcmp(key, "kernels") && !strcmp(value, "onednn"))
+            return af__err(err, AF_EINVAL,
+                           "kernel set 'onednn' is not in this build: it was configured without "
+                           "oneDNN (install libdnnl-dev, e.g. with scripts/deps.sh, and configure "
+                           "again)");
         if (opt_table[i].set(o, value))
             return af__err(err, AF_EINVAL, "executor option %s: '%s' is not %s", key, value,
                            opt_table[i].expect);
