@@ -17,6 +17,8 @@
  * unnoticed between runs.
  *
  * --profile (one worker): time per node, from one kernel start to the next (observe hook).
+ * --plan-for SET: lower and plan the graph for SET (default: the kernels run), e.g. to run the
+ * verify kernels on the very plan the oneDNN kernels run on.
  *
  * Usage: bench_real MODEL [--input NAME=DIMS]... [--threads N] [--intra K] [--kernels SET]
  *                   [--rounds N] [--warmup N] [--profile] [--json]
@@ -146,7 +148,7 @@ static int observe(void *user, const af_kernel_args_t *a)
 /* ---- the run ----------------------------------------------------------------------------- */
 
 typedef struct args {
-    const char *model, *kernels;
+    const char *model, *kernels, *plan_for;
     const char *inputs[16];
     int n_inputs, threads, intra, rounds, warmup, profile, json;
 } args_t;
@@ -164,6 +166,8 @@ static int parse(int argc, char **argv, args_t *a)
             a->intra = atoi(argv[++i]);
         else if (!strcmp(s, "--kernels") && v)
             a->kernels = argv[++i];
+        else if (!strcmp(s, "--plan-for") && v)
+            a->plan_for = argv[++i];
         else if (!strcmp(s, "--rounds") && v)
             a->rounds = atoi(argv[++i]);
         else if (!strcmp(s, "--warmup") && v)
@@ -285,7 +289,8 @@ int main(int argc, char **argv)
     args_t a;
     if (parse(argc, argv, &a)) {
         fprintf(stderr, "usage: bench_real MODEL [--input NAME=DIMS]... [--threads N] [--intra K] "
-                        "[--kernels SET] [--rounds N] [--warmup N] [--profile] [--json]\n");
+                        "[--kernels SET] [--plan-for SET] [--rounds N] [--warmup N] [--profile] "
+                        "[--json]\n");
         return 2;
     }
     af_replace_allocator(h_malloc, h_realloc, h_calloc, free);
@@ -309,7 +314,9 @@ int main(int argc, char **argv)
         so.observe = observe;
         so.observe_user = &pr;
     }
-    if (!g || af_kernels_lower(&eo, g, &lg, &err) || af_plan_create(lg, NULL, &p, &err) ||
+    af_executor_opts_t lo = eo;
+    lo.kernels = a.plan_for ? a.plan_for : a.kernels;
+    if (!g || af_kernels_lower(&lo, g, &lg, &err) || af_plan_create(lg, NULL, &p, &err) ||
         af_executor_create(&eo, &ex, &err) || af_session_create(ex, p, &so, &s, &err)) {
         fprintf(stderr, "bench_real: %s\n", err.msg);
         return 1;

@@ -197,7 +197,6 @@ struct af__round {
     af_round_cb cb;
     void *user;
     int sync, done;
-    atomic_int done_flag; /* = done, readable without s->mu (a waiter's short spin) */
     int final_status;
     af__round_t *next_done;
 };

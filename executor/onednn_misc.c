@@ -40,6 +40,16 @@ static int io_shapes(odn_build_t *b, int *nx, dnnl_dims_t x, int *ny, dnnl_dims_
     return rc ? rc : af__odn_shape(b, ni->outputs[0], ny, y);
 }
 
+/* The node's "axis" attribute (default def) made non-negative for rank n; AF_ENOTSUP when out
+ * of range. */
+static int get_axis(odn_build_t *b, int64_t def, int n, int64_t *axis)
+{
+    *axis = af__odn_attr_i(b, "axis", def);
+    if (*axis < 0)
+        *axis += n;
+    return *axis >= 0 && *axis < n ? 0 : af__odn_nosup(b, "axis out of range");
+}
+
 /* A one-primitive node: SRC = input 0, DST = output 0, with extra args. */
 static int simple(odn_build_t *b, const void *desc, const dnnl_memory_desc_t *x,
                   const dnnl_memory_desc_t *y, int n_extra, const odn_arg_t *extra)
@@ -104,11 +114,11 @@ int af__odn_softmax(odn_build_t *b)
     dnnl_dims_t x, y;
     if ((rc = io_shapes(b, &nx, x, &ny, y)))
         return rc;
-    int64_t axis = af__odn_attr_i(b, "axis", -1);
-    if (axis < 0)
-        axis += nx;
-    if (axis < 0 || axis >= nx || ny != nx)
-        return af__odn_nosup(b, "softmax axis");
+    int64_t axis;
+    if ((rc = get_axis(b, -1, nx, &axis)))
+        return rc;
+    if (ny != nx)
+        return af__odn_nosup(b, "softmax output rank");
     dnnl_memory_desc_t mx, my;
     if ((rc = af__odn_md(b, ni->inputs[0], &mx)) || (rc = af__odn_md(b, ni->outputs[0], &my)))
         return rc;
@@ -167,11 +177,11 @@ int af__odn_layernorm(odn_build_t *b)
     dnnl_dims_t x, y;
     if ((rc = io_shapes(b, &nx, x, &ny, y)))
         return rc;
-    int64_t axis = af__odn_attr_i(b, "axis", -1);
-    if (axis < 0)
-        axis += nx;
-    if (axis < 0 || axis >= nx || ni->n_inputs < 2 || ni->n_inputs > 3 || b->n_out != 1)
-        return af__odn_nosup(b, "LayerNormalization axis or extra outputs");
+    int64_t axis;
+    if ((rc = get_axis(b, -1, nx, &axis)))
+        return rc;
+    if (ni->n_inputs < 2 || ni->n_inputs > 3 || b->n_out != 1)
+        return af__odn_nosup(b, "LayerNormalization inputs or extra outputs");
     dnnl_dims_t d2 = {1, 1};
     for (int i = 0; i < nx; i++)
         d2[i >= axis] *= x[i];
@@ -344,11 +354,9 @@ int af__odn_concat(odn_build_t *b)
         return af__odn_nosup(b, "Concat of %d inputs", ni->n_inputs);
     if ((rc = af__odn_shape(b, ni->outputs[0], &ny, y)))
         return rc;
-    int64_t axis = af__odn_attr_i(b, "axis", 0);
-    if (axis < 0)
-        axis += ny;
-    if (axis < 0 || axis >= ny)
-        return af__odn_nosup(b, "Concat axis");
+    int64_t axis;
+    if ((rc = get_axis(b, 0, ny, &axis)))
+        return rc;
     dnnl_memory_desc_t mx[ODN_MAX_ARGS], my;
     for (int32_t i = 0; i < ni->n_inputs; i++)
         if ((rc = af__odn_md(b, ni->inputs[i], &mx[i])))

@@ -417,24 +417,3 @@ void af__session_kernel_stats(const af_session_t *s, af_session_stats_t *o)
     o->fallback_nodes = p->n_fallback;
     o->intra_op_threads = p->intra;
 }
-
-/* ---- waiting for a short round ------------------------------------------------------------ */
-
-/* Rounds that took less than this are waited for by spinning (up to 1.5x the last round), longer
- * ones by sleeping at once: a sleep and a wake-up cost about 5-10 us (docs/executor.md), and
- * spinning through a long round would take a core from the kernels. */
-#define AF__SPIN_MAX_NS 50000
-
-void af__round_wait_spin(af_session_t *s, af__round_t *r, uint64_t t0)
-{
-    uint64_t last = atomic_load_explicit(&s->last_round_ns, memory_order_relaxed);
-    if (!last || last > AF__SPIN_MAX_NS)
-        return;
-    uint64_t until = t0 + last + last / 2;
-    while (!atomic_load_explicit(&r->done_flag, memory_order_acquire)) {
-        for (int i = 0; i < 64; i++)
-            __asm__ __volatile__("" ::: "memory");
-        if (af_now_ns() > until)
-            return;
-    }
-}

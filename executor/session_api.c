@@ -57,7 +57,6 @@ void af__session_round_done(af_session_t *s, af__round_t *r)
     uv_mutex_lock(&s->mu);
     r->final_status = status;
     r->done = 1;
-    atomic_store_explicit(&r->done_flag, 1, memory_order_release);
     s->running--;
     if (r->sync) {
         uv_cond_broadcast(&s->cv);
@@ -323,7 +322,6 @@ static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *
     r->id = s->next_round++;
     r->sync = sync;
     r->done = 0;
-    atomic_store_explicit(&r->done_flag, 0, memory_order_relaxed);
     r->cb = cb;
     r->user = user;
     s->running++;
@@ -389,16 +387,13 @@ int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outp
     if (!s)
         return af__err(err, AF_EINVAL, "af_session_run: NULL session");
     af__round_t *r = NULL; /* set by round_begin on success (-O3 cannot tell) */
-    uint64_t t0 = af_now_ns();
     int rc = round_begin(s, inputs, outputs, 1, NULL, NULL, &r, err);
     if (rc)
         return rc;
-    af__round_wait_spin(s, r, t0);
     uv_mutex_lock(&s->mu);
     while (!r->done)
         uv_cond_wait(&s->cv, &s->mu);
     rc = r->final_status;
-    atomic_store_explicit(&s->last_round_ns, af_now_ns() - t0, memory_order_relaxed);
     if (rc)
         describe_failure(r, rc, err);
     slot_put(s, r);

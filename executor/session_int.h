@@ -38,7 +38,6 @@ struct af_session {
     int first_failed_status;
     atomic_ullong dyn_allocs;
     uint64_t pool_os0;
-    atomic_ullong last_round_ns; /* latency of the last synchronous round (spin budget) */
     uint64_t *last_sum;          /* [mu] per tensor, last completed round */
     uint64_t *last_seq;          /* [mu] per node, last completed round (history) */
     int have_last;               /* [mu] */
@@ -55,9 +54,6 @@ int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err);
 void af__session_consts_changed(af_session_t *s);
 /* Fills the kernel figures of af_session_stats(); s->mu held. */
 void af__session_kernel_stats(const af_session_t *s, af_session_stats_t *o);
-/* Synchronous rounds: spins briefly for round r when the session's rounds are short, so a
- * round of a few microseconds does not pay a sleep and a wake-up (session.c). */
-void af__round_wait_spin(af_session_t *s, af__round_t *r, uint64_t t0);
 /* Fills the round's pointers, inputs and counters (caller thread). */
 int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outputs,
                     af_error_t *err);
