@@ -405,6 +405,7 @@ ODN_PREP(prep_reduce, af__odn_reduce)
 ODN_PREP(prep_concat, af__odn_concat)
 ODN_PREP(prep_transpose, af__odn_transpose)
 ODN_PREP(prep_cast, af__odn_cast)
+ODN_PREP(prep_resize, af__odn_resize)
 
 #define ODN_ROW(name, prep)                                                                        \
     {                                                                                              \
@@ -466,5 +467,6 @@ const af__kernel_entry_t af__kernels_onednn[] = {
     ODN_ROW("Concat", prep_concat),
     ODN_ROW("Transpose", prep_transpose),
     ODN_ROW("Cast", prep_cast),
+    ODN_ROW("Resize", prep_resize),
     {.op = NULL},
 };

@@ -167,5 +167,6 @@ int af__odn_concat(odn_build_t *b);    /* Concat */
 int af__odn_transpose(odn_build_t *b); /* Transpose */
 int af__odn_cast(odn_build_t *b);      /* Cast */
 int af__odn_instnorm(odn_build_t *b);  /* InstanceNormalization */
+int af__odn_resize(odn_build_t *b);    /* Resize */
 
 #endif

@@ -16,9 +16,14 @@
  * - Cast only where oneDNN's conversion is ONNX's (to f32/f16/bf16 from f32, f16, bf16, i8,
  *   u8, i32, bool): float to integer rounds differently, integer narrowing saturates.
  * - Transpose is a reorder to permuted strides.
+ * - Resize (N and C kept, constant or output-derived scales): linear with half_pixel (or
+ *   pytorch_half_pixel to more than one pixel) — oneDNN's linear resampling clamps at the edges
+ *   as ONNX does; nearest for integer upscaling with half_pixel + round_prefer_floor/ceil or
+ *   asymmetric + floor, where oneDNN's round((o + 0.5) / F - 0.5) is ONNX's pixel.
  */
 #include "executor/onednn_int.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Reads an INTS attribute into v (at most max); returns the count or -1 when absent. */
@@ -446,4 +451,85 @@ int af__odn_cast(odn_build_t *b)
     dnnl_memory_desc_t mx, my;
     int rc = af__odn_md(b, ni->inputs[0], &mx);
     return rc ? rc : (rc = af__odn_md(b, ni->outputs[0], &my)) ? rc : reorder_node(b, &mx, &my);
+}
+
+/* ---- Resize --------------------------------------------------------------------------------- */
+
+static int attr_is(odn_build_t *b, const char *name, const char *def, const char *v)
+{
+    const af_attr_t *a = af__odn_attr(b, name);
+    const char *s = a && a->type == AF_ATTR_STRING && a->s ? a->s : def;
+    return !strcmp(s, v);
+}
+
+/* A constant f32 scales input must say what the output size says (ONNX transforms coordinates
+ * with the given scale, oneDNN with output / input). */
+static int scales_match(odn_build_t *b, int nx, const dnnl_dims_t x, const dnnl_dims_t y)
+{
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    for (int32_t i = 1; i < ni->n_inputs; i++) {
+        const af_tensor_info_t *ti = af_graph_tensor(b->in->g, ni->inputs[i]);
+        if (ti->dtype != AF_DTYPE_F32 || ti->bytes != 4 * nx)
+            continue; /* roi (2 x rank) or sizes (i64) */
+        if (!af__odn_is_const(b, i))
+            return af__odn_nosup(b, "Resize scales computed at run time");
+        const float *sc = af__odn_const(b, i);
+        for (int k = 0; sc && k < nx; k++)
+            if (fabsf(sc[k] - (float)y[k] / (float)x[k]) > 1e-6f * sc[k])
+                return af__odn_nosup(b, "Resize scale %g is not output / input", (double)sc[k]);
+    }
+    return 0;
+}
+
+/* Nearest: integer upscaling, where oneDNN's round((o + 0.5) / F - 0.5) picks ONNX's pixel. */
+static int nearest_ok(odn_build_t *b, int nx, const dnnl_dims_t x, const dnnl_dims_t y)
+{
+    int asym = attr_is(b, "coordinate_transformation_mode", "half_pixel", "asymmetric");
+    int half = attr_is(b, "coordinate_transformation_mode", "half_pixel", "half_pixel") ||
+               attr_is(b, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
+    int floor_mode = attr_is(b, "nearest_mode", "round_prefer_floor", "floor");
+    int round_mode = attr_is(b, "nearest_mode", "round_prefer_floor", "round_prefer_floor") ||
+                     attr_is(b, "nearest_mode", "round_prefer_floor", "round_prefer_ceil");
+    if (!((asym && floor_mode) || (half && round_mode)))
+        return af__odn_nosup(b, "Resize nearest with these coordinate/rounding modes");
+    for (int i = 2; i < nx; i++)
+        if (y[i] % x[i])
+            return af__odn_nosup(b, "Resize nearest by a non-integer factor");
+    return 0;
+}
+
+int af__odn_resize(odn_build_t *b)
+{
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    int nx, ny, rc;
+    dnnl_dims_t x, y;
+    if ((rc = io_shapes(b, &nx, x, &ny, y)))
+        return rc;
+    if (nx < 3 || nx > 5 || ny != nx || x[0] != y[0] || x[1] != y[1] ||
+        af__odn_attr_i(b, "antialias", 0))
+        return af__odn_nosup(b, "Resize of rank %d, of N or C, or antialiased", nx);
+    int linear = attr_is(b, "mode", "nearest", "linear");
+    if (!linear && !attr_is(b, "mode", "nearest", "nearest"))
+        return af__odn_nosup(b, "Resize mode other than nearest and linear");
+    int pytorch = attr_is(b, "coordinate_transformation_mode", "half_pixel", "pytorch_half_pixel");
+    for (int i = 2; pytorch && i < nx; i++)
+        if (y[i] == 1)
+            return af__odn_nosup(b, "pytorch_half_pixel to one pixel");
+    if (linear && !pytorch &&
+        !attr_is(b, "coordinate_transformation_mode", "half_pixel", "half_pixel"))
+        return af__odn_nosup(b, "Resize linear other than half_pixel");
+    for (int i = 2; !linear && i < nx; i++)
+        if (y[i] < x[i])
+            return af__odn_nosup(b, "Resize nearest downscaling");
+    if ((!linear && (rc = nearest_ok(b, nx, x, y))) || (rc = scales_match(b, nx, x, y)))
+        return rc;
+    dnnl_memory_desc_t mx, my;
+    if ((rc = af__odn_md(b, ni->inputs[0], &mx)) || (rc = af__odn_md(b, ni->outputs[0], &my)))
+        return rc;
+    dnnl_resampling_desc_t d;
+    if (dnnl_resampling_forward_desc_init(&d, dnnl_forward_inference,
+                                          linear ? dnnl_resampling_linear : dnnl_resampling_nearest,
+                                          NULL, &mx, &my) != dnnl_success)
+        return af__odn_nosup(b, "resampling descriptor");
+    return simple(b, &d, &mx, &my, 0, NULL);
 }

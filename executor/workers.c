@@ -409,6 +409,24 @@ int32_t af__exec_cpu_count(void)
     return 1;
 }
 
+/* The kernel set exists in this build and the numbers are in range. */
+static int check_opts(af_executor_opts_t *o, af_error_t *err)
+{
+    if (set_kernels(o, o->kernels)) {
+        char have[128] = "";
+        for (const char *const *n = af_kernel_set_names(); *n; n++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                     *n == *af_kernel_set_names() ? "" : ", ", *n);
+        return af__err(err, AF_EINVAL, "unknown kernel set '%s' (this build has %s%s)", o->kernels,
+                       have,
+                       strcmp(o->kernels, "onednn") == 0 ? "; it was built without oneDNN" : "");
+    }
+    if (o->threads < 0 || o->max_inflight < 1 || o->replan_after_warmup < 0 ||
+        o->intra_op_threads < 0)
+        return af__err(err, AF_EINVAL, "executor options out of range");
+    return 0;
+}
+
 int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_error_t *err)
 {
     if (!out)
@@ -420,20 +438,12 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         af_executor_opts_init(&o);
     if (!o.kernels)
         o.kernels = "verify";
-    if (set_kernels(&o, o.kernels)) {
-        char have[128] = "";
-        for (const char *const *n = af_kernel_set_names(); *n; n++)
-            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
-                     *n == *af_kernel_set_names() ? "" : ", ", *n);
-        return af__err(err, AF_EINVAL, "unknown kernel set '%s' (this build has %s%s)", o.kernels,
-                       have,
-                       strcmp(o.kernels, "onednn") == 0 ? "; it was built without oneDNN" : "");
-    }
-    if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0 || o.intra_op_threads < 0)
-        return af__err(err, AF_EINVAL, "executor options out of range");
+    int rc = check_opts(&o, err);
+    if (rc)
+        return rc;
     if (o.dynamic_default_bytes == 0)
         o.dynamic_default_bytes = 4096;
-    int rc = AF_ENOMEM;
+    rc = AF_ENOMEM;
     af_executor_t *ex = af__calloc(1, sizeof(*ex));
     if (!ex)
         goto fail;

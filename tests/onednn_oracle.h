@@ -28,7 +28,9 @@ typedef struct tc_in {
     int64_t sh[8];
     int is_const;
     float lo, hi;
-    int round; /* draw integers (comparisons that must see equal values) */
+    int round;       /* draw integers (comparisons that must see equal values) */
+    double fixed[8]; /* n_fixed > 0: these values instead of random ones */
+    int n_fixed;
     void *data;
     size_t bytes;
 } tc_in_t;
@@ -526,6 +528,69 @@ static inline void or_transpose(const tc_t *c, void *out)
             idx[i] = 0;
         }
     }
+}
+
+/* Resize, per spatial dim: flag 0 nearest, 1 linear; perm[0] coordinate mode (0 half_pixel,
+ * 1 pytorch_half_pixel, 2 asymmetric); perm[1] nearest mode (0 round_prefer_floor,
+ * 1 round_prefer_ceil, 2 floor). Scale = output / input. */
+static inline double or_coord(const tc_t *c, int64_t o, int64_t in, int64_t out)
+{
+    double s = (double)out / (double)in;
+    if (c->perm[0] == 2)
+        return (double)o / s;
+    if (c->perm[0] == 1 && out == 1)
+        return 0;
+    return ((double)o + 0.5) / s - 0.5;
+}
+
+static inline int64_t or_clampi(int64_t v, int64_t n)
+{
+    return v < 0 ? 0 : v >= n ? n - 1 : v;
+}
+
+static inline void or_resize(const tc_t *c, void *out)
+{
+    const tc_in_t *t = &c->in[0];
+    int sp = t->rank - 2;
+    int64_t nc = t->sh[0] * t->sh[1], ny = tc_numel(c->out_rank, c->out_sh) / nc;
+    int64_t nx = tc_numel(t->rank, t->sh) / nc;
+    for (int64_t q = 0; q < nc; q++)
+        for (int64_t j = 0; j < ny; j++) {
+            int64_t o[3], rem = j;
+            for (int d = sp - 1; d >= 0; d--) {
+                o[d] = rem % c->out_sh[2 + d];
+                rem /= c->out_sh[2 + d];
+            }
+            int64_t lo[3], hi[3];
+            double r[3];
+            for (int d = 0; d < sp; d++) {
+                int64_t in = t->sh[2 + d];
+                double x = or_coord(c, o[d], in, c->out_sh[2 + d]);
+                if (c->flag) {
+                    double f = floor(x);
+                    r[d] = x - f;
+                    lo[d] = or_clampi((int64_t)f, in), hi[d] = or_clampi((int64_t)f + 1, in);
+                } else {
+                    double f = floor(x), fr = x - f;
+                    int64_t k = c->perm[1] == 2 ? (int64_t)f
+                                : fr == 0.5     ? (int64_t)f + (c->perm[1] == 1)
+                                                : (int64_t)floor(x + 0.5);
+                    lo[d] = hi[d] = or_clampi(k, in), r[d] = 0;
+                }
+            }
+            double acc = 0;
+            for (int corner = 0; corner < (1 << sp); corner++) {
+                double w = 1;
+                int64_t off = 0;
+                for (int d = 0; d < sp; d++) {
+                    int up = (corner >> d) & 1;
+                    w *= up ? r[d] : 1 - r[d];
+                    off = off * t->sh[2 + d] + (up ? hi[d] : lo[d]);
+                }
+                acc += w * tc_f(c, 0)[q * nx + off];
+            }
+            ((float *)out)[q * ny + j] = (float)acc;
+        }
 }
 
 /* Cast to f32 from the input's dtype (f32, i32, u8, bool). */

@@ -164,6 +164,8 @@ static void tc_fill(tc_t *c)
             float v = rnd(t->lo, t->hi);
             if (t->round)
                 v = roundf(v);
+            if (j < t->n_fixed)
+                v = (float)t->fixed[j];
             if (t->dt == AF_DTYPE_F32)
                 ((float *)t->data)[j] = v;
             else if (t->dt == AF_DTYPE_I32)
@@ -440,6 +442,7 @@ static void test_onednn_data(void **state)
 {
     (void)state;
     cases_data();
+    cases_resize();
 }
 
 static void test_onednn_teams(void **state)
