@@ -36,13 +36,16 @@ async function main() {
   }
   for (let i = 0; i < warmup; i++) await s.run(feeds);
   const t = [];
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < rounds; i++) {
     const a = process.hrtime.bigint();
     await s.run(feeds);
     t.push(Number(process.hrtime.bigint() - a) / 1e3);
   }
+  const cpu = process.cpuUsage(cpu0);
   t.sort((a, b) => a - b);
   console.log(JSON.stringify({model: path.basename(model), threads, median_us: t[t.length >> 1],
-    p10_us: t[Math.floor(t.length * 0.1)], p90_us: t[Math.floor(t.length * 0.9)]}));
+    p10_us: t[Math.floor(t.length * 0.1)], p90_us: t[Math.floor(t.length * 0.9)],
+    cpu_us_per_round: (cpu.user + cpu.system) / rounds}));
 }
 main().catch((e) => { console.error('ort_latency: ' + e.message); process.exit(1); });
