@@ -30,7 +30,7 @@ for gi in "${!graphs[@]}"; do
     declare -A med=() cpu=() team=()
     for r in $(seq "$reps"); do
         for ci in "${!configs[@]}"; do
-            j=$("$build/bench_real" ${graphs[$gi]} ${configs[$ci]} --rounds 200 --json)
+            j=$("$build/bench_real" ${graphs[$gi]} ${configs[$ci]} --rounds ${ROUNDS:-200} --json)
             med[$ci]+="$(echo "$j" | field median_us) "
             cpu[$ci]+="$(echo "$j" | field cpu_us_per_round) "
             team[$ci]=$(echo "$j" | field intra_op_threads)

@@ -140,7 +140,8 @@ int af_executor_register_kernel(af_executor_t *ex, const char *op, af_kernel_fn 
 
 /* Built-in kernel sets by name, for callers that compose their own (NULL-terminated names). */
 const char *const *af_kernel_set_names(void);
-/* The set a name stands for ("real" -> "onednn" or "reference"); NULL when unknown. */
+/* The set a name stands for ("real" -> "onednn" or "reference"); NULL when unknown. Static
+ * strings; thread-safe. */
 const char *af_kernel_set_resolve(const char *set);
 /*
  * The built-in kernel of a set for an op (NULL when the set has none). Kernels that need the
