@@ -38,9 +38,9 @@ struct af_session {
     int first_failed_status;
     atomic_ullong dyn_allocs;
     uint64_t pool_os0;
-    uint64_t *last_sum;          /* [mu] per tensor, last completed round */
-    uint64_t *last_seq;          /* [mu] per node, last completed round (history) */
-    int have_last;               /* [mu] */
+    uint64_t *last_sum; /* [mu] per tensor, last completed round */
+    uint64_t *last_seq; /* [mu] per node, last completed round (history) */
+    int have_last;      /* [mu] */
     /* re-planning [mu] */
     uint64_t *dyn_max;
     uint64_t warm_rounds;
