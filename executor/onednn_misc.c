@@ -55,6 +55,14 @@ static int get_axis(odn_build_t *b, int64_t def, int n, int64_t *axis)
     return *axis >= 0 && *axis < n ? 0 : af__odn_nosup(b, "axis out of range");
 }
 
+/* Descriptors of input 0 and output 0 in their layouts. */
+static int io_mds(odn_build_t *b, dnnl_memory_desc_t *mx, dnnl_memory_desc_t *my)
+{
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    int rc = af__odn_md(b, ni->inputs[0], mx);
+    return rc ? rc : af__odn_md(b, ni->outputs[0], my);
+}
+
 /* A one-primitive node: SRC = input 0, DST = output 0, with extra args. */
 static int simple(odn_build_t *b, const void *desc, const dnnl_memory_desc_t *x,
                   const dnnl_memory_desc_t *y, int n_extra, const odn_arg_t *extra)
@@ -100,7 +108,7 @@ int af__odn_pool(odn_build_t *b)
             if (w.d[i])
                 return af__odn_nosup(b, "AveragePool with dilations");
     dnnl_memory_desc_t mx, my;
-    if ((rc = af__odn_md(b, ni->inputs[0], &mx)) || (rc = af__odn_md(b, ni->outputs[0], &my)))
+    if ((rc = io_mds(b, &mx, &my)))
         return rc;
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
                           : incl ? dnnl_pooling_avg_include_padding
@@ -125,7 +133,7 @@ int af__odn_softmax(odn_build_t *b)
     if (ny != nx)
         return af__odn_nosup(b, "softmax output rank");
     dnnl_memory_desc_t mx, my;
-    if ((rc = af__odn_md(b, ni->inputs[0], &mx)) || (rc = af__odn_md(b, ni->outputs[0], &my)))
+    if ((rc = io_mds(b, &mx, &my)))
         return rc;
     dnnl_softmax_v2_desc_t d;
     dnnl_alg_kind_t alg = strcmp(ni->op, "LogSoftmax") ? dnnl_softmax_accurate : dnnl_softmax_log;
@@ -157,7 +165,7 @@ int af__odn_batchnorm(odn_build_t *b)
         af__odn_attr_i(b, "training_mode", 0))
         return af__odn_nosup(b, "BatchNormalization other than inference with 5 inputs");
     dnnl_memory_desc_t mx, my, v[4];
-    if ((rc = af__odn_md(b, ni->inputs[0], &mx)) || (rc = af__odn_md(b, ni->outputs[0], &my)))
+    if ((rc = io_mds(b, &mx, &my)))
         return rc;
     for (int i = 0; i < 4; i++)
         if ((rc = vec_md(b, i + 1, x[1], &v[i])))
@@ -500,7 +508,6 @@ static int nearest_ok(odn_build_t *b, int nx, const dnnl_dims_t x, const dnnl_di
 
 int af__odn_resize(odn_build_t *b)
 {
-    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
     int nx, ny, rc;
     dnnl_dims_t x, y;
     if ((rc = io_shapes(b, &nx, x, &ny, y)))
@@ -524,7 +531,7 @@ int af__odn_resize(odn_build_t *b)
     if ((!linear && (rc = nearest_ok(b, nx, x, y))) || (rc = scales_match(b, nx, x, y)))
         return rc;
     dnnl_memory_desc_t mx, my;
-    if ((rc = af__odn_md(b, ni->inputs[0], &mx)) || (rc = af__odn_md(b, ni->outputs[0], &my)))
+    if ((rc = io_mds(b, &mx, &my)))
         return rc;
     dnnl_resampling_desc_t d;
     if (dnnl_resampling_forward_desc_init(&d, dnnl_forward_inference,
