@@ -302,8 +302,10 @@ const af__kernel_entry_t *af__kernel_find(const af__kernel_entry_t *table, const
  */
 int af__kernel_layouts(const af__kernel_set_t *ks, const af__kprep_t *base, int32_t intra,
                        uint8_t **layout, af_error_t *err);
-/* Intra-op team of the large nodes of graph g on executor options o (0 = auto resolved). */
-int32_t af__kernel_intra(const af_graph_t *g, const af_executor_opts_t *o);
+/* Largest intra-op team executor options o allow (lowering sizes working memory for it). */
+int32_t af__kernel_intra_max(const af_executor_opts_t *o);
+/* Intra-op team of the large nodes of a plan on executor options o (0 = auto resolved). */
+int32_t af__kernel_intra(const af_plan_t *plan, const af_executor_opts_t *o);
 /* OpenMP team of node v: intra for nodes whose cost makes a team pay, else 1. */
 int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra);
 

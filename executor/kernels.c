@@ -167,42 +167,33 @@ static double node_cost(const af_graph_t *g, int32_t v)
     return b > 0 ? b : 1;
 }
 
-/* Total cost / longest-path cost over data edges (input order is topological). */
-static double parallelism(const af_graph_t *g)
-{
-    int32_t n = af_graph_node_count(g);
-    double *best = af__calloc((size_t)n + 1, sizeof(double));
-    if (!best)
-        return 1; /* no memory for a figure: the chain assumption (all cores per node) */
-    const int32_t *order = af_graph_input_order(g);
-    double total = 0, top = 0;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t v = order[i];
-        const af_node_info_t *ni = af_graph_node(g, v);
-        double c = node_cost(g, v), in = 0;
-        for (int32_t j = 0; j < ni->n_preds; j++)
-            if (best[ni->preds[j]] > in)
-                in = best[ni->preds[j]];
-        best[v] = in + c;
-        total += c;
-        if (best[v] > top)
-            top = best[v];
-    }
-    af__free(best);
-    return top > 0 ? total / top : 1;
-}
-
-int32_t af__kernel_intra(const af_graph_t *g, const af_executor_opts_t *o)
+int32_t af__kernel_intra_max(const af_executor_opts_t *o)
 {
     const af__kernel_set_t *ks = af__kernel_set(o->kernels);
     if (!ks || !ks->backend)
         return 1;
-    int32_t workers = o->threads > 0 ? o->threads : af__exec_cpu_count();
     if (o->intra_op_threads > 0)
         return o->intra_op_threads;
-    double want = (double)workers / parallelism(g);
-    int32_t intra = (int32_t)(want + 0.5);
-    return intra < 1 ? 1 : intra > workers ? workers : intra;
+    return o->threads > 0 ? o->threads : af__exec_cpu_count();
+}
+
+int32_t af__kernel_intra(const af_plan_t *plan, const af_executor_opts_t *o)
+{
+    int32_t max = af__kernel_intra_max(o);
+    if (max <= 1 || o->intra_op_threads > 0)
+        return max;
+    /* Parallelism of the plan: the reuse edges count, because a memory-tight plan runs
+     * independent branches one after the other (docs/executor.md). */
+    const af_graph_t *g = af_plan_graph(plan);
+    double total = 0, cp = 0;
+    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
+        double c = af_graph_node(g, v)->cost;
+        total += c > 0 ? c : 1;
+    }
+    if (af_executor_critical_path(plan, &cp, NULL) || cp <= 0)
+        return max; /* no figure: the chain assumption (all cores per node) */
+    int32_t intra = (int32_t)((double)max * cp / total + 0.5);
+    return intra < 1 ? 1 : intra > max ? max : intra;
 }
 
 int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra)

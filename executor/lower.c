@@ -4,8 +4,8 @@
  * For each node whose entry in the kernel set prepares a state, the entry is asked (query mode:
  * primitive descriptors only, no primitive, no weight reorder) how many bytes of working memory
  * the node needs while it runs — a oneDNN scratchpad, buffers for reordering an operand to the
- * layout the primitive wants — with the OpenMP team the session will give the node (the size of
- * a scratchpad can depend on it), then the graph is copied with one AF_TENSOR_SCRATCH output of
+ * layout the primitive wants — with the largest OpenMP team a session on these options may give
+ * the node (a scratchpad grows with the team), then the graph is copied with one AF_TENSOR_SCRATCH output of
  * that size on each such node. The planner sees a tensor produced by the node and read by
  * nobody: it lives during the node's step only, and shares bytes with anything not live then.
  *
@@ -91,7 +91,7 @@ int af_kernels_lower(const af_executor_opts_t *eo, const af_graph_t *g, af_graph
         void *ctx = NULL;
         if ((rc = ks->backend->create(1, &ctx, err)))
             goto out;
-        int32_t team0 = ks->backend->get_team(), intra = af__kernel_intra(g, &o);
+        int32_t team0 = ks->backend->get_team(), intra = af__kernel_intra_max(&o);
         af__kprep_t base = {.g = g, .workers = 1, .constant = no_constant, .backend = ctx};
         uint8_t *layout = NULL;
         rc = af__kernel_layouts(ks, &base, intra, &layout, err);

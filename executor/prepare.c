@@ -58,16 +58,10 @@ static int check_scratch(af__prog_t *p, int32_t v, uint64_t need, af_error_t *er
 {
     p->scratch_need[v] = need;
     int32_t t = p->scratch_t[v];
-    if (t >= 0) {
-        if (need > p->bytes[t])
-            return af__err(err, AF_EINVAL,
-                           "node '%s' needs %llu bytes of working memory but its scratch tensor "
-                           "'%s' has %llu: plan the graph af_kernels_lower() gives for the same "
-                           "executor options",
-                           af_graph_node(p->g, v)->name, (unsigned long long)need,
-                           af_graph_tensor(p->g, t)->name, (unsigned long long)p->bytes[t]);
+    if (t >= 0 && need <= p->bytes[t])
         return 0;
-    }
+    /* no scratch tensor, or one too small (lowered for other options): the node takes the
+     * unplanned per-worker buffer, reported in the session's stats */
     if (need > p->unplanned_scratch)
         p->unplanned_scratch = af__align_up(need, 64);
     return 0;
@@ -173,7 +167,7 @@ int af__prog_prepare(af__prog_t *p, af_executor_t *ex, const void *(*const_ptr)(
     const af__kernel_set_t *ks = ex->set;
     p->ex = ex;
     p->workers = ex->n;
-    p->intra = af__kernel_intra(p->g, &ex->opts);
+    p->intra = af__kernel_intra(p->plan, &ex->opts);
     p->max_team = 1;
     int rc = 0, team0 = 1;
     if (ks->backend) {

@@ -203,11 +203,12 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         .user = p->kuser[v],
         .priv = r,
         .state = p->kstate[v],
-        .scratch = st >= 0 ? r->ptr[st] : NULL,
-        .scratch_bytes = st >= 0 ? p->bytes[st] : 0,
         .team = p->team[v],
     };
-    if (st < 0 && p->scratch_need[v]) {
+    if (st >= 0 && p->scratch_need[v] <= p->bytes[st]) {
+        a.scratch = r->ptr[st];
+        a.scratch_bytes = p->bytes[st];
+    } else if (p->scratch_need[v]) { /* not lowered, or lowered for other options */
         a.scratch = p->wscratch + (size_t)w->id * (size_t)p->unplanned_scratch;
         a.scratch_bytes = p->unplanned_scratch;
     }

@@ -157,7 +157,9 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op);
  * reordering an operand to the layout the primitive wants — has one more output, a tensor of
  * kind AF_TENSOR_SCRATCH named "<node>#scratch" with that many bytes. Plan *out instead of g
  * and create the session with the same options: the arena then holds every byte of activation
- * memory. For sets without such kernels the copy has no scratch tensor. Errors: AF_EINVAL
+ * memory. The sizes are for the largest OpenMP team a session on `eo` may give a node; a
+ * session whose node needs more (other options) keeps that node's working memory outside the
+ * arena and reports it. For sets without such kernels the copy has no scratch tensor. Errors: AF_EINVAL
  * (unknown set, graph not finalized), AF_ENOMEM; err names the node. The caller owns *out.
  * Reentrant.
  */
