@@ -5,12 +5,13 @@
  * primitive descriptors only, no primitive, no weight reorder) how many bytes of working memory
  * the node needs while it runs — a oneDNN scratchpad, buffers for reordering an operand to the
  * layout the primitive wants — with the largest OpenMP team a session on these options may give
- * the node (a scratchpad grows with the team), then the graph is copied with one AF_TENSOR_SCRATCH output of
- * that size on each such node. The planner sees a tensor produced by the node and read by
+ * the node (a scratchpad grows with the team), then the graph is copied with one
+ * AF_TENSOR_SCRATCH output of that size on each such node. The planner sees a tensor produced by the node and read by
  * nobody: it lives during the node's step only, and shares bytes with anything not live then.
  *
- * A node whose entry answers AF_ENOTSUP gets nothing: the session will run it on the fallback
- * kernel, which needs no working memory. Reentrant: no state outside the call.
+ * The tensor layouts (channels-last between convolutions) are chosen first, as the session will
+ * choose them. A node whose entry answers AF_ENOTSUP gets nothing: the session will run it on
+ * the fallback kernel, which needs no working memory. Reentrant: no state outside the call.
  */
 #include "executor/executor_int.h"
 
