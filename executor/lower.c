@@ -6,8 +6,9 @@
  * the node needs while it runs — a oneDNN scratchpad, buffers for reordering an operand to the
  * layout the primitive wants — with the largest OpenMP team a session on these options may give
  * the node (a scratchpad grows with the team), then the graph is copied with one
- * AF_TENSOR_SCRATCH output of that size on each such node. The planner sees a tensor produced by the node and read by
- * nobody: it lives during the node's step only, and shares bytes with anything not live then.
+ * AF_TENSOR_SCRATCH output of that size on each such node. The planner sees a tensor produced
+ * by the node and read by nobody: it lives during the node's step only, and shares bytes with
+ * anything not live then.
  *
  * The tensor layouts (channels-last between convolutions) are chosen first, as the session will
  * choose them. A node whose entry answers AF_ENOTSUP gets nothing: the session will run it on
