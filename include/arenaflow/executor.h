@@ -159,9 +159,9 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op);
  * and create the session with the same options: the arena then holds every byte of activation
  * memory. The sizes are for the largest OpenMP team a session on `eo` may give a node; a
  * session whose node needs more (other options) keeps that node's working memory outside the
- * arena and reports it. For sets without such kernels the copy has no scratch tensor. Errors: AF_EINVAL
- * (unknown set, graph not finalized), AF_ENOMEM; err names the node. The caller owns *out.
- * Reentrant.
+ * arena and reports it. For sets without such kernels the copy has no scratch tensor. Errors:
+ * AF_EINVAL (unknown set, graph not finalized), AF_ENOMEM; err names the node. The caller owns
+ * *out. Reentrant.
  */
 int af_kernels_lower(const af_executor_opts_t *eo, const af_graph_t *g, af_graph_t **out,
                      af_error_t *err);
