@@ -373,6 +373,12 @@ static void worker_main(void *arg)
     af__worker_t *w = arg;
     af_executor_t *ex = w->ex;
     af__task_t t;
+    if (ex->set && ex->set->backend) {
+        /* libgomp allocates a thread's settings the first time they are set: now, not in a
+         * round (0 allocations per round, even on the first node this worker runs). */
+        ex->set->backend->set_team(1);
+        w->team = 1;
+    }
     for (;;) {
         int spins = 0;
         while (!find_task(w, &t)) {
