@@ -171,9 +171,11 @@ void af_graph_destroy(af_graph_t *g)
 {
     if (!g)
         return;
+    af__graph_free_stores(g);
     for (size_t i = 0; i < g->n_tensors; i++) {
         af__free((void *)g->tensors[i].name);
         af__free((void *)g->tensors[i].shape);
+        af__free((void *)g->tensors[i].dynamic_reason);
         if (g->alias_names)
             af__free(g->alias_names[i]);
     }
