@@ -28,14 +28,22 @@ static int64_t prod_range(const af__onnx_val_t *v, int a, int b)
     return p;
 }
 
-/* Reads an input's values as a shape vector: dims[i] = value or -1 when unknown. -1 if absent. */
-static int shape_input(const af__onnx_val_t *v, int64_t *dims, int max)
+/*
+ * Reads an input's values as a shape vector: dims[i] = value or -1 when unknown. -1 if absent.
+ * Values not known at load time are noted as the reason the output stays dynamic.
+ */
+static int shape_input(af__onnx_ctx_t *c, const af__onnx_val_t *v, int64_t *dims, int max)
 {
+    if (v && (v->rank != 1 || v->dims[0] < 0))
+        af__onnx_why(c, "the %s of input '%s' are not known", v->rank == 1 ? "length" : "shape",
+                     v->name);
     if (!v || v->rank != 1 || v->dims[0] < 0 || v->dims[0] > max)
         return -1;
     int n = (int)v->dims[0];
     for (int i = 0; i < n; i++)
         dims[i] = v->vals && !isnan(v->vals[i]) ? af__onnx_d2i(v->vals[i]) : -1;
+    if (!af__onnx_vals_known(v))
+        af__onnx_why(c, "the values of input '%s' are known only at run time", v->name);
     return n;
 }
 
@@ -50,7 +58,7 @@ int af__onnx_rule_reshape(af__onnx_ctx_t *c)
     int n = af__onnx_int_list(c, "shape", -1, t, MAXV);
     int unk[MAXV] = {0};
     if (n < 0) {
-        n = shape_input(IN(1), t, MAXV);
+        n = shape_input(c, IN(1), t, MAXV);
         if (n < 0)
             return IN(1) && IN(1)->rank == 1 && IN(1)->dims[0] > MAXV
                        ? af__onnx_check_rank(c, (int)IN(1)->dims[0])
@@ -426,7 +434,7 @@ int af__onnx_rule_resize(af__onnx_ctx_t *c)
     af__onnx_set_rank(o, x->rank);
     if (sizes && af__onnx_numel(sizes) > 0) {
         int64_t d[MAXV];
-        int n = shape_input(sizes, d, MAXV);
+        int n = shape_input(c, sizes, d, MAXV);
         if (n >= 0 && n != x->rank)
             return af__onnx_node_err(c, AF_ESHAPE, "sizes has %d values for rank %d", n, x->rank);
         for (int i = 0; n >= 0 && i < n; i++)
@@ -557,7 +565,7 @@ int af__onnx_rule_constant(af__onnx_ctx_t *c)
         const char *nm = a->name ? a->name : "";
         int rc = 0;
         if (!strcmp(nm, "value") && a->t) {
-            rc = af__onnx_tensor_decode(a->t, o, c->err);
+            rc = af__onnx_tensor_decode(c->im, a->t, o, c->err);
         } else if (!strcmp(nm, "value_float") || !strcmp(nm, "value_int")) {
             int f = nm[6] == 'f';
             o->elem =
@@ -605,7 +613,7 @@ int af__onnx_rule_constant_of_shape(af__onnx_ctx_t *c)
     int64_t d[MAXV];
     if (s && s->rank == 1 && s->dims[0] > MAXV)
         return af__onnx_check_rank(c, (int)s->dims[0]);
-    int n = shape_input(s, d, MAXV);
+    int n = shape_input(c, s, d, MAXV);
     if (n < 0)
         return 0;
     af__onnx_set_rank(o, n);
@@ -620,7 +628,7 @@ int af__onnx_rule_expand(af__onnx_ctx_t *c)
         return 0;
     c->out[0]->elem = x->elem;
     af__onnx_val_t t = {.name = s ? s->name : "shape"};
-    int n = shape_input(s, t.dims, MAXV);
+    int n = shape_input(c, s, t.dims, MAXV);
     if (n < 0)
         return s && s->rank == 1 && s->dims[0] > MAXV ? af__onnx_check_rank(c, (int)s->dims[0]) : 0;
     t.rank = n;
@@ -699,7 +707,7 @@ int af__onnx_rule_tile(af__onnx_ctx_t *c)
     if (x->rank < 0)
         return 0;
     int64_t r[MAXV];
-    int n = shape_input(IN(1), r, MAXV);
+    int n = shape_input(c, IN(1), r, MAXV);
     af__onnx_set_rank(c->out[0], x->rank);
     if (n < 0)
         return 0;
