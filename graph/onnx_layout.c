@@ -453,8 +453,12 @@ int af__onnx_rule_resize(af__onnx_ctx_t *c)
         for (int i = 0; i < n; i++)
             sc[i] = (float)scales->vals[i];
     }
-    if (n < 0)
+    if (n < 0) {
+        const af__onnx_val_t *why = sizes && af__onnx_numel(sizes) != 0 ? sizes : scales;
+        if (why)
+            af__onnx_why(c, "the values of input '%s' are known only at run time", why->name);
         return 0;
+    }
     if (n != x->rank)
         return af__onnx_node_err(c, AF_ESHAPE, "scales has %d values for rank %d", n, x->rank);
     for (int i = 0; i < n; i++) {
@@ -685,8 +689,11 @@ int af__onnx_rule_range(af__onnx_ctx_t *c)
     double v[3];
     for (int i = 0; i < 3; i++) {
         const af__onnx_val_t *s = IN(i);
-        if (!s || af__onnx_numel(s) != 1 || !s->vals || isnan(s->vals[0]))
+        if (!s || af__onnx_numel(s) != 1 || !s->vals || isnan(s->vals[0])) {
+            if (s)
+                af__onnx_why(c, "the value of input '%s' is known only at run time", s->name);
             return 0;
+        }
         v[i] = s->vals[0];
     }
     if (v[2] == 0)
@@ -760,6 +767,8 @@ int af__onnx_rule_onehot(af__onnx_ctx_t *c)
             o->dims[i] = idx->dims[k++];
     if (depth && af__onnx_numel(depth) == 1 && depth->vals && !isnan(depth->vals[0]))
         o->dims[axis] = depth->vals[0] >= 0 ? af__onnx_d2i(depth->vals[0]) : -1;
+    else if (depth)
+        af__onnx_why(c, "the value of input '%s' (depth) is known only at run time", depth->name);
     return 0;
 }
 
