@@ -69,6 +69,12 @@ int af__store_map(const char *path, af__store_t **out, af_error_t *err);
 int af__store_resolve(const char *dir, const char *name, char **out, af_error_t *err);
 /* The directory part of a file path ("." when there is none), af__malloc'd; NULL on OOM. */
 char *af__path_dir(const char *path);
+/*
+ * Tells the kernel this process no longer needs the whole pages of [p, p+len) of a mapped store
+ * (after copying them elsewhere): they leave its resident set and are read again from the file
+ * if touched. A no-op for heap stores. The bytes stay valid.
+ */
+void af__store_release_pages(af__store_t *s, const void *p, size_t len);
 void af__store_ref(af__store_t *s);
 /* Drops one reference; the last one frees the block or unmaps the file. NULL is a no-op. */
 void af__store_unref(af__store_t *s);

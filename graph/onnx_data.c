@@ -13,7 +13,9 @@
  *   4. folded values (v->vals, doubles), converted to the element type (fp16 and bf16 rounded
  *      to nearest even).
  * A string tensor, or one whose values are not all known, gets no data. Copies go into one
- * heap store sized beforehand (af__onnx_data_prepare), each tensor 64-byte aligned.
+ * heap store sized beforehand (af__onnx_data_prepare), each tensor 64-byte aligned; the mapped
+ * pages a copy was read from are released right after (madvise), so loading a model whose
+ * payloads are all misaligned peaks near one copy of the weights, not two.
  *
  * Raw bytes are little-endian; on a big-endian host they are always copied and swapped.
  * Threading: importer state only; reentrant.
@@ -52,7 +54,8 @@ static int source(const af__onnx_imp_t *im, const af__onnx_val_t *v, uint64_t by
             return SRC_NONE;
         int align = sz > 8 ? 8 : sz;
         int aligned = ((uintptr_t)s->raw & (uintptr_t)(align - 1)) == 0;
-        return s->raw_store && aligned && (!big_endian || sz == 1) ? SRC_MAP : SRC_COPY;
+        int map = s->raw_store && aligned && (!big_endian || sz == 1) && !im->opts->copy_data;
+        return map ? SRC_MAP : SRC_COPY;
     }
     const Onnx__TensorProto *t = s->tp;
     if (t &&
@@ -267,6 +270,8 @@ int af__onnx_data_attach(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const a
     if (!im->heap || at + bytes > im->heap->len) /* prepare() sized it for exactly these */
         return af__err(im->err, AF_EINVAL, "tensor '%s': constant data was not reserved", v->name);
     fill(im->heap->base + at, v, s, src, bytes);
+    if (src == SRC_COPY) /* the source pages were read once; the copy is what stays */
+        af__store_release_pages(s->raw_store, s->raw, (size_t)bytes);
     im->heap_used = at + (size_t)bytes;
     return af__graph_attach(gr, id, im->heap, im->heap->base + at, im->err);
 }

@@ -131,6 +131,17 @@ int af__store_resolve(const char *dir, const char *name, char **out, af_error_t 
     return 0;
 }
 
+void af__store_release_pages(af__store_t *s, const void *p, size_t len)
+{
+    if (!s || s->kind != STORE_MAP || !len)
+        return;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = af__align_up((uintptr_t)p, page), hi = ((uintptr_t)p + len) / page * page;
+    if (hi >
+        lo) /* clean file pages: dropped from this process, read again from the file if needed */
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 void af__store_ref(af__store_t *s)
 {
     if (s)

@@ -186,8 +186,17 @@ static void test_onnx_data_raw_zero_copy(void **state)
     assert_memory_equal(a->data, wa, sizeof wa);
     af_graph_destroy(g);
 
-    /* skip_data: shapes only. */
+    /* copy_data: every byte copied, no pointer into the file. */
     af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    o.copy_data = 1;
+    assert_int_equal(af_onnx_load(path, &o, &g, &err), 0);
+    a = tensor(g, "A");
+    assert_false(in_mapping_of(a->data, path));
+    assert_memory_equal(a->data, wa, sizeof wa);
+    af_graph_destroy(g);
+
+    /* skip_data: shapes only. */
     af_onnx_opts_init(&o);
     o.skip_data = 1;
     assert_int_equal(af_onnx_load(path, &o, &g, &err), 0);

@@ -18,7 +18,7 @@ static void usage(FILE *f)
         f,
         "usage: arenaflow convert MODEL.onnx [--input NAME=d0,d1,...]... [--out GRAPH.json]\n"
         "                         [--shapes FILE] [--data-sums FILE] [--dynamic] [--no-declared]\n"
-        "                         [--keep-folded] [--opaque-loops]\n\n"
+        "                         [--keep-folded] [--opaque-loops] [--copy-data] [--skip-data]\n\n"
         "Imports an ONNX model with static shape inference and writes the graph as JSON\n"
         "(to stdout when --out is not given). With --out, the model's weights go to a weights\n"
         "file beside the JSON (GRAPH.weights) that the JSON references, so the converted graph\n"
@@ -33,7 +33,9 @@ static void usage(FILE *f)
         "  --dynamic          allow inputs with unknown dims (their tensors become dynamic)\n"
         "  --no-declared      ignore the shapes the model declares; inferred shapes only\n"
         "  --keep-folded      keep the nodes whose outputs fold to constants\n"
-        "  --opaque-loops     import Loop/Scan as one opaque node (dynamic outputs)\n");
+        "  --opaque-loops     import Loop/Scan as one opaque node (dynamic outputs)\n"
+        "  --copy-data        copy the weights into memory instead of mapping the model file\n"
+        "  --skip-data        do not load the weights at all (shapes only)\n");
 }
 
 static const char *kind_name(af_tensor_kind_t k)
@@ -137,6 +139,10 @@ int cmd_convert(int argc, char **argv)
             o.keep_folded = 1;
         } else if (!strcmp(a, "--opaque-loops")) {
             o.opaque_control_flow = 1;
+        } else if (!strcmp(a, "--copy-data")) {
+            o.copy_data = 1;
+        } else if (!strcmp(a, "--skip-data")) {
+            o.skip_data = 1;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             usage(stderr);

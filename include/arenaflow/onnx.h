@@ -78,6 +78,12 @@ typedef struct af_onnx_opts {
     int opaque_control_flow;
     /* 1: do not load constant data (shapes and plans only; constants get no data). 0 default. */
     int skip_data;
+    /*
+     * 1: copy every constant's bytes into memory the graph owns, keeping no mapping of the model
+     * or its external files (use it when those files may change or disappear while the graph
+     * lives: a mapped file truncated underneath is a SIGBUS). 0 (default): zero-copy.
+     */
+    int copy_data;
 } af_onnx_opts_t;
 
 /* Fills *o with the defaults above. */
