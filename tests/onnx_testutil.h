@@ -152,14 +152,16 @@ static inline void add_i64_init(pb_t *g, const char *name, int n, const int64_t 
     pb_msg(g, 5, &t);
 }
 
-/* Attributes for add_node: kinds 'i' (int), 'I' (ints), 't' (tensor), 'g' (graph). */
+/* Attributes for add_node: kinds 'i' (int), 'I' (ints), 's' (string), 't' (tensor), 'g'
+ * (graph). */
 typedef struct attr {
     char kind;
     const char *name;
     int64_t i;
     const int64_t *ints;
     int n;
-    pb_t *sub; /* tensor or graph message, consumed */
+    pb_t *sub;       /* tensor or graph message, consumed */
+    const char *str; /* 's' */
 } attr_t;
 
 static inline void add_node(pb_t *g, const char *op, const char *name, const char *ins,
@@ -183,6 +185,10 @@ static inline void add_node(pb_t *g, const char *op, const char *name, const cha
             pb_int(&at, 3, attrs[a].i);
             pb_int(&at, 20, 2);
             break;
+        case 's':
+            pb_str(&at, 4, attrs[a].str);
+            pb_int(&at, 20, 3);
+            break;
         case 'I':
             for (int k = 0; k < attrs[a].n; k++)
                 pb_int(&at, 8, attrs[a].ints[k]);
@@ -205,15 +211,20 @@ static inline void add_node(pb_t *g, const char *op, const char *name, const cha
 }
 
 /* Wraps a graph into a ModelProto (IR 8, default opset 13); consumes g. */
-static inline pb_t make_model(pb_t *g)
+static inline pb_t make_model_opset(pb_t *g, int opset)
 {
     pb_t m = {0}, op = {0};
     pb_int(&m, 1, 8);
     pb_str(&op, 1, "");
-    pb_int(&op, 2, 13);
+    pb_int(&op, 2, opset);
     pb_msg(&m, 8, &op);
     pb_msg(&m, 7, g);
     return m;
+}
+
+static inline pb_t make_model(pb_t *g)
+{
+    return make_model_opset(g, 13);
 }
 
 static inline int load(pb_t *m, const char *const *inputs, int n_inputs, af_graph_t **g,
