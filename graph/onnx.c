@@ -268,8 +268,8 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
         if (im->opts->use_declared && (rc = af__onnx_merge_declared(im, o, "")))
             return rc;
         if ((rc = note_why(im, n, o,
-                           "If with a condition known only at run time, whose branches "
-                           "give this output different shapes")))
+                           "If with a condition known only at run time: its branches do not "
+                           "give this output one known shape and type")))
             return rc;
     }
     return keep_node(im, n, kio, 1 + 2 * no, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
