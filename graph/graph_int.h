@@ -53,6 +53,12 @@ struct af_graph {
     size_t cap_stores;    /* entries of stores[] that exist (grown on demand, new ones NULL) */
 };
 
+/* FNV-1a hash of a string (name tables). */
+uint64_t af__graph_hash_str(const char *s);
+/* Min-heap of ids (validate.c): push v, pop the smallest. h holds at least *n + 1 entries. */
+void af__graph_heap_push(int32_t *h, size_t *n, int32_t v);
+int32_t af__graph_heap_pop(int32_t *h, size_t *n);
+
 /* The JSON format's identification (top-level "format" and "version"). */
 #define AF__GRAPH_FORMAT "arenaflow-graph"
 #define AF__GRAPH_FORMAT_VERSION 1

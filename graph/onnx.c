@@ -59,19 +59,12 @@ static void pb_free(void *data, void *p)
 
 /* ---- value table ---------------------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int32_t val_find(const imp_t *im, const char *name)
 {
     if (!im->hash_cap)
         return -1;
-    for (size_t i = hash_str(name) & (im->hash_cap - 1);; i = (i + 1) & (im->hash_cap - 1)) {
+    for (size_t i = af__graph_hash_str(name) & (im->hash_cap - 1);;
+         i = (i + 1) & (im->hash_cap - 1)) {
         int32_t id = im->hash[i];
         if (id < 0 || !strcmp(im->vals[id].name, name))
             return id;
@@ -93,7 +86,7 @@ static int hash_insert(imp_t *im, int32_t id)
             if ((int32_t)v != id)
                 hash_insert(im, (int32_t)v);
     }
-    size_t i = hash_str(im->vals[id].name) & (im->hash_cap - 1);
+    size_t i = af__graph_hash_str(im->vals[id].name) & (im->hash_cap - 1);
     while (im->hash[i] >= 0)
         i = (i + 1) & (im->hash_cap - 1);
     im->hash[i] = id;

@@ -31,18 +31,10 @@ typedef struct order {
     size_t n_pairs, cap_pairs;
 } order_t;
 
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 /* Producer (node index) of name in this graph, or -1. */
 static int32_t producer_of(const order_t *o, const char *name)
 {
-    for (size_t i = hash_name(name) & (o->cap - 1);; i = (i + 1) & (o->cap - 1)) {
+    for (size_t i = af__graph_hash_str(name) & (o->cap - 1);; i = (i + 1) & (o->cap - 1)) {
         int32_t n = o->slot[i];
         if (n < 0)
             return -1;
@@ -57,7 +49,7 @@ static void put_output(order_t *o, int32_t node, const char *name)
 {
     if (!name[0] || producer_of(o, name) >= 0)
         return; /* produced twice: the importer reports it when it gets there */
-    size_t i = hash_name(name) & (o->cap - 1);
+    size_t i = af__graph_hash_str(name) & (o->cap - 1);
     while (o->slot[i] >= 0)
         i = (i + 1) & (o->cap - 1);
     o->slot[i] = node;
@@ -94,37 +86,6 @@ static int deps_of_graph(order_t *o, const Onnx__GraphProto *g, int32_t to, int 
         }
     }
     return 0;
-}
-
-/* Min-heap of node indices. */
-static void heap_push(int32_t *h, size_t *n, int32_t v)
-{
-    size_t i = (*n)++;
-    while (i > 0 && h[(i - 1) / 2] > v) {
-        h[i] = h[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h[i] = v;
-}
-
-static int32_t heap_pop(int32_t *h, size_t *n)
-{
-    int32_t top = h[0], last = h[--(*n)];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && h[c + 1] < h[c])
-            c++;
-        if (h[c] >= last)
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (*n)
-        h[i] = last;
-    return top;
 }
 
 static int build(order_t *o, size_t nn)
@@ -182,13 +143,13 @@ int af__onnx_node_order(const Onnx__GraphProto *g, int32_t **out)
         size_t nh = 0, k = 0;
         for (size_t i = 0; i < nn; i++)
             if (!o.indeg[i])
-                heap_push(heap, &nh, (int32_t)i);
+                af__graph_heap_push(heap, &nh, (int32_t)i);
         while (nh) {
-            int32_t v = heap_pop(heap, &nh);
+            int32_t v = af__graph_heap_pop(heap, &nh);
             ord[k++] = v;
             for (size_t e = o.first[v]; e < o.first[v + 1]; e++)
                 if (--o.indeg[o.edges[e]] == 0)
-                    heap_push(heap, &nh, o.edges[e]);
+                    af__graph_heap_push(heap, &nh, o.edges[e]);
         }
         for (size_t i = 0; i < nn && k < nn; i++) /* left on a cycle: file order */
             if (o.indeg[i] > 0)

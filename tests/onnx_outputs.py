@@ -24,24 +24,10 @@ try:
 except ImportError:
     print("SKIP: python3-onnx is not installed")
     sys.exit(77)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_shapes import ours  # noqa: E402  (the same `arenaflow convert --shapes` reader)
 
 SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
-
-
-def ours(binary, path):
-    r = subprocess.run([binary, "convert", path, "--shapes", "-", "--dynamic", "--no-declared",
-                        "--keep-folded", "--opaque-loops"], capture_output=True, text=True,
-                       timeout=60)
-    if r.returncode < 0 or "Sanitizer" in r.stderr or "runtime error:" in r.stderr:
-        return None, "CRASH (status %d): %s" % (r.returncode, r.stderr.strip()[-300:])
-    if r.returncode != 0:
-        return None, r.stderr.strip()
-    res = {}
-    for line in r.stdout.splitlines():
-        name, kind, dtype, rank, dims, nbytes = line.split("\t")
-        rank = int(rank)
-        res[name] = (rank, [int(d) for d in dims.split(",")] if rank > 0 else [], int(nbytes))
-    return res, None
 
 
 def real_outputs(model_dir, n):
@@ -96,7 +82,7 @@ def main():
             if dims is None or vi.name not in mine:
                 continue
             st["outputs"] += 1
-            r, d, nbytes = mine[vi.name]
+            kind, dtype, r, d = mine[vi.name]
             if r < 0:
                 st["rank_unknown"] += 1
                 unknown_ops[producer.get(vi.name, "?")] += 1

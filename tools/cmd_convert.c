@@ -44,13 +44,9 @@ static const char *kind_name(af_tensor_kind_t k)
     return (unsigned)k < 4 ? names[k] : "?";
 }
 
-static int write_shapes(const af_graph_t *g, const char *path)
+/* 'name kind dtype rank dims bytes' per tensor. */
+static void put_shapes(const af_graph_t *g, FILE *f)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-    if (!f) {
-        cli_error("%s: cannot open for writing", path);
-        return CLI_FAIL;
-    }
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
         const af_tensor_info_t *t = af_graph_tensor(g, i);
         fprintf(f, "%s\t%s\t%s\t%d\t", t->name, kind_name(t->kind), af_dtype_name(t->dtype),
@@ -59,23 +55,11 @@ static int write_shapes(const af_graph_t *g, const char *path)
             fprintf(f, "%s%lld", k ? "," : "", (long long)t->shape[k]);
         fprintf(f, "\t%lld\n", (long long)t->bytes);
     }
-    int bad = ferror(f);
-    if (f != stdout && fclose(f))
-        bad = 1;
-    if (bad) {
-        cli_error("%s: write error", path);
-        return CLI_FAIL;
-    }
-    return CLI_OK;
 }
 
-static int write_sums(const af_graph_t *g, const char *path)
+/* 'name dtype bytes checksum' per constant with data. */
+static void put_sums(const af_graph_t *g, FILE *f)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-    if (!f) {
-        cli_error("%s: cannot open for writing", path);
-        return CLI_FAIL;
-    }
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
         const af_tensor_info_t *t = af_graph_tensor(g, i);
         if (!t->data)
@@ -94,6 +78,18 @@ static int write_sums(const af_graph_t *g, const char *path)
         fprintf(f, "%s\t%s\t%lld\t%016llx\n", t->name, af_dtype_name(t->dtype), (long long)t->bytes,
                 (unsigned long long)h);
     }
+}
+
+/* Writes a table with put() to path ('-' = stdout). */
+static int write_table(const af_graph_t *g, const char *path,
+                       void (*put)(const af_graph_t *, FILE *))
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        cli_error("%s: cannot open for writing", path);
+        return CLI_FAIL;
+    }
+    put(g, f);
     int bad = ferror(f);
     if (f != stdout && fclose(f))
         bad = 1;
@@ -169,9 +165,9 @@ int cmd_convert(int argc, char **argv)
         goto done;
     }
     if (shapes || sums) {
-        rc = shapes ? write_shapes(g, shapes) : CLI_OK;
+        rc = shapes ? write_table(g, shapes, put_shapes) : CLI_OK;
         if (sums && rc == CLI_OK)
-            rc = write_sums(g, sums);
+            rc = write_table(g, sums, put_sums);
     } else if (!out || !strcmp(out, "-")) {
         char *json = NULL;
         r = af_graph_to_json(g, &json, &err);
