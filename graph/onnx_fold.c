@@ -214,7 +214,9 @@ static double typed_elem(const Onnx__TensorProto *t, int32_t elem, size_t i)
     case T(FLOAT16):
         return half_to_double((uint16_t)t->int32_data[i]);
     case T(BFLOAT16):
-        return af__onnx_raw_elem((const uint8_t *)&(uint16_t){(uint16_t)t->int32_data[i]}, elem);
+        return af__onnx_raw_elem(
+            (const uint8_t[]){(uint8_t)t->int32_data[i], (uint8_t)(t->int32_data[i] >> 8)},
+            elem); /* the bits, as little-endian bytes */
     default:
         return t->int32_data[i];
     }

@@ -262,6 +262,7 @@ int af__onnx_rule_expand(af__onnx_ctx_t *c);
 int af__onnx_rule_pad(af__onnx_ctx_t *c);
 int af__onnx_rule_range(af__onnx_ctx_t *c);
 int af__onnx_rule_tile(af__onnx_ctx_t *c);
+/* onnx_misc.c */
 int af__onnx_rule_topk(af__onnx_ctx_t *c);
 int af__onnx_rule_onehot(af__onnx_ctx_t *c);
 int af__onnx_rule_depth_space(af__onnx_ctx_t *c);

@@ -1,8 +1,9 @@
 /*
  * ONNX importer — shape rules of the data-movement and shape-computing ops: Reshape, Flatten,
  * Transpose, Concat, Split, Slice, Gather, Squeeze/Unsqueeze, Resize/Upsample, reductions,
- * Shape/Size, Constant, ConstantOfShape, Expand, Pad, Range, Tile, TopK, OneHot,
- * DepthToSpace/SpaceToDepth. The table that dispatches to them is in onnx_shape.c.
+ * Shape/Size, Constant, ConstantOfShape, Expand, Pad, Range, Tile (TopK, OneHot and
+ * DepthToSpace/SpaceToDepth are in onnx_misc.c). The table that dispatches to them is in
+ * onnx_shape.c.
  *
  * Rules take the ONNX 1.12 inference as their reference. Attributes win over inputs (older
  * opsets carry axes/pads/splits as attributes, newer ones as inputs): a rule asks
@@ -726,80 +727,6 @@ int af__onnx_rule_tile(af__onnx_ctx_t *c)
         else if (__builtin_mul_overflow(x->dims[i], r[i], &c->out[0]->dims[i]))
             return AF__ONNX_OVERFLOW(c);
     return 0;
-}
-
-int af__onnx_rule_topk(af__onnx_ctx_t *c)
-{
-    const af__onnx_val_t *x = IN(0);
-    if (!x)
-        return 0;
-    for (int o = 0; o < c->n_out && o < 2; o++) {
-        c->out[o]->elem = o ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64 : x->elem;
-        if (x->rank < 0)
-            continue;
-        int axis, rc;
-        if ((rc = af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", -1), x->rank, &axis)))
-            return rc;
-        int64_t k[1];
-        int n = af__onnx_int_list(c, "k", 1, k, 1);
-        af__onnx_copy_shape(c->out[o], x);
-        c->out[o]->dims[axis] = n == 1 ? k[0] : -1;
-    }
-    return 0;
-}
-
-int af__onnx_rule_onehot(af__onnx_ctx_t *c)
-{
-    const af__onnx_val_t *idx = IN(0), *depth = IN(1), *vals = IN(2);
-    if (!idx || !OUT(0))
-        return 0;
-    af__onnx_val_t *o = c->out[0];
-    o->elem = vals ? vals->elem : 0;
-    if (idx->rank < 0)
-        return 0;
-    int r = idx->rank + 1, axis, rc;
-    if ((rc = af__onnx_check_rank(c, r)) ||
-        (rc = af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", -1), r, &axis)))
-        return rc;
-    af__onnx_set_rank(o, r);
-    for (int i = 0, k = 0; i < r; i++)
-        if (i != axis)
-            o->dims[i] = idx->dims[k++];
-    if (depth && af__onnx_numel(depth) == 1 && depth->vals && !isnan(depth->vals[0]))
-        o->dims[axis] = depth->vals[0] >= 0 ? af__onnx_d2i(depth->vals[0]) : -1;
-    else if (depth)
-        af__onnx_why(c, "the value of input '%s' (depth) is known only at run time", depth->name);
-    return 0;
-}
-
-int af__onnx_rule_depth_space(af__onnx_ctx_t *c)
-{
-    const af__onnx_val_t *x = IN(0);
-    if (!x || !OUT(0))
-        return 0;
-    af__onnx_val_t *o = c->out[0];
-    o->elem = x->elem;
-    if (x->rank < 0)
-        return 0;
-    if (x->rank != 4)
-        return af__onnx_node_err(c, AF_ESHAPE, "input rank %d, want 4", x->rank);
-    int64_t b = af__onnx_attr_i(c->node, "blocksize", 0);
-    if (b <= 0)
-        return af__onnx_node_err(c, AF_ESHAPE, "blocksize must be positive");
-    int to_space = !strcmp(c->node->op_type, "DepthToSpace"), ovf = 0;
-    int64_t bb = af__onnx_mul(b, b, &ovf);
-    af__onnx_set_rank(o, 4);
-    o->dims[0] = x->dims[0];
-    if (to_space) {
-        o->dims[1] = x->dims[1] >= 0 && !ovf ? x->dims[1] / bb : -1;
-        o->dims[2] = x->dims[2] >= 0 ? af__onnx_mul(x->dims[2], b, &ovf) : -1;
-        o->dims[3] = x->dims[3] >= 0 ? af__onnx_mul(x->dims[3], b, &ovf) : -1;
-    } else {
-        o->dims[1] = x->dims[1] >= 0 ? af__onnx_mul(x->dims[1], bb, &ovf) : -1;
-        o->dims[2] = x->dims[2] >= 0 ? x->dims[2] / b : -1;
-        o->dims[3] = x->dims[3] >= 0 ? x->dims[3] / b : -1;
-    }
-    return ovf ? AF__ONNX_OVERFLOW(c) : 0;
 }
 
 #endif /* AF_HAVE_ONNX */
