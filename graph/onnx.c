@@ -3,8 +3,10 @@
  *
  * Algorithm: the model is decoded with protobuf-c (C code generated at build time from the
  * system's onnx.proto; its allocator is routed through af__malloc/af__free so the OOM tests
- * reach it). One pass over the nodes, in file order (ONNX requires topological order), keeps a
- * table of values (tensor names -> element type, shape, small folded values):
+ * reach it; the large tensor payloads are located first and left out of the unpacked copy,
+ * onnx_map.c). One pass over the nodes, in topological order (the file's, or Kahn's when the
+ * file is not sorted: onnx_order.c), keeps a table of values (tensor names -> element type,
+ * shape, small folded values, where the constant bytes are):
  *   1. initializers are constants; graph inputs take their declared types, with the user's dims
  *      ("name=1,3,224,224", or "batch_size=1" for a symbolic dim) applied on top;
  *   2. each node runs its shape rule (onnx_shape.c) and folding (onnx_fold.c); a node whose
@@ -16,8 +18,11 @@
  *      opaque_control_flow kept as one node that also reads the outer values its body reads;
  *   3. with use_declared, a shape the model declares fills what inference left unknown, and a
  *      contradiction is an error (onnx_inputs.c);
+ *   4. an output whose size stays unknown gets the reason why (onnx_dyn.c);
  * then onnx_emit.c turns every value still read by a kept node (or a graph input/output) into a
- * tensor and every kept node into a node; a view op's output becomes an alias of its input.
+ * tensor and every kept node into a node; a view op's output becomes an alias of its input;
+ * constants get their bytes (onnx_data.c: mapped in place or copied; external files through
+ * onnx_ext.c). af_onnx_load maps the file; the graph keeps the mapping while it points into it.
  *
  * Invariants: values are addressed by index (the table grows); a value has at most one
  * producer; every protobuf string is checked for NULL before use, and every tensor's data
@@ -200,13 +205,6 @@ static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *
     return rc == AF_ENOMEM ? af__err(im->err, rc, "out of memory") : rc;
 }
 
-/*
- * If with a condition not known at load time: both branches are imported, and the If node
- * reads the condition and both branches' outputs and produces its own. Planning then reserves
- * memory for both branches (a conservative superset: never less than either branch needs), and
- * at run time the If node copies out the outputs of the branch its condition names. An output
- * has a static shape when both branches agree on it; otherwise it is dynamic.
- */
 /* Records `why` for output v of node n when its size stays unknown. 0 or an error. */
 static int note_why(imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v, const char *why)
 {
@@ -215,6 +213,13 @@ static int note_why(imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v, cons
     return af__onnx_note_dynamic(&c, v, 1) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
 
+/*
+ * If with a condition not known at load time: both branches are imported, and the If node
+ * reads the condition and both branches' outputs and produces its own. Planning then reserves
+ * memory for both branches (a conservative superset: never less than either branch needs), and
+ * at run time the If node copies out the outputs of the branch its condition names. An output
+ * has a static shape when both branches agree on it; otherwise it is dynamic.
+ */
 static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no, int depth)
 {
     const char *nname = node_label(n);
