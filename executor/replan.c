@@ -26,7 +26,8 @@ void af__replan_observe(af_session_t *s, const af__round_t *r)
     s->warm_rounds++;
 }
 
-/* Copies g with the dynamic tensors sized from sizes[] (0 keeps a tensor dynamic). */
+/* Copies g with the dynamic tensors sized from sizes[] (0 keeps a tensor dynamic). Constant
+ * data is shared with g (reference-counted storage), not copied. */
 int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
                         af_error_t *err)
 {
@@ -53,7 +54,11 @@ int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t *
             d.rank = -1; /* the shape had unknown dims; the size is what warm-up saw */
             d.shape = NULL;
         }
-        if ((rc = af_graph_add_tensor(c, &d, NULL, err)))
+        int32_t id;
+        if ((rc = af_graph_add_tensor(c, &d, &id, err)) ||
+            (rc = af_graph_share_data(c, id, g, t, err)) || /* weights: shared, not copied */
+            (d.bytes < 0 && ti->dynamic_reason &&
+             (rc = af_graph_set_dynamic_reason(c, id, ti->dynamic_reason, err))))
             goto fail;
     }
     const char **names = NULL;

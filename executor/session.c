@@ -236,7 +236,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
             r->ptr[t] = r->arena + p->off[t];
             break;
         case AF__LOC_CONST:
-            r->ptr[t] = s->consts + p->off[t];
+            r->ptr[t] = s->const_ptr[t];
             if (s->verify)
                 r->sum[t] = s->const_sum[t];
             break;

@@ -119,6 +119,10 @@ static void session_free(af_session_t *s)
     af__free(s->sc_ptr);
     af__free(s->sc_bytes);
     af__free(s->sc_flags);
+    for (int32_t t = 0; s->const_own && s->prog && t < s->prog->n_tensors; t++)
+        af__free(s->const_own[t]);
+    af__free(s->const_own);
+    af__free(s->const_ptr);
     af__free(s->consts);
     af__free(s->const_sum);
     af__free(s->last_sum);
@@ -166,7 +170,6 @@ static int alloc_slots(af_session_t *s, const af__prog_t *p)
     return 0;
 }
 
-/* Constant storage: filled once with a per-tensor pattern (weights are not the subject). */
 /* The program rounds start with; s->prog changes under s->mu when a re-plan is swapped in
  * (graph inputs and outputs stay the same: the re-planned graph is a copy). */
 static const af__prog_t *cur_prog(const af_session_t *s)
@@ -180,9 +183,11 @@ static const af__prog_t *cur_prog(const af_session_t *s)
 
 static void const_sums(af_session_t *s, const af__prog_t *p)
 {
+    if (!s->verify)
+        return; /* only verify kernels compare checksums; weights are not read for nothing */
     for (int32_t t = 0; t < p->n_tensors; t++)
         if (p->loc[t] == AF__LOC_CONST)
-            s->const_sum[t] = af__exec_checksum(s->consts + p->off[t], p->bytes[t]);
+            s->const_sum[t] = af__exec_checksum(s->const_ptr[t], p->bytes[t]);
 }
 
 void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes)
@@ -193,22 +198,57 @@ void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes)
     if (tensor < 0 || tensor >= p->n_tensors || p->loc[tensor] != AF__LOC_CONST)
         return NULL;
     uv_mutex_lock(&s->mu);
+    uint8_t *ptr = s->const_ptr[tensor];
+    const void *shared = af_graph_tensor(p->g, tensor)->data;
+    if (shared && ptr == shared) { /* the graph's read-only bytes: this session gets a copy */
+        uint8_t *own = af__malloc(p->bytes[tensor] ? (size_t)p->bytes[tensor] : 1);
+        if (!own) {
+            uv_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        memcpy(own, shared, (size_t)p->bytes[tensor]);
+        s->const_own[tensor] = own;
+        s->const_ptr[tensor] = ptr = own;
+    }
     s->consts_dirty = 1;
     uv_mutex_unlock(&s->mu);
     if (bytes)
         *bytes = p->bytes[tensor];
-    return s->consts + p->off[tensor];
+    return ptr;
 }
 
+/*
+ * Constant storage. A constant the graph carries data for (ONNX weights, a JSON graph's
+ * weights file) is read where the graph keeps it: zero-copy, read-only, shared by every
+ * session on the graph. The others get session storage filled once with a per-tensor
+ * deterministic pattern.
+ */
 static int alloc_consts(af_session_t *s, const af__prog_t *p)
 {
-    s->consts = af__calloc(1, p->const_bytes ? (size_t)p->const_bytes : 1);
-    s->const_sum = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
-    if (!s->consts || !s->const_sum)
-        return AF_ENOMEM;
+    size_t nt = (size_t)p->n_tensors + 1;
+    s->const_sum = af__calloc(nt, sizeof(uint64_t));
+    s->const_ptr = af__calloc(nt, sizeof(uint8_t *));
+    s->const_own = af__calloc(nt, sizeof(uint8_t *));
+    uint64_t own = 0;
     for (int32_t t = 0; t < p->n_tensors; t++)
-        if (p->loc[t] == AF__LOC_CONST)
-            af__exec_fill(s->consts + p->off[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
+        if (p->loc[t] == AF__LOC_CONST && !af_graph_tensor(p->g, t)->data)
+            own = af__align_up(own + p->bytes[t], 64);
+    s->consts = af__calloc(1, own ? (size_t)own : 1);
+    if (!s->consts || !s->const_sum || !s->const_ptr || !s->const_own)
+        return AF_ENOMEM;
+    own = 0;
+    for (int32_t t = 0; t < p->n_tensors; t++) {
+        const void *data = af_graph_tensor(p->g, t)->data;
+        if (p->loc[t] != AF__LOC_CONST)
+            continue;
+        if (data) {
+            s->const_ptr[t] = (uint8_t *)data; /* kernels only read constants */
+            continue;
+        }
+        s->const_ptr[t] = s->consts + own;
+        af__exec_fill(s->const_ptr[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
+        own = af__align_up(own + p->bytes[t], 64);
+    }
     const_sums(s, p);
     return 0;
 }

@@ -18,8 +18,10 @@ struct af_session {
     int32_t max_in, max_out; /* kernel arity bounds (scratch size) */
     void **sc_ptr;           /* per worker: max_in + max_out pointers */
     uint64_t *sc_bytes;
-    uint8_t *sc_flags; /* per worker: input passed its first check */
-    uint8_t *consts;   /* constant tensors (weights), filled once */
+    uint8_t *sc_flags;   /* per worker: input passed its first check */
+    uint8_t *consts;     /* storage of the constants the graph gives no data for (a pattern) */
+    uint8_t **const_ptr; /* per tensor: where a constant's bytes are (graph data or own copy) */
+    uint8_t **const_own; /* per tensor: the session's copy made by af_session_constant(), or NULL */
     uint64_t *const_sum;
     int consts_dirty; /* [mu] the caller may have written constants: re-take their checksums */
     uv_mutex_t mu;

@@ -20,7 +20,7 @@
 
 /* ---- name map ---------------------------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
+uint64_t af__graph_hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++) {
@@ -48,7 +48,7 @@ static int32_t map_find(const af_graph_t *g, const af__namemap_t *m, name_of_fn 
     if (m->cap == 0)
         return -1;
     size_t mask = m->cap - 1;
-    for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = af__graph_hash_str(key) & mask;; i = (i + 1) & mask) {
         int32_t id = m->slots[i];
         if (id < 0)
             return -1;
@@ -69,7 +69,7 @@ static int map_insert(const af_graph_t *g, af__namemap_t *m, name_of_fn name_of,
             int32_t old = m->slots[i];
             if (old < 0)
                 continue;
-            size_t j = hash_str(name_of(g, old)) & (ncap - 1);
+            size_t j = af__graph_hash_str(name_of(g, old)) & (ncap - 1);
             while (ns[j] >= 0)
                 j = (j + 1) & (ncap - 1);
             ns[j] = old;
@@ -79,7 +79,7 @@ static int map_insert(const af_graph_t *g, af__namemap_t *m, name_of_fn name_of,
         m->cap = ncap;
     }
     size_t mask = m->cap - 1;
-    size_t j = hash_str(name_of(g, id)) & mask;
+    size_t j = af__graph_hash_str(name_of(g, id)) & mask;
     while (m->slots[j] >= 0)
         j = (j + 1) & mask;
     m->slots[j] = id;
@@ -171,9 +171,11 @@ void af_graph_destroy(af_graph_t *g)
 {
     if (!g)
         return;
+    af__graph_free_stores(g);
     for (size_t i = 0; i < g->n_tensors; i++) {
         af__free((void *)g->tensors[i].name);
         af__free((void *)g->tensors[i].shape);
+        af__free((void *)g->tensors[i].dynamic_reason);
         if (g->alias_names)
             af__free(g->alias_names[i]);
     }

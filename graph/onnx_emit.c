@@ -2,9 +2,10 @@
  * ONNX importer — turning the importer's kept values and nodes into a graph (graph.h).
  *
  * Every value read by a kept node, or a graph input/output, becomes a tensor: kind input,
- * constant (initializers, Constant outputs, folded values with no run-time producer), output or
- * intermediate; bytes = elements x element size when the shape is known, else AF_BYTES_DYNAMIC;
- * a view's output is an alias of its input at offset 0. Every kept node becomes a node with its
+ * constant (initializers, Constant outputs, folded values with no run-time producer; their bytes
+ * are attached by onnx_data.c), output or intermediate; bytes = elements x element size when the
+ * shape is known, else AF_BYTES_DYNAMIC with the reason recorded; a view's output is an alias of
+ * its input at offset 0. Every kept node becomes a node with its
  * attributes (ints, floats, strings and their lists; tensors and graphs are not carried), named
  * after the ONNX node (made unique with "#k" since ONNX does not require unique names), with an
  * in-place hint when an elementwise op's output has its input's size and type, and a cost
@@ -42,7 +43,31 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
         d.kind = AF_TENSOR_OUTPUT;
     if (v->alias_of >= 0)
         d.alias_of = im->vals[v->alias_of].name;
-    return af_graph_add_tensor(gr, &d, NULL, im->err);
+    int32_t id;
+    int rc = af_graph_add_tensor(gr, &d, &id, im->err);
+    if (rc)
+        return rc;
+    if (d.bytes == AF_BYTES_DYNAMIC) {
+        char buf[300];
+        const char *why = v->why;
+        if (v->elem == ONNX__TENSOR_PROTO__DATA_TYPE__STRING && !v->why) {
+            why = "a string tensor (its elements have no fixed size)";
+        } else if (v->is_input) {
+            snprintf(buf, sizeof(buf),
+                     "graph input with unknown dims (give them with --input %.200s=d0,d1,...)",
+                     v->name);
+            why = buf;
+        } else if (!why && v->alias_of >= 0) {
+            snprintf(buf, sizeof(buf), "a view of '%.200s', whose size is unknown",
+                     im->vals[v->alias_of].name);
+            why = buf;
+        } else if (!why && v->is_const) {
+            why = "a constant whose shape or element type the model does not give";
+        }
+        if (why && (rc = af_graph_set_dynamic_reason(gr, id, why, im->err)))
+            return rc;
+    }
+    return af__onnx_data_attach(im, gr, id, v);
 }
 
 static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
@@ -161,7 +186,7 @@ int af__onnx_emit(af__onnx_imp_t *im, const char *name, af_graph_t **out)
     int rc = af_graph_create(&gr);
     if (rc)
         return af__err(im->err, rc, "out of memory");
-    if (name && (rc = af_graph_set_name(gr, name)))
+    if ((name && (rc = af_graph_set_name(gr, name))) || (rc = af__onnx_data_prepare(im)))
         goto fail;
     for (size_t i = 0; i < im->n_vals; i++) {
         const af__onnx_val_t *v = &im->vals[i];
