@@ -114,6 +114,36 @@ static double node_cost(const af__onnx_imp_t *im, const af__onnx_knode_t *k)
     return (double)n * red;
 }
 
+/*
+ * An omitted optional input or output ("" in ONNX, e.g. Resize(X, "", "", sizes)) is not a
+ * tensor, so the node's lists are shorter than ONNX's: when an omission shifts a later entry,
+ * the ONNX position of every kept entry is recorded in the ints attributes
+ * "arenaflow.input_positions" / "arenaflow.output_positions" (kernels read them). Nodes whose
+ * omissions are all trailing get none.
+ */
+static int emit_positions(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const af__onnx_knode_t *k)
+{
+    for (int side = 0; side < 2; side++) {
+        int64_t pos[32];
+        int n = 0, shifted = 0, base = side ? k->n_in : 0, cnt = side ? k->n_out : k->n_in;
+        for (int i = 0; i < cnt && n < 32; i++)
+            if (k->io[base + i] >= 0) {
+                shifted |= i != n;
+                pos[n++] = i;
+            }
+        if (!shifted)
+            continue;
+        af_attr_t at = {.name = side ? "arenaflow.output_positions" : "arenaflow.input_positions",
+                        .type = AF_ATTR_INTS,
+                        .ints = pos,
+                        .n = n};
+        int rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t *k, size_t idx)
 {
     const Onnx__NodeProto *n = k->node;
@@ -152,6 +182,8 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
         snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
         rc = af_graph_add_node(gr, &d, &id, im->err);
     }
+    if (!rc)
+        rc = emit_positions(im, gr, id, k);
     return rc ? rc : emit_attrs(im, gr, id, n);
 }
 

@@ -11,7 +11,7 @@
  *
  * Pure functions of their arguments: no state, no locks.
  */
-#include "executor/executor_int.h"
+#include "executor/kernels_ref.h"
 
 #include <float.h>
 #include <math.h>
@@ -688,34 +688,51 @@ static int k_split(const af_kernel_args_t *a)
     return 0;
 }
 
-const af__kernel_entry_t af__kernels_f32[] = {
-    {"Relu", k_relu},
-    {"Sigmoid", k_sigmoid},
-    {"Tanh", k_tanh},
-    {"Add", k_add},
-    {"Sub", k_sub},
-    {"Mul", k_mul},
-    {"Div", k_div},
-    {"MatMul", k_matmul},
-    {"Gemm", k_gemm},
-    {"Conv", k_conv},
-    {"MaxPool", k_maxpool},
-    {"AveragePool", k_avgpool},
-    {"GlobalAveragePool", k_gavgpool},
-    {"Softmax", k_softmax},
-    {"Concat", k_concat},
-    {"Reshape", k_view},
-    {"Flatten", k_view},
-    {"Squeeze", k_view},
-    {"Unsqueeze", k_view},
-    {"Identity", k_view},
-    {"Relu6", k_relu6},
-    {"Gelu", k_gelu},
-    {"Clip", k_clip},
-    {"BatchNormalization", k_batchnorm},
-    {"LayerNormalization", k_layernorm},
-    {"Transpose", k_transpose},
-    {"Gather", k_gather},
-    {"Split", k_split},
-    {NULL, NULL},
+/* Every input and output f32, shapes static. */
+static int c_f32(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    const af_node_info_t *ni = af_graph_node(g, node);
+    int rc = 0;
+    for (int32_t i = 0; i < ni->n_inputs && !rc; i++)
+        rc = kr_check_in(g, node, i, KR_DT(F32), err);
+    for (int32_t i = 0; i < ni->n_outputs && !rc; i++)
+        rc = kr_check_out(g, node, i, KR_DT(F32), err);
+    return rc;
+}
+
+static int c_any(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    return kr_check_static(g, node, err);
+}
+
+const af__kernel_entry_t af__kref_nn[] = {
+    {.op = "Relu", .fn = k_relu, .check = c_f32},
+    {.op = "Sigmoid", .fn = k_sigmoid, .check = c_f32},
+    {.op = "Tanh", .fn = k_tanh, .check = c_f32},
+    {.op = "Add", .fn = k_add, .check = c_f32},
+    {.op = "Sub", .fn = k_sub, .check = c_f32},
+    {.op = "Mul", .fn = k_mul, .check = c_f32},
+    {.op = "Div", .fn = k_div, .check = c_f32},
+    {.op = "MatMul", .fn = k_matmul, .check = c_f32},
+    {.op = "Gemm", .fn = k_gemm, .check = c_f32},
+    {.op = "Conv", .fn = k_conv, .check = c_f32},
+    {.op = "MaxPool", .fn = k_maxpool, .check = c_f32},
+    {.op = "AveragePool", .fn = k_avgpool, .check = c_f32},
+    {.op = "GlobalAveragePool", .fn = k_gavgpool, .check = c_f32},
+    {.op = "Softmax", .fn = k_softmax, .check = c_f32},
+    {.op = "Concat", .fn = k_concat, .check = c_any},
+    {.op = "Reshape", .fn = k_view, .check = c_any},
+    {.op = "Flatten", .fn = k_view, .check = c_any},
+    {.op = "Squeeze", .fn = k_view, .check = c_any},
+    {.op = "Unsqueeze", .fn = k_view, .check = c_any},
+    {.op = "Identity", .fn = k_view, .check = c_any},
+    {.op = "Relu6", .fn = k_relu6, .check = c_f32},
+    {.op = "Gelu", .fn = k_gelu, .check = c_f32},
+    {.op = "Clip", .fn = k_clip, .check = c_f32},
+    {.op = "BatchNormalization", .fn = k_batchnorm, .check = c_f32},
+    {.op = "LayerNormalization", .fn = k_layernorm, .check = c_f32},
+    {.op = "Transpose", .fn = k_transpose, .check = c_any},
+    {.op = "Gather", .fn = k_gather, .check = c_any},
+    {.op = "Split", .fn = k_split, .check = c_any},
+    {.op = NULL},
 };
