@@ -67,6 +67,11 @@ int kr_out_shape(const af_kernel_args_t *a, int32_t pos, kr_shape_t *s);
 int kr_in_ok(const af_kernel_args_t *a, int32_t pos);
 int kr_out_ok(const af_kernel_args_t *a, int32_t pos);
 
+/* Integer values of the input at ONNX position pos (any integer dtype) into out (at most max
+ * written); returns the input's element count (callers check it against max), -1 when the
+ * input is omitted. */
+int32_t kr_in_ints(const af_kernel_args_t *a, int32_t pos, int64_t *out, int32_t max);
+
 /* ---- elements ----------------------------------------------------------------------------- */
 
 float af__f16_to_f32(uint16_t h);
@@ -111,6 +116,19 @@ int kr_split_axis(const kr_shape_t *s, int64_t axis, int64_t *outer, int64_t *di
 /* Normalises a possibly negative axis against rank; -1 when out of range. */
 int32_t kr_axis(int64_t axis, int32_t rank);
 
+/*
+ * Reduction over a subset of dims: the kept dims and the reduced dims of a shape, each walked by
+ * a flat index. kr_red_keep(r, k) is the flat input offset of kept position k (reduced dims at
+ * 0), kr_red_off(r, j) the offset of reduced position j relative to it.
+ */
+typedef struct kr_red {
+    kr_shape_t keep, red;
+    int64_t kst[AF_MAX_RANK], rst[AF_MAX_RANK]; /* input strides of the kept / reduced dims */
+} kr_red_t;
+void kr_red_init(kr_red_t *r, const kr_shape_t *s, const int *reduced);
+int64_t kr_red_keep(const kr_red_t *r, int64_t k);
+int64_t kr_red_off(const kr_red_t *r, int64_t j);
+
 /* ---- checks (session creation) ------------------------------------------------------------ */
 
 /* Bit of a dtype in a mask of accepted dtypes. */
@@ -136,11 +154,66 @@ int kr_unsup(af_error_t *err, const char *fmt, ...)
 #endif
     ;
 
+/* ---- convolution geometry (kernels_ref_conv.c, shared with the quantised convolutions) ---- */
+
+/* Window of a conv/pool node, as 3 spatial dims (1-D and 2-D padded with leading size-1 dims). */
+typedef struct af__kr_win {
+    int32_t nd; /* spatial dims of the node */
+    int64_t in[3], out[3], k[3], st[3], dil[3], pb[3], pe[3];
+} af__kr_win_t;
+
+typedef struct af__kr_conv {
+    int64_t n, c, m, g; /* batch, input channels, output channels, groups */
+    af__kr_win_t w;
+} af__kr_conv_t;
+
+/* Window of node from x and y shapes (kdims: kernel dims from the weights, or NULL for the
+ * kernel_shape attribute); AF_ENOTSUP naming the inconsistency. */
+int af__kr_window(const af_graph_t *g, int32_t node, const kr_shape_t *sx, const kr_shape_t *sy,
+                  const int64_t *kdims, int transposed, af__kr_win_t *w, af_error_t *err);
+/* Geometry of a Conv-like node with X at input x_pos and W at input w_pos. */
+int af__kr_conv_geom(const af_graph_t *g, int32_t node, int32_t x_pos, int32_t w_pos,
+                     int transposed, af__kr_conv_t *c, af_error_t *err);
+/* sum over the window of (x - xz) * (w - wz) for output cell (n, m, o[3]). */
+double af__kr_conv_at(const af__kr_conv_t *c, const void *x, af_dtype_t dx, double xz,
+                      const void *w, af_dtype_t dw, double wz, int64_t n, int64_t m,
+                      const int64_t o[3]);
+
+/* ---- matrix product geometry (kernels_ref_nn.c, shared with the quantised products) ------- */
+
+typedef struct af__kr_mm {
+    int64_t m, k, n;
+    kr_shape_t ba, bb, bo; /* batch shapes of A, B and the output (numpy broadcast) */
+} af__kr_mm_t;
+/* MatMul geometry with A at input a_pos and B at b_pos (numpy 1-D promotion). */
+int af__kr_mm_geom(const af_graph_t *g, int32_t node, int32_t a_pos, int32_t b_pos, af__kr_mm_t *mm,
+                   af_error_t *err);
+
+/* ---- elementwise parameters (kernels_ref_unary.c, kernels_ref_elem.c) ---------------------- */
+
+/* Parameters an op takes from its attributes. */
+typedef struct ew {
+    double alpha, beta, gamma;
+    int64_t i0, i1;
+    int uns; /* the integer operands are unsigned */
+} kr_ew_t;
+
+/* Reads an op's attributes into its parameters. */
+typedef void (*kr_prm_fn)(const af_graph_t *g, int32_t node, kr_ew_t *p);
+
 /* ---- the family tables ------------------------------------------------------------------- */
 
 /* Each kernels_ref_<family>.c exports one table ending with {.op = NULL}; kernels_ref.c joins
  * them into af__kernels_ref. */
+extern const af__kernel_entry_t af__kref_unary[];
 extern const af__kernel_entry_t af__kref_elem[];
 extern const af__kernel_entry_t af__kref_nn[];
+extern const af__kernel_entry_t af__kref_conv[];
+extern const af__kernel_entry_t af__kref_data[];
+extern const af__kernel_entry_t af__kref_norm[];
+extern const af__kernel_entry_t af__kref_reduce[];
+extern const af__kernel_entry_t af__kref_gather[];
+extern const af__kernel_entry_t af__kref_quant[];
+extern const af__kernel_entry_t af__kref_resize[];
 
 #endif

@@ -1,223 +1,52 @@
 /*
- * The "real" kernel set: straightforward f32 reference kernels so examples compute something
- * real (not tuned: no blocking, no SIMD beyond what the compiler does): elementwise (Relu,
- * Relu6, Clip, Sigmoid, Tanh, Gelu, Add, Sub, Mul, Div), MatMul, Gemm, Conv, pooling,
- * BatchNormalization, LayerNormalization, Softmax, Concat, Split, Transpose, Gather, views.
+ * Reference kernels — matrix products: MatMul (numpy semantics: 1-D operands promoted and the
+ * promoted dim dropped, batch dims broadcast), Gemm (transA/transB, alpha, beta, C broadcast
+ * to [M, N]; an A of rank > 2 from a framework Linear layer is read as rows), Einsum (any
+ * equation with explicit or implicit output and "..." for broadcast dims), Det.
  *
- * Shapes come from the graph's tensor infos (ONNX semantics, NCHW layout for Conv and pooling);
- * a tensor whose rank is unknown makes the kernel return AF_ESHAPE. Binary elementwise ops use
- * numpy broadcasting. Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) copy their input
- * unless the planner made the output an alias of it, in which case there is nothing to do.
- *
- * Pure functions of their arguments: no state, no locks.
+ * f32 products accumulate in the output in i-p-j order (rows of B stream); other dtypes
+ * accumulate each element in double (int64 in int64). Pure functions; Det eliminates in a
+ * bounded stack copy (n <= 64).
  */
 #include "executor/kernels_ref.h"
 
-#include <float.h>
-#include <math.h>
-#include <string.h>
+/* ---- MatMul ------------------------------------------------------------------------------- */
 
-typedef struct shape {
-    int32_t rank;
-    int64_t d[AF_MAX_RANK];
-} shape_t;
-
-static int get_shape(const af_kernel_args_t *a, int32_t t, shape_t *s)
+int af__kr_mm_geom(const af_graph_t *g, int32_t node, int32_t a_pos, int32_t b_pos, af__kr_mm_t *mm,
+                   af_error_t *err)
 {
-    const af_tensor_info_t *ti = af_graph_tensor(a->graph, t);
-    if (ti->rank < 0 || ti->rank > AF_MAX_RANK)
-        return AF_ESHAPE;
-    s->rank = ti->rank;
-    for (int32_t i = 0; i < ti->rank; i++) {
-        if (ti->shape[i] < 0)
-            return AF_ESHAPE;
-        s->d[i] = ti->shape[i];
-    }
+    kr_shape_t sa, sb, sy;
+    if (kr_shape_of(g, kr_in_tensor(g, node, a_pos), &sa) ||
+        kr_shape_of(g, kr_in_tensor(g, node, b_pos), &sb) ||
+        kr_shape_of(g, kr_out_tensor(g, node, 0), &sy))
+        return kr_unsup(err, "missing input or dynamic shape");
+    if (sa.rank < 1 || sb.rank < 1)
+        return kr_unsup(err, "scalar operands");
+    int a1 = sa.rank == 1, b1 = sb.rank == 1;
+    mm->m = a1 ? 1 : sa.d[sa.rank - 2];
+    mm->k = sa.d[sa.rank - 1];
+    mm->n = b1 ? 1 : sb.d[sb.rank - 1];
+    if ((b1 ? sb.d[0] : sb.d[sb.rank - 2]) != mm->k)
+        return kr_unsup(err, "inner dims %lld and %lld differ", (long long)mm->k,
+                        (long long)(b1 ? sb.d[0] : sb.d[sb.rank - 2]));
+    mm->ba.rank = a1 ? 0 : sa.rank - 2;
+    mm->bb.rank = b1 ? 0 : sb.rank - 2;
+    memcpy(mm->ba.d, sa.d, sizeof(int64_t) * (size_t)mm->ba.rank);
+    memcpy(mm->bb.d, sb.d, sizeof(int64_t) * (size_t)mm->bb.rank);
+    if (kr_broadcast(&mm->ba, &mm->bb, &mm->bo))
+        return kr_unsup(err, "batch dims that do not broadcast");
+    if (kr_numel(&mm->bo) * mm->m * mm->n != kr_numel(&sy))
+        return kr_unsup(err, "output shape does not match the product");
     return 0;
 }
 
-static int64_t numel(const shape_t *s)
-{
-    int64_t n = 1;
-    for (int32_t i = 0; i < s->rank; i++)
-        n *= s->d[i];
-    return n;
-}
-
-static int64_t attr_i(const af_kernel_args_t *a, const char *name, int64_t def)
-{
-    const af_attr_t *at = af_graph_node_attr(a->graph, a->node, name);
-    return at && at->type == AF_ATTR_INT ? at->i : def;
-}
-
-static double attr_f(const af_kernel_args_t *a, const char *name, double def)
-{
-    const af_attr_t *at = af_graph_node_attr(a->graph, a->node, name);
-    return at && at->type == AF_ATTR_FLOAT ? at->f : def;
-}
-
-/* ints attribute element k, or def. */
-static int64_t attr_ik(const af_kernel_args_t *a, const char *name, int32_t k, int64_t def)
-{
-    const af_attr_t *at = af_graph_node_attr(a->graph, a->node, name);
-    return at && at->type == AF_ATTR_INTS && k < at->n ? at->ints[k] : def;
-}
-
-/* ---- elementwise ------------------------------------------------------------------------ */
-
-typedef float (*unary_fn)(float x);
-static float f_relu(float x)
-{
-    return x > 0 ? x : 0;
-}
-static float f_sigmoid(float x)
-{
-    return 1.0f / (1.0f + expf(-x));
-}
-static float f_tanh(float x)
-{
-    return tanhf(x);
-}
-
-static int unary(const af_kernel_args_t *a, unary_fn f)
-{
-    if (a->n_inputs < 1 || a->n_outputs < 1)
-        return AF_EINVAL;
-    const float *x = a->inputs[0];
-    float *y = a->outputs[0];
-    uint64_t n = a->output_bytes[0] / 4;
-    if (a->input_bytes[0] / 4 < n)
-        return AF_ESHAPE;
-    for (uint64_t i = 0; i < n; i++)
-        y[i] = f(x[i]);
-    return 0;
-}
-
-static int k_relu(const af_kernel_args_t *a)
-{
-    return unary(a, f_relu);
-}
-static int k_sigmoid(const af_kernel_args_t *a)
-{
-    return unary(a, f_sigmoid);
-}
-static int k_tanh(const af_kernel_args_t *a)
-{
-    return unary(a, f_tanh);
-}
-
-/* Views: nothing to do when the output aliases the input, else a copy. */
-static int k_view(const af_kernel_args_t *a)
-{
-    if (a->n_inputs < 1 || a->n_outputs < 1)
-        return AF_EINVAL;
-    if (a->outputs[0] == a->inputs[0])
-        return 0;
-    uint64_t n = a->output_bytes[0] < a->input_bytes[0] ? a->output_bytes[0] : a->input_bytes[0];
-    memmove(a->outputs[0], a->inputs[0], (size_t)n);
-    return 0;
-}
-
-typedef float (*binary_fn)(float x, float y);
-static float f_add(float x, float y)
-{
-    return x + y;
-}
-static float f_sub(float x, float y)
-{
-    return x - y;
-}
-static float f_mul(float x, float y)
-{
-    return x * y;
-}
-static float f_div(float x, float y)
-{
-    return x / y;
-}
-
-/* Broadcast strides of s against the output shape o (0 where s has a 1 or no dim). */
-static void bstrides(const shape_t *s, const shape_t *o, int64_t *st)
-{
-    int64_t acc = 1;
-    for (int32_t i = o->rank - 1, j = s->rank - 1; i >= 0; i--, j--) {
-        if (j >= 0 && s->d[j] != 1) {
-            st[i] = acc;
-            acc *= s->d[j];
-        } else {
-            st[i] = 0;
-            if (j >= 0)
-                acc *= s->d[j];
-        }
-    }
-}
-
-static int binary(const af_kernel_args_t *a, binary_fn f)
-{
-    if (a->n_inputs < 2 || a->n_outputs < 1)
-        return AF_EINVAL;
-    shape_t sa, sb, so;
-    const float *x = a->inputs[0], *y = a->inputs[1];
-    float *z = a->outputs[0];
-    uint64_t n = a->output_bytes[0] / 4;
-    if (a->input_bytes[0] == a->output_bytes[0] && a->input_bytes[1] == a->output_bytes[0]) {
-        for (uint64_t i = 0; i < n; i++)
-            z[i] = f(x[i], y[i]);
-        return 0;
-    }
-    if (get_shape(a, a->info->inputs[0], &sa) || get_shape(a, a->info->inputs[1], &sb) ||
-        get_shape(a, a->info->outputs[0], &so))
-        return AF_ESHAPE;
-    int64_t ta[AF_MAX_RANK], tb[AF_MAX_RANK], idx[AF_MAX_RANK] = {0};
-    bstrides(&sa, &so, ta);
-    bstrides(&sb, &so, tb);
-    int64_t total = numel(&so), ia = 0, ib = 0;
-    if ((uint64_t)total > n)
-        return AF_ESHAPE;
-    for (int64_t i = 0; i < total; i++) {
-        z[i] = f(x[ia], y[ib]);
-        for (int32_t k = so.rank - 1; k >= 0; k--) { /* odometer increment */
-            idx[k]++;
-            ia += ta[k];
-            ib += tb[k];
-            if (idx[k] < so.d[k])
-                break;
-            ia -= ta[k] * so.d[k];
-            ib -= tb[k] * so.d[k];
-            idx[k] = 0;
-        }
-    }
-    return 0;
-}
-
-static int k_add(const af_kernel_args_t *a)
-{
-    return binary(a, f_add);
-}
-static int k_sub(const af_kernel_args_t *a)
-{
-    return binary(a, f_sub);
-}
-static int k_mul(const af_kernel_args_t *a)
-{
-    return binary(a, f_mul);
-}
-static int k_div(const af_kernel_args_t *a)
-{
-    return binary(a, f_div);
-}
-
-/* ---- matrix products -------------------------------------------------------------------- */
-
-/* C[M,N] = alpha * op(A) op(B) (+ C if accumulate). Row-major, lda/ldb are row lengths. */
-static void gemm(int64_t m, int64_t n, int64_t k, const float *A, int ta, const float *B, int tb,
-                 float alpha, float *C)
+/* C[m,n] += A[m,k] B[k,n] in f32, C zeroed by the caller. */
+static void gemm_f32(int64_t m, int64_t n, int64_t k, const float *A, int ta, const float *B,
+                     int tb, float alpha, float *C)
 {
     for (int64_t i = 0; i < m; i++)
         for (int64_t p = 0; p < k; p++) {
             float av = alpha * (ta ? A[p * m + i] : A[i * k + p]);
-            if (av == 0)
-                continue;
             float *c = C + i * n;
             if (tb)
                 for (int64_t j = 0; j < n; j++)
@@ -228,511 +57,375 @@ static void gemm(int64_t m, int64_t n, int64_t k, const float *A, int ta, const 
         }
 }
 
-static int k_matmul(const af_kernel_args_t *a)
+static int k_MatMul(const af_kernel_args_t *a)
 {
-    shape_t sa, sb, so;
-    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sa) ||
-        get_shape(a, a->info->inputs[1], &sb) || get_shape(a, a->info->outputs[0], &so) ||
-        sa.rank < 2 || sb.rank < 2 || so.rank < 2)
+    af__kr_mm_t mm;
+    if (af__kr_mm_geom(a->graph, a->node, 0, 1, &mm, NULL) || kr_in_ok(a, 0) || kr_in_ok(a, 1) ||
+        kr_out_ok(a, 0))
         return AF_ESHAPE;
-    int64_t m = sa.d[sa.rank - 2], k = sa.d[sa.rank - 1], n = sb.d[sb.rank - 1];
-    if (sb.d[sb.rank - 2] != k)
-        return AF_ESHAPE;
-    int64_t mn = m * n > 0 ? m * n : 1, mk = m * k > 0 ? m * k : 1, kn = k * n > 0 ? k * n : 1;
-    int64_t batch = numel(&so) / mn, ba = numel(&sa) / mk, bb = numel(&sb) / kn;
-    if (ba < 1 || bb < 1)
-        return AF_ESHAPE;
-    float *out = a->outputs[0];
-    memset(out, 0, (size_t)(batch * m * n) * 4);
-    for (int64_t b = 0; b < batch; b++)
-        gemm(m, n, k, (const float *)a->inputs[0] + (b % ba) * m * k, 0,
-             (const float *)a->inputs[1] + (b % bb) * k * n, 0, 1.0f, out + b * m * n);
-    return 0;
-}
-
-static int k_gemm(const af_kernel_args_t *a)
-{
-    shape_t sa, sb, sc;
-    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sa) ||
-        get_shape(a, a->info->inputs[1], &sb) || sa.rank < 2 || sb.rank != 2)
-        return AF_ESHAPE;
-    int ta = (int)attr_i(a, "transA", 0), tb = (int)attr_i(a, "transB", 0);
-    float alpha = (float)attr_f(a, "alpha", 1.0), beta = (float)attr_f(a, "beta", 1.0);
-    if (sa.rank > 2 && ta)
-        return AF_ESHAPE;
-    /* A of rank > 2 (a framework Linear layer): the leading dims are rows */
-    int64_t m = ta ? sa.d[1] : numel(&sa) / (sa.d[sa.rank - 1] ? sa.d[sa.rank - 1] : 1);
-    int64_t k = ta ? sa.d[0] : sa.d[sa.rank - 1];
-    int64_t n = tb ? sb.d[0] : sb.d[1];
-    if ((tb ? sb.d[1] : sb.d[0]) != k || a->output_bytes[0] < (uint64_t)(m * n) * 4)
-        return AF_ESHAPE;
-    float *out = a->outputs[0];
-    memset(out, 0, (size_t)(m * n) * 4);
-    if (a->n_inputs > 2 && beta != 0 && !get_shape(a, a->info->inputs[2], &sc)) {
-        const float *c = a->inputs[2];
-        int64_t cm = sc.rank == 2 ? sc.d[0] : 1, cn = sc.rank >= 1 ? sc.d[sc.rank - 1] : 1;
+    af_dtype_t dt = kr_dtype(a->graph, a->info->outputs[0]);
+    int64_t m = mm.m, k = mm.k, n = mm.n, nb = kr_numel(&mm.bo);
+    kr_shape_t ops[2] = {mm.ba, mm.bb};
+    kr_bcast_t b;
+    kr_bcast_init(&b, &mm.bo, ops, 2);
+    for (int64_t bi = 0; bi < nb; bi++, kr_bcast_next(&b)) {
+        int64_t oa = b.off[0] * m * k, ob = b.off[1] * k * n, oy = bi * m * n;
+        if (dt == AF_DTYPE_F32) {
+            float *y = (float *)a->outputs[0] + oy;
+            memset(y, 0, (size_t)(m * n) * sizeof(float));
+            gemm_f32(m, n, k, (const float *)a->inputs[0] + oa, 0, (const float *)a->inputs[1] + ob,
+                     0, 1.0f, y);
+            continue;
+        }
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++)
-                out[i * n + j] = beta * c[(cm == 1 ? 0 : i) * cn + (cn == 1 ? 0 : j)];
+            for (int64_t j = 0; j < n; j++) {
+                if (kr_is_int(dt)) {
+                    uint64_t acc = 0;
+                    for (int64_t p = 0; p < k; p++)
+                        acc += (uint64_t)af__elem_load_i(dt, a->inputs[0], oa + i * k + p) *
+                               (uint64_t)af__elem_load_i(dt, a->inputs[1], ob + p * n + j);
+                    af__elem_store_i(dt, a->outputs[0], oy + i * n + j, (int64_t)acc);
+                    continue;
+                }
+                double acc = 0;
+                for (int64_t p = 0; p < k; p++)
+                    acc += af__elem_load(dt, a->inputs[0], oa + i * k + p) *
+                           af__elem_load(dt, a->inputs[1], ob + p * n + j);
+                af__elem_store(dt, a->outputs[0], oy + i * n + j, acc);
+            }
     }
-    gemm(m, n, k, a->inputs[0], ta, a->inputs[1], tb, alpha, out);
     return 0;
 }
 
-/* ---- convolution and pooling (NCHW) ----------------------------------------------------- */
-
-typedef struct win {
-    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-} win_t;
-
-/* One spatial dimension of a window whose attributes are missing (graphs built for planning,
- * like the model zoo's, carry shapes only): stride = ceil(in / out), kernel from the weights or
- * stride + 1, padding so that the output size comes out (ONNX exports carry the attributes). */
-static void infer_dim(int64_t in, int64_t out, int have_k, int have_s, int have_p, int64_t *k,
-                      int64_t *st, int64_t *pad, int64_t dil)
+static int c_MatMul(const af_graph_t *g, int32_t node, af_error_t *err)
 {
-    if (!have_s)
-        *st = out > 0 ? (in + out - 1) / out : 1;
-    if (*st < 1)
-        *st = 1;
-    if (!have_k)
-        *k = *st > 1 ? *st + 1 : 3;
-    if (!have_p) {
-        int64_t need = (out - 1) * *st + dil * (*k - 1) + 1 - in;
-        *pad = need > 0 ? (need + 1) / 2 : 0;
-    }
+    af__kr_mm_t mm;
+    int rc = kr_check_same(g, node, 2,
+                           KR_FLOATS | KR_DT(I32) | KR_DT(I64) | KR_DT(U32) | KR_DT(U64), err);
+    return rc ? rc : af__kr_mm_geom(g, node, 0, 1, &mm, err);
 }
 
-static void get_win(const af_kernel_args_t *a, int64_t kh, int64_t kw, const shape_t *sx,
-                    const shape_t *so, int k_known, win_t *w)
+/* ---- Gemm --------------------------------------------------------------------------------- */
+
+typedef struct gm {
+    int64_t m, k, n, cm, cn; /* C broadcast as [cm, cn] (each 1 or the full size), cm = 0: no C */
+    int ta, tb;
+} gm_t;
+
+static int gemm_geom(const af_graph_t *g, int32_t node, gm_t *q, af_error_t *err)
+{
+    kr_shape_t sa, sb, sc;
+    int32_t tc = kr_in_tensor(g, node, 2);
+    if (kr_shape_of(g, kr_in_tensor(g, node, 0), &sa) ||
+        kr_shape_of(g, kr_in_tensor(g, node, 1), &sb))
+        return kr_unsup(err, "missing input or dynamic shape");
+    q->ta = (int)kr_attr_i(g, node, "transA", 0);
+    q->tb = (int)kr_attr_i(g, node, "transB", 0);
+    if (sa.rank < 2 || sb.rank != 2 || (sa.rank > 2 && q->ta))
+        return kr_unsup(err, "A of rank %d, B of rank %d", (int)sa.rank, (int)sb.rank);
+    int64_t last = sa.d[sa.rank - 1];
+    q->m = q->ta ? sa.d[1] : (last ? kr_numel(&sa) / last : 0);
+    q->k = q->ta ? sa.d[0] : last;
+    q->n = q->tb ? sb.d[0] : sb.d[1];
+    if ((q->tb ? sb.d[1] : sb.d[0]) != q->k)
+        return kr_unsup(err, "inner dims of A and B differ");
+    q->cm = q->cn = 0;
+    if (tc >= 0 && !kr_shape_of(g, tc, &sc)) {
+        if (sc.rank > 2)
+            return kr_unsup(err, "C of rank %d", (int)sc.rank);
+        q->cm = sc.rank == 2 ? sc.d[0] : 1;
+        q->cn = sc.rank >= 1 ? sc.d[sc.rank - 1] : 1;
+        if ((q->cm != 1 && q->cm != q->m) || (q->cn != 1 && q->cn != q->n))
+            return kr_unsup(err, "C does not broadcast to [%lld, %lld]", (long long)q->m,
+                            (long long)q->n);
+    }
+    return 0;
+}
+
+static int k_Gemm(const af_kernel_args_t *a)
 {
     const af_graph_t *g = a->graph;
-    int has_k = k_known || af_graph_node_attr(g, a->node, "kernel_shape");
-    int has_s = af_graph_node_attr(g, a->node, "strides") != NULL;
-    int has_p = af_graph_node_attr(g, a->node, "pads") != NULL;
-    w->kh = attr_ik(a, "kernel_shape", 0, kh);
-    w->kw = attr_ik(a, "kernel_shape", 1, kw);
-    w->sh = attr_ik(a, "strides", 0, 1);
-    w->sw = attr_ik(a, "strides", 1, 1);
-    w->ph = attr_ik(a, "pads", 0, 0);
-    w->pw = attr_ik(a, "pads", 1, 0);
-    w->dh = attr_ik(a, "dilations", 0, 1);
-    w->dw = attr_ik(a, "dilations", 1, 1);
-    infer_dim(sx->d[2], so->d[2], has_k, has_s, has_p, &w->kh, &w->sh, &w->ph, w->dh);
-    infer_dim(sx->d[3], so->d[3], has_k, has_s, has_p, &w->kw, &w->sw, &w->pw, w->dw);
-}
-
-static int k_conv(const af_kernel_args_t *a)
-{
-    shape_t sx, sw, so;
-    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sx) ||
-        get_shape(a, a->info->inputs[1], &sw) || get_shape(a, a->info->outputs[0], &so) ||
-        sx.rank != 4 || sw.rank != 4 || so.rank != 4)
+    gm_t q;
+    if (gemm_geom(g, a->node, &q, NULL) || kr_in_ok(a, 0) || kr_in_ok(a, 1) || kr_out_ok(a, 0) ||
+        a->output_bytes[0] <
+            (uint64_t)(q.m * q.n) * af_dtype_size(kr_dtype(g, a->info->outputs[0])))
         return AF_ESHAPE;
-    int64_t N = sx.d[0], C = sx.d[1], H = sx.d[2], W = sx.d[3];
-    int64_t M = sw.d[0], CG = sw.d[1], OH = so.d[2], OW = so.d[3];
-    int64_t G = attr_i(a, "group", CG > 0 && C % CG == 0 ? C / CG : 1); /* depthwise if absent */
-    win_t w;
-    get_win(a, sw.d[2], sw.d[3], &sx, &so, 1, &w);
-    if (G <= 0 || C != CG * G || M % G || so.d[1] != M)
-        return AF_ESHAPE;
-    const float *x = a->inputs[0], *k = a->inputs[1];
-    const float *bias = a->n_inputs > 2 ? a->inputs[2] : NULL;
-    float *y = a->outputs[0];
-    int64_t MG = M / G;
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t m = 0; m < M; m++) {
-            int64_t g = m / MG;
-            float *yo = y + (n * M + m) * OH * OW;
-            for (int64_t oh = 0; oh < OH; oh++)
-                for (int64_t ow = 0; ow < OW; ow++) {
-                    float acc = bias ? bias[m] : 0.0f;
-                    for (int64_t c = 0; c < CG; c++) {
-                        const float *xc = x + (n * C + g * CG + c) * H * W;
-                        const float *kc = k + (m * CG + c) * w.kh * w.kw;
-                        for (int64_t i = 0; i < w.kh; i++) {
-                            int64_t ih = oh * w.sh - w.ph + i * w.dh;
-                            if (ih < 0 || ih >= H)
-                                continue;
-                            for (int64_t j = 0; j < w.kw; j++) {
-                                int64_t iw = ow * w.sw - w.pw + j * w.dw;
-                                if (iw >= 0 && iw < W)
-                                    acc += xc[ih * W + iw] * kc[i * w.kw + j];
-                            }
-                        }
-                    }
-                    yo[oh * OW + ow] = acc;
-                }
-        }
-    return 0;
-}
-
-static int pool(const af_kernel_args_t *a, int is_max, int global)
-{
-    shape_t sx, so;
-    if (a->n_inputs < 1 || get_shape(a, a->info->inputs[0], &sx) ||
-        get_shape(a, a->info->outputs[0], &so) || sx.rank != 4 || so.rank != 4)
-        return AF_ESHAPE;
-    int64_t NC = sx.d[0] * sx.d[1], H = sx.d[2], W = sx.d[3], OH = so.d[2], OW = so.d[3];
-    win_t w;
-    get_win(a, global ? H : 1, global ? W : 1, &sx, &so, global, &w);
-    if (global)
-        w = (win_t){H, W, 1, 1, 0, 0, 1, 1};
-    const float *x = a->inputs[0];
-    float *y = a->outputs[0];
-    for (int64_t c = 0; c < NC; c++)
-        for (int64_t oh = 0; oh < OH; oh++)
-            for (int64_t ow = 0; ow < OW; ow++) {
-                float acc = is_max ? -FLT_MAX : 0.0f;
-                int64_t cnt = 0;
-                for (int64_t i = 0; i < w.kh; i++) {
-                    int64_t ih = oh * w.sh - w.ph + i * w.dh;
-                    for (int64_t j = 0; ih >= 0 && ih < H && j < w.kw; j++) {
-                        int64_t iw = ow * w.sw - w.pw + j * w.dw;
-                        if (iw < 0 || iw >= W)
-                            continue;
-                        float v = x[(c * H + ih) * W + iw];
-                        acc = is_max ? (v > acc ? v : acc) : acc + v;
-                        cnt++;
-                    }
-                }
-                y[(c * OH + oh) * OW + ow] = is_max ? acc : (cnt ? acc / (float)cnt : 0.0f);
+    double alpha = kr_attr_f(g, a->node, "alpha", 1.0), beta = kr_attr_f(g, a->node, "beta", 1.0);
+    af_dtype_t dt = kr_dtype(g, a->info->outputs[0]);
+    const void *c = q.cm ? kr_in(a, 2, NULL, NULL) : NULL;
+    const void *A = a->inputs[0], *B = a->inputs[1];
+    for (int64_t i = 0; i < q.m; i++)
+        for (int64_t j = 0; j < q.n; j++) {
+            double cv =
+                c ? beta * af__elem_load(dt, c, (q.cm == 1 ? 0 : i) * q.cn + (q.cn == 1 ? 0 : j))
+                  : 0;
+            if (dt == AF_DTYPE_F32) {
+                ((float *)a->outputs[0])[i * q.n + j] = (float)cv;
+                continue;
             }
-    return 0;
-}
-
-static int k_maxpool(const af_kernel_args_t *a)
-{
-    return pool(a, 1, 0);
-}
-static int k_avgpool(const af_kernel_args_t *a)
-{
-    return pool(a, 0, 0);
-}
-static int k_gavgpool(const af_kernel_args_t *a)
-{
-    return pool(a, 0, 1);
-}
-
-/* ---- Softmax, Concat -------------------------------------------------------------------- */
-
-/* Splits a shape around `axis`: outer x dim x inner. */
-static int split_axis(const shape_t *s, int64_t axis, int64_t *outer, int64_t *dim, int64_t *inner)
-{
-    if (axis < 0)
-        axis += s->rank;
-    if (axis < 0 || axis >= s->rank)
-        return AF_ESHAPE;
-    *outer = *inner = 1;
-    for (int32_t i = 0; i < axis; i++)
-        *outer *= s->d[i];
-    *dim = s->d[axis];
-    for (int32_t i = (int32_t)axis + 1; i < s->rank; i++)
-        *inner *= s->d[i];
-    return 0;
-}
-
-static int k_softmax(const af_kernel_args_t *a)
-{
-    shape_t sx;
-    int64_t outer, dim, inner;
-    if (a->n_inputs < 1 || get_shape(a, a->info->inputs[0], &sx) ||
-        split_axis(&sx, attr_i(a, "axis", -1), &outer, &dim, &inner))
-        return AF_ESHAPE;
-    const float *x = a->inputs[0];
-    float *y = a->outputs[0];
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t in = 0; in < inner; in++) {
-            const float *xv = x + o * dim * inner + in;
-            float *yv = y + o * dim * inner + in;
-            float mx = -FLT_MAX, sum = 0;
-            for (int64_t i = 0; i < dim; i++)
-                mx = xv[i * inner] > mx ? xv[i * inner] : mx;
-            for (int64_t i = 0; i < dim; i++) {
-                yv[i * inner] = expf(xv[i * inner] - mx);
-                sum += yv[i * inner];
-            }
-            for (int64_t i = 0; i < dim; i++)
-                yv[i * inner] /= sum;
+            double acc = 0;
+            for (int64_t p = 0; p < q.k; p++)
+                acc += af__elem_load(dt, A, q.ta ? p * q.m + i : i * q.k + p) *
+                       af__elem_load(dt, B, q.tb ? j * q.k + p : p * q.n + j);
+            af__elem_store(dt, a->outputs[0], i * q.n + j, alpha * acc + cv);
         }
+    if (dt == AF_DTYPE_F32)
+        gemm_f32(q.m, q.n, q.k, A, q.ta, B, q.tb, (float)alpha, a->outputs[0]);
     return 0;
 }
 
-static int k_concat(const af_kernel_args_t *a)
+static int c_Gemm(const af_graph_t *g, int32_t node, af_error_t *err)
 {
-    shape_t so;
-    int64_t outer, dim, inner;
-    if (get_shape(a, a->info->outputs[0], &so) ||
-        split_axis(&so, attr_i(a, "axis", 0), &outer, &dim, &inner))
-        return AF_ESHAPE;
-    uint8_t *y = a->outputs[0];
-    uint64_t row = (uint64_t)dim * (uint64_t)inner * 4, at = 0;
-    for (int32_t i = 0; i < a->n_inputs; i++) {
-        uint64_t part = a->input_bytes[i] / (uint64_t)(outer ? outer : 1);
-        if (at + part > row)
-            return AF_ESHAPE;
-        for (int64_t o = 0; o < outer; o++)
-            memcpy(y + (uint64_t)o * row + at, (const uint8_t *)a->inputs[i] + (uint64_t)o * part,
-                   (size_t)part);
-        at += part;
+    gm_t q;
+    int rc = kr_check_same(g, node, 3, KR_FLOATS, err);
+    return rc ? rc : gemm_geom(g, node, &q, err);
+}
+
+/* ---- Einsum ------------------------------------------------------------------------------- */
+
+/* Index ids: 'a'..'z' -> 0..25, 'A'..'Z' -> 26..51, the k-th "..." dim -> 52 + k. */
+#define EIN_IDS (52 + AF_MAX_RANK)
+
+typedef struct ein {
+    int32_t n_ops, n_out, n_sum;
+    int32_t rank[KR_BCAST_MAX];
+    int32_t sub[KR_BCAST_MAX][AF_MAX_RANK]; /* id of each operand dim */
+    int64_t opd[KR_BCAST_MAX][AF_MAX_RANK]; /* the operand's dims */
+    int32_t out[AF_MAX_RANK], sum[EIN_IDS]; /* output ids, contracted ids */
+    int64_t dim[EIN_IDS];
+} ein_t;
+
+static int letter_id(char c)
+{
+    return c >= 'a' && c <= 'z' ? c - 'a' : c >= 'A' && c <= 'Z' ? 26 + c - 'A' : -1;
+}
+
+/* Parses one term (up to ',', '-' or the end) into ids; "..." expands to n_ell ids,
+ * right-aligned against max_ell (so shorter ellipses broadcast). Returns the count or -1. */
+static int32_t ein_term(const char **pp, int32_t rank, int32_t max_ell, int32_t *ids)
+{
+    const char *p = *pp, *start = p;
+    int32_t letters = 0, has_ell = 0, k = 0;
+    for (; *p && *p != ',' && *p != '-'; p++) {
+        if (*p == '.')
+            has_ell = 1;
+        else if (letter_id(*p) >= 0)
+            letters++;
+        else if (*p != ' ')
+            return -1;
     }
-    return at == row ? 0 : AF_ESHAPE;
-}
-
-/* ---- normalisation, activations and layout ops of the model zoo -------------------------- */
-
-static float f_relu6(float x)
-{
-    return x < 0 ? 0 : (x > 6 ? 6 : x);
-}
-static float f_gelu(float x)
-{
-    return 0.5f * x * (1.0f + erff(x * 0.70710678f));
-}
-static int k_relu6(const af_kernel_args_t *a)
-{
-    return unary(a, f_relu6);
-}
-static int k_gelu(const af_kernel_args_t *a)
-{
-    return unary(a, f_gelu);
-}
-
-/* Clip with min/max from attributes (opset < 11) or optional inputs 1 and 2. */
-static int k_clip(const af_kernel_args_t *a)
-{
-    float lo = (float)attr_f(a, "min", -FLT_MAX), hi = (float)attr_f(a, "max", FLT_MAX);
-    if (a->n_inputs > 1 && a->inputs[1] && a->input_bytes[1] >= 4)
-        lo = *(const float *)a->inputs[1];
-    if (a->n_inputs > 2 && a->inputs[2] && a->input_bytes[2] >= 4)
-        hi = *(const float *)a->inputs[2];
-    const float *x = a->inputs[0];
-    float *y = a->outputs[0];
-    uint64_t n = a->output_bytes[0] / 4;
-    if (a->input_bytes[0] / 4 < n)
-        return AF_ESHAPE;
-    for (uint64_t i = 0; i < n; i++)
-        y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
-    return 0;
-}
-
-/* Inference BatchNormalization, NCHW: y = scale * (x - mean) / sqrt(var + eps) + bias. */
-static int k_batchnorm(const af_kernel_args_t *a)
-{
-    shape_t sx;
-    if ((a->n_inputs != 5 && a->n_inputs != 2) || get_shape(a, a->info->inputs[0], &sx) ||
-        sx.rank < 2)
-        return AF_ESHAPE;
-    int64_t n = sx.d[0], c = sx.d[1], nc = n * c > 0 ? n * c : 1, inner = numel(&sx) / nc;
-    const float *prm[4]; /* scale, bias, mean, var: four inputs, or one packed [4, C] tensor */
-    for (int32_t i = 0; i < 4; i++) {
-        int32_t in = a->n_inputs == 5 ? i + 1 : 1;
-        uint64_t need = (uint64_t)c * 4 * (a->n_inputs == 5 ? 1 : (uint64_t)i + 1);
-        if (a->input_bytes[in] < need)
-            return AF_ESHAPE;
-        prm[i] = (const float *)a->inputs[in] + (a->n_inputs == 5 ? 0 : i * c);
-    }
-    const float *x = a->inputs[0], *sc = prm[0], *b = prm[1], *m = prm[2], *v = prm[3];
-    float eps = (float)attr_f(a, "epsilon", 1e-5);
-    float *y = a->outputs[0];
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t ch = 0; ch < c; ch++) {
-            float k = sc[ch] / sqrtf(v[ch] + eps), o = b[ch] - m[ch] * k;
-            const float *xp = x + (i * c + ch) * inner;
-            float *yp = y + (i * c + ch) * inner;
-            for (int64_t j = 0; j < inner; j++)
-                yp[j] = xp[j] * k + o;
-        }
-    return 0;
-}
-
-/* LayerNormalization over the dims from `axis` on (default -1), inputs X, scale, bias. */
-static int k_layernorm(const af_kernel_args_t *a)
-{
-    shape_t sx;
-    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sx) || sx.rank < 1)
-        return AF_ESHAPE;
-    int64_t axis = attr_i(a, "axis", -1);
-    if (axis < 0)
-        axis += sx.rank;
-    if (axis < 0 || axis >= sx.rank)
-        return AF_ESHAPE;
-    int64_t outer = 1, dim = 1;
-    for (int32_t i = 0; i < sx.rank; i++)
-        *(i < axis ? &outer : &dim) *= sx.d[i];
-    /* scale and bias as two inputs, or one packed [2, C] tensor */
-    int packed = a->n_inputs == 2 && a->input_bytes[1] >= (uint64_t)dim * 8;
-    if (a->input_bytes[1] < (uint64_t)dim * 4 ||
-        (a->n_inputs > 2 && a->inputs[2] && a->input_bytes[2] < (uint64_t)dim * 4))
-        return AF_ESHAPE;
-    const float *x = a->inputs[0], *sc = a->inputs[1];
-    const float *b = packed ? sc + dim : a->n_inputs > 2 ? a->inputs[2] : NULL;
-    float eps = (float)attr_f(a, "epsilon", 1e-5);
-    float *y = a->outputs[0];
-    for (int64_t o = 0; o < outer; o++) {
-        const float *xv = x + o * dim;
-        float *yv = y + o * dim;
-        double mean = 0, var = 0;
-        for (int64_t i = 0; i < dim; i++)
-            mean += xv[i];
-        mean /= (double)dim;
-        for (int64_t i = 0; i < dim; i++)
-            var += (xv[i] - mean) * (xv[i] - mean);
-        float inv = (float)(1.0 / sqrt(var / (double)dim + eps));
-        for (int64_t i = 0; i < dim; i++)
-            yv[i] = (float)(xv[i] - mean) * inv * sc[i] + (b ? b[i] : 0.0f);
-    }
-    return 0;
-}
-
-/* Transpose by `perm` (default: reverse), any element size. */
-static int k_transpose(const af_kernel_args_t *a)
-{
-    shape_t sx, so;
-    if (get_shape(a, a->info->inputs[0], &sx) || get_shape(a, a->info->outputs[0], &so) ||
-        sx.rank != so.rank || sx.rank < 1)
-        return AF_ESHAPE;
-    int32_t r = sx.rank;
-    int64_t total = numel(&sx), perm[AF_MAX_RANK], in_st[AF_MAX_RANK], idx[AF_MAX_RANK] = {0};
-    uint64_t es = total ? a->input_bytes[0] / (uint64_t)total : 0;
-    if (!es || a->output_bytes[0] < a->input_bytes[0])
-        return AF_ESHAPE;
-    const af_attr_t *pa = af_graph_node_attr(a->graph, a->node, "perm");
-    int used[AF_MAX_RANK] = {0}, reversed = 1;
-    for (int32_t i = 0; i < r; i++) {
-        perm[i] = pa ? attr_ik(a, "perm", i, i) : r - 1 - i;
-        reversed &= so.d[i] == sx.d[r - 1 - i];
-    }
-    if (!pa && !reversed) /* no perm given and not a reversal: match dims in order */
-        for (int32_t i = 0; i < r; i++) {
-            perm[i] = -1;
-            for (int32_t j = 0; j < r && perm[i] < 0; j++)
-                if (!used[j] && sx.d[j] == so.d[i])
-                    perm[i] = j, used[j] = 1;
-        }
-    int64_t acc = 1;
-    for (int32_t i = r - 1; i >= 0; i--) {
-        in_st[i] = acc;
-        acc *= sx.d[i];
-    }
-    for (int32_t i = 0; i < r; i++)
-        if (perm[i] < 0 || perm[i] >= r || so.d[i] != sx.d[perm[i]])
-            return AF_ESHAPE;
-    const uint8_t *x = a->inputs[0];
-    uint8_t *y = a->outputs[0];
-    for (int64_t o = 0; o < total; o++) { /* o walks the output in order */
-        int64_t src = 0;
-        for (int32_t i = 0; i < r; i++)
-            src += idx[i] * in_st[perm[i]];
-        memcpy(y + (uint64_t)o * es, x + (uint64_t)src * es, (size_t)es);
-        for (int32_t i = r - 1; i >= 0; i--) {
-            if (++idx[i] < so.d[i])
-                break;
-            idx[i] = 0;
+    int32_t n_ell = has_ell ? (rank < 0 ? max_ell : rank - letters) : 0;
+    if (n_ell < 0 || (rank >= 0 && !has_ell && letters != rank) || letters + n_ell > AF_MAX_RANK)
+        return -1;
+    for (p = start; *p && *p != ',' && *p != '-'; p++) {
+        if (*p == '.') {
+            if (strncmp(p, "...", 3))
+                return -1;
+            for (int32_t e = 0; e < n_ell; e++)
+                ids[k++] = 52 + (max_ell - n_ell) + e;
+            p += 2;
+        } else if (*p != ' ') {
+            ids[k++] = letter_id(*p);
         }
     }
-    return 0;
+    *pp = p;
+    return k;
 }
 
-/* Gather rows along `axis` (default 0); indices i64 or i32, wrapped into range (ONNX allows
- * negatives; anything else from a pattern-filled input is clamped, never read out of bounds). */
-static int k_gather(const af_kernel_args_t *a)
-{
-    shape_t sd;
-    int64_t outer, dim, inner;
-    if (a->n_inputs < 2 || get_shape(a, a->info->inputs[0], &sd) ||
-        split_axis(&sd, attr_i(a, "axis", 0), &outer, &dim, &inner) || dim <= 0)
-        return AF_ESHAPE;
-    const af_tensor_info_t *ti = af_graph_tensor(a->graph, a->info->inputs[1]);
-    int is32 = ti->dtype == AF_DTYPE_I32;
-    uint64_t n_idx = a->input_bytes[1] / (is32 ? 4 : 8);
-    int64_t cells = outer * dim * inner > 0 ? outer * dim * inner : 1;
-    uint64_t es = a->input_bytes[0] / (uint64_t)cells;
-    uint64_t row = (uint64_t)inner * es;
-    if (!es || a->output_bytes[0] < (uint64_t)outer * n_idx * row)
-        return AF_ESHAPE;
-    const uint8_t *d = a->inputs[0];
-    uint8_t *y = a->outputs[0];
-    for (int64_t o = 0; o < outer; o++)
-        for (uint64_t k = 0; k < n_idx; k++) {
-            int64_t ix =
-                is32 ? ((const int32_t *)a->inputs[1])[k] : ((const int64_t *)a->inputs[1])[k];
-            ix %= dim;
-            if (ix < 0)
-                ix += dim;
-            memcpy(y + ((uint64_t)o * n_idx + k) * row,
-                   d + ((uint64_t)o * (uint64_t)dim + (uint64_t)ix) * row, (size_t)row);
-        }
-    return 0;
-}
-
-/* Split along `axis` into the outputs' shapes. */
-static int k_split(const af_kernel_args_t *a)
-{
-    shape_t sx;
-    int64_t outer, dim, inner;
-    if (get_shape(a, a->info->inputs[0], &sx) ||
-        split_axis(&sx, attr_i(a, "axis", 0), &outer, &dim, &inner))
-        return AF_ESHAPE;
-    uint64_t in_row = a->input_bytes[0] / (uint64_t)(outer ? outer : 1), at = 0;
-    const uint8_t *x = a->inputs[0];
-    for (int32_t k = 0; k < a->n_outputs; k++) {
-        uint64_t part = a->output_bytes[k] / (uint64_t)(outer ? outer : 1);
-        if (at + part > in_row)
-            return AF_ESHAPE;
-        for (int64_t o = 0; o < outer; o++)
-            memcpy((uint8_t *)a->outputs[k] + (uint64_t)o * part, x + (uint64_t)o * in_row + at,
-                   (size_t)part);
-        at += part;
-    }
-    return 0;
-}
-
-/* Every input and output f32, shapes static. */
-static int c_f32(const af_graph_t *g, int32_t node, af_error_t *err)
+static int ein_parse(const af_graph_t *g, int32_t node, ein_t *e, af_error_t *err)
 {
     const af_node_info_t *ni = af_graph_node(g, node);
-    int rc = 0;
-    for (int32_t i = 0; i < ni->n_inputs && !rc; i++)
-        rc = kr_check_in(g, node, i, KR_DT(F32), err);
-    for (int32_t i = 0; i < ni->n_outputs && !rc; i++)
-        rc = kr_check_out(g, node, i, KR_DT(F32), err);
-    return rc;
+    const char *eq = kr_attr_s(g, node, "equation", NULL), *p = eq;
+    if (!eq || ni->n_inputs < 1 || ni->n_inputs > KR_BCAST_MAX)
+        return kr_unsup(err, "no equation, or %d operands", (int)ni->n_inputs);
+    memset(e, 0, sizeof(*e));
+    e->n_ops = ni->n_inputs;
+    int32_t max_ell = 0, count[EIN_IDS] = {0};
+    kr_shape_t s[KR_BCAST_MAX];
+    for (int32_t k = 0; k < e->n_ops; k++) {
+        if (kr_shape_of(g, ni->inputs[k], &s[k]))
+            return kr_unsup(err, "dynamic operand shape");
+        int32_t letters = 0;
+        for (const char *q = p; *q && *q != ',' && *q != '-'; q++)
+            letters += letter_id(*q) >= 0;
+        int32_t ell = s[k].rank - letters;
+        max_ell = ell > max_ell ? ell : max_ell;
+        while (*p && *p != ',' && *p != '-')
+            p++;
+        if (*p == ',')
+            p++;
+    }
+    p = eq;
+    for (int32_t k = 0; k < e->n_ops; k++) {
+        e->rank[k] = ein_term(&p, s[k].rank, max_ell, e->sub[k]);
+        if (e->rank[k] != s[k].rank)
+            return kr_unsup(err, "equation '%s': term %d does not fit rank %d", eq, (int)k,
+                            (int)s[k].rank);
+        for (int32_t i = 0; i < s[k].rank; i++) {
+            int32_t id = e->sub[k][i];
+            int64_t d = s[k].d[i];
+            e->opd[k][i] = d;
+            if (e->dim[id] > 1 && d > 1 && e->dim[id] != d)
+                return kr_unsup(err, "equation '%s': index sizes %lld and %lld", eq,
+                                (long long)e->dim[id], (long long)d);
+            if (!count[id] || d > e->dim[id])
+                e->dim[id] = d;
+            count[id]++;
+        }
+        if (*p == ',')
+            p++;
+    }
+    int32_t in_out[EIN_IDS] = {0};
+    if (p[0] == '-' && p[1] == '>') {
+        p += 2;
+        e->n_out = ein_term(&p, -1, max_ell, e->out);
+        if (e->n_out < 0 || *p)
+            return kr_unsup(err, "equation '%s': bad output term", eq);
+    } else { /* implicit output: the "..." dims, then letters used once, in order */
+        for (int32_t id = 52; id < 52 + max_ell; id++)
+            e->out[e->n_out++] = id;
+        for (int32_t id = 0; id < 52 && e->n_out < AF_MAX_RANK; id++)
+            if (count[id] == 1)
+                e->out[e->n_out++] = id;
+    }
+    for (int32_t i = 0; i < e->n_out; i++)
+        in_out[e->out[i]] = 1;
+    for (int32_t id = 0; id < EIN_IDS; id++)
+        if (count[id] && !in_out[id])
+            e->sum[e->n_sum++] = id;
+    kr_shape_t sy;
+    if (kr_shape_of(g, ni->outputs[0], &sy) || sy.rank != e->n_out)
+        return kr_unsup(err, "equation '%s': output rank differs", eq);
+    for (int32_t i = 0; i < e->n_out; i++)
+        if (sy.d[i] != e->dim[e->out[i]])
+            return kr_unsup(err, "equation '%s': output dim %d differs", eq, (int)i);
+    return 0;
 }
 
-static int c_any(const af_graph_t *g, int32_t node, af_error_t *err)
+/* Flat offset of operand k at the index values idx[id] (broadcast dims of size 1 read 0). */
+static int64_t ein_off(const ein_t *e, int32_t k, const int64_t *idx)
 {
-    return kr_check_static(g, node, err);
+    int64_t off = 0;
+    for (int32_t i = 0; i < e->rank[k]; i++)
+        off = off * e->opd[k][i] + (e->opd[k][i] == 1 ? 0 : idx[e->sub[k][i]]);
+    return off;
 }
+
+/* Advances an odometer over the ids in list (n of them); 0 when it wrapped around. */
+static int ein_next(const ein_t *e, const int32_t *list, int32_t n, int64_t *idx)
+{
+    for (int32_t i = n - 1; i >= 0; i--) {
+        if (++idx[list[i]] < e->dim[list[i]])
+            return 1;
+        idx[list[i]] = 0;
+    }
+    return 0;
+}
+
+static int k_Einsum(const af_kernel_args_t *a)
+{
+    ein_t e;
+    if (ein_parse(a->graph, a->node, &e, NULL) || kr_out_ok(a, 0))
+        return AF_ESHAPE;
+    for (int32_t k = 0; k < e.n_ops; k++)
+        if (kr_in_ok(a, k))
+            return AF_ESHAPE;
+    af_dtype_t dt = kr_dtype(a->graph, a->info->outputs[0]);
+    int64_t idx[EIN_IDS] = {0}, total = 1;
+    for (int32_t i = 0; i < e.n_out; i++)
+        total *= e.dim[e.out[i]];
+    int64_t inner = 1;
+    for (int32_t i = 0; i < e.n_sum; i++)
+        inner *= e.dim[e.sum[i]];
+    for (int64_t o = 0; o < total; o++) {
+        double acc = 0;
+        for (int32_t i = 0; i < e.n_sum; i++)
+            idx[e.sum[i]] = 0;
+        for (int64_t s = 0; s < inner && inner > 0; s++) {
+            double prod = 1;
+            for (int32_t k = 0; k < e.n_ops; k++)
+                prod *= af__elem_load(dt, a->inputs[k], ein_off(&e, k, idx));
+            acc += prod;
+            ein_next(&e, e.sum, e.n_sum, idx);
+        }
+        af__elem_store(dt, a->outputs[0], o, acc);
+        ein_next(&e, e.out, e.n_out, idx);
+    }
+    return 0;
+}
+
+static int c_Einsum(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    ein_t e;
+    const af_node_info_t *ni = af_graph_node(g, node);
+    int rc = kr_check_same(g, node, ni->n_inputs, KR_NUMERIC, err);
+    return rc ? rc : ein_parse(g, node, &e, err);
+}
+
+/* ---- Det ---------------------------------------------------------------------------------- */
+
+#define DET_MAX 64 /* n x n doubles on the stack: 32 KiB */
+
+static int k_Det(const af_kernel_args_t *a)
+{
+    kr_shape_t sx;
+    if (kr_in_shape(a, 0, &sx) || sx.rank < 2 || kr_in_ok(a, 0) || kr_out_ok(a, 0))
+        return AF_ESHAPE;
+    int64_t n = sx.d[sx.rank - 1];
+    if (n != sx.d[sx.rank - 2] || n > DET_MAX)
+        return AF_ESHAPE;
+    af_dtype_t dt = kr_dtype(a->graph, a->info->outputs[0]);
+    int64_t batch = n ? kr_numel(&sx) / (n * n) : 0;
+    double m[DET_MAX * DET_MAX];
+    for (int64_t b = 0; b < batch; b++) {
+        for (int64_t i = 0; i < n * n; i++)
+            m[i] = af__elem_load(dt, a->inputs[0], b * n * n + i);
+        double det = 1;
+        for (int64_t c = 0; c < n && det != 0; c++) { /* Gaussian elimination, partial pivot */
+            int64_t piv = c;
+            for (int64_t r = c + 1; r < n; r++)
+                if (fabs(m[r * n + c]) > fabs(m[piv * n + c]))
+                    piv = r;
+            if (m[piv * n + c] == 0) {
+                det = 0;
+                break;
+            }
+            if (piv != c) {
+                for (int64_t j = 0; j < n; j++) {
+                    double t = m[c * n + j];
+                    m[c * n + j] = m[piv * n + j];
+                    m[piv * n + j] = t;
+                }
+                det = -det;
+            }
+            det *= m[c * n + c];
+            for (int64_t r = c + 1; r < n; r++) {
+                double f = m[r * n + c] / m[c * n + c];
+                for (int64_t j = c; j < n; j++)
+                    m[r * n + j] -= f * m[c * n + j];
+            }
+        }
+        af__elem_store(dt, a->outputs[0], b, det);
+    }
+    return 0;
+}
+
+static int c_Det(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    int rc = kr_check_same(g, node, 1, KR_FLOATS, err);
+    kr_shape_t sx;
+    if (rc || kr_shape_of(g, kr_in_tensor(g, node, 0), &sx))
+        return rc;
+    if (sx.rank < 2 || sx.d[sx.rank - 1] != sx.d[sx.rank - 2] || sx.d[sx.rank - 1] > DET_MAX)
+        return kr_unsup(err, "matrices other than square up to %d x %d", DET_MAX, DET_MAX);
+    return 0;
+}
+
+#define ROW(NAME)                                                                                  \
+    {                                                                                              \
+        .op = #NAME, .fn = k_##NAME, .check = c_##NAME                                             \
+    }
 
 const af__kernel_entry_t af__kref_nn[] = {
-    {.op = "Relu", .fn = k_relu, .check = c_f32},
-    {.op = "Sigmoid", .fn = k_sigmoid, .check = c_f32},
-    {.op = "Tanh", .fn = k_tanh, .check = c_f32},
-    {.op = "Add", .fn = k_add, .check = c_f32},
-    {.op = "Sub", .fn = k_sub, .check = c_f32},
-    {.op = "Mul", .fn = k_mul, .check = c_f32},
-    {.op = "Div", .fn = k_div, .check = c_f32},
-    {.op = "MatMul", .fn = k_matmul, .check = c_f32},
-    {.op = "Gemm", .fn = k_gemm, .check = c_f32},
-    {.op = "Conv", .fn = k_conv, .check = c_f32},
-    {.op = "MaxPool", .fn = k_maxpool, .check = c_f32},
-    {.op = "AveragePool", .fn = k_avgpool, .check = c_f32},
-    {.op = "GlobalAveragePool", .fn = k_gavgpool, .check = c_f32},
-    {.op = "Softmax", .fn = k_softmax, .check = c_f32},
-    {.op = "Concat", .fn = k_concat, .check = c_any},
-    {.op = "Reshape", .fn = k_view, .check = c_any},
-    {.op = "Flatten", .fn = k_view, .check = c_any},
-    {.op = "Squeeze", .fn = k_view, .check = c_any},
-    {.op = "Unsqueeze", .fn = k_view, .check = c_any},
-    {.op = "Identity", .fn = k_view, .check = c_any},
-    {.op = "Relu6", .fn = k_relu6, .check = c_f32},
-    {.op = "Gelu", .fn = k_gelu, .check = c_f32},
-    {.op = "Clip", .fn = k_clip, .check = c_f32},
-    {.op = "BatchNormalization", .fn = k_batchnorm, .check = c_f32},
-    {.op = "LayerNormalization", .fn = k_layernorm, .check = c_f32},
-    {.op = "Transpose", .fn = k_transpose, .check = c_any},
-    {.op = "Gather", .fn = k_gather, .check = c_any},
-    {.op = "Split", .fn = k_split, .check = c_any},
-    {.op = NULL},
+    ROW(MatMul), ROW(Gemm), ROW(Einsum), ROW(Det), {.op = NULL},
 };

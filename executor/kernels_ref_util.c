@@ -150,6 +150,20 @@ int kr_out_shape(const af_kernel_args_t *a, int32_t pos, kr_shape_t *s)
     return t < 0 ? AF_ESHAPE : kr_shape_of(a->graph, t, s);
 }
 
+int32_t kr_in_ints(const af_kernel_args_t *a, int32_t pos, int64_t *out, int32_t max)
+{
+    uint64_t bytes;
+    int32_t t;
+    const void *p = kr_in(a, pos, &bytes, &t);
+    if (!p && !bytes)
+        return t < 0 ? -1 : 0;
+    af_dtype_t dt = kr_dtype(a->graph, t);
+    uint64_t es = af_dtype_size(dt), n = es ? bytes / es : 0;
+    for (uint64_t i = 0; i < n && i < (uint64_t)max; i++)
+        out[i] = af__elem_load_i(dt, p, (int64_t)i);
+    return n > INT32_MAX ? INT32_MAX : (int32_t)n; /* the count, even beyond max */
+}
+
 static int buf_ok(const af_kernel_args_t *a, int32_t pos, int out)
 {
     int32_t i = pos_index(a->graph, a->node, pos, out);
@@ -475,6 +489,45 @@ int kr_split_axis(const kr_shape_t *s, int64_t axis, int64_t *outer, int64_t *di
     for (int32_t i = ax + 1; i < s->rank; i++)
         *inner *= s->d[i];
     return 0;
+}
+
+void kr_red_init(kr_red_t *r, const kr_shape_t *s, const int *reduced)
+{
+    int64_t st[AF_MAX_RANK], acc = 1;
+    for (int32_t i = s->rank - 1; i >= 0; i--) {
+        st[i] = acc;
+        acc *= s->d[i];
+    }
+    r->keep.rank = r->red.rank = 0;
+    for (int32_t i = 0; i < s->rank; i++) {
+        if (reduced[i]) {
+            r->rst[r->red.rank] = st[i];
+            r->red.d[r->red.rank++] = s->d[i];
+        } else {
+            r->kst[r->keep.rank] = st[i];
+            r->keep.d[r->keep.rank++] = s->d[i];
+        }
+    }
+}
+
+static int64_t flat_off(const kr_shape_t *s, const int64_t *st, int64_t f)
+{
+    int64_t off = 0;
+    for (int32_t i = s->rank - 1; i >= 0; i--) {
+        off += (f % s->d[i]) * st[i];
+        f /= s->d[i];
+    }
+    return off;
+}
+
+int64_t kr_red_keep(const kr_red_t *r, int64_t k)
+{
+    return flat_off(&r->keep, r->kst, k);
+}
+
+int64_t kr_red_off(const kr_red_t *r, int64_t j)
+{
+    return flat_off(&r->red, r->rst, j);
 }
 
 /* ---- checks ------------------------------------------------------------------------------- */

@@ -184,6 +184,13 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
     }
     if (!rc)
         rc = emit_positions(im, gr, id, k);
+    if (!rc && im->opset < 13 &&
+        (!strcmp(n->op_type, "Softmax") || !strcmp(n->op_type, "LogSoftmax") ||
+         !strcmp(n->op_type, "Hardmax"))) {
+        /* before opset 13 these flatten the input to 2-D at `axis` (default 1) */
+        af_attr_t at = {.name = "arenaflow.opset", .type = AF_ATTR_INT, .i = im->opset};
+        rc = af_graph_node_set_attr(gr, id, &at, im->err);
+    }
     return rc ? rc : emit_attrs(im, gr, id, n);
 }
 

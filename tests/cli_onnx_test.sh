@@ -35,10 +35,13 @@ check_set() {
         fail "$set: $passed passed (floor $floor), $failed failed (at most $maxfail)"
     fi
 }
-check_set node 126 35
-check_set pytorch-converted 0 100
-check_set pytorch-operator 0 100
-check_set simple 0 100
+# Floors measured with the reference kernels. The failures allowed are tests whose models keep
+# weights in initializers or Constant nodes: the importer does not carry constant data yet (the
+# session fills constants with a pattern), so their outputs cannot match.
+check_set node 751 46
+check_set pytorch-converted 37 45
+check_set pytorch-operator 27 8
+check_set simple 7 0
 
 # JSON output: every test of a set listed once, with a status
 arenaflow onnx-test "$DATA/node" --match test_relu --json >"$tmp/relu.json" || fail "json run"

@@ -8,11 +8,14 @@
  * Per test: "succeeded", "not implemented (reason)" — the model cannot be imported, a tensor
  * file cannot be read (sequences, strings), or the kernel set refuses a node at bind time — or
  * "failed (reason)": a round failed or an output is off (max abs error, which output, the
- * first element out of tolerance). A summary line "N passed, N failed, N skipped" ends the
- * run. Inputs are bound by the names in the .pb files (by position when a file has none); the
+ * first element out of tolerance); a round a kernel refuses with AF_ENOTSUP (a case only the
+ * input values reveal) is "not implemented". A summary line "N passed, N failed, N skipped" ends
+ * the run. Inputs are bound by the names in the .pb files (by position when a file has none); the
  * input shapes come from the files of test_data_set_0 and are given to the importer as input
  * dims, so every shape the model leaves symbolic is fixed. A data set whose input shapes
- * differ from the previous one gets its own import and plan.
+ * differ from the previous one gets its own import and plan. NumPy has no bfloat16, so ONNX's
+ * data stores bf16 tensors as uint16 bit patterns: those bind to bf16 inputs and compare with
+ * bf16 outputs bit for bit.
  *
  * Exit status: 0 when no test failed, 1 when one did, 2 usage.
  */
@@ -373,7 +376,9 @@ static void run_test(ot_ctx_t *c, const char *dir, ot_result_t *r)
             r->status = OT_FAIL;
             snprintf(r->reason, sizeof r->reason, "%s: %s", sets[k], why);
         } else if (af_session_run(m.s, bufs, NULL, &err)) {
-            r->status = OT_FAIL;
+            /* a kernel that meets an unsupported case only visible in the data (Dropout in
+             * training mode with a random mask) refuses the round with AF_ENOTSUP */
+            r->status = err.code == AF_ENOTSUP ? OT_SKIP : OT_FAIL;
             snprintf(r->reason, sizeof r->reason, "%s: %s", sets[k], err.msg);
         } else {
             check_outputs(c, &m, set, r);
