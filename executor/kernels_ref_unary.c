@@ -344,49 +344,21 @@ UNARY(IsNaN, f_isnan, NULL, KR_FLOATS, 1, NULL)
 UNARY(IsInf, f_isinf, NULL, KR_FLOATS, 1, p_isinf)
 UNARY(Not, f_not, i_not, KR_DT(BOOL), 1, NULL)
 
-
-#define ROW(NAME) {.op = #NAME, .fn = k_##NAME, .check = c_##NAME}
+#define ROW(NAME)                                                                                  \
+    {                                                                                              \
+        .op = #NAME, .fn = k_##NAME, .check = c_##NAME                                             \
+    }
 
 const af__kernel_entry_t af__kref_unary[] = {
-    ROW(Abs),
-    ROW(Neg),
-    ROW(Sign),
-    ROW(Relu),
-    ROW(Relu6),
-    ROW(Reciprocal),
-    ROW(Sqrt),
-    ROW(Exp),
-    ROW(Log),
-    ROW(Sin),
-    ROW(Cos),
-    ROW(Tan),
-    ROW(Asin),
-    ROW(Acos),
-    ROW(Atan),
-    ROW(Sinh),
-    ROW(Cosh),
-    ROW(Tanh),
-    ROW(Asinh),
-    ROW(Acosh),
-    ROW(Atanh),
-    ROW(Erf),
-    ROW(Ceil),
-    ROW(Floor),
-    ROW(Round),
-    ROW(Sigmoid),
-    ROW(Softplus),
-    ROW(Softsign),
-    ROW(HardSwish),
-    ROW(Gelu),
-    ROW(Elu),
-    ROW(Celu),
-    ROW(Selu),
-    ROW(LeakyRelu),
-    ROW(HardSigmoid),
-    ROW(ThresholdedRelu),
-    ROW(Shrink),
-    ROW(IsNaN),
-    ROW(IsInf),
-    ROW(Not),
+    ROW(Abs),       ROW(Neg),        ROW(Sign),        ROW(Relu),
+    ROW(Relu6),     ROW(Reciprocal), ROW(Sqrt),        ROW(Exp),
+    ROW(Log),       ROW(Sin),        ROW(Cos),         ROW(Tan),
+    ROW(Asin),      ROW(Acos),       ROW(Atan),        ROW(Sinh),
+    ROW(Cosh),      ROW(Tanh),       ROW(Asinh),       ROW(Acosh),
+    ROW(Atanh),     ROW(Erf),        ROW(Ceil),        ROW(Floor),
+    ROW(Round),     ROW(Sigmoid),    ROW(Softplus),    ROW(Softsign),
+    ROW(HardSwish), ROW(Gelu),       ROW(Elu),         ROW(Celu),
+    ROW(Selu),      ROW(LeakyRelu),  ROW(HardSigmoid), ROW(ThresholdedRelu),
+    ROW(Shrink),    ROW(IsNaN),      ROW(IsInf),       ROW(Not),
     {.op = NULL},
 };

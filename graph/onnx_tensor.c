@@ -131,7 +131,8 @@ static int fill(const Onnx__TensorProto *t, af_onnx_tensor_t *out, af_error_t *e
                        "numbers are not)",
                        nm, elem_name(elem), (int)elem);
     if (t->segment)
-        return af__err(err, AF_ENOTSUP, "tensor '%s': a 'segment' field: a segmented tensor, or "
+        return af__err(err, AF_ENOTSUP,
+                       "tensor '%s': a 'segment' field: a segmented tensor, or "
                        "not a TensorProto (ONNX sequence and optional values are not supported)",
                        nm);
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
