@@ -14,15 +14,18 @@
  *   kernels_ref_gather.c  Gather*, Scatter*, TopK, ReverseSequence; data-dependent refusals
  *   kernels_ref_quant.c   QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
  *                         MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
- *   kernels_ref_resize.c  Resize, Upsample
+ *   kernels_ref_resize.c  Resize, Upsample, GridSample
+ *   kernels_ref_rnn.c     RNN, GRU, LSTM
+ *   kernels_ref_signal.c  DFT, STFT, windows; training optimisers
  * with the shared helpers in kernels_ref_util.c (kernels_ref.h). Looking an op up walks the
  * tables (bind time only, never per round).
  */
 #include "executor/kernels_ref.h"
 
 static const af__kernel_entry_t *const families[] = {
-    af__kref_unary, af__kref_elem,   af__kref_nn,     af__kref_conv,  af__kref_data,
-    af__kref_norm,  af__kref_reduce, af__kref_gather, af__kref_quant, af__kref_resize,
+    af__kref_unary, af__kref_elem,   af__kref_nn,     af__kref_conv,
+    af__kref_data,  af__kref_norm,   af__kref_reduce, af__kref_gather,
+    af__kref_quant, af__kref_resize, af__kref_rnn,    af__kref_signal,
 };
 
 const af__kernel_entry_t *af__kref_find(const char *op)

@@ -215,5 +215,7 @@ extern const af__kernel_entry_t af__kref_reduce[];
 extern const af__kernel_entry_t af__kref_gather[];
 extern const af__kernel_entry_t af__kref_quant[];
 extern const af__kernel_entry_t af__kref_resize[];
+extern const af__kernel_entry_t af__kref_rnn[];
+extern const af__kernel_entry_t af__kref_signal[];
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * Reference kernels — convolution and pooling on NC[D][H]W tensors with 1 to 3 spatial dims:
  * Conv, ConvTranspose, MaxPool (with Indices), AveragePool, LpPool, GlobalAveragePool,
- * GlobalMaxPool, GlobalLpPool; the window geometry is shared with the quantised convolutions
- * (kernels_ref_quant.c).
+ * GlobalMaxPool, GlobalLpPool, MaxUnpool; the window geometry is shared with the quantised
+ * convolutions (kernels_ref_quant.c).
  *
  * Geometry: 1-D and 2-D problems are run as 3-D ones with leading spatial dims of size 1.
  * Padding comes from `pads` (begin values, then end values) or from auto_pad (SAME_UPPER puts
@@ -455,6 +455,57 @@ POOL(GlobalMaxPool, POOL_MAX, 1, MAXPOOL_DTS)
 POOL(GlobalAveragePool, POOL_AVG, 1, KR_FLOATS)
 POOL(GlobalLpPool, POOL_LP, 1, KR_FLOATS)
 
+/*
+ * MaxUnpool: zeros, then each value of X goes to the position its index I names. I is a flat
+ * index into the default unpooled shape [N, C, (in - 1) * stride - pads + kernel ...] (what
+ * MaxPool's Indices refer to); an output_shape larger than that puts the same multi-index into
+ * the bigger output (the rest stays zero).
+ */
+static int k_MaxUnpool(const af_kernel_args_t *a)
+{
+    kr_shape_t sx, si, sy, sd;
+    int64_t k[3], st[3], pads[6];
+    if (kr_in_shape(a, 0, &sx) || kr_in_shape(a, 1, &si) || kr_out_shape(a, 0, &sy) ||
+        kr_numel(&sx) != kr_numel(&si) || sx.rank < 3 || sy.rank != sx.rank || kr_in_ok(a, 0) ||
+        kr_in_ok(a, 1) || kr_out_ok(a, 0))
+        return AF_ESHAPE;
+    int32_t nd = sx.rank - 2;
+    int nk = kr_attr_ints(a->graph, a->node, "kernel_shape", k, 3);
+    int ns = kr_attr_ints(a->graph, a->node, "strides", st, 3);
+    int np = kr_attr_ints(a->graph, a->node, "pads", pads, 6);
+    if (nk != nd || (ns >= 0 && ns != nd) || (np >= 0 && np != 2 * nd))
+        return AF_ESHAPE;
+    sd = sx;
+    for (int32_t i = 0; i < nd; i++)
+        sd.d[2 + i] =
+            (sx.d[2 + i] - 1) * (ns > 0 ? st[i] : 1) - (np > 0 ? pads[i] + pads[i + nd] : 0) + k[i];
+    size_t es = af_dtype_size(kr_dtype(a->graph, a->info->outputs[0]));
+    int64_t n = kr_numel(&sx), nt = kr_numel(&sd), ny = kr_numel(&sy);
+    memset(a->outputs[0], 0, (size_t)ny * es);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t at = ((const int64_t *)a->inputs[1])[i], off = 0, stride = 1;
+        if (at < 0 || at >= nt)
+            return AF_EINVAL;
+        for (int32_t d = sd.rank - 1; d >= 0; d--) { /* same multi-index, output strides */
+            int64_t ix = at % sd.d[d];
+            at /= sd.d[d];
+            if (ix >= sy.d[d])
+                return AF_EINVAL;
+            off += ix * stride;
+            stride *= sy.d[d];
+        }
+        memcpy((uint8_t *)a->outputs[0] + (size_t)off * es,
+               (const uint8_t *)a->inputs[0] + (size_t)i * es, es);
+    }
+    return 0;
+}
+
+static int c_MaxUnpool(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    int rc = kr_check_same(g, node, 1, KR_FLOATS, err);
+    return rc ? rc : kr_check_in(g, node, 1, KR_DT(I64), err);
+}
+
 #define ROW(NAME)                                                                                  \
     {                                                                                              \
         .op = #NAME, .fn = k_##NAME, .check = c_##NAME                                             \
@@ -462,5 +513,5 @@ POOL(GlobalLpPool, POOL_LP, 1, KR_FLOATS)
 
 const af__kernel_entry_t af__kref_conv[] = {
     ROW(Conv),          ROW(ConvTranspose),     ROW(MaxPool),      ROW(AveragePool), ROW(LpPool),
-    ROW(GlobalMaxPool), ROW(GlobalAveragePool), ROW(GlobalLpPool), {.op = NULL},
+    ROW(GlobalMaxPool), ROW(GlobalAveragePool), ROW(GlobalLpPool), ROW(MaxUnpool),   {.op = NULL},
 };

@@ -1,7 +1,8 @@
 /*
  * Reference kernels — data movement, any dtype (elements are copied as bytes): views
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose, Concat, Split, Slice, Pad, Tile,
- * Expand, DepthToSpace, SpaceToDepth, Trilu, Shape, Size, EyeLike, Range, OneHot.
+ * Expand, DepthToSpace, SpaceToDepth, Trilu, Shape, Size, EyeLike, Range, OneHot,
+ * ConstantOfShape.
  *
  * Output shapes come from the graph (the importer inferred them or the model declared them);
  * where an op's result also depends on input values (Slice starts, Pad pads, Trilu k, Range
@@ -632,6 +633,32 @@ static int c_OneHot(const af_graph_t *g, int32_t node, af_error_t *err)
     return rc;
 }
 
+/* ConstantOfShape: the output (its shape from the graph, checked against the shape input)
+ * filled with the `value` attribute (the importer carries the one-element tensor; default 0). */
+static int k_ConstantOfShape(const af_kernel_args_t *a)
+{
+    kr_shape_t so;
+    int64_t dims[AF_MAX_RANK];
+    if (kr_out_shape(a, 0, &so) || kr_out_ok(a, 0) ||
+        kr_in_ints(a, 0, dims, AF_MAX_RANK) != so.rank)
+        return AF_ESHAPE;
+    for (int32_t i = 0; i < so.rank; i++)
+        if (dims[i] != so.d[i])
+            return AF_ESHAPE;
+    af_dtype_t dt = kr_dtype(a->graph, a->info->outputs[0]);
+    double v = kr_attr_f(a->graph, a->node, "value", 0.0);
+    int64_t n = kr_numel(&so);
+    for (int64_t i = 0; i < n; i++)
+        af__elem_store(dt, a->outputs[0], i, v);
+    return 0;
+}
+
+static int c_ConstantOfShape(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    int rc = kr_check_in(g, node, 0, KR_DT(I64), err);
+    return rc ? rc : kr_check_out(g, node, 0, KR_ALL, err);
+}
+
 #define ROW(NAME)                                                                                  \
     {                                                                                              \
         .op = #NAME, .fn = k_##NAME, .check = c_##NAME                                             \
@@ -662,5 +689,6 @@ const af__kernel_entry_t af__kref_data[] = {
     ROW(EyeLike),
     ROW(Range),
     ROW(OneHot),
+    ROW(ConstantOfShape),
     {.op = NULL},
 };

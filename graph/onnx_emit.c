@@ -5,7 +5,8 @@
  * constant (initializers, Constant outputs, folded values with no run-time producer), output or
  * intermediate; bytes = elements x element size when the shape is known, else AF_BYTES_DYNAMIC;
  * a view's output is an alias of its input at offset 0. Every kept node becomes a node with its
- * attributes (ints, floats, strings and their lists; tensors and graphs are not carried), named
+ * attributes (ints, floats, strings and their lists — a list of strings as one comma-joined
+ * string, a one-element tensor as its value; other tensors and graphs are not carried), named
  * after the ONNX node (made unique with "#k" since ONNX does not require unique names), with an
  * in-place hint when an elementwise op's output has its input's size and type, and a cost
  * estimate in FLOPs (node_cost). Reentrant.
@@ -45,6 +46,19 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
     return af_graph_add_tensor(gr, &d, NULL, im->err);
 }
 
+/* 1 when t holds exactly one numeric element, stored in *v (integers exact up to 2^53). */
+static int scalar_tensor(af__onnx_imp_t *im, const Onnx__TensorProto *t, double *v)
+{
+    af__onnx_val_t tmp = {.name = "", .rank = -1, .alias_of = -1};
+    int ok = af__onnx_tensor_decode(t, &tmp, NULL) == 0 && af__onnx_numel(&tmp) == 1 &&
+             af__onnx_vals_known(&tmp);
+    if (ok)
+        *v = tmp.vals[0];
+    af__free(tmp.vals);
+    (void)im;
+    return ok;
+}
+
 static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
 {
     for (size_t i = 0; i < n->n_attribute; i++) {
@@ -75,8 +89,17 @@ static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx
                 fl[k] = a->floats[k];
             at.floats = fl;
             at.n = (int32_t)a->n_floats;
+        } else if (a->n_strings) { /* a list of strings (RNN activations): comma-joined */
+            size_t len = 0;
+            for (size_t k = 0; k < a->n_strings && len + 1 < sizeof(s); k++)
+                len += (size_t)snprintf(s + len, sizeof(s) - len, "%s%.*s", k ? "," : "",
+                                        (int)a->strings[k].len, (const char *)a->strings[k].data);
+            at.type = AF_ATTR_STRING;
+            at.s = s;
+        } else if (a->t && scalar_tensor(im, a->t, &at.f)) {
+            at.type = AF_ATTR_FLOAT; /* a one-element tensor (ConstantOfShape's value) */
         } else {
-            continue; /* tensors, graphs, types: not carried */
+            continue; /* other tensors, graphs, types: not carried */
         }
         int rc = af_graph_node_set_attr(gr, id, &at, im->err);
         af__free(fl);
