@@ -10,8 +10,8 @@
  * graph gives is checked against the ONNX formula (floor, or ceil with ceil_mode). Graphs built
  * for planning only (the model zoo) carry shapes without window attributes: when no window
  * attribute is present and the defaults do not give the output size, stride = ceil(in / out),
- * kernel = stride + 1 (3 at stride 1) and symmetric padding are inferred instead — never when
- * any window attribute is present.
+ * kernel = stride + 1 (3 at stride 1) and symmetric padding are inferred instead (a transposed
+ * convolution gets stride = out / in) — never when any window attribute is present.
  *
  * Pure functions; no temporaries.
  */
@@ -75,7 +75,7 @@ int af__kr_window(const af_graph_t *g, int32_t node, const kr_shape_t *sx, const
     if ((nk >= 0 && nk != nd) || (ns >= 0 && ns != nd) || (ndl >= 0 && ndl != nd) ||
         (np >= 0 && np != 2 * nd))
         return kr_unsup(err, "window attributes of the wrong length for %d spatial dims", (int)nd);
-    int no_attrs = nk < 0 && ns < 0 && ndl < 0 && np < 0 && ap == PAD_NOTSET && !transposed;
+    int no_attrs = nk < 0 && ns < 0 && ndl < 0 && np < 0 && ap == PAD_NOTSET && nop < 0 && nos < 0;
     memset(w, 0, sizeof(*w));
     w->nd = nd;
     for (int d = 0; d < 3; d++) {
@@ -104,6 +104,14 @@ int af__kr_window(const af_graph_t *g, int32_t node, const kr_shape_t *sx, const
                 w->pe[d] = total - w->pb[d];
             }
             int64_t got = natural - w->pb[d] - w->pe[d];
+            if (w->out[d] != got && no_attrs && w->in[d] > 0 && w->out[d] % w->in[d] == 0) {
+                /* zoo graph: stride = out / in, padding trims the kernel's overhang */
+                w->st[d] = w->out[d] / w->in[d];
+                int64_t total = w->st[d] * (w->in[d] - 1) + span - w->out[d];
+                w->pb[d] = total > 0 ? total / 2 : 0;
+                w->pe[d] = total > 0 ? total - w->pb[d] : 0;
+                got = w->st[d] * (w->in[d] - 1) + span - w->pb[d] - w->pe[d];
+            }
             if (w->out[d] != got && !(nos > 0 && w->out[d] > got))
                 return kr_unsup(err, "output dim %d is %lld, the attributes give %lld", (int)s,
                                 (long long)w->out[d], (long long)got);

@@ -147,16 +147,39 @@ static int c_Transpose(const af_graph_t *g, int32_t node, af_error_t *err)
 
 /* ---- Concat, Split ------------------------------------------------------------------------ */
 
+/* Concat's axis; graphs built for planning (the model zoo) omit it: then the one axis along
+ * which the inputs' dims add up to the output's while every other dim agrees. -1 if none. */
+static int32_t concat_axis(const af_graph_t *g, int32_t node, const kr_shape_t *so)
+{
+    const af_attr_t *at = af_graph_node_attr(g, node, "axis");
+    if (at && at->type == AF_ATTR_INT)
+        return kr_axis(at->i, so->rank);
+    const af_node_info_t *ni = af_graph_node(g, node);
+    for (int32_t ax = 0; ax < so->rank; ax++) {
+        int64_t sum = 0;
+        int ok = 1;
+        for (int32_t i = 0; i < ni->n_inputs && ok; i++) {
+            kr_shape_t si;
+            ok = !kr_shape_of(g, ni->inputs[i], &si) && si.rank == so->rank;
+            for (int32_t d = 0; ok && d < so->rank; d++)
+                ok = d == ax || si.d[d] == so->d[d];
+            sum += ok ? si.d[ax] : 0;
+        }
+        if (ok && sum == so->d[ax])
+            return ax;
+    }
+    return -1;
+}
+
 static int k_Concat(const af_kernel_args_t *a)
 {
     kr_shape_t so, si;
     int64_t outer, dim, inner;
-    if (kr_out_shape(a, 0, &so) || kr_out_ok(a, 0) ||
-        kr_split_axis(&so, kr_attr_i(a->graph, a->node, "axis", 0), &outer, &dim, &inner))
+    int32_t ax = kr_out_shape(a, 0, &so) ? -1 : concat_axis(a->graph, a->node, &so);
+    if (ax < 0 || kr_out_ok(a, 0) || kr_split_axis(&so, ax, &outer, &dim, &inner))
         return AF_ESHAPE;
     size_t es = esize(a);
     uint64_t row = (uint64_t)dim * (uint64_t)inner * es, at = 0;
-    int32_t ax = kr_axis(kr_attr_i(a->graph, a->node, "axis", 0), so.rank);
     for (int32_t i = 0; i < a->n_inputs; i++) {
         if (kr_shape_of(a->graph, a->info->inputs[i], &si) || si.rank != so.rank || kr_in_ok(a, i))
             return AF_ESHAPE;
@@ -176,9 +199,8 @@ static int c_Concat(const af_graph_t *g, int32_t node, af_error_t *err)
     const af_node_info_t *ni = af_graph_node(g, node);
     int rc = kr_check_same(g, node, ni->n_inputs, KR_ALL, err);
     kr_shape_t so;
-    if (!rc && (kr_shape_of(g, ni->outputs[0], &so) ||
-                kr_axis(kr_attr_i(g, node, "axis", 0), so.rank) < 0))
-        return kr_unsup(err, "axis out of range");
+    if (!rc && (kr_shape_of(g, ni->outputs[0], &so) || concat_axis(g, node, &so) < 0))
+        return kr_unsup(err, "axis out of range, or input shapes that do not concatenate");
     return rc;
 }
 

@@ -167,7 +167,7 @@ static int fill(const Onnx__TensorProto *t, af_onnx_tensor_t *out, af_error_t *e
     if (!out->data || !out->name)
         return af__err(err, AF_ENOMEM, "out of memory decoding tensor '%s'", nm);
     out->bytes = bytes;
-    if (t->has_raw_data)
+    if (t->has_raw_data && bytes) /* an empty raw_data may come with a NULL pointer */
         memcpy(out->data, t->raw_data.data, (size_t)bytes);
     else
         for (uint64_t i = 0; i < n; i++)
