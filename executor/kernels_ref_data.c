@@ -2,7 +2,7 @@
  * Reference kernels — data movement, any dtype (elements are copied as bytes): views
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose, Concat, Split, Slice, Pad, Tile,
  * Expand, DepthToSpace, SpaceToDepth, Trilu, Shape, Size, EyeLike, Range, OneHot,
- * ConstantOfShape.
+ * ConstantOfShape, If (the importer's form: both branches computed, the taken one copied).
  *
  * Output shapes come from the graph (the importer inferred them or the model declared them);
  * where an op's result also depends on input values (Slice starts, Pad pads, Trilu k, Range
@@ -681,6 +681,42 @@ static int c_ConstantOfShape(const af_graph_t *g, int32_t node, af_error_t *err)
     return rc ? rc : kr_check_out(g, node, 0, KR_ALL, err);
 }
 
+/* If whose condition is known only at run time: the importer keeps both branches and gives
+ * this node [cond, then outputs..., else outputs...]; each output copies the taken branch's. */
+static int k_If(const af_kernel_args_t *a)
+{
+    int32_t no = a->n_outputs;
+    if (a->n_inputs != 1 + 2 * no || a->input_bytes[0] < 1)
+        return AF_ESHAPE;
+    int then = ((const uint8_t *)a->inputs[0])[0] != 0;
+    for (int32_t k = 0; k < no; k++) {
+        int32_t src = 1 + (then ? 0 : no) + k;
+        if (a->input_bytes[src] != a->output_bytes[k])
+            return AF_ESHAPE;
+        if (a->outputs[k] != a->inputs[src])
+            memmove(a->outputs[k], a->inputs[src], (size_t)a->output_bytes[k]);
+    }
+    return 0;
+}
+
+static int c_If(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    const af_node_info_t *ni = af_graph_node(g, node);
+    int rc = kr_check_static(g, node, err);
+    if (!rc && ni->n_inputs != 1 + 2 * ni->n_outputs)
+        return kr_unsup(err, "an If node with %d inputs for %d outputs (not the importer's form)",
+                        (int)ni->n_inputs, (int)ni->n_outputs);
+    if (!rc)
+        rc = kr_check_in(g, node, 0, KR_DT(BOOL), err);
+    for (int32_t k = 0; !rc && k < ni->n_outputs; k++) {
+        int64_t b = af_graph_tensor(g, ni->outputs[k])->bytes;
+        if (af_graph_tensor(g, ni->inputs[1 + k])->bytes != b ||
+            af_graph_tensor(g, ni->inputs[1 + ni->n_outputs + k])->bytes != b)
+            return kr_unsup(err, "branch outputs of different sizes (output %d)", (int)k);
+    }
+    return rc;
+}
+
 #define ROW(NAME)                                                                                  \
     {                                                                                              \
         .op = #NAME, .fn = k_##NAME, .check = c_##NAME                                             \
@@ -712,5 +748,6 @@ const af__kernel_entry_t af__kref_data[] = {
     ROW(Range),
     ROW(OneHot),
     ROW(ConstantOfShape),
+    ROW(If),
     {.op = NULL},
 };

@@ -1,8 +1,9 @@
 /*
  * Reference kernels — signal processing (opset 17): DFT (real or complex input, inverse,
  * onesided, dft_length), STFT (frame_step, window, frame_length, onesided), HannWindow,
- * HammingWindow, BlackmanWindow (periodic or symmetric); and the training optimisers of the
- * ai.onnx.preview.training domain: Adagrad, Adam, Momentum (standard and Nesterov).
+ * HammingWindow, BlackmanWindow (periodic or symmetric); TfIdfVectorizer on integer tokens; and
+ * the training optimisers of the ai.onnx.preview.training domain: Adagrad, Adam, Momentum
+ * (standard and Nesterov).
  *
  * Transforms are direct O(n^2) sums in double (a reference, not an FFT). Complex values are
  * the trailing [.., 2] dim of ONNX. Window sizes come from the size input and must match the
@@ -236,6 +237,80 @@ static int k_Momentum(const af_kernel_args_t *a)
     return optimise(a, O_MOMENTUM);
 }
 
+/* ---- TfIdfVectorizer (integer tokens) ---------------------------------------------------- */
+
+#define TFIDF_POOL 2048 /* ints of the pool attributes read onto the stack (2 x 16 KiB) */
+
+/*
+ * Counts the pool's n-grams (min_gram_length..max_gram_length, items up to max_skip_count
+ * apart; unigrams once per position) in each row of X, as ONNX Runtime does, and writes TF
+ * counts, IDF weights or TFIDF products at ngram_indexes. The pool: n-grams of length n start
+ * at offset ngram_counts[n - 1] of pool_int64s.
+ */
+static int k_TfIdfVectorizer(const af_kernel_args_t *a)
+{
+    const af_graph_t *g = a->graph;
+    kr_shape_t sx, sy;
+    int64_t pool[TFIDF_POOL], counts[64], idx[TFIDF_POOL];
+    int32_t np = kr_attr_ints(g, a->node, "pool_int64s", pool, TFIDF_POOL);
+    int32_t nc = kr_attr_ints(g, a->node, "ngram_counts", counts, 64);
+    int32_t ni = kr_attr_ints(g, a->node, "ngram_indexes", idx, TFIDF_POOL);
+    int64_t mn = kr_attr_i(g, a->node, "min_gram_length", 1),
+            mx = kr_attr_i(g, a->node, "max_gram_length", 1);
+    int64_t skip = kr_attr_i(g, a->node, "max_skip_count", 0);
+    const char *mode = kr_attr_s(g, a->node, "mode", "TF");
+    const af_attr_t *wt = af_graph_node_attr(g, a->node, "weights");
+    if (kr_in_shape(a, 0, &sx) || kr_out_shape(a, 0, &sy) || kr_in_ok(a, 0) || kr_out_ok(a, 0) ||
+        np < 0 || np > TFIDF_POOL || nc < mx || nc > 64 || ni < 0 || ni > TFIDF_POOL ||
+        sx.rank < 1 || sx.rank > 2 || sy.rank != sx.rank || mn < 1 || mx < mn)
+        return AF_ESHAPE;
+    int64_t rows = sx.rank == 2 ? sx.d[0] : 1, len = sx.d[sx.rank - 1], c = sy.d[sy.rank - 1];
+    af_dtype_t dx = kr_dtype(g, a->info->inputs[0]), dy = kr_dtype(g, a->info->outputs[0]);
+    for (int64_t i = 0; i < rows * c; i++)
+        af__elem_store(dy, a->outputs[0], i, 0);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t n = mn; n <= mx; n++) {
+            int64_t off = counts[n - 1], end = n < nc ? counts[n] : np, base = 0;
+            for (int64_t m = 1; m < n; m++) /* pool n-grams shorter than n come first */
+                base += ((m < nc ? counts[m] : np) - counts[m - 1]) / m;
+            for (int64_t sk = 0; sk <= (n == 1 ? 0 : skip); sk++)
+                for (int64_t st = 0; st + (n - 1) * (sk + 1) < len; st++)
+                    for (int64_t j = off, q = base; j + n <= end; j += n, q++) {
+                        int match = q < ni && idx[q] >= 0 && idx[q] < c;
+                        for (int64_t k = 0; k < n && match; k++)
+                            match = af__elem_load_i(dx, a->inputs[0],
+                                                    r * len + st + k * (sk + 1)) == pool[j + k];
+                        if (!match)
+                            continue;
+                        int64_t at = r * c + idx[q];
+                        af__elem_store(dy, a->outputs[0], at,
+                                       af__elem_load(dy, a->outputs[0], at) + 1);
+                    }
+        }
+    int idf = !strcmp(mode, "IDF"), tfidf = !strcmp(mode, "TFIDF");
+    for (int64_t i = 0; (idf || tfidf) && i < rows * c; i++) {
+        double v = af__elem_load(dy, a->outputs[0], i), w = 1;
+        for (int32_t k = 0; wt && wt->type == AF_ATTR_FLOATS && k < ni && k < wt->n; k++)
+            if (idx[k] == i % c)
+                w = wt->floats[k];
+        af__elem_store(dy, a->outputs[0], i, idf ? (v > 0 ? w : 0) : v * w);
+    }
+    return 0;
+}
+
+static int c_TfIdfVectorizer(const af_graph_t *g, int32_t node, af_error_t *err)
+{
+    int rc = kr_check_in(g, node, 0, KR_DT(I32) | KR_DT(I64), err);
+    if (!rc)
+        rc = kr_check_out(g, node, 0, KR_DT(F32), err);
+    int64_t tmp;
+    if (!rc && kr_attr_ints(g, node, "pool_int64s", &tmp, 1) < 0)
+        return kr_unsup(err, "a string pool (pool_strings)");
+    if (!rc && kr_attr_ints(g, node, "pool_int64s", &tmp, 1) > TFIDF_POOL)
+        return kr_unsup(err, "a pool above %d tokens", TFIDF_POOL);
+    return rc;
+}
+
 const af__kernel_entry_t af__kref_signal[] = {
     {.op = "DFT", .fn = k_DFT, .check = c_dft},
     {.op = "STFT", .fn = k_STFT, .check = c_dft},
@@ -245,5 +320,6 @@ const af__kernel_entry_t af__kref_signal[] = {
     {.op = "Adagrad", .fn = k_Adagrad, .check = c_optimiser},
     {.op = "Adam", .fn = k_Adam, .check = c_optimiser},
     {.op = "Momentum", .fn = k_Momentum, .check = c_optimiser},
+    {.op = "TfIdfVectorizer", .fn = k_TfIdfVectorizer, .check = c_TfIdfVectorizer},
     {.op = NULL},
 };
