@@ -88,6 +88,13 @@ assert d["kernels"] == "real", d["kernels"]
 assert d["system_allocs_per_round"] == 0, d
 assert d["outputs"][0]["name"] == "y" and d["outputs"][0]["shape"] == list(want.shape), d
 EOF
+    # a JSON graph takes files for its inputs as they are (its shapes are fixed)
+    /usr/bin/python3 -c "import numpy as np, sys; np.save(sys.argv[1], np.ones((32, 1, 28, 28), np.float32))" \
+        "$tmp/img.npy"
+    arenaflow run "$SRC/examples/mlp.json" --input "image=$tmp/img.npy" --kernels reference \
+        >"$tmp/mlp.txt" || fail "JSON graph with an .npy input"
+    grep -q "inputs         1 from files" "$tmp/mlp.txt" || fail "JSON graph: input not bound"
+    grep -qE "^  probs +f32 +\[32, 10\]" "$tmp/mlp.txt" || fail "JSON graph: no output summary"
 fi
 # .pb input straight from the test data, text summary beside the memory report
 arenaflow run "$T/model.onnx" --input "x=$T/test_data_set_0/input_0.pb" >"$tmp/run.txt" ||

@@ -108,10 +108,11 @@ typedef struct run_args {
 
 /* Real data of a run: dims specs for the importer, tensors for the inputs, kept outputs. */
 typedef struct run_data {
-    char *specs[RUN_MAX_INPUTS]; /* "NAME=dims" for the importer */
-    int n_specs;
+    char *specs[RUN_MAX_INPUTS]; /* "NAME=dims" for the importer: the user's, then the files' */
+    int n_specs, n_user_specs;
     data_in_t ins[RUN_MAX_INPUTS]; /* tensors read from files */
     const char *files[RUN_MAX_INPUTS];
+    char *names[RUN_MAX_INPUTS];
     int n_ins;
     af_buffer_t *bufs; /* per session input */
     af_tensor_t *outs; /* copies of the outputs of the last round */
@@ -273,8 +274,10 @@ static void data_free(run_data_t *d)
 {
     for (int i = 0; i < d->n_specs; i++)
         free(d->specs[i]);
-    for (int i = 0; i < d->n_ins; i++)
+    for (int i = 0; i < d->n_ins; i++) {
         af_tensor_clear(&d->ins[i].t);
+        free(d->names[i]);
+    }
     for (int32_t i = 0; i < d->n_outs; i++) {
         free(d->outs[i].data);
         free(d->out_names[i]);
@@ -285,17 +288,24 @@ static void data_free(run_data_t *d)
     memset(d, 0, sizeof(*d));
 }
 
-/* Reads the --input arguments: dims specs for the importer, files into tensors. */
+/* Reads the --input arguments: the user's dims specs first (the importer gets them), then the
+ * files into tensors, each adding the dims spec of its tensor. */
 static int data_load(const run_args_t *a, run_data_t *d)
 {
-    for (int i = 0; i < a->n_in_args; i++) {
-        data_arg_t da;
-        char why[512];
-        if (data_parse_arg(a->in_args[i], &da, why, sizeof why)) {
-            cli_error("run: %s", why);
-            return CLI_USAGE;
-        }
-        if (da.file) {
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < a->n_in_args; i++) {
+            data_arg_t da;
+            char why[512];
+            if (data_parse_arg(a->in_args[i], &da, why, sizeof why)) {
+                cli_error("run: %s", why);
+                return CLI_USAGE;
+            }
+            if (!pass && !da.file) {
+                d->specs[d->n_specs++] = strdup(a->in_args[i]);
+                d->n_user_specs++;
+            }
+            if (!pass || !da.file)
+                continue;
             af_error_t err;
             af_error_clear(&err);
             data_in_t *in = &d->ins[d->n_ins];
@@ -303,17 +313,13 @@ static int data_load(const run_args_t *a, run_data_t *d)
                 cli_error("run: --input %s: %s", da.name, err.msg);
                 return CLI_FAIL;
             }
-            free(in->t.name); /* the name is the one given on the command line */
-            in->t.name = strdup(da.name);
-            in->name = in->t.name;
+            d->names[d->n_ins] = strdup(da.name); /* the command line's name, not the file's */
+            in->name = d->names[d->n_ins];
             d->files[d->n_ins++] = da.file;
             char spec[600];
             data_dims_spec(da.name, &in->t, spec, sizeof spec);
             d->specs[d->n_specs++] = strdup(spec);
-        } else {
-            d->specs[d->n_specs++] = strdup(a->in_args[i]);
         }
-    }
     return 0;
 }
 
@@ -623,12 +629,16 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
     return 0;
 }
 
+/* ONNX models get every dims spec (the files' dims too); JSON graphs have fixed shapes, so only
+ * the user's dims specs are passed on (and refused there), the files are bound as they are. */
 static af_graph_t *load_graph(const run_args_t *a, run_data_t *d)
 {
+    size_t n = strlen(a->path);
+    int onnx = n > 5 && !strcmp(a->path + n - 5, ".onnx");
     if (strncmp(a->path, "zoo:", 4) != 0)
-        return cli_load_graph(a->path, d->specs, d->n_specs);
+        return cli_load_graph(a->path, d->specs, onnx ? d->n_specs : d->n_user_specs);
     if (d->n_specs) {
-        cli_error("run: --input applies to ONNX models, not to %s", a->path);
+        cli_error("run: --input applies to graph files, not to %s", a->path);
         return NULL;
     }
     return run_load_graph(a->path, (int32_t)a->batch);
