@@ -144,7 +144,8 @@ static void usage(FILE *f)
             "  --input NAME=DIMS  ONNX: fix a symbolic input shape (input=1,3,224,224) or a\n"
             "                     symbolic dim (batch_size=1); may be repeated\n"
             "  --output-dir DIR   write every graph output as DIR/<output name>.npy (bytes\n"
-            "                     outside [A-Za-z0-9._-] and a leading '.' become '_')\n"
+            "                     outside [A-Za-z0-9._-] and a leading '.' become '_'; a name\n"
+            "                     that sanitises like an earlier one gets _<index>)\n"
             "  --kernels SET      real (the fastest real backend; the default with --input\n"
             "                     files), reference (naive C kernels, the oracle), verify\n"
             "                     (pattern kernels checking every input; the default without\n"
@@ -354,6 +355,16 @@ static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *
             continue;
         char file[256], path[4096];
         data_file_name(io.name, (int)i, file, sizeof file);
+        for (int32_t k = 0; k + 1 < d->n_outs; k++) { /* names that sanitise alike: _<i> */
+            char other[256];
+            data_file_name(d->out_names[k], (int)k, other, sizeof other);
+            if (!strcmp(other, file)) {
+                file[strlen(file) - 4] = 0;
+                snprintf(other, sizeof other, "%.200s_%d.npy", file, (int)i);
+                snprintf(file, sizeof file, "%s", other);
+                break;
+            }
+        }
         snprintf(path, sizeof path, "%s/%s", a->output_dir, file);
         af_error_t err;
         af_error_clear(&err);
