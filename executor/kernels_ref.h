@@ -51,6 +51,8 @@ int32_t kr_out_tensor(const af_graph_t *g, int32_t node, int32_t pos);
 int64_t kr_attr_i(const af_graph_t *g, int32_t node, const char *name, int64_t def);
 double kr_attr_f(const af_graph_t *g, int32_t node, const char *name, double def);
 const char *kr_attr_s(const af_graph_t *g, int32_t node, const char *name, const char *def);
+/* Index of s in names (n of them); def for "" (the attribute is absent), -1 when not listed. */
+int kr_pick(const char *s, const char *const *names, int n, int def);
 /* ints attribute into out (at most max); returns the count, -1 when absent. */
 int32_t kr_attr_ints(const af_graph_t *g, int32_t node, const char *name, int64_t *out,
                      int32_t max);

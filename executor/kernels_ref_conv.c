@@ -25,11 +25,9 @@ enum { PAD_NOTSET, PAD_VALID, PAD_SAME_UPPER, PAD_SAME_LOWER };
 
 static int auto_pad(const af_graph_t *g, int32_t node)
 {
-    const char *s = kr_attr_s(g, node, "auto_pad", "NOTSET");
-    return !strcmp(s, "VALID")        ? PAD_VALID
-           : !strcmp(s, "SAME_UPPER") ? PAD_SAME_UPPER
-           : !strcmp(s, "SAME_LOWER") ? PAD_SAME_LOWER
-                                      : PAD_NOTSET;
+    static const char *const pads[] = {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"};
+    int p = kr_pick(kr_attr_s(g, node, "auto_pad", ""), pads, 4, PAD_NOTSET);
+    return p < 0 ? PAD_NOTSET : p; /* an unknown spelling behaves as NOTSET, as before */
 }
 
 static int64_t out_size(int64_t in, int64_t k, int64_t st, int64_t dil, int64_t pb, int64_t pe,
@@ -253,16 +251,25 @@ static void conv_f32(const af__kr_conv_t *c, const float *x, const float *w, con
         }
 }
 
+/* Geometry, bias (input 2, may be absent) and dtype of a Conv or ConvTranspose; 0 or AF_ESHAPE. */
+static int conv_prepare(const af_kernel_args_t *a, int transposed, af__kr_conv_t *c, const void **b,
+                        af_dtype_t *dt)
+{
+    uint64_t bb;
+    if (af__kr_conv_geom(a->graph, a->node, 0, 1, transposed, c, NULL) || kr_in_ok(a, 0) ||
+        kr_in_ok(a, 1) || kr_out_ok(a, 0))
+        return AF_ESHAPE;
+    *b = kr_in(a, 2, &bb, NULL);
+    *dt = kr_dtype(a->graph, a->info->outputs[0]);
+    return *b && bb < (uint64_t)c->m * af_dtype_size(*dt) ? AF_ESHAPE : 0;
+}
+
 static int k_Conv(const af_kernel_args_t *a)
 {
     af__kr_conv_t c;
-    if (af__kr_conv_geom(a->graph, a->node, 0, 1, 0, &c, NULL) || kr_in_ok(a, 0) ||
-        kr_in_ok(a, 1) || kr_out_ok(a, 0))
-        return AF_ESHAPE;
-    uint64_t bb;
-    const void *b = kr_in(a, 2, &bb, NULL);
-    af_dtype_t dt = kr_dtype(a->graph, a->info->outputs[0]);
-    if (b && bb < (uint64_t)c.m * af_dtype_size(dt))
+    const void *b;
+    af_dtype_t dt;
+    if (conv_prepare(a, 0, &c, &b, &dt))
         return AF_ESHAPE;
     if (dt == AF_DTYPE_F32) {
         conv_f32(&c, a->inputs[0], a->inputs[1], b, a->outputs[0]);
@@ -293,13 +300,9 @@ static int c_Conv(const af_graph_t *g, int32_t node, af_error_t *err)
 static int k_ConvTranspose(const af_kernel_args_t *a)
 {
     af__kr_conv_t c;
-    if (af__kr_conv_geom(a->graph, a->node, 0, 1, 1, &c, NULL) || kr_in_ok(a, 0) ||
-        kr_in_ok(a, 1) || kr_out_ok(a, 0))
-        return AF_ESHAPE;
-    uint64_t bb;
-    const void *b = kr_in(a, 2, &bb, NULL);
-    af_dtype_t dt = kr_dtype(a->graph, a->info->outputs[0]);
-    if (b && bb < (uint64_t)c.m * af_dtype_size(dt))
+    const void *b;
+    af_dtype_t dt;
+    if (conv_prepare(a, 1, &c, &b, &dt))
         return AF_ESHAPE;
     const af__kr_win_t *w = &c.w;
     int64_t cg = c.c / c.g, mg = c.m / c.g, ksz = w->k[0] * w->k[1] * w->k[2];

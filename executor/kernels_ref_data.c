@@ -293,23 +293,31 @@ static int slice_params(const af_kernel_args_t *a, const kr_shape_t *sx, const k
     return 0;
 }
 
-static int k_Slice(const af_kernel_args_t *a)
+/* Copies output element idx from input element start + idx * step per dim (Slice), or
+ * idx mod the input dim when wrap (Tile). */
+static void strided_copy(const af_kernel_args_t *a, const kr_shape_t *sx, const kr_shape_t *so,
+                         const int64_t *start, const int64_t *step, int wrap)
 {
-    kr_shape_t sx, so;
-    int64_t start[AF_MAX_RANK], step[AF_MAX_RANK], st[AF_MAX_RANK], idx[AF_MAX_RANK] = {0};
-    if (kr_in_shape(a, 0, &sx) || kr_out_shape(a, 0, &so) || sx.rank != so.rank || kr_in_ok(a, 0) ||
-        kr_out_ok(a, 0) || slice_params(a, &sx, &so, start, step))
-        return AF_ESHAPE;
-    strides(&sx, st);
+    int64_t st[AF_MAX_RANK], idx[AF_MAX_RANK] = {0}, n = kr_numel(so);
+    strides(sx, st);
     size_t es = esize(a);
-    int64_t n = kr_numel(&so);
-    for (int64_t o = 0; o < n; o++, odo_next(&so, idx)) {
+    for (int64_t o = 0; o < n; o++, odo_next(so, idx)) {
         int64_t src = 0;
-        for (int32_t i = 0; i < sx.rank; i++)
-            src += (start[i] + idx[i] * step[i]) * st[i];
+        for (int32_t i = 0; i < sx->rank; i++)
+            src += (wrap ? idx[i] % sx->d[i] : start[i] + idx[i] * step[i]) * st[i];
         memcpy((uint8_t *)a->outputs[0] + (size_t)o * es,
                (const uint8_t *)a->inputs[0] + (size_t)src * es, es);
     }
+}
+
+static int k_Slice(const af_kernel_args_t *a)
+{
+    kr_shape_t sx, so;
+    int64_t start[AF_MAX_RANK], step[AF_MAX_RANK];
+    if (kr_in_shape(a, 0, &sx) || kr_out_shape(a, 0, &so) || sx.rank != so.rank || kr_in_ok(a, 0) ||
+        kr_out_ok(a, 0) || slice_params(a, &sx, &so, start, step))
+        return AF_ESHAPE;
+    strided_copy(a, &sx, &so, start, step, 0);
     return 0;
 }
 
@@ -327,12 +335,8 @@ enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
 static int pad_mode(const af_graph_t *g, int32_t node)
 {
-    const char *m = kr_attr_s(g, node, "mode", "constant");
-    return !strcmp(m, "reflect")    ? PAD_REFLECT
-           : !strcmp(m, "edge")     ? PAD_EDGE
-           : !strcmp(m, "wrap")     ? PAD_WRAP
-           : !strcmp(m, "constant") ? PAD_CONSTANT
-                                    : -1;
+    static const char *const modes[] = {"constant", "reflect", "edge", "wrap"};
+    return kr_pick(kr_attr_s(g, node, "mode", ""), modes, 4, PAD_CONSTANT);
 }
 
 /* Source index along one dim for output position o with begin pad pb; -1 for the constant. */
@@ -414,23 +418,14 @@ static int c_Pad(const af_graph_t *g, int32_t node, af_error_t *err)
 static int k_Tile(const af_kernel_args_t *a)
 {
     kr_shape_t sx, so;
-    int64_t rep[AF_MAX_RANK], st[AF_MAX_RANK], idx[AF_MAX_RANK] = {0};
+    int64_t rep[AF_MAX_RANK];
     if (kr_in_shape(a, 0, &sx) || kr_out_shape(a, 0, &so) || sx.rank != so.rank || kr_in_ok(a, 0) ||
         kr_out_ok(a, 0) || kr_in_ints(a, 1, rep, AF_MAX_RANK) != sx.rank)
         return AF_ESHAPE;
     for (int32_t i = 0; i < sx.rank; i++)
         if (rep[i] < 0 || sx.d[i] * rep[i] != so.d[i])
             return AF_ESHAPE;
-    strides(&sx, st);
-    size_t es = esize(a);
-    int64_t n = kr_numel(&so);
-    for (int64_t o = 0; o < n; o++, odo_next(&so, idx)) {
-        int64_t src = 0;
-        for (int32_t i = 0; i < sx.rank; i++)
-            src += (idx[i] % sx.d[i]) * st[i];
-        memcpy((uint8_t *)a->outputs[0] + (size_t)o * es,
-               (const uint8_t *)a->inputs[0] + (size_t)src * es, es);
-    }
+    strided_copy(a, &sx, &so, NULL, NULL, 1);
     return 0;
 }
 

@@ -149,13 +149,8 @@ enum { SC_NONE, SC_ADD, SC_MUL, SC_MAX, SC_MIN };
 
 static int sc_reduction(const af_graph_t *g, int32_t node)
 {
-    const char *r = kr_attr_s(g, node, "reduction", "none");
-    return !strcmp(r, "add")    ? SC_ADD
-           : !strcmp(r, "mul")  ? SC_MUL
-           : !strcmp(r, "max")  ? SC_MAX
-           : !strcmp(r, "min")  ? SC_MIN
-           : !strcmp(r, "none") ? SC_NONE
-                                : -1;
+    static const char *const reds[] = {"none", "add", "mul", "max", "min"};
+    return kr_pick(kr_attr_s(g, node, "reduction", ""), reds, 5, SC_NONE);
 }
 
 /* y[at] = red(y[at], updates[u]) */

@@ -179,6 +179,22 @@ static int c_BatchNormalization(const af_graph_t *g, int32_t node, af_error_t *e
 
 /* ---- LayerNormalization, InstanceNormalization, MVN ---------------------------------------- */
 
+/* Mean and population variance of n contiguous elements from base (two passes, in double). */
+static void moments(af_dtype_t dt, const void *x, int64_t base, int64_t n, double *mean,
+                    double *var)
+{
+    double m = 0, v = 0;
+    for (int64_t i = 0; i < n; i++)
+        m += af__elem_load(dt, x, base + i);
+    m /= (double)(n ? n : 1);
+    for (int64_t i = 0; i < n; i++) {
+        double d = af__elem_load(dt, x, base + i) - m;
+        v += d * d;
+    }
+    *mean = m;
+    *var = v / (double)(n ? n : 1);
+}
+
 /* Offset of element j of the normalised block [dims from axis] in a parameter of shape p
  * (unidirectional broadcast against the block shape blk). */
 static int64_t bcast_idx(const kr_shape_t *p, const kr_shape_t *blk, int64_t j)
@@ -231,15 +247,9 @@ static int k_LayerNormalization(const af_kernel_args_t *a)
     if ((mo && kr_out_ok(a, 1)) || (io && kr_out_ok(a, 2)))
         return AF_ESHAPE;
     for (int64_t o = 0; o < outer; o++) {
-        double mean = 0, var = 0;
-        for (int64_t i = 0; i < dim; i++)
-            mean += af__elem_load(dt, a->inputs[0], o * dim + i);
-        mean /= (double)(dim ? dim : 1);
-        for (int64_t i = 0; i < dim; i++) {
-            double d = af__elem_load(dt, a->inputs[0], o * dim + i) - mean;
-            var += d * d;
-        }
-        double inv = 1.0 / sqrt(var / (double)(dim ? dim : 1) + eps);
+        double mean, var;
+        moments(dt, a->inputs[0], o * dim, dim, &mean, &var);
+        double inv = 1.0 / sqrt(var + eps);
         for (int64_t i = 0; i < dim; i++) {
             double v = (af__elem_load(dt, a->inputs[0], o * dim + i) - mean) * inv *
                        af__elem_load(dp, sc, bcast_idx(&ss, &blk, i));
@@ -278,16 +288,9 @@ static int k_InstanceNormalization(const af_kernel_args_t *a)
         return AF_ESHAPE;
     double eps = kr_attr_f(a->graph, a->node, "epsilon", 1e-5);
     for (int64_t i = 0; i < n * c; i++) {
-        double mean = 0, var = 0;
-        for (int64_t j = 0; j < inner; j++)
-            mean += af__elem_load(dt, a->inputs[0], i * inner + j);
-        mean /= (double)(inner ? inner : 1);
-        for (int64_t j = 0; j < inner; j++) {
-            double d = af__elem_load(dt, a->inputs[0], i * inner + j) - mean;
-            var += d * d;
-        }
-        double k =
-            af__elem_load(dt, a->inputs[1], i % c) / sqrt(var / (double)(inner ? inner : 1) + eps);
+        double mean, var;
+        moments(dt, a->inputs[0], i * inner, inner, &mean, &var);
+        double k = af__elem_load(dt, a->inputs[1], i % c) / sqrt(var + eps);
         double b = af__elem_load(dt, a->inputs[2], i % c);
         for (int64_t j = 0; j < inner; j++)
             af__elem_store(dt, a->outputs[0], i * inner + j,

@@ -66,7 +66,8 @@ static int quant_axis(const af_kernel_args_t *a, const kr_shape_t *sx, int32_t *
     return *axis < 0 || sx->d[*axis] != n ? AF_ESHAPE : 0;
 }
 
-static int k_QuantizeLinear(const af_kernel_args_t *a)
+/* QuantizeLinear / DequantizeLinear: scale at input 1, zero point at input 2, per axis. */
+static int quant_linear(const af_kernel_args_t *a, int dequant)
 {
     kr_shape_t sx;
     int32_t axis;
@@ -77,11 +78,23 @@ static int k_QuantizeLinear(const af_kernel_args_t *a)
     int64_t n = kr_numel(&sx);
     for (int64_t i = 0; i < n; i++) {
         int64_t c = axis_index(&sx, axis, i);
-        /* x / scale in f32, as ONNX's reference computes it */
-        double v = (float)af__elem_load(dx, a->inputs[0], i) / (float)prm_at(a, 1, c, 1.0);
-        af__elem_store(dy, a->outputs[0], i, quantize(v, prm_at(a, 2, c, 0.0), dy));
+        double x = af__elem_load(dx, a->inputs[0], i), s = prm_at(a, 1, c, 1.0);
+        double z = prm_at(a, 2, c, 0.0);
+        /* quantising divides in f32, as ONNX's reference computes it */
+        double v = dequant ? (float)((x - z) * s) : quantize((double)((float)x / (float)s), z, dy);
+        af__elem_store(dy, a->outputs[0], i, v);
     }
     return 0;
+}
+
+static int k_QuantizeLinear(const af_kernel_args_t *a)
+{
+    return quant_linear(a, 0);
+}
+
+static int k_DequantizeLinear(const af_kernel_args_t *a)
+{
+    return quant_linear(a, 1);
 }
 
 static int c_QuantizeLinear(const af_graph_t *g, int32_t node, af_error_t *err)
@@ -95,24 +108,6 @@ static int c_QuantizeLinear(const af_graph_t *g, int32_t node, af_error_t *err)
     if (!rc && tz >= 0 && kr_dtype(g, tz) != kr_dtype(g, kr_out_tensor(g, node, 0)))
         return kr_unsup(err, "zero point and output of different dtypes");
     return rc;
-}
-
-static int k_DequantizeLinear(const af_kernel_args_t *a)
-{
-    kr_shape_t sx;
-    int32_t axis;
-    if (kr_in_shape(a, 0, &sx) || kr_in_ok(a, 0) || kr_out_ok(a, 0) || quant_axis(a, &sx, &axis))
-        return AF_ESHAPE;
-    af_dtype_t dx = kr_dtype(a->graph, a->info->inputs[0]);
-    af_dtype_t dy = kr_dtype(a->graph, a->info->outputs[0]);
-    int64_t n = kr_numel(&sx);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t c = axis_index(&sx, axis, i);
-        double v =
-            (af__elem_load(dx, a->inputs[0], i) - prm_at(a, 2, c, 0.0)) * prm_at(a, 1, c, 1.0);
-        af__elem_store(dy, a->outputs[0], i, (float)v);
-    }
-    return 0;
 }
 
 static int c_DequantizeLinear(const af_graph_t *g, int32_t node, af_error_t *err)

@@ -26,14 +26,6 @@ typedef struct rs {
     kr_shape_t sx, sy;
 } rs_t;
 
-static int pick(const char *s, const char *const *names, int n, int def)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return s[0] ? -1 : def;
-}
-
 /* Attributes (mode, transformation, rounding); -1 for a value not in the ONNX lists. */
 static int rs_attrs(const af_graph_t *g, int32_t node, int legacy, rs_t *r)
 {
@@ -41,14 +33,14 @@ static int rs_attrs(const af_graph_t *g, int32_t node, int legacy, rs_t *r)
     static const char *const cts[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
                                       "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
     static const char *const nrs[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-    r->mode = pick(kr_attr_s(g, node, "mode", "nearest"), modes, 3, M_NEAREST);
+    r->mode = kr_pick(kr_attr_s(g, node, "mode", "nearest"), modes, 3, M_NEAREST);
     if (r->mode < 0 && !strcmp(kr_attr_s(g, node, "mode", ""), "bilinear"))
         r->mode = M_LINEAR; /* Upsample-7 spelling */
-    r->ct = legacy
-                ? CT_ASYM
-                : pick(kr_attr_s(g, node, "coordinate_transformation_mode", ""), cts, 6, CT_HALF);
-    r->nr =
-        legacy ? NR_FLOOR : pick(kr_attr_s(g, node, "nearest_mode", ""), nrs, 4, NR_PREFER_FLOOR);
+    r->ct =
+        legacy ? CT_ASYM
+               : kr_pick(kr_attr_s(g, node, "coordinate_transformation_mode", ""), cts, 6, CT_HALF);
+    r->nr = legacy ? NR_FLOOR
+                   : kr_pick(kr_attr_s(g, node, "nearest_mode", ""), nrs, 4, NR_PREFER_FLOOR);
     r->exclude = (int)kr_attr_i(g, node, "exclude_outside", 0);
     r->a = kr_attr_f(g, node, "cubic_coeff_a", -0.75);
     r->extrap = kr_attr_f(g, node, "extrapolation_value", 0.0);
@@ -318,8 +310,8 @@ static int gs_attrs(const af_graph_t *g, int32_t node, gs_t *o)
 {
     static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
     static const char *const pads[] = {"zeros", "border", "reflection"};
-    o->mode = pick(kr_attr_s(g, node, "mode", ""), modes, 3, GS_BILINEAR);
-    o->pad = pick(kr_attr_s(g, node, "padding_mode", ""), pads, 3, GP_ZEROS);
+    o->mode = kr_pick(kr_attr_s(g, node, "mode", ""), modes, 3, GS_BILINEAR);
+    o->pad = kr_pick(kr_attr_s(g, node, "padding_mode", ""), pads, 3, GP_ZEROS);
     o->align = (int)kr_attr_i(g, node, "align_corners", 0);
     return o->mode < 0 || o->pad < 0 ? -1 : 0;
 }

@@ -99,6 +99,14 @@ const char *kr_attr_s(const af_graph_t *g, int32_t node, const char *name, const
     return at && at->type == AF_ATTR_STRING && at->s ? at->s : def;
 }
 
+int kr_pick(const char *s, const char *const *names, int n, int def)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return s[0] ? -1 : def;
+}
+
 int32_t kr_attr_ints(const af_graph_t *g, int32_t node, const char *name, int64_t *out, int32_t max)
 {
     const af_attr_t *at = af_graph_node_attr(g, node, name);
@@ -266,25 +274,13 @@ double af__elem_load(af_dtype_t dt, const void *p, int64_t i)
         return af__f16_to_f32(((const uint16_t *)p)[i]);
     case AF_DTYPE_BF16:
         return af__bf16_to_f32(((const uint16_t *)p)[i]);
-    case AF_DTYPE_I8:
-        return ((const int8_t *)p)[i];
-    case AF_DTYPE_U8:
-    case AF_DTYPE_BOOL:
-        return ((const uint8_t *)p)[i];
-    case AF_DTYPE_I16:
-        return ((const int16_t *)p)[i];
-    case AF_DTYPE_U16:
-        return ((const uint16_t *)p)[i];
-    case AF_DTYPE_I32:
-        return ((const int32_t *)p)[i];
-    case AF_DTYPE_U32:
-        return ((const uint32_t *)p)[i];
-    case AF_DTYPE_I64:
-        return (double)((const int64_t *)p)[i];
-    case AF_DTYPE_U64:
-        return (double)((const uint64_t *)p)[i];
-    default:
+    case AF_DTYPE_F32:
+    case AF_DTYPE_UNKNOWN:
         return ((const float *)p)[i];
+    case AF_DTYPE_U64:
+        return (double)(uint64_t)af__elem_load_i(dt, p, i);
+    default: /* the other integers and bool */
+        return (double)af__elem_load_i(dt, p, i);
     }
 }
 
