@@ -1,6 +1,6 @@
 /*
  * Executor-internal structures: the worker pool (workers.c), compiled programs and rounds
- * (program.c, session.c), the kernel tables (kernels.c, kernels_f32.c).
+ * (program.c, session.c), the kernel tables (kernels.c, kernels_ref*.c).
  *
  * Lock ranks (take in this order, never the reverse):
  *   1. af_session.mu      — round slots, completed list, stats, program swap
@@ -180,16 +180,37 @@ static inline uint64_t af__exec_mix(uint64_t a, uint64_t b)
 int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
                         af_error_t *err);
 
-/* ---- kernels (kernels.c, kernels_f32.c) ------------------------------------------------- */
+/* ---- kernels (kernels.c, kernel_bind.c, kernels_ref*.c) --------------------------------- */
 
+/*
+ * One row of a built-in kernel table, written with designated initializers
+ * ({.op = "Abs", .fn = k_abs, .check = c_unary}) so fields can be added.
+ *
+ * check (optional): called at session creation for every node the row serves; returns 0, or
+ * AF_ENOTSUP with a message naming the dtype / attribute / shape combination the kernel does
+ * not implement (so an unsupported node is refused when the session is bound, not answered
+ * wrongly or failed in the middle of a round). Must not allocate.
+ */
+typedef int (*af__kernel_check_fn)(const af_graph_t *g, int32_t node, af_error_t *err);
 typedef struct af__kernel_entry {
     const char *op;
     af_kernel_fn fn;
+    af__kernel_check_fn check;
 } af__kernel_entry_t;
 
 int af__kernel_pattern(const af_kernel_args_t *a);
 int af__kernel_empty(const af_kernel_args_t *a);
-/* The f32 table (kernels_f32.c), terminated by {NULL, NULL}. */
-extern const af__kernel_entry_t af__kernels_f32[];
+/* The reference kernels' row for an op (kernels_ref.c: one table per op family), or NULL. */
+const af__kernel_entry_t *af__kref_find(const char *op);
+/* The built-in row of a set for an op, NULL when the set has none or the set has no table
+ * ("verify", "empty": one kernel for every op, no check). */
+const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
+/*
+ * Looks up the kernel of every node of p (registered kernels first, then the set) into p->kfn /
+ * p->kuser and runs the rows' checks. Every node that cannot run is collected: the AF_ENOTSUP
+ * message lists all missing ops (with node counts) and all unsupported combinations at once
+ * (kernel_bind.c).
+ */
+int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 
 #endif

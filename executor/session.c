@@ -207,6 +207,8 @@ void af__round_complete(af__round_t *r)
             af__exec_checksum(src, n) != r->sum[t])
             mark_corrupt(r, t, -1);
         af_buffer_t *ob = r->out ? &r->out[k] : NULL;
+        if ((!ob || !ob->data) && s->opts.keep_outputs)
+            af__session_keep_output(s, k, src, n);
         if (ob && ob->data && ob->data != src) {
             uint64_t m = n < ob->bytes ? n : ob->bytes;
             memcpy(ob->data, src, (size_t)m);

@@ -128,6 +128,12 @@ static void session_free(af_session_t *s)
     af__free(s->last_sum);
     af__free(s->last_seq);
     af__free(s->dyn_max);
+    for (int32_t k = 0; s->kept && s->prog && k < s->prog->n_outputs; k++)
+        af__free(s->kept[k]);
+    af__free(s->kept);
+    af__free(s->kept_cap);
+    af__free(s->kept_len);
+    af__free(s->kept_valid);
     af__prog_release(s->prog);
     af__free(s);
 }
@@ -253,6 +259,47 @@ static int alloc_consts(af_session_t *s, const af__prog_t *p)
     return 0;
 }
 
+/* Storage for kept outputs: the planned size of each (dynamic ones grow on first use). */
+static int alloc_kept(af_session_t *s, const af__prog_t *p)
+{
+    if (!s->opts.keep_outputs)
+        return 0;
+    size_t n = (size_t)p->n_outputs + 1;
+    s->kept = af__calloc(n, sizeof(void *));
+    s->kept_cap = af__calloc(n, sizeof(uint64_t));
+    s->kept_len = af__calloc(n, sizeof(uint64_t));
+    s->kept_valid = af__calloc(n, 1);
+    if (!s->kept || !s->kept_cap || !s->kept_len || !s->kept_valid)
+        return AF_ENOMEM;
+    for (int32_t k = 0; k < p->n_outputs; k++) {
+        uint64_t b = p->bytes[p->outputs[k]];
+        if (!(s->kept[k] = af__malloc(b ? (size_t)b : 1)))
+            return AF_ENOMEM;
+        s->kept_cap[k] = b;
+    }
+    return 0;
+}
+
+void af__session_keep_output(af_session_t *s, int32_t k, const void *src, uint64_t n)
+{
+    uv_mutex_lock(&s->mu);
+    if (n > s->kept_cap[k]) {
+        void *q = af__realloc(s->kept[k], (size_t)n);
+        if (!q) {
+            s->kept_valid[k] = 0;
+            uv_mutex_unlock(&s->mu);
+            return;
+        }
+        s->kept[k] = q;
+        s->kept_cap[k] = n;
+    }
+    if (n)
+        memcpy(s->kept[k], src, (size_t)n);
+    s->kept_len[k] = n;
+    s->kept_valid[k] = 1;
+    uv_mutex_unlock(&s->mu);
+}
+
 int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session_opts_t *opts,
                       af_session_t **out, af_error_t *err)
 {
@@ -285,7 +332,7 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     s->last_seq = af__calloc((size_t)p->n_nodes + 1, sizeof(uint64_t));
     s->dyn_max = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
     if (!s->sc_ptr || !s->sc_bytes || !s->sc_flags || !s->last_sum || !s->last_seq || !s->dyn_max ||
-        alloc_slots(s, p) || alloc_consts(s, p)) {
+        alloc_slots(s, p) || alloc_consts(s, p) || alloc_kept(s, p)) {
         rc = af__err(err, AF_ENOMEM, "out of memory creating a session");
         goto fail;
     }
@@ -476,6 +523,83 @@ int32_t af_session_output_tensor(const af_session_t *s, int32_t i)
 {
     const af__prog_t *p = cur_prog(s);
     return i >= 0 && i < p->n_outputs ? p->outputs[i] : -1;
+}
+
+int af_session_io_info(const af_session_t *s, int output, int32_t i, af_io_info_t *out)
+{
+    if (!s || !out)
+        return AF_EINVAL;
+    const af__prog_t *p = cur_prog(s);
+    if (i < 0 || i >= (output ? p->n_outputs : p->n_inputs))
+        return AF_EINVAL;
+    int32_t t = output ? p->outputs[i] : p->inputs[i];
+    const af_tensor_info_t *ti = af_graph_tensor(p->g, t);
+    int dyn = p->loc[t] == AF__LOC_DYN || p->loc[t] == AF__LOC_ALIAS_DYN || ti->bytes < 0;
+    *out = (af_io_info_t){.name = ti->name,
+                          .tensor = t,
+                          .dtype = ti->dtype,
+                          .rank = ti->rank,
+                          .shape = ti->shape,
+                          .bytes = dyn ? 0 : p->bytes[t],
+                          .dynamic = dyn};
+    return 0;
+}
+
+static int32_t find_io(const af_session_t *s, int output, const char *name)
+{
+    const af__prog_t *p = cur_prog(s);
+    int32_t t = name ? af_graph_find_tensor(p->g, name) : -1;
+    if (t < 0)
+        return -1;
+    int32_t slot = p->slot_of[t];
+    if (output)
+        return slot <= -2 ? -2 - slot : -1;
+    return slot >= 0 ? slot : -1;
+}
+
+int32_t af_session_find_input(const af_session_t *s, const char *name)
+{
+    return s ? find_io(s, 0, name) : -1;
+}
+
+int32_t af_session_find_output(const af_session_t *s, const char *name)
+{
+    return s ? find_io(s, 1, name) : -1;
+}
+
+const void *af_session_output_data(const af_session_t *s, int32_t i, uint64_t *bytes)
+{
+    af_session_t *m = (af_session_t *)s;
+    if (!s || !s->kept || i < 0 || i >= af_session_output_count(s))
+        return NULL;
+    uv_mutex_lock(&m->mu);
+    const void *d = m->kept_valid[i] ? m->kept[i] : NULL;
+    if (bytes)
+        *bytes = d ? m->kept_len[i] : 0;
+    uv_mutex_unlock(&m->mu);
+    return d;
+}
+
+int af_session_read_output(const af_session_t *s, int32_t i, void *dst, uint64_t cap,
+                           uint64_t *bytes)
+{
+    af_session_t *m = (af_session_t *)s;
+    if (!s || (!dst && cap))
+        return AF_EINVAL;
+    if (!s->kept || i < 0 || i >= af_session_output_count(s))
+        return AF_ENOENT;
+    int rc = 0;
+    uv_mutex_lock(&m->mu);
+    if (!m->kept_valid[i])
+        rc = AF_ENOENT;
+    else if (bytes)
+        *bytes = m->kept_len[i];
+    if (!rc && m->kept_len[i] > cap)
+        rc = AF_EINVAL;
+    if (!rc && m->kept_len[i])
+        memcpy(dst, m->kept[i], (size_t)m->kept_len[i]);
+    uv_mutex_unlock(&m->mu);
+    return rc;
 }
 
 const af_plan_t *af_session_plan(const af_session_t *s)

@@ -47,6 +47,11 @@ struct af_session {
     uint64_t *dyn_max;
     uint64_t warm_rounds;
     int replan_state; /* 0 waiting, 1 in progress, 2 done, 3 failed */
+    /* outputs kept for the caller (opts.keep_outputs) [mu] */
+    void **kept;         /* per output: the bytes of the last round that completed */
+    uint64_t *kept_cap;  /* per output: capacity of kept[k] */
+    uint64_t *kept_len;  /* per output: bytes kept, 0 none */
+    uint8_t *kept_valid; /* per output: 1 once a round kept it */
 };
 
 /* Fills the round's pointers, inputs and counters (caller thread). */
@@ -56,6 +61,9 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
 void af__round_release(af__round_t *r);
 /* Worker side: bookkeeping and hand-over once a round completed (session_api.c). */
 void af__session_round_done(af_session_t *s, af__round_t *r);
+/* Keeps a copy of output k of a completed round (opts.keep_outputs); takes s->mu. Grows the
+ * storage only for outputs larger than planned (dynamic ones); a failed growth keeps nothing. */
+void af__session_keep_output(af_session_t *s, int32_t k, const void *src, uint64_t n);
 /* Records warm-up sizes of a completed round; called with s->mu held (replan.c). */
 void af__replan_observe(af_session_t *s, const af__round_t *r);
 /* Re-plans and swaps the program if warm-up is over; called with s->mu held, may drop it. */

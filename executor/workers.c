@@ -113,7 +113,7 @@ static const struct {
     const char *expect;
 } opt_table[] = {
     {"threads", set_threads, "an integer 0..1024 (0 = all CPUs)"},
-    {"kernels", set_kernels, "verify, real or empty"},
+    {"kernels", set_kernels, "verify, real, reference or empty"},
     {"max_inflight", set_inflight, "an integer 1..1024"},
     {"replan_after_warmup", set_replan, "a round count >= 0"},
     {"dynamic_default_bytes", set_dynbytes, "a positive size (K, M suffixes)"},

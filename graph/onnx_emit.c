@@ -5,8 +5,9 @@
  * constant (initializers, Constant outputs, folded values with no run-time producer; their bytes
  * are attached by onnx_data.c), output or intermediate; bytes = elements x element size when the
  * shape is known, else AF_BYTES_DYNAMIC with the reason recorded; a view's output is an alias of
- * its input at offset 0. Every kept node becomes a node with its
- * attributes (ints, floats, strings and their lists; tensors and graphs are not carried), named
+ * its input at offset 0. Every kept node becomes a node with its attributes (ints, floats, strings
+ * and their lists — a list of strings as one comma-joined string, a one-element tensor as its
+ * value; other tensors and graphs are not carried), named
  * after the ONNX node (made unique with "#k" since ONNX does not require unique names), with an
  * in-place hint when an elementwise op's output has its input's size and type, and a cost
  * estimate in FLOPs (node_cost). Reentrant.
@@ -70,6 +71,19 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
     return af__onnx_data_attach(im, gr, id, v);
 }
 
+/* 1 when t holds exactly one numeric element, stored in *v (integers exact up to 2^53). */
+static int scalar_tensor(af__onnx_imp_t *im, const Onnx__TensorProto *t, double *v)
+{
+    af__onnx_val_t tmp = {.name = "", .rank = -1, .alias_of = -1};
+    int ok = af__onnx_tensor_decode(t, &tmp, NULL) == 0 && af__onnx_numel(&tmp) == 1 &&
+             af__onnx_vals_known(&tmp);
+    if (ok)
+        *v = tmp.vals[0];
+    af__free(tmp.vals);
+    (void)im;
+    return ok;
+}
+
 static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
 {
     for (size_t i = 0; i < n->n_attribute; i++) {
@@ -100,8 +114,17 @@ static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx
                 fl[k] = a->floats[k];
             at.floats = fl;
             at.n = (int32_t)a->n_floats;
+        } else if (a->n_strings) { /* a list of strings (RNN activations): comma-joined */
+            size_t len = 0;
+            for (size_t k = 0; k < a->n_strings && len + 1 < sizeof(s); k++)
+                len += (size_t)snprintf(s + len, sizeof(s) - len, "%s%.*s", k ? "," : "",
+                                        (int)a->strings[k].len, (const char *)a->strings[k].data);
+            at.type = AF_ATTR_STRING;
+            at.s = s;
+        } else if (a->t && scalar_tensor(im, a->t, &at.f)) {
+            at.type = AF_ATTR_FLOAT; /* a one-element tensor (ConstantOfShape's value) */
         } else {
-            continue; /* tensors, graphs, types: not carried */
+            continue; /* other tensors, graphs, types: not carried */
         }
         int rc = af_graph_node_set_attr(gr, id, &at, im->err);
         af__free(fl);
@@ -137,6 +160,36 @@ static double node_cost(const af__onnx_imp_t *im, const af__onnx_knode_t *k)
         red = kd > 0 ? 2.0 * (double)kd : 1;
     }
     return (double)n * red;
+}
+
+/*
+ * An omitted optional input or output ("" in ONNX, e.g. Resize(X, "", "", sizes)) is not a
+ * tensor, so the node's lists are shorter than ONNX's: when an omission shifts a later entry,
+ * the ONNX position of every kept entry is recorded in the ints attributes
+ * "arenaflow.input_positions" / "arenaflow.output_positions" (kernels read them). Nodes whose
+ * omissions are all trailing get none.
+ */
+static int emit_positions(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const af__onnx_knode_t *k)
+{
+    for (int side = 0; side < 2; side++) {
+        int64_t pos[32];
+        int n = 0, shifted = 0, base = side ? k->n_in : 0, cnt = side ? k->n_out : k->n_in;
+        for (int i = 0; i < cnt && n < 32; i++)
+            if (k->io[base + i] >= 0) {
+                shifted |= i != n;
+                pos[n++] = i;
+            }
+        if (!shifted)
+            continue;
+        af_attr_t at = {.name = side ? "arenaflow.output_positions" : "arenaflow.input_positions",
+                        .type = AF_ATTR_INTS,
+                        .ints = pos,
+                        .n = n};
+        int rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t *k, size_t idx)
@@ -176,6 +229,15 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
     for (int t = 1; rc == AF_EDUP && t < 1000; t++) { /* ONNX does not require unique names */
         snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
         rc = af_graph_add_node(gr, &d, &id, im->err);
+    }
+    if (!rc)
+        rc = emit_positions(im, gr, id, k);
+    if (!rc && im->opset < 13 &&
+        (!strcmp(n->op_type, "Softmax") || !strcmp(n->op_type, "LogSoftmax") ||
+         !strcmp(n->op_type, "Hardmax"))) {
+        /* before opset 13 these flatten the input to 2-D at `axis` (default 1) */
+        af_attr_t at = {.name = "arenaflow.opset", .type = AF_ATTR_INT, .i = im->opset};
+        rc = af_graph_node_set_attr(gr, id, &at, im->err);
     }
     return rc ? rc : emit_attrs(im, gr, id, n);
 }

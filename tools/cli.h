@@ -21,6 +21,7 @@ int cmd_gen_tight(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
+int cmd_onnx_test(int argc, char **argv);
 
 /* Prints "arenaflow: <msg>" for an error to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -99,6 +99,40 @@ int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, a
 /* 1 when the ONNX importer is built in; otherwise the loaders return AF_ENOTSUP. */
 int af_onnx_available(void);
 
+/* ---- ONNX TensorProto files (graph/onnx_tensor.c) ---------------------------------------
+ *
+ * One serialized TensorProto, the format of the ONNX backend test data (test_data_set_N/
+ * input_K.pb, output_K.pb). Decoding reads raw_data (little-endian) and every typed field with
+ * ONNX's packing rules: float_data (FLOAT), double_data (DOUBLE), int64_data (INT64),
+ * uint64_data (UINT32, UINT64), int32_data (INT32, INT16, INT8, UINT16, UINT8, BOOL, and
+ * FLOAT16/BFLOAT16 as their 16-bit patterns). The element bytes come out little-endian in C
+ * order, whatever field held them. Strings, complex numbers, external data, rank above
+ * AF_MAX_RANK are AF_ENOTSUP (the message says which); a corrupt message, or data whose size
+ * disagrees with the dims, is AF_EPARSE.
+ */
+typedef struct af_onnx_tensor {
+    char *name;       /* the TensorProto's name ("" when it has none); owned, af_free() */
+    af_dtype_t dtype; /* never AF_DTYPE_UNKNOWN after a successful decode */
+    int32_t rank;     /* 0 = scalar */
+    int64_t shape[AF_MAX_RANK];
+    void *data;     /* bytes elements (C order, little-endian); owned, af_free(); non-NULL */
+    uint64_t bytes; /* element count x af_dtype_size(dtype) */
+} af_onnx_tensor_t;
+
+/*
+ * Decodes len bytes of a serialized TensorProto into *out (cleared first; on failure it is left
+ * empty). Returns 0, AF_EPARSE, AF_ENOTSUP, AF_ENOMEM, or AF_ENOTSUP when the importer is not
+ * built in. Reentrant; the buffer is only read.
+ */
+int af_onnx_tensor_decode(const void *buf, size_t len, af_onnx_tensor_t *out, af_error_t *err);
+/*
+ * Encodes t as a TensorProto (raw_data) into a buffer the caller frees with af_free(). Returns
+ * 0, AF_EINVAL (unknown dtype, bytes disagree with the shape), AF_ENOMEM. Reentrant.
+ */
+int af_onnx_tensor_encode(const af_onnx_tensor_t *t, void **out, size_t *len, af_error_t *err);
+/* Frees what a decode gave *t and empties it. NULL is a no-op. */
+void af_onnx_tensor_clear(af_onnx_tensor_t *t);
+
 #ifdef __cplusplus
 }
 #endif
