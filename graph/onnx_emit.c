@@ -75,12 +75,11 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
 static int scalar_tensor(af__onnx_imp_t *im, const Onnx__TensorProto *t, double *v)
 {
     af__onnx_val_t tmp = {.name = "", .rank = -1, .alias_of = -1};
-    int ok = af__onnx_tensor_decode(t, &tmp, NULL) == 0 && af__onnx_numel(&tmp) == 1 &&
+    int ok = af__onnx_tensor_decode(im, t, &tmp, NULL) == 0 && af__onnx_numel(&tmp) == 1 &&
              af__onnx_vals_known(&tmp);
     if (ok)
         *v = tmp.vals[0];
     af__free(tmp.vals);
-    (void)im;
     return ok;
 }
 

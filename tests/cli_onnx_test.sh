@@ -35,12 +35,13 @@ check_set() {
         fail "$set: $passed passed (floor $floor), $failed failed (at most $maxfail)"
     fi
 }
-# Floors measured with the reference kernels. The failures allowed are tests whose models keep
-# weights in initializers or Constant nodes: the importer does not carry constant data yet (the
-# session fills constants with a pattern), so their outputs cannot match.
-check_set node 802 48
-check_set pytorch-converted 37 45
-check_set pytorch-operator 27 8
+# Floors measured with the reference kernels (the figures reached, not a margin below them). The
+# two node failures allowed: test_adam_multiple (its expected output was made with an epsilon the
+# node does not set) and test_cast_FLOAT_to_BFLOAT16 (onnx 1.12's data truncates; the kernel
+# rounds to nearest even, as ONNX Runtime does).
+check_set node 848 2
+check_set pytorch-converted 82 0
+check_set pytorch-operator 35 0
 check_set simple 7 0
 
 # JSON output: every test of a set listed once, with a status
