@@ -29,11 +29,15 @@ else()
   message(STATUS "arenaflowd: off (needs libh2o-dev with libuv, libssl-dev); core and its test still build")
 endif()
 
-# tests/test_daemon.c is created by the generic tests/test_*.c loop, which runs after this file
-# is included and links only arenaflow; link the core into it once every target exists.
+# tests/test_daemon*.c are created by the generic tests/test_*.c loop, which runs after this file
+# is included and links only arenaflow; link the core into them once every target exists.
 function(af_daemon_link_tests)
-  if(TARGET test_daemon)
-    target_link_libraries(test_daemon PRIVATE arenaflowd_core)
-  endif()
+  file(GLOB srcs ${CMAKE_SOURCE_DIR}/tests/test_daemon*.c)
+  foreach(src ${srcs})
+    get_filename_component(name ${src} NAME_WE)
+    if(TARGET ${name})
+      target_link_libraries(${name} PRIVATE arenaflowd_core)
+    endif()
+  endforeach()
 endfunction()
 cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL af_daemon_link_tests)
