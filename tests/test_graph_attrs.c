@@ -27,8 +27,8 @@ static af_graph_t *one_node_graph(int32_t *node)
     assert_int_equal(af_graph_add_tensor(g, &x, NULL, NULL), 0);
     assert_int_equal(af_graph_add_tensor(g, &y, NULL, NULL), 0);
     const char *in[] = {"x"}, *out[] = {"y"};
-    af_node_desc_t n = {.name = "n", .op = "Relu", .inputs = in, .n_inputs = 1, .outputs = out,
-                        .n_outputs = 1};
+    af_node_desc_t n = {
+        .name = "n", .op = "Relu", .inputs = in, .n_inputs = 1, .outputs = out, .n_outputs = 1};
     assert_int_equal(af_graph_add_node(g, &n, node, NULL), 0);
     return g;
 }
