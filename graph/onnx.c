@@ -34,6 +34,7 @@
 
 #ifdef AF_HAVE_ONNX
 #include "graph/onnx_int.h"
+#include "graph/onnx_wire.h"
 
 #define MAX_DEPTH 16 /* nested If branches inlined */
 
@@ -534,6 +535,9 @@ int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, a
     }
     if (!out || (!data && len))
         return af__err(err, AF_EINVAL, "af_onnx_load_mem: NULL argument");
+    int rc = af__onnx_wire_check(data, len, err); /* depth and decoded size, before unpack */
+    if (rc != 0)
+        return rc;
     int oom = 0;
     ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, &oom};
     Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, len, data);
@@ -544,7 +548,7 @@ int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, a
                        "not a valid ONNX model: protobuf decoding failed (truncated or corrupt "
                        "file)");
     imp_t im = {.opts = opts, .err = err};
-    int rc = import_model(&im, m, out);
+    rc = import_model(&im, m, out);
     for (size_t i = 0; i < im.n_vals; i++)
         af__free(im.vals[i].vals);
     for (size_t i = 0; i < im.n_nodes; i++)

@@ -82,11 +82,11 @@ static void value_info(pb_t *graph, int field, const char *name, const int64_t *
         pb_int(&dim, 1, (uint64_t)dims[i]); /* Dimension.dim_value */
         pb_msg(&shape, 1, &dim);            /* TensorShapeProto.dim */
     }
-    pb_int(&tt, 1, 1);        /* TypeProto.Tensor.elem_type = FLOAT */
-    pb_msg(&tt, 2, &shape);   /* .shape */
-    pb_msg(&type, 1, &tt);    /* TypeProto.tensor_type */
-    pb_str(&vi, 1, name);     /* ValueInfoProto.name */
-    pb_msg(&vi, 2, &type);    /* .type */
+    pb_int(&tt, 1, 1);      /* TypeProto.Tensor.elem_type = FLOAT */
+    pb_msg(&tt, 2, &shape); /* .shape */
+    pb_msg(&type, 1, &tt);  /* TypeProto.tensor_type */
+    pb_str(&vi, 1, name);   /* ValueInfoProto.name */
+    pb_msg(&vi, 2, &type);  /* .type */
     pb_msg(graph, field, &vi);
 }
 
@@ -94,8 +94,8 @@ static void value_info(pb_t *graph, int field, const char *name, const int64_t *
 static void model_of(pb_t *model, pb_t *graph)
 {
     pb_t opset = {0};
-    pb_int(model, 1, 8);     /* ir_version */
-    pb_int(&opset, 2, 13);   /* OperatorSetIdProto.version */
+    pb_int(model, 1, 8);      /* ir_version */
+    pb_int(&opset, 2, 13);    /* OperatorSetIdProto.version */
     pb_msg(model, 8, &opset); /* opset_import */
     pb_msg(model, 7, graph);  /* graph */
 }
