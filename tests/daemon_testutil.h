@@ -22,6 +22,7 @@
 
 typedef struct answer {
     int done;
+    int seq; /* order of arrival among all answers */
     int status;
     char *body;
     size_t len;
@@ -31,8 +32,10 @@ static uv_loop_t loop;
 
 static inline void on_answer(af__dres_t *res, void *arg)
 {
+    static int seq;
     answer_t *a = arg;
     a->done++;
+    a->seq = ++seq;
     a->status = res->status;
     a->len = res->body_len;
     a->body = malloc(res->body_len + 1);
@@ -112,7 +115,7 @@ static inline void test_cfg(af__dcfg_t *cfg, const char *state_dir)
     af__dcfg_init(cfg);
     snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", state_dir ? state_dir : "");
     snprintf(cfg->log_level, sizeof(cfg->log_level), "error");
-    cfg->max_body = 64 * 1024;
+    cfg->lim.max_body = 64 * 1024;
     cfg->max_graphs = 64;
     cfg->max_rounds = 1000;
     cfg->exec_opts.threads = 2;
@@ -124,6 +127,9 @@ static inline af__daemon_t *make_daemon(const char *state_dir)
     test_cfg(&cfg, state_dir);
     af__daemon_t *d = NULL;
     assert_int_equal(af__daemon_create(&loop, &cfg, &d), 0);
+    for (int i = 0; !d->ready && i < 10000000; i++) /* the state loads in the background */
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(d->ready);
     return d;
 }
 
