@@ -83,15 +83,6 @@ int af__daemon_create(uv_loop_t *loop, const af__dcfg_t *cfg, af__daemon_t **out
     return 0;
 }
 
-void af__daemon_log_cache_warnings(af__daemon_t *d)
-{
-    const char *w;
-    while (d->plans && (w = af_plan_cache_warning(d->plans, d->cache_warnings)) != NULL) {
-        af__dlog(AF__LOG_WARN, "%s", w);
-        d->cache_warnings++;
-    }
-}
-
 int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size_t errlen)
 {
     af__tokens_t *tokens = NULL;
@@ -110,8 +101,7 @@ int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size
     af__dlog_set_level(n->log_level);
     if (exec_changed)
         af__work_reconfigure(d);
-    if (d->plans)
-        af_plan_cache_set_max_bytes(d->plans, n->plan_cache_bytes);
+    af__cache_set_max_bytes(d, n->plan_cache_bytes);
     return 0;
 }
 
@@ -119,7 +109,7 @@ int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size
 static int busy(const af__daemon_t *d)
 {
     return d->loading || d->pending_plans || d->pending_deletes || d->pending_renders ||
-           d->active_runs || d->planning;
+           d->active_runs || d->planning || d->cache_jobs;
 }
 
 void af__daemon_destroy(af__daemon_t *d)

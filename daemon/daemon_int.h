@@ -9,6 +9,7 @@
  *   limits.c   what bounds a request's work and memory: the JSON cost scan, graph limits
  *   store.c    the graph registry, per-id serialisation, the state directory's files
  *   load.c     loading the state directory in the background at start
+ *   cache_ops.c  plan-cache calls off the loop (the cache holds its mutex while it plans)
  *   work.c     runs off the loop thread, executor generations (SIGHUP applies [executor])
  *   auth.c     bearer tokens (read-only and admin)
  *   metrics.c  counters, the run-latency histogram, Prometheus text exposition
@@ -199,6 +200,7 @@ typedef struct af__entry {
     const af_graph_t *graph; /* the plan cache's copy (af_plan_graph(plan)), not owned */
     const af_plan_t *plan;   /* held from the plan cache until the entry is freed */
     af_plan_cache_t *cache;  /* where plan goes back to */
+    af__daemon_t *owner;     /* set when listed: the plan goes back off the loop */
     char *planner;           /* the planner string the plan was made with */
     uint64_t held;           /* estimated bytes of graph and plan (max_plans_bytes) */
     int refs;                /* 1 for the registry while listed + 1 per run in flight */
@@ -212,6 +214,26 @@ typedef struct af__entry {
 } af__entry_t;
 
 typedef struct af__daemon af__daemon_t;
+
+/* ---- the plan cache, off the loop (cache_ops.c) ----------------------------------------- */
+
+#define AF__CACHE_VIEW_WARN 8
+/* What a worker saw of the cache: its figures and the warnings from index `from` on. */
+typedef struct af__cache_view {
+    af_plan_cache_stats_t st;
+    int32_t from, n;
+    char *warn[AF__CACHE_VIEW_WARN];
+    int valid;
+} af__cache_view_t;
+
+/* Worker: snapshot of c's figures and of its warnings from index `from`. */
+void af__cache_snapshot(af_plan_cache_t *c, af__cache_view_t *v, int32_t from);
+/* Loop: keeps the figures for /metrics, logs the warnings not logged yet, frees v's strings. */
+void af__cache_apply(af__daemon_t *d, af__cache_view_t *v);
+/* Loop: releases plan off the loop (in place when d is NULL: on a worker). */
+void af__cache_release(af__daemon_t *d, af_plan_cache_t *cache, const af_plan_t *plan);
+/* Loop: changes the plan cache's LRU bound off the loop. */
+void af__cache_set_max_bytes(af__daemon_t *d, uint64_t max_bytes);
 
 af__entry_t *af__store_find(af__daemon_t *d, const char *id);
 /* Lists a planned entry (takes ownership of plan and planner). 0 or AF_ENOMEM. */
@@ -408,6 +430,8 @@ struct af__daemon {
     void *exec;             /* executor state owned by work.c */
     af_plan_cache_t *plans; /* the library's plan cache, persisted in <state_dir>/plans */
     int32_t cache_warnings; /* plan cache warnings already logged */
+    af_plan_cache_stats_t cache_stats; /* the last snapshot (cache_ops.c) */
+    int64_t cache_jobs;                /* plan-cache work requests in flight */
 };
 
 /* A daemon without sockets: registry, metrics, executor; the state directory loads in the
@@ -418,8 +442,6 @@ void af__daemon_destroy(af__daemon_t *d);
 /* SIGHUP with a validated configuration: applies everything but listen, state_dir and TLS
  * (logged). 0, or -1 with a message (then nothing changed). */
 int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size_t errlen);
-/* Logs the plan cache's new warnings (failed writes, ignored files). */
-void af__daemon_log_cache_warnings(af__daemon_t *d);
 /* Renders /metrics. Returns a malloc'd NUL-terminated string, or NULL on OOM. */
 char *af__metrics_render(af__daemon_t *d, size_t *len);
 

@@ -48,6 +48,7 @@ typedef struct load_job {
     char **log; /* messages for the loop thread to log (the worker never logs) */
     size_t n_log, cap_log;
     uint64_t started_ns;
+    af__cache_view_t view;
 } load_job_t;
 
 static void note(load_job_t *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -222,6 +223,7 @@ static void load_work(uv_work_t *w)
         return;
     if (j->state_dir[0])
         load_dir(j, graphs);
+    af__cache_snapshot(j->cache, &j->view, 0);
 }
 
 static void load_after(uv_work_t *w, int status)
@@ -234,8 +236,8 @@ static void load_after(uv_work_t *w, int status)
     }
     free(j->log);
     d->plans = j->cache;
-    if (d->plans)
-        af__daemon_log_cache_warnings(d);
+    af_plan_cache_stats_t cs = j->view.st;
+    af__cache_apply(d, &j->view);
     int listed = 0;
     while (j->loaded) {
         loaded_t *l = j->loaded;
@@ -251,8 +253,6 @@ static void load_after(uv_work_t *w, int status)
         af__dlog(AF__LOG_ERROR, "cannot load the state directory: %s",
                  j->err.msg[0] ? j->err.msg : uv_strerror(status));
     } else {
-        af_plan_cache_stats_t cs;
-        af_plan_cache_stats(d->plans, &cs);
         if (j->state_dir[0])
             af__dlog(AF__LOG_INFO,
                      "loaded %d stored graphs from %s in %.1f ms (%llu plans restored from disk, "

@@ -172,10 +172,7 @@ char *af__metrics_render(af__daemon_t *d, size_t *out_len)
     gauge(&buf, &len, &cap, "arenaflowd_draining", "1 while shutting down.", d->draining);
     gauge(&buf, &len, &cap, "arenaflowd_uptime_seconds", "Seconds since start.",
           (double)(af_now_ns() - d->started_ns) / 1e9);
-    af_plan_cache_stats_t cs;
-    memset(&cs, 0, sizeof(cs));
-    if (d->plans)
-        af_plan_cache_stats(d->plans, &cs);
+    af_plan_cache_stats_t cs = d->cache_stats; /* a snapshot: the loop never waits for the cache */
     gauge(&buf, &len, &cap, "arenaflowd_plan_cache_bytes",
           "Estimated bytes of the plans in the library plan cache.", (double)cs.bytes);
     gauge(&buf, &len, &cap, "arenaflowd_plan_cache_entries",

@@ -233,6 +233,7 @@ int af__store_add(af__daemon_t *d, af__entry_t *e)
         d->cap_entries = cap;
     }
     e->listed = 1;
+    e->owner = d;
     if (!e->created_unix)
         e->created_unix = (uint64_t)time(NULL);
     d->entries[d->n_entries++] = e;
@@ -250,8 +251,7 @@ void af__entry_unref(af__entry_t *e)
     if (--e->refs > 0)
         return;
     af__work_entry_release(e);
-    if (e->plan)
-        af_plan_cache_release(e->cache, e->plan);
+    af__cache_release(e->owner, e->cache, e->plan);
     free(e->planner);
     free(e);
 }

@@ -74,12 +74,14 @@ typedef struct sub {
     const af_plan_t *plan;
     uint64_t plan_started_ns;
     int timed_out;
+    int32_t warn_from;
+    af__cache_view_t view;
 } sub_t;
 
 static void sub_free(sub_t *s)
 {
-    if (s->plan)
-        af_plan_cache_release(s->cache, s->plan);
+    af__cache_release(s->d, s->cache, s->plan);
+    af__cache_apply(s->d, &s->view);
     af_graph_destroy(s->graph);
     af_free(s->text);
     free(s->body);
@@ -197,6 +199,7 @@ static void plan_work(uv_work_t *w)
     s->opts.interrupt = plan_interrupt;
     s->opts.interrupt_arg = s;
     s->rc = af_plan_cache_get(s->cache, s->graph, &s->opts, &s->plan, NULL, &s->err);
+    af__cache_snapshot(s->cache, &s->view, s->warn_from);
     if (s->rc == AF_ECANCELED && s->timed_out) {
         s->rc = af__err(&s->err, AF_ETIMEDOUT,
                         "planning took longer than max_plan_ms (%" PRId64
@@ -236,7 +239,7 @@ static void plan_after(uv_work_t *w, int status)
     memcpy(id, s->id, sizeof(id));
     d->held_bytes -= s->held;
     d->planning--;
-    af__daemon_log_cache_warnings(d);
+    af__cache_apply(d, &s->view);
     if (status != 0 && s->rc == 0 && !s->has_kind)
         s->rc = status;
     af__entry_t *e = NULL;
@@ -298,6 +301,7 @@ static void sub_locked(af__daemon_t *d, af__op_t *op)
                  d->cfg.max_plans_bytes >> 20);
         sub_fail(d, s, NULL);
     } else {
+        s->warn_from = d->cache_warnings;
         int rc = uv_queue_work(d->loop, &s->w, plan_work, plan_after);
         if (rc == 0) {
             d->held_bytes += s->held;

@@ -160,3 +160,35 @@ hup() {
     done
     fail "SIGHUP not handled within 10 s"
 }
+
+# The machine is shared: a /healthz latency is judged against an idle reference daemon (same
+# binary, no work) probed at the same time, so a machine-wide stall counts against neither.
+# ref_start SECONDS; ref_stop sets REF_MAX (ms).
+ref_start() {
+    printf '[server]\nlisten = 127.0.0.1:0\n' >"$T/ref.ini"
+    "$DAEMON" --config "$T/ref.ini" 2>"$T/ref.log" &
+    REF_PID=$!
+    PIDS="$PIDS $REF_PID"
+    local rport=
+    for _ in $(seq 1 400); do
+        rport=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$T/ref.log" | tail -n 1)
+        [ -n "$rport" ] && break
+        sleep 0.025
+    done
+    [ -n "$rport" ] || fail "reference daemon did not start"
+    rm -f "$T/ref.probe" "$T/ref.probe.stop"
+    $PROBE healthz "$rport" "$1" "$T/ref.probe" &
+    REF_PROBE=$!
+    PIDS="$PIDS $REF_PROBE"
+}
+ref_stop() {
+    touch "$T/ref.probe.stop"
+    wait "$REF_PROBE" 2>/dev/null
+    kill "$REF_PID" 2>/dev/null
+    wait "$REF_PID" 2>/dev/null
+    read -r REF_MAX _ <"$T/ref.probe"
+}
+# latency_ok MAX_MS: MAX_MS (the daemon under load) exceeds the reference by < 100 ms (x SLOW)
+latency_ok() {
+    awk -v m="$1" -v r="$REF_MAX" -v s="$SLOW" 'BEGIN { exit !(m - r < 100 * s) }'
+}
