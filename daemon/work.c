@@ -14,7 +14,9 @@
  * first use. A SIGHUP that changes fast_kernels or [executor] starts a new generation: the next
  * run of every graph gets a session on it. An old generation lives while sessions on it exist
  * (each is reference counted by the entry that holds it and the runs using it) and is destroyed
- * with its threads when the last goes. All executors share one arena pool.
+ * with its threads when the last goes. All executors share one arena pool. A session is made
+ * (af_session_create compiles the plan's program: tens of ms for 100k nodes) in the work
+ * callback of the run that needs it, and adopted by the entry in the after-work callback.
  *
  * Drain: the run loop checks d->cancel_runs between rounds, so a drain that times out stops
  * every run after the round it is in. Loop thread only, except the work callbacks.
@@ -60,7 +62,10 @@ typedef struct job {
     int rc;
     af_error_t err;
     af__entry_t *entry;
-    af__sess_t *sess;
+    af__sess_t *sess; /* the session used (made by run_work when make_sess) */
+    gen_t *gen;       /* make_sess: the generation to make it on (a reference is held) */
+    int make_sess;
+    int sess_failed; /* make_sess: af_session_create failed (rc, err say why) */
     const char *kernels;
     int verify;
     int64_t rounds, done;
@@ -147,16 +152,15 @@ void af__work_reconfigure(af__daemon_t *d)
     gen_unref(old);
 }
 
-/* The entry's session for kind v on the current generation (made when missing or stale). */
-static af__sess_t *get_session(af__daemon_t *d, af__entry_t *e, int v, af_error_t *err)
+/* The current generation with its executor for kind v running (made on first use). NULL with
+ * a message in err. */
+static gen_t *gen_for(af__daemon_t *d, int v, af_error_t *err)
 {
     gen_t *g = current_gen(d);
     if (!g) {
         af__err(err, AF_ENOMEM, "out of memory");
         return NULL;
     }
-    if (e->sess[v] && e->sess[v]->gen == g)
-        return e->sess[v];
     if (!g->ex[v]) {
         exec_state_t *x = d->exec;
         af_executor_opts_t o = g->opts;
@@ -167,24 +171,21 @@ static af__sess_t *get_session(af__daemon_t *d, af__entry_t *e, int v, af_error_
         af__dlog(AF__LOG_INFO, "executor (%s kernels) started with %d threads", o.kernels,
                  af_executor_threads(g->ex[v]));
     }
-    af__sess_t *s = calloc(1, sizeof(*s));
-    if (!s) {
-        af__err(err, AF_ENOMEM, "out of memory");
-        return NULL;
-    }
-    if (af_session_create(g->ex[v], e->plan, NULL, &s->s, err) != 0) {
-        free(s);
-        return NULL;
-    }
-    s->gen = g;
-    g->refs++;
+    return g;
+}
+
+/* run_after: a session run_work made becomes the entry's, unless the entry has one of the same
+ * generation by now (another run made it) or is gone; then it goes when this run ends. */
+static void adopt(af__entry_t *e, int v, af__sess_t *s)
+{
+    if (!e->listed || (e->sess[v] && e->sess[v]->gen == s->gen))
+        return;
     if (e->sess[v]) { /* stale: the runs using it keep it alive */
         e->sess[v]->attached = 0;
         sess_drop(e->sess[v]);
     }
     s->attached = 1;
     e->sess[v] = s;
-    return s;
 }
 
 int af__work_can_run(void)
@@ -230,9 +231,31 @@ void af__work_fini(af__daemon_t *d)
 
 /* ---- runs ------------------------------------------------------------------------------ */
 
+/* Binding a plan to an executor compiles its program (tens of ms for 100k nodes): here, not on
+ * the loop. The generation's reference moves to the session. */
+static int make_session(job_t *j)
+{
+    af__sess_t *s = calloc(1, sizeof(*s));
+    if (!s)
+        return af__err(&j->err, AF_ENOMEM, "out of memory");
+    int rc = af_session_create(j->gen->ex[j->verify], j->entry->plan, NULL, &s->s, &j->err);
+    if (rc != 0) {
+        free(s);
+        return rc;
+    }
+    s->gen = j->gen;
+    s->users = 1;
+    j->sess = s;
+    return 0;
+}
+
 static void run_work(uv_work_t *w)
 {
     job_t *j = w->data;
+    if (j->make_sess && (j->rc = make_session(j)) != 0) {
+        j->sess_failed = 1;
+        return;
+    }
     uint64_t t0 = af_now_ns();
     for (j->done = 0; j->done < j->rounds; j->done++) {
         if (atomic_load_explicit(&j->d->cancel_runs, memory_order_relaxed)) {
@@ -295,6 +318,16 @@ static void run_after(uv_work_t *w, int status)
     job_t *j = w->data;
     af__daemon_t *d = j->d;
     d->active_runs--;
+    if (j->sess_failed) { /* AF_ENOTSUP: a kernel set that cannot run these ops: the client's */
+        af__reply_rc(d, &j->r, j->rc, &j->err, "cannot run this graph");
+        gen_unref(j->gen);
+        af__entry_unref(j->entry);
+        free(j->lat_s);
+        free(j);
+        return;
+    }
+    if (j->make_sess)
+        adopt(j->entry, j->verify, j->sess);
     for (int64_t i = 0; i < j->done; i++)
         af__metrics_round(&d->metrics, j->lat_s[i]);
     j->entry->runs++;
@@ -330,9 +363,10 @@ void af__work_run(af__daemon_t *d, af__entry_t *e, int64_t rounds, int verify, a
     af_error_t err;
     af_error_clear(&err);
     int v = verify ? 1 : 0;
-    af__sess_t *s = get_session(d, e, v, &err);
-    if (!s) /* AF_ENOTSUP: a kernel set that cannot run this graph's ops is the client's 400 */
+    gen_t *g = gen_for(d, v, &err);
+    if (!g)
         return af__reply_rc(d, r, err.code ? err.code : AF_ENOMEM, &err, "cannot run this graph");
+    af__sess_t *s = e->sess[v] && e->sess[v]->gen == g ? e->sess[v] : NULL;
     job_t *j = calloc(1, sizeof(*j));
     double *lat = malloc((size_t)rounds * sizeof(double));
     if (!j || !lat) {
@@ -344,7 +378,9 @@ void af__work_run(af__daemon_t *d, af__entry_t *e, int64_t rounds, int verify, a
                  .r = *r,
                  .entry = e,
                  .sess = s,
-                 .kernels = v ? "verify" : s->gen->fast_kernels,
+                 .gen = g,
+                 .make_sess = s == NULL,
+                 .kernels = v ? "verify" : g->fast_kernels,
                  .verify = v,
                  .rounds = rounds,
                  .lat_s = lat};
@@ -356,7 +392,10 @@ void af__work_run(af__daemon_t *d, af__entry_t *e, int64_t rounds, int verify, a
         return af__reply_rc(d, r, rc, NULL, "cannot queue the run");
     }
     af__entry_ref(e);
-    s->users++;
+    if (s)
+        s->users++;
+    else
+        g->refs++; /* for the session run_work makes */
     d->active_runs++;
 }
 
