@@ -122,6 +122,8 @@ void af__daemon_destroy(af__daemon_t *d)
     while (busy(d) && uv_run(d->loop, UV_RUN_ONCE))
         ;
     af__store_free_all(d); /* sessions first: they are bound to the executors */
+    while (d->cache_jobs && uv_run(d->loop, UV_RUN_ONCE)) /* the plans go back off the loop */
+        ;
     af__work_fini(d);
     af_plan_cache_destroy(d->plans); /* every plan was released with its entry */
     af__tokens_free(d->tokens);

@@ -194,6 +194,7 @@ extern const double af__lat_bounds[AF__LAT_BUCKETS - 1];
 #define AF__ID_LEN 32 /* hex digits of the 128-bit fingerprint */
 
 typedef struct af__sess af__sess_t; /* work.c: a session on one executor generation */
+typedef struct af__daemon af__daemon_t;
 
 typedef struct af__entry {
     char id[AF__ID_LEN + 1];
@@ -212,8 +213,6 @@ typedef struct af__entry {
      * one (runs still using the old one keep it until they finish). */
     af__sess_t *sess[2];
 } af__entry_t;
-
-typedef struct af__daemon af__daemon_t;
 
 /* ---- the plan cache, off the loop (cache_ops.c) ----------------------------------------- */
 
