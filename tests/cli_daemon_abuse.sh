@@ -70,8 +70,7 @@ FD1=$(fd_count "$PID")
 echo "  open fds: $FD0 at start, $FD1 after the attacks"
 [ "$FD1" -le $((FD0 + 4)) ] || fail "fds grew from $FD0 to $FD1"
 ok "fds back to $FD1 (start $FD0)"
-METRIC='arenaflowd_http_requests_total{route="/v1/graphs",status="500"}'
-[ -z "$(metric)" ] || fail "/metrics counted 500 answers"
+[ -z "$(metric 'arenaflowd_http_requests_total{route="/v1/graphs",status="500"}')" ] || fail "/metrics counted 500 answers"
 grep -q "status=\"500\"" <(curl -s "$AFD/metrics") && fail "a 500 was answered somewhere"
 ok "no 500 answered (per /metrics)"
 

@@ -83,8 +83,7 @@ assert s.recv(4096).startswith(b"HTTP/1.1 200")
 print("9th connection 503, after closing: 200")
 EOF
 ok "max_connections = 8: the 9th connection gets 503"
-METRIC=arenaflowd_connections_refused_total
-[ "$(metric)" -ge 1 ] || fail "refused connection not counted"
+[ "$(metric 'arenaflowd_connections_refused_total')" -ge 1 ] || fail "refused connection not counted"
 $PY - "$PORT" <<'EOF' || fail "slowloris"
 import socket, sys, time
 port = int(sys.argv[1])

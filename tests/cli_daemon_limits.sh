@@ -66,8 +66,7 @@ body_has max_plan_ms "timeout answer names the limit"
 ms=$(((t1 - t0) / 1000000))
 echo "  answered after $ms ms; /healthz max ${PROBE_MAX} ms"
 [ "$ms" -lt $((8000 * SLOW)) ] || fail "the plan was not abandoned in time ($ms ms)"
-METRIC=arenaflowd_plans_timed_out_total
-[ "$(metric)" = 1 ] || fail "timed-out plan not counted"
+[ "$(metric 'arenaflowd_plans_timed_out_total')" = 1 ] || fail "timed-out plan not counted"
 ok "plan abandoned after $ms ms (limit 1000 ms) and counted"
 req GET /healthz
 expect 200 "healthz after the abandoned plan"

@@ -50,8 +50,7 @@ wait_log "executor (empty kernels) started with 2 threads" "[executor] threads a
 ok "fast_kernels and [executor] threads applied by SIGHUP"
 req POST "/v1/graphs/$ID/run" -d '{"rounds": 2, "verify": true}'
 expect 200 "verify run on the new generation"
-METRIC=arenaflowd_executor_generations_total
-[ "$(metric)" -ge 2 ] || fail "executor generations not counted"
+[ "$(metric 'arenaflowd_executor_generations_total')" -ge 2 ] || fail "executor generations not counted"
 
 # ---- plan_cache_bytes ------------------------------------------------------------------------
 write_cfg "$base
@@ -67,8 +66,7 @@ for i in 1 2 3 4; do
     req DELETE "/v1/graphs/$CID"
     expect 200 "delete chain $i (its plan stays in the cache until the LRU bound)"
 done
-METRIC=arenaflowd_plan_cache_evictions_total
-EV=$(metric)
+EV=$(metric 'arenaflowd_plan_cache_evictions_total')
 [ "${EV:-0}" -ge 1 ] || fail "plan_cache_bytes = 1M after SIGHUP evicted nothing"
 ok "plan_cache_bytes applied by SIGHUP ($EV evictions)"
 

@@ -128,8 +128,10 @@ body_has() {
 jget() { # python expression on d = the JSON body
     $PY -c "import json,sys; d=json.load(open('$T/body')); print($1)" 2>/dev/null
 }
-metric() { # value of one sample (exact series text) in /metrics
-    curl -s --max-time 10 "$@" "$AFD/metrics" | awk -v s="$METRIC" '$1 == s {print $2}'
+metric() { # metric SERIES [curl args]: value of one sample (exact series text) in /metrics
+    local series=$1
+    shift
+    curl -s --max-time 10 "$@" "$AFD/metrics" | awk -v s="$series" '$1 == s {print $2}'
 }
 wait_log() { # pattern what [seconds]
     local n=$((${3:-10} * 20))
