@@ -255,7 +255,6 @@ void af__store_free_all(af__daemon_t *d);
 typedef struct af__op af__op_t;
 struct af__op {
     void (*fn)(af__daemon_t *d, af__op_t *op);
-    af__op_t *next;
 };
 int af__id_run(af__daemon_t *d, const char *id, af__op_t *op);
 void af__id_release(af__daemon_t *d, const char *id);

@@ -281,10 +281,19 @@ void af__store_free_all(af__daemon_t *d)
 
 /* ---- per-id serialisation ---------------------------------------------------------------- */
 
+/* The queue of one id. Its nodes belong to the store, so an operation may free itself (its job)
+ * before or after it releases the id: the queue never reads an operation's memory again once
+ * its fn has been called. */
+typedef struct waiting {
+    af__op_t *op;
+    struct waiting *next;
+} waiting_t;
+
 struct af__idlock {
     char id[AF__ID_LEN + 1];
-    af__op_t *head, *tail; /* head holds the id */
-    int dispatching;       /* inside dispatch(): releases only pop, dispatch starts the next */
+    waiting_t *head, *tail; /* head holds the id */
+    int started;            /* head's fn was called */
+    int dispatching;        /* inside dispatch(): releases only pop, dispatch starts the next */
     af__idlock_t *next;
 };
 
@@ -312,11 +321,9 @@ static void lock_free(af__daemon_t *d, af__idlock_t *lk)
 static void dispatch(af__daemon_t *d, af__idlock_t *lk)
 {
     lk->dispatching = 1;
-    while (lk->head) {
-        af__op_t *op = lk->head;
-        op->fn(d, op);
-        if (lk->head == op)
-            break; /* still holding: it releases later */
+    while (lk->head && !lk->started) { /* started stays 1 while the head holds the id */
+        lk->started = 1;
+        lk->head->op->fn(d, lk->head->op);
     }
     lk->dispatching = 0;
     if (!lk->head)
@@ -325,18 +332,26 @@ static void dispatch(af__daemon_t *d, af__idlock_t *lk)
 
 int af__id_run(af__daemon_t *d, const char *id, af__op_t *op)
 {
-    op->next = NULL;
+    waiting_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return AF_ENOMEM;
+    w->op = op;
     af__idlock_t *lk = lock_find(d, id);
     if (lk) {
-        lk->tail->next = op;
-        lk->tail = op;
+        if (lk->tail)
+            lk->tail->next = w;
+        else
+            lk->head = w;
+        lk->tail = w; /* a lock's head has started: w runs when the ones before it released */
         return 0;
     }
     lk = calloc(1, sizeof(*lk));
-    if (!lk)
+    if (!lk) {
+        free(w);
         return AF_ENOMEM;
+    }
     snprintf(lk->id, sizeof(lk->id), "%s", id);
-    lk->head = lk->tail = op;
+    lk->head = lk->tail = w;
     lk->next = d->locks;
     d->locks = lk;
     dispatch(d, lk);
@@ -348,9 +363,12 @@ void af__id_release(af__daemon_t *d, const char *id)
     af__idlock_t *lk = lock_find(d, id);
     if (!lk || !lk->head)
         return;
-    lk->head = lk->head->next;
+    waiting_t *w = lk->head;
+    lk->head = w->next;
     if (!lk->head)
         lk->tail = NULL;
+    free(w);
+    lk->started = 0;
     if (lk->dispatching)
         return;
     if (lk->head)
