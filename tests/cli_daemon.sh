@@ -109,6 +109,7 @@ EOF
 mkdir -p "$STATE"
 write_cfg 64K 1 ""
 start
+wait_ready
 cd "$SRC" || fail "no source dir"
 ID=
 n_doc=0
@@ -342,6 +343,7 @@ echo '{"format": "arenaflowd-graph/1", "id": "torn' >"$STATE/graphs/ffffffffffff
 echo 'not json' >"$STATE/graphs/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee.json"
 write_cfg 1M 1 ""
 start
+wait_ready
 req GET /v1/graphs
 expect 200 "list after kill -9"
 [ "$(jget 'sorted(g["id"] for g in d["graphs"]) == sorted(["'"$ID"'", "'"$ID2"'"])')" = True ] || fail "graphs lost across kill -9: $(cat "$T/body")"
@@ -372,6 +374,7 @@ for f in "$STATE"/plans/*.afplan; do # damage every plan file (one byte each)
 done
 [ "$NPLANS" -ge 2 ] || fail "expected plan files in $STATE/plans"
 start
+wait_ready
 grep -q "0 plans restored from disk, 2 re-planned, $NPLANS plan files rejected" "$LOG" ||
     fail "damaged plan files not rejected: $(grep 'loaded' "$LOG")"
 req GET /v1/graphs
@@ -445,6 +448,7 @@ ok "daemon exited 0 after draining"
 write_cfg 1M 1 ""
 sed -i 's/drain_timeout_ms = 60000/drain_timeout_ms = 200/' "$CFG"
 start
+wait_ready
 curl -s -o "$T/cut.out" -w '%{http_code}' --max-time 120 -X POST -d "{\"rounds\": $((LONG * 20)), \"verify\": true}" "$AFD/v1/graphs/$ID/run" >"$T/cut.code" &
 CURL=$!
 for _ in $(seq 1 200); do
