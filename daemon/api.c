@@ -15,7 +15,7 @@
  *   3. authentication, when [auth] tokens are configured: the row's role (none, read, admin)
  *      against the bearer token's: no valid token is 401 (with WWW-Authenticate), a read token
  *      on an admin route 403;
- *   4. state: while the state directory loads, /v1 answers 503 "loading".
+ *   4. state: until the state directory is loaded, /v1 answers 503 "loading".
  * Every error goes through the error table (errors.c). The plan's event table and its picture
  * are rendered off the loop thread (they grow with the graph). Loop thread only.
  */
@@ -386,8 +386,10 @@ void af__daemon_handle(af__daemon_t *d, const af__dreq_t *req, af__dres_cb cb, v
     }
     if (authorize(&c, row) != 0)
         return;
-    if (d->loading && res->route <= AF__ROUTE_SVG)
-        return fail(&c, AF__DERR_LOADING, "loading the stored graphs; retry shortly");
+    if (!d->ready && res->route <= AF__ROUTE_SVG) /* the /v1 routes come first in the map */
+        return fail(&c, AF__DERR_LOADING, "%s",
+                    d->loading ? "loading the stored graphs; retry shortly"
+                               : "the state directory did not load (see the log)");
     char idbuf[AF__ID_LEN + 1];
     if (id) {
         if (!af__id_valid(id, idlen))
