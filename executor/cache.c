@@ -72,6 +72,7 @@ void af_plan_cache_opts_init(af_plan_cache_opts_t *o)
 {
     o->max_bytes = 256ull << 20;
     o->dir = NULL;
+    o->durable = 0;
 }
 
 /* ---- fingerprint ------------------------------------------------------------------------ */
@@ -292,18 +293,19 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-/* Writes the entry's file atomically: temp file, fsync, rename, fsync of the directory. */
-static void persist(af_plan_cache_t *c, const entry_t *e)
+/* Writes the entry's file atomically: temp file, fsync, rename, fsync of the directory.
+ * 0, or AF_EIO (also kept as a warning) with a message in err (may be NULL). */
+static int persist(af_plan_cache_t *c, const entry_t *e, af_error_t *err)
 {
     if (!c->dir)
-        return;
+        return 0;
     const af_plan_t *p = e->plan;
     int32_t nt = e->hdr.nt, nn = e->hdr.nn;
     size_t n = sizeof(file_hdr_t) + (size_t)nn * 4 + (size_t)nt * 8;
     uint8_t *buf = af__malloc(n + 8);
     if (!buf) {
         warn(c, "plan cache: out of memory writing a cache file");
-        return;
+        return af__err(err, AF_EIO, "plan cache: out of memory writing a cache file");
     }
     memcpy(buf, &e->hdr, sizeof(file_hdr_t));
     memcpy(buf + sizeof(file_hdr_t), af_plan_order(p), (size_t)nn * 4);
@@ -324,18 +326,24 @@ static void persist(af_plan_cache_t *c, const entry_t *e)
         ok = 0;
     if (ok && rename(tmp, path) != 0)
         ok = 0;
+    int rc = 0;
     if (!ok) {
-        warn(c, "plan cache: cannot write %s: %s", path, strerror(errno));
+        int e0 = errno;
+        warn(c, "plan cache: cannot write %s: %s", path, strerror(e0));
+        rc = af__err(err, AF_EIO, "plan cache: cannot write %s: %s", path, strerror(e0));
         unlink(tmp);
     } else {
         int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
-            fsync(dfd);
+            if (fsync(dfd) != 0 && c->opts.durable)
+                rc = af__err(err, AF_EIO, "plan cache: cannot fsync %s: %s", c->dir,
+                             strerror(errno));
             close(dfd);
         }
         c->st.files_written++;
     }
     af__free(buf);
+    return rc;
 }
 
 static int read_file(const char *path, uint8_t **out, size_t *len)
@@ -581,9 +589,9 @@ static int restore(af_plan_cache_t *c, entry_t *e, const af_graph_t *g, const af
     c->st.bytes -= e->bytes;
     e->bytes = tmp.bytes;
     c->st.bytes += e->bytes;
-    if (!same)
-        persist(c, e);
     *rc = 0;
+    if (!same && persist(c, e, c->opts.durable ? err : NULL) && c->opts.durable)
+        *rc = AF_EIO; /* durable: the caller drops the entry, a retry writes it again */
     return same;
 }
 
@@ -626,11 +634,13 @@ int af_plan_cache_get(af_plan_cache_t *c, const af_graph_t *g, const af_plan_opt
             rc = af__err(err, AF_ENOMEM, "out of memory in the plan cache");
         } else {
             e->fp = fp;
-            if ((rc = plan_entry(e, g, &o, NULL, NULL, err))) {
+            rc = plan_entry(e, g, &o, NULL, NULL, err);
+            if (!rc && persist(c, e, c->opts.durable ? err : NULL) && c->opts.durable)
+                rc = AF_EIO; /* durable: not kept, so a retry plans and writes again */
+            if (rc) {
                 entry_free(e);
                 e = NULL;
             } else {
-                persist(c, e);
                 e->pins = 1; /* not evictable by its own insertion */
                 insert(c, e);
                 e->pins = 0;
@@ -660,6 +670,16 @@ void af_plan_cache_release(af_plan_cache_t *c, const af_plan_t *p)
                 e->pins--;
             break;
         }
+    evict(c);
+    uv_mutex_unlock(&c->mu);
+}
+
+void af_plan_cache_set_max_bytes(af_plan_cache_t *c, uint64_t max_bytes)
+{
+    if (!c)
+        return;
+    uv_mutex_lock(&c->mu);
+    c->opts.max_bytes = max_bytes;
     evict(c);
     uv_mutex_unlock(&c->mu);
 }

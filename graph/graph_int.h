@@ -41,6 +41,11 @@ struct af_graph {
     size_t n_nodes, cap_nodes;
     af__node_pending_t *pending; /* per node, until finalize */
     size_t *attr_cap;            /* per node capacity of nodes[i].attrs */
+    /* Attribute names of the nodes with more than AF__ATTR_SCAN attributes, so the duplicate
+     * check of af_graph_node_set_attr stays O(1): open addressing, slot = node << 32 | index
+     * into the node's attrs, -1 empty. Fewer attributes are scanned. */
+    int64_t *attr_slots;
+    size_t attr_slot_cap, attr_slot_count;
 
     af__namemap_t tmap, nmap;
 
@@ -58,6 +63,7 @@ uint64_t af__graph_hash_str(const char *s);
 /* Min-heap of ids (validate.c): push v, pop the smallest. h holds at least *n + 1 entries. */
 void af__graph_heap_push(int32_t *h, size_t *n, int32_t v);
 int32_t af__graph_heap_pop(int32_t *h, size_t *n);
+#define AF__ATTR_SCAN 8
 
 /* The JSON format's identification (top-level "format" and "version"). */
 #define AF__GRAPH_FORMAT "arenaflow-graph"

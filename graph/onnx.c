@@ -40,6 +40,7 @@
 
 #ifdef AF_HAVE_ONNX
 #include "graph/onnx_int.h"
+#include "graph/onnx_wire.h"
 
 #define MAX_DEPTH 16 /* nested If branches inlined */
 
@@ -582,6 +583,11 @@ static void imp_free(imp_t *im)
 static int load_bytes(const uint8_t *data, size_t len, af__store_t *store, const char *dir,
                       const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err)
 {
+    /* Nesting depth and decoded size are checked on the original bytes, before anything
+     * (the payload locator, protobuf-c's recursive unpack) walks them. */
+    int rc = af__onnx_wire_check(data, len, err);
+    if (rc != 0)
+        return rc;
     imp_t im = {.opts = opts, .err = err, .base_store = store, .model_dir = dir};
     int oom = 0;
     ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, &oom};
@@ -593,7 +599,6 @@ static int load_bytes(const uint8_t *data, size_t len, af__store_t *store, const
     size_t pblen = im.map.stripped ? im.map.stripped_len : len;
     Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, pblen, pb);
     af__onnx_map_release_stripped(&im.map); /* unpacked: the stripped copy is not needed */
-    int rc;
     if (!m && oom)
         rc = af__err(err, AF_ENOMEM, "out of memory decoding the ONNX model");
     else if (!m)

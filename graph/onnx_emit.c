@@ -30,6 +30,13 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
         b = &im->vals[b->alias_of];
         n = af__onnx_numel(b);
     }
+    /* Every dim known but elements x element size past 2^63-1: the JSON reader's error, not a
+     * tensor of unknown size. */
+    int known = v->rank >= 0 && v->rank <= AF_MAX_RANK && sz > 0;
+    for (int i = 0; known && i < v->rank; i++)
+        known = v->dims[i] >= 0;
+    if (known && (n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / (uint64_t)sz))
+        return af__err(im->err, AF_ESIZE, "tensor '%s': shape x dtype size overflows", v->name);
     af_tensor_desc_t d = {.name = v->name, .dtype = (af_dtype_t)af__onnx_dtype(v->elem)};
     d.rank = v->rank <= AF_MAX_RANK ? v->rank : -1;
     d.shape = v->dims;

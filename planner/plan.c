@@ -133,7 +133,7 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
     return 0;
 }
 
-static uint64_t any_order_bound(const af_plan_t *p)
+static uint64_t any_order_bound(af_plan_t *p)
 {
     const af_graph_t *g = p->g;
     uint64_t best = 0;
@@ -154,6 +154,8 @@ static uint64_t any_order_bound(const af_plan_t *p)
                     int32_t lim = io2 == io ? j : c2;
                     for (int32_t m = 0; m < lim && !dup; m++)
                         dup = af_graph_alias_root(g, t2[m]) == r;
+                    if (af__plan_poll(p))
+                        return 0; /* the caller sees p->stopped */
                 }
                 if (!dup)
                     sum += p->tp[r].bytes;
@@ -450,6 +452,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     int rc;
 
     af__sched_result_t sres = {"restored", 0, 0};
+    if (af__plan_stop(p))
+        return af__plan_stopped_err(err);
     t = af_now_ns();
     if (p->given_order)
         memcpy(p->order, p->given_order, (size_t)nn * sizeof(int32_t));
@@ -458,6 +462,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->schedule = sres.name ? sres.name : p->opts.schedule;
     r->schedule_optimal = sres.optimal;
     r->schedule_ms = ms_since(t);
+    if (af__plan_stop(p))
+        return af__plan_stopped_err(err);
 
     t = af_now_ns();
     af_lifetime_t *lt = af__malloc((size_t)(nt + 1) * sizeof(*lt));
@@ -493,6 +499,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         rc = take_offsets(p, glast, &p->arena, &lb, err);
     else
         rc = place_groups(p, glast, safe, r->placer, &p->arena, &lb, err);
+    if (!rc && af__plan_stop(p))
+        rc = af__plan_stopped_err(err);
     if (rc)
         goto out;
     place_views(p);
@@ -514,6 +522,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         }
     }
     r->any_order_bound_bytes = any_order_bound(p);
+    if (af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto out;
+    }
 
     /* strict placement needs no reuse edges by construction; the verifier re-proves that */
     if (!safe && !p->figure_only && p->opts.parallel_reuse == AF_REUSE_FENCE) {
@@ -529,6 +541,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         r->shared_object_bytes = 0; /* a report figure: skipped on huge graphs, like input order */
     else if ((rc = shared_figure(p, glast, &r->shared_object_bytes, err)))
         goto out;
+    if (af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto out;
+    }
     if (p->opts.budget && p->arena > p->opts.budget) {
         rc = budget_error(p, err);
         goto out;
@@ -650,12 +666,18 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     else if ((rc = input_order_arena(p, &p->rep.input_order_bytes, err)))
         goto fail;
     p->rep.total_ms += ms_since(t);
+    if (!rc && af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto fail;
+    }
     if (o.verify) {
         t = af_now_ns();
         if ((rc = af_plan_verify(p, err)))
             goto fail;
         p->rep.verify_ms = ms_since(t);
     }
+    p->opts.interrupt = NULL; /* the hook's argument may not outlive this call */
+    p->opts.interrupt_arg = NULL;
     *out = p;
     return 0;
 fail:

@@ -21,7 +21,32 @@ struct af_plan {
     af_reuse_edge_t *edges;
     int32_t n_edges;
     uint64_t arena;
+    int stopped;   /* opts.interrupt answered non-zero: planning unwinds with AF_ECANCELED */
+    uint32_t tick; /* af__plan_poll's call counter */
 };
+
+/*
+ * Interruption (af_plan_opts_t.interrupt). af__plan_stop() asks now (between phases);
+ * af__plan_poll() asks on every 4096th call (inside long loops, where a clock read per
+ * iteration would cost more than the work). A stop is remembered, so every later check agrees,
+ * and af__plan_stopped_err() turns it into the AF_ECANCELED the caller returns.
+ */
+static inline int af__plan_stop(af_plan_t *p)
+{
+    if (!p->stopped && p->opts.interrupt && p->opts.interrupt(p->opts.interrupt_arg))
+        p->stopped = 1;
+    return p->stopped;
+}
+
+static inline int af__plan_poll(af_plan_t *p)
+{
+    return (++p->tick & 4095u) == 0 ? af__plan_stop(p) : p->stopped;
+}
+
+static inline int af__plan_stopped_err(af_error_t *err)
+{
+    return af__err(err, AF_ECANCELED, "planning interrupted (time limit or shutdown)");
+}
 
 /*
  * Bounded backward search (AF__REUSE_DFS_LIMIT visits) for a data path r -> v. It runs in step

@@ -345,6 +345,10 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
             int32_t a = prev[q];
             for (int32_t x = off[a]; x < off[a + 1]; x++) {
                 int32_t r = nodes[x];
+                if (af__plan_poll(p)) {
+                    rc = af__plan_stopped_err(err);
+                    goto out;
+                }
                 if (emitted[r] == pb)
                     continue;
                 emitted[r] = pb;

@@ -36,6 +36,10 @@ typedef struct af_plan_cache af_plan_cache_t;
 typedef struct af_plan_cache_opts {
     uint64_t max_bytes; /* LRU bound on the bytes of cached entries; default 256 MiB */
     const char *dir;    /* persistence directory (created if missing); NULL = memory only */
+    /* 1: a plan whose file cannot be written (or whose directory cannot be fsync'd) fails
+     * af_plan_cache_get with AF_EIO and is not kept, so a retry plans and writes it again.
+     * 0 (default): the failed write is only a warning. */
+    int durable;
 } af_plan_cache_opts_t;
 
 void af_plan_cache_opts_init(af_plan_cache_opts_t *o);
@@ -67,13 +71,16 @@ uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts);
  * Returns the plan for (g, opts): from memory, from disk, or freshly planned (and persisted).
  * *out belongs to the cache and stays valid until af_plan_cache_release(); its graph is the
  * cache's copy of g (same tensor and node ids). *hit (may be NULL) gets 1 for a hit. Errors:
- * those of af_plan_create(); a failed write of the cache file is not an error (it becomes a
- * warning).
+ * those of af_plan_create(); a failed write of the cache file is a warning, or AF_EIO when the
+ * cache is durable.
  */
 int af_plan_cache_get(af_plan_cache_t *c, const af_graph_t *g, const af_plan_opts_t *opts,
                       const af_plan_t **out, int *hit, af_error_t *err);
 /* Releases a plan from af_plan_cache_get(); it may be evicted afterwards. */
 void af_plan_cache_release(af_plan_cache_t *c, const af_plan_t *p);
+
+/* Changes the LRU bound (evicting unpinned entries above it at once). Thread-safe. */
+void af_plan_cache_set_max_bytes(af_plan_cache_t *c, uint64_t max_bytes);
 
 void af_plan_cache_stats(af_plan_cache_t *c, af_plan_cache_stats_t *out);
 /* Warnings collected (ignored files, failed writes), oldest first; NULL past the end. The

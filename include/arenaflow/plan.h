@@ -58,6 +58,13 @@ typedef struct af_plan_opts {
      * with the portfolio's packing, in search nodes per 100 tensors placed (af_place_opts_t);
      * 0 = off; default AF_PLAN_SEARCH_EFFORT. */
     uint64_t search_effort;
+    /* Interruption (not part of the fingerprint, not kept in the plan): when set, planning calls
+     * interrupt(interrupt_arg) between its phases and now and then inside its long loops (the
+     * any-order bound, reuse edges, placement); a non-zero answer stops it with AF_ECANCELED.
+     * Once it has answered non-zero it must keep doing so. Called on the planning thread;
+     * NULL (default) = never interrupted. */
+    int (*interrupt)(void *arg);
+    void *interrupt_arg;
 } af_plan_opts_t;
 
 /* Default af_plan_opts_t.search_effort: one and a half dives' worth of search nodes. */
