@@ -435,7 +435,7 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
 
 static size_t attr_hash(int32_t node, const char *name)
 {
-    return (size_t)(hash_str(name) ^ ((uint64_t)(uint32_t)node * 0x9e3779b97f4a7c15ull));
+    return (size_t)(af__graph_hash_str(name) ^ ((uint64_t)(uint32_t)node * 0x9e3779b97f4a7c15ull));
 }
 
 static const char *slot_name(const af_graph_t *g, int64_t slot)
