@@ -12,6 +12,7 @@
  * usage: bench_place [--graphs N] [--instances N] [--big N]
  */
 #include "arenaflow/graph.h"
+#include "arenaflow/pack.h"
 #include "arenaflow/plan.h"
 #include "tests/randdag.h"
 

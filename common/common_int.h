@@ -44,4 +44,35 @@ static inline uint64_t af__align_up(uint64_t v, uint64_t a)
 
 #define AF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* ---- integer-key sorting (common/sort.c): a stable LSD radix sort of (key, id) pairs ---- */
+
+typedef struct af__kv {
+    uint64_t key;
+    int32_t id;
+} af__kv_t;
+
+/* Order-preserving maps of signed and descending keys onto unsigned ascending ones. */
+static inline uint64_t af__key_i64(int64_t x)
+{
+    return (uint64_t)x ^ (1ull << 63);
+}
+static inline uint64_t af__key_desc(uint64_t x)
+{
+    return ~x;
+}
+
+/*
+ * Stable sort of v[0..n) by key, ascending (LSD radix). tmp: scratch of n entries, or NULL to
+ * allocate it. Returns 0 or AF_ENOMEM (only when tmp is NULL). Several keys: sort by the least
+ * significant first.
+ */
+int af__sort_kv(af__kv_t *v, size_t n, af__kv_t *tmp);
+/* Stable sort of ids[0..n) by key[id], ascending; kv and tmp: scratch of n entries each, or
+ * NULL to allocate. Returns 0 or AF_ENOMEM. */
+int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__kv_t *tmp);
+
+/* Stable counting sort of ids[0..n) by key[i] (the key of ids[i]), keys in [0, range): returns
+ * AF_EINVAL with ids untouched when a key is outside, AF_ENOMEM when out of memory, else 0. */
+int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range);
+
 #endif

@@ -207,9 +207,9 @@ static int shared_figure(const af_plan_t *p, const int32_t *glast, uint64_t *out
         size_t n = group_intervals(p, glast, ids, iv);
         int32_t nb;
         uint64_t a = 0, b = UINT64_MAX;
-        rc = af__place_shared(iv, n, "color-end", p->opts.alignment, buf, &nb, &a, err);
+        rc = af_place_shared(iv, n, "color-end", p->opts.alignment, buf, &nb, &a, err);
         if (!rc && n <= 2000)
-            rc = af__place_shared(iv, n, "greedy-size", p->opts.alignment, buf, &nb, &b, err);
+            rc = af_place_shared(iv, n, "greedy-size", p->opts.alignment, buf, &nb, &b, err);
         *out = a < b ? a : b;
     }
     af__free(ids);
@@ -331,7 +331,7 @@ static int place_groups(af_plan_t *p, const int32_t *glast, int safe, const char
                 rc = af__err(err, AF_ENOMEM, "out of memory");
             } else {
                 memcpy(tmp, iv, n * sizeof(*tmp));
-                rc = af__place_shared(tmp, n, cands[c], p->opts.alignment, tb, &nb, &total, err);
+                rc = af_place_shared(tmp, n, cands[c], p->opts.alignment, tb, &nb, &total, err);
                 if (!rc && total < best) {
                     best = total;
                     memcpy(iv, tmp, n * sizeof(*tmp));
@@ -563,6 +563,15 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
     return rc;
 }
 
+/* 1 when name is one of the pack module's placers. */
+static int is_placer(const char *name)
+{
+    for (const char *const *n = af_place_names(); *n; n++)
+        if (strcmp(*n, name) == 0)
+            return 1;
+    return 0;
+}
+
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)
 {
@@ -600,7 +609,7 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
         o.placer = "portfolio";
     if (!o.schedule)
         o.schedule = "best";
-    if (!af__place_find(o.placer))
+    if (!is_placer(o.placer))
         return af__err(err, AF_EINVAL, "unknown placement algorithm '%s'", o.placer);
     if (!af__sched_find(o.schedule))
         return af__err(err, AF_EINVAL, "unknown scheduler '%s'", o.schedule);

@@ -12,7 +12,6 @@
  * point update. Ties break on input-order position.
  */
 #include "planner/schedule_int.h"
-#include "planner/sort_int.h"
 
 #include <stdlib.h>
 #include <string.h>

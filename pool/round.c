@@ -30,7 +30,7 @@
  */
 #include "pool/pool_int.h"
 
-#include "arenaflow/plan.h"
+#include "arenaflow/pack.h"
 
 #include <stdlib.h>
 #include <string.h>

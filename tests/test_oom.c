@@ -32,6 +32,7 @@
 
 #include "arenaflow/executor.h"
 #include "arenaflow/graph.h"
+#include "arenaflow/pack.h"
 #include "arenaflow/plan.h"
 #include "arenaflow/pool.h"
 

@@ -22,7 +22,7 @@
  */
 #include "arenaflow/cache.h"
 #include "arenaflow/plan.h"
-#include "arenaflow/tight.h"
+#include "arenaflow/pack.h"
 #include "tests/randdag.h"
 #include "zoo.h"
 

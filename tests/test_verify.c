@@ -5,6 +5,7 @@
  * interval moved), with live sets from a few members to thousands, so every level of the bitmap
  * is used. Fixed-seed PRNG; the seed is printed on failure.
  */
+#include "arenaflow/pack.h"
 #include "arenaflow/plan.h"
 
 #include <setjmp.h>

@@ -1,6 +1,7 @@
 /*
  * arenaflow plan GRAPH: plan a graph and print its memory report (text or one JSON object).
  */
+#include "arenaflow/pack.h"
 #include "tools/cli.h"
 
 #include "arenaflow/render.h"

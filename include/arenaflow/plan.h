@@ -201,56 +201,8 @@ int af_lifetimes_compute(const af_graph_t *g, const int32_t *order, af_lifetime_
 int af_order_peak(const af_graph_t *g, const int32_t *order, uint64_t alignment, uint64_t *peak,
                   int32_t *peak_step, af_error_t *err);
 
-/* An allocation request with lifetime [lower, upper) in MiniMalloc's CSV sense. */
-typedef struct af_interval {
-    int64_t lower, upper; /* lower < upper */
-    uint64_t size;
-    uint64_t offset; /* output */
-} af_interval_t;
-
-typedef struct af_place_opts {
-    uint64_t alignment;  /* offsets are multiples of it; default 1 for raw intervals */
-    double time_limit_s; /* for "search" */
-    uint64_t capacity;   /* for "search": target height, 0 = minimise */
-    /* For "search": when > 0, the search stops after this many search nodes (placements tried
-     * by its depth-first search, summed over restarts and probes) instead of at time_limit_s and
-     * never reads the clock, so the same input gives the same packing on any machine and under
-     * any load. A run that ends within the budget still proves optimality. 0 = time-bounded. */
-    uint64_t search_nodes;
-    /* For "portfolio": when > 0, its last member runs that work-bounded search from the packing
-     * of the others with search_effort x n / 100 nodes for n intervals (one complete dive of the
-     * depth-first search is about n nodes), when the packing is above the lower bound (by more
-     * than 1/1024) and the instance is moderate (at most 1,024 intervals, and n x (n + distinct
-     * interval ends) at most 1,000,000: a dive costs about that). 0 = member off. */
-    uint64_t search_effort;
-} af_place_opts_t;
-
-/* NULL-terminated lists of algorithm names. */
-const char *const *af_place_names(void);
+/* NULL-terminated list of the schedulers' names (static storage: thread-safe). */
 const char *const *af_schedule_names(void);
-
-/*
- * Places intervals in offset mode with the named algorithm (naive, firstfit-start, color-end,
- * greedy-size, portfolio, search). Writes iv[i].offset and *height (the arena size). Errors:
- * AF_EINVAL (unknown algorithm, lower >= upper), AF_ENOMEM, AF_ETIMEDOUT is not an error for
- * search (it returns the best found). Reentrant.
- */
-int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
-                       uint64_t *height, af_error_t *err);
-/* Max over time of the total size live: no placement can be lower. */
-uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t alignment);
-/* Checks offsets: no overlap in time and space, inside height, aligned. AF_EVERIFY names a pair. */
-int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint64_t alignment,
-                        af_error_t *err);
-
-/*
- * Parses MiniMalloc's CSV (header "id,lower,upper,size", optional extra "offset" column ignored;
- * one buffer per line, lifetimes [lower, upper)). On success *iv and *ids (caller frees both
- * with af_free()) hold *n entries. Errors: AF_EPARSE with the line number and the bad field,
- * AF_ENOMEM. Reentrant.
- */
-int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, int64_t **ids,
-                           size_t *n, af_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -6,7 +6,7 @@
  * closes the gap. We follow MiniMalloc (Moffitt, ASPLOS 2023): the problem is split at time
  * points where nothing is live across (partitions are independent: the arena height is the
  * maximum of theirs), and each partition's "fits under capacity C?" question is answered by a
- * depth-first branch and bound over canonical packings (planner/search_dfs.c). The static
+ * depth-first branch and bound over canonical packings (pack/search_dfs.c). The static
  * order that breaks ties between buffers at the same offset decides how the search sweeps:
  * time sweeps (start first, end first, outward from the largest cross-section) fill tight
  * instances level by level from one side and backtrack locally, MiniMalloc's orders (largest
@@ -43,7 +43,7 @@
  * capacity is proven too small (below the lower bound or search space exhausted) or
  * AF_ETIMEDOUT when the time limit ran out before an answer.
  */
-#include "planner/search_int.h"
+#include "pack/pack_int.h"
 
 #include <stdlib.h>
 #include <string.h>

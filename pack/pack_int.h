@@ -1,13 +1,72 @@
 /*
- * Private to planner/search*.c: the branch-and-bound engine that decides whether one group of
- * intervals (a partition: no interval is live across its borders) fits under a capacity.
- * planner/search.c builds the problem and drives the height search; planner/search_dfs.c holds
- * the depth-first search itself.
+ * Private to the pack module (the files in pack/): the placer registry, the helpers the placers
+ * share, the interval orders (pack/order.c), the time sweep (pack/sweep.c), and the
+ * branch-and-bound engine of the search (pack/search.c builds the problem and drives the height
+ * search, pack/search_dfs.c holds the depth-first search). Other modules use arenaflow/pack.h only.
  */
-#ifndef ARENAFLOW_SEARCH_INT_H
-#define ARENAFLOW_SEARCH_INT_H
+#ifndef ARENAFLOW_PACK_INT_H
+#define ARENAFLOW_PACK_INT_H
 
-#include "planner/planner_int.h"
+#include "arenaflow/pack.h"
+#include "common/common_int.h"
+
+/* ---- the placer registry (pack/place.c) ------------------------------------------------ */
+
+typedef int (*af__place_fn)(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                            af_error_t *err);
+
+typedef struct af__place_entry {
+    const char *name;
+    af__place_fn fn;
+    const char *help;
+} af__place_entry_t;
+
+const af__place_entry_t *af__place_find(const char *name);
+
+/* Anytime search (pack/search.c): seeded with the portfolio's result. */
+int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                     af_error_t *err);
+/*
+ * Work-bounded search from a given packing (the portfolio's last member, pack/search.c):
+ * iv[i].offset must hold a valid packing (sizes aligned up to alignment). Explores at most
+ * `nodes` search nodes without reading the clock, then writes the best packing found (never
+ * higher than the given one) and its height, and returns 0. Returns 1 without searching when
+ * max_dive > 0 and one dive would cost more (m x (m + distinct interval ends) for m intervals
+ * of positive size), an error otherwise; iv is untouched unless 0 is returned.
+ */
+int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
+                       uint64_t max_dive, uint64_t *height, af_error_t *err);
+
+/* AF_EINVAL (message in err) unless every interval has lower < upper and n fits the placers'
+ * 32-bit ids (pack/place.c). */
+int af__pack_check(const af_interval_t *iv, size_t n, af_error_t *err);
+/* sizes aligned up to a, n + 1 entries (af__free); NULL when out of memory (pack/place.c). */
+uint64_t *af__pack_sizes(const af_interval_t *iv, size_t n, uint64_t a);
+/* Offset-mode colour-end placement: shared objects by seed 1's colouring, stacked
+ * (pack/shared.c). */
+int af__place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                        af_error_t *err);
+
+/* ---- interval orders (pack/order.c) ---------------------------------------------------- */
+
+/* Interval ids 0..n-1 by (lower ascending, sz descending, id): the placers' start order. */
+int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ids);
+/* Interval ids 0..n-1 by (upper, id), or (upper, lower, id) when then_lower. 0 or AF_ENOMEM. */
+int af__sort_by_end(const af_interval_t *iv, size_t n, int then_lower, int32_t *ids);
+
+/* ---- time sweep, portfolio ------------------------------------------------------------ */
+
+/* Time-sweep placement through a coalescing best-fit allocator (pack/sweep.c): writes
+ * off[i] for sizes sz[i] (already aligned) and *pairs (may be NULL) = the number of overlapping
+ * pairs; returns the height, UINT64_MAX when out of memory. */
+uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off,
+                         uint64_t *pairs);
+
+/* Portfolio placement (pack/place.c), for the search's incumbent. */
+int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
+                        af_error_t *err);
+
+/* ---- the search's branch-and-bound engine (pack/search.c, pack/search_dfs.c) ----------- */
 
 enum {
     AF__SEARCH_FOUND = 0,      /* a packing within capacity, written to the offsets */
@@ -27,7 +86,7 @@ typedef struct af__search_undo {
     uint64_t old;
 } af__search_undo_t;
 
-/* One level of the depth-first search (planner/search_dfs.c). */
+/* One level of the depth-first search (pack/search_dfs.c). */
 typedef struct af__search_frame {
     size_t cand_begin, cand_end, next; /* this frame's slice of the candidate stack */
     size_t log_mark;                   /* undo-log length before the current placement */

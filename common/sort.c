@@ -1,6 +1,6 @@
 /*
- * Integer-key sorting for the planner: one stable LSD radix sort of (key, id) pairs that every
- * planner file uses instead of qsort with a comparator callback on integer keys.
+ * Integer-key sorting for the library: one stable LSD radix sort of (key, id) pairs that the
+ * planner and the packer use instead of qsort with a comparator callback on integer keys.
  *
  * Algorithm. The keys' bits that differ between at least two keys are found first (OR ^ AND of
  * all keys); only that bit range is sorted, in passes of d bits, least significant digit
@@ -16,7 +16,7 @@
  *
  * Lock rule: none; reentrant (no global state).
  */
-#include "planner/sort_int.h"
+#include "common/common_int.h"
 
 #include <string.h>
 
@@ -97,47 +97,6 @@ int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__
             ids[i] = kv[i].id;
     af__free(own);
     return rc;
-}
-
-/* Ids 0..n-1 into kv (keys set by the caller), sorted, then copied out. */
-static void ids_out(const af__kv_t *kv, size_t n, int32_t *ids)
-{
-    for (size_t i = 0; i < n; i++)
-        ids[i] = kv[i].id;
-}
-
-int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ids)
-{
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
-    if (!kv)
-        return AF_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_desc(sz[i]), (int32_t)i};
-    af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        kv[i].key = af__key_i64(iv[kv[i].id].lower);
-    af__sort_kv(kv, n, kv + n);
-    ids_out(kv, n, ids);
-    af__free(kv);
-    return 0;
-}
-
-int af__sort_by_end(const af_interval_t *iv, size_t n, int then_lower, int32_t *ids)
-{
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
-    if (!kv)
-        return AF_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_i64(then_lower ? iv[i].lower : iv[i].upper), (int32_t)i};
-    af__sort_kv(kv, n, kv + n);
-    if (then_lower) {
-        for (size_t i = 0; i < n; i++)
-            kv[i].key = af__key_i64(iv[kv[i].id].upper);
-        af__sort_kv(kv, n, kv + n);
-    }
-    ids_out(kv, n, ids);
-    af__free(kv);
-    return 0;
 }
 
 int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range)

@@ -10,11 +10,11 @@
  *                  that fits (splitting it, no coalescing), else grow the top.
  *   color-end      seed 1: sort by end, give each the smallest colour (shared object) whose
  *                  tenants all ended before it starts; object size = max tenant; objects are
- *                  stacked to get offsets.
+ *                  stacked to get offsets (pack/shared.c).
  *   greedy-size    TFLite/XLA: by decreasing size, put each in the smallest gap between the
  *                  already placed intervals that overlap it in time (best fit), else on top.
  *   portfolio      the default: a time sweep through a coalescing best-fit allocator
- *                  (planner/place_sweep.c, O(n log n)), then several orders (size, conflict
+ *                  (pack/sweep.c, O(n log n)), then several orders (size, conflict
  *                  count, size x length, lifetime length, start) x {best fit, first fit} through
  *                  the engine below; keeps the lowest; stops as soon as a result equals the
  *                  lower bound. The engine members run within a budget of comparisons (their
@@ -22,16 +22,14 @@
  *                  when still above the bound on a moderate instance, the search below in its
  *                  work-bounded mode (search_effort x n / 100 nodes, no clock: deterministic),
  *                  seeded with that packing, which it keeps unless it finds a lower one.
- *   search         anytime branch-and-bound (planner/search.c), seeded by the portfolio.
+ *   search         anytime branch-and-bound (pack/search.c), seeded by the portfolio.
  *
  * The ordered-greedy engine finds the placed intervals overlapping a new one with a segment tree
  * over intervals sorted by start that keeps the max end of placed leaves: a query visits only
  * subtrees holding an overlapping interval, O((k + 1) log n) for k overlaps. The gap scan sorts
  * those k by offset. All offsets and sizes are multiples of the alignment.
  */
-#include "planner/planner_int.h"
-#include "planner/sort_int.h"
-#include "planner/sort_int.h"
+#include "pack/pack_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -80,7 +78,7 @@ static int cmp_by_end(const void *a, const void *b, void *arg)
     return x < y ? -1 : (x > y);
 }
 
-static int check_input(const af_interval_t *iv, size_t n, af_error_t *err)
+int af__pack_check(const af_interval_t *iv, size_t n, af_error_t *err)
 {
     for (size_t i = 0; i < n; i++)
         if (iv[i].lower >= iv[i].upper)
@@ -91,7 +89,7 @@ static int check_input(const af_interval_t *iv, size_t n, af_error_t *err)
     return 0;
 }
 
-static uint64_t *aligned_sizes(const af_interval_t *iv, size_t n, uint64_t a)
+uint64_t *af__pack_sizes(const af_interval_t *iv, size_t n, uint64_t a)
 {
     uint64_t *sz = af__malloc((n + 1) * sizeof(*sz));
     if (sz)
@@ -189,7 +187,7 @@ static int place_firstfit_start(af_interval_t *iv, size_t n, const af_place_opts
                                 uint64_t *height, af_error_t *err)
 {
     uint64_t a = align_of(o);
-    uint64_t *sz = aligned_sizes(iv, n, a);
+    uint64_t *sz = af__pack_sizes(iv, n, a);
     int32_t *by_start = af__malloc((n + 1) * sizeof(int32_t));
     int32_t *by_end = af__malloc((n + 1) * sizeof(int32_t));
     blk_t *free_blocks = af__malloc((2 * n + 1) * sizeof(blk_t));
@@ -243,166 +241,6 @@ static int place_firstfit_start(af_interval_t *iv, size_t n, const af_place_opts
     af__free(by_end);
     af__free(free_blocks);
     return 0;
-}
-
-/* ---- shared objects: color-end (seed 1), greedy-size, naive --------------------------------- */
-
-static int shared_color_end(const af_interval_t *iv, size_t n, const uint64_t *sz, int32_t *buf,
-                            int32_t *nb, uint64_t *bsize, af_error_t *err)
-{
-    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
-    int64_t *maxend = af__malloc((n + 1) * sizeof(int64_t));
-    if (!ord || !maxend) {
-        af__free(ord);
-        af__free(maxend);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
-    if (af__sort_by_end(iv, n, 1, ord)) {
-        af__free(ord);
-        af__free(maxend);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
-    int32_t colors = 0;
-    for (size_t k = 0; k < n; k++) {
-        int32_t t = ord[k];
-        /* Processing by end: a colour is free iff all its tenants ended by this start. */
-        int32_t col = 0;
-        while (col < colors && maxend[col] > iv[t].lower)
-            col++;
-        if (col == colors) {
-            maxend[colors] = 0;
-            bsize[colors] = 0;
-            colors++;
-        }
-        buf[t] = col;
-        maxend[col] = iv[t].upper;
-        if (sz[t] > bsize[col])
-            bsize[col] = sz[t];
-    }
-    *nb = colors;
-    af__free(ord);
-    af__free(maxend);
-    return 0;
-}
-
-/* TFLite-style shared objects: by decreasing size, join the free object whose size is closest
- * to the tensor's (growing it if needed), else open a new object. */
-static int shared_greedy_size(const af_interval_t *iv, size_t n, const uint64_t *sz, int32_t *buf,
-                              int32_t *nb, uint64_t *bsize, af_error_t *err)
-{
-    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
-    int32_t *tenants_head = af__malloc((n + 1) * sizeof(int32_t));
-    int32_t *next = af__malloc((n + 1) * sizeof(int32_t));
-    uint64_t *zero = af__calloc(n + 1, sizeof(uint64_t));
-    if (!ord || !tenants_head || !next || !zero) {
-        af__free(ord);
-        af__free(tenants_head);
-        af__free(next);
-        af__free(zero);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
-        ord[i] = (int32_t)i;
-    sort_ctx_t c = {iv, sz, zero};
-    qsort_r(ord, n, sizeof(int32_t), cmp_by_key_desc, &c);
-    int32_t objs = 0;
-    for (size_t k = 0; k < n; k++) {
-        int32_t t = ord[k], best = -1;
-        uint64_t best_diff = UINT64_MAX;
-        for (int32_t b = 0; b < objs; b++) {
-            int ok = 1;
-            for (int32_t u = tenants_head[b]; u >= 0 && ok; u = next[u])
-                if (iv[u].lower < iv[t].upper && iv[t].lower < iv[u].upper)
-                    ok = 0;
-            if (!ok)
-                continue;
-            uint64_t d = bsize[b] > sz[t] ? bsize[b] - sz[t] : sz[t] - bsize[b];
-            if (d < best_diff) {
-                best_diff = d;
-                best = b;
-            }
-        }
-        if (best < 0) {
-            best = objs++;
-            tenants_head[best] = -1;
-            bsize[best] = 0;
-        }
-        buf[t] = best;
-        next[t] = tenants_head[best];
-        tenants_head[best] = t;
-        if (sz[t] > bsize[best])
-            bsize[best] = sz[t];
-    }
-    *nb = objs;
-    af__free(ord);
-    af__free(tenants_head);
-    af__free(next);
-    af__free(zero);
-    return 0;
-}
-
-int af__place_shared(af_interval_t *iv, size_t n, const char *algo, uint64_t alignment,
-                     int32_t *buf, int32_t *n_bufs, uint64_t *total, af_error_t *err)
-{
-    int rc = check_input(iv, n, err);
-    if (rc)
-        return rc;
-    uint64_t a = alignment > 1 ? alignment : 1;
-    uint64_t *sz = aligned_sizes(iv, n, a);
-    uint64_t *bsize = af__malloc((n + 1) * sizeof(uint64_t));
-    if (!sz || !bsize) {
-        af__free(sz);
-        af__free(bsize);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
-    int32_t nb = 0;
-    if (strcmp(algo, "naive") == 0) {
-        for (size_t i = 0; i < n; i++) {
-            buf[i] = (int32_t)i;
-            bsize[i] = sz[i];
-        }
-        nb = (int32_t)n;
-    } else if (strcmp(algo, "greedy-size") == 0) {
-        rc = shared_greedy_size(iv, n, sz, buf, &nb, bsize, err);
-    } else if (strcmp(algo, "color-end") == 0) {
-        rc = shared_color_end(iv, n, sz, buf, &nb, bsize, err);
-    } else {
-        rc = af__err(err, AF_EINVAL,
-                     "'%s' is not a shared-object algorithm (naive, color-end, greedy-size)", algo);
-    }
-    if (!rc) {
-        /* Offsets: objects stacked in index order. */
-        uint64_t *base = af__malloc(((size_t)nb + 1) * sizeof(uint64_t));
-        if (!base) {
-            rc = af__err(err, AF_ENOMEM, "out of memory");
-        } else {
-            uint64_t top = 0;
-            for (int32_t b = 0; b < nb; b++) {
-                base[b] = top;
-                top += bsize[b];
-            }
-            for (size_t i = 0; i < n; i++)
-                iv[i].offset = base[buf[i]];
-            *total = top;
-            *n_bufs = nb;
-            af__free(base);
-        }
-    }
-    af__free(sz);
-    af__free(bsize);
-    return rc;
-}
-
-static int place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
-                           af_error_t *err)
-{
-    int32_t *buf = af__malloc((n + 1) * sizeof(int32_t));
-    if (!buf)
-        return af__err(err, AF_ENOMEM, "out of memory");
-    int32_t nb;
-    int rc = af__place_shared(iv, n, "color-end", align_of(o), buf, &nb, height, err);
-    af__free(buf);
-    return rc;
 }
 
 /* ---- ordered greedy engine ----------------------------------------------------------------- */
@@ -575,7 +413,7 @@ static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *ord
 static int place_greedy_size(af_interval_t *iv, size_t n, const af_place_opts_t *o,
                              uint64_t *height, af_error_t *err)
 {
-    uint64_t *sz = aligned_sizes(iv, n, align_of(o));
+    uint64_t *sz = af__pack_sizes(iv, n, align_of(o));
     int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
     engine_t e;
     if (!sz || !ord || engine_init(&e, iv, n, sz)) {
@@ -652,7 +490,7 @@ static const struct {
 };
 
 /*
- * The last member: the work-bounded search (planner/search.c) from the packing of the others,
+ * The last member: the work-bounded search (pack/search.c) from the packing of the others,
  * when that packing is above the lower bound by more than 1/1024 (below that it cannot gain
  * anything worth its cost). Its budget is effort/100 dives (effort x n / 100 search nodes): on
  * tight instances the first dive at the lower bound usually succeeds. A search node scans the
@@ -685,7 +523,7 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
                         af_error_t *err)
 {
     uint64_t a = align_of(o);
-    uint64_t *sz = aligned_sizes(iv, n, a);
+    uint64_t *sz = af__pack_sizes(iv, n, a);
     uint64_t *key = af__malloc((n + 1) * sizeof(uint64_t));
     uint64_t *conf = af__malloc((n + 1) * sizeof(uint64_t));
     int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
@@ -762,18 +600,21 @@ out:
 static const af__place_entry_t place_table[] = {
     {"naive", place_naive, "every tensor its own bytes"},
     {"firstfit-start", place_firstfit_start, "seed 2: by start time, first free block that fits"},
-    {"color-end", place_color_end, "seed 1: interval colouring by end, smallest free colour"},
+    {"color-end", af__place_color_end, "seed 1: interval colouring by end, smallest free colour"},
     {"greedy-size", place_greedy_size, "TFLite/XLA: by decreasing size, best-fitting gap"},
     {"portfolio", af__place_portfolio, "several orders x best/first fit, keeps the lowest"},
     {"search", af__place_search, "anytime branch-and-bound seeded by the portfolio"},
 };
 
-static const char *place_names[AF_ARRAY_SIZE(place_table) + 1];
+/* The names, in table order: a constant list (no array rebuilt on each call, so any thread may
+ * read it while another plans). */
+static const char *const place_names[] = {"naive",     "firstfit-start", "color-end", "greedy-size",
+                                          "portfolio", "search",         NULL};
+_Static_assert(AF_ARRAY_SIZE(place_names) == AF_ARRAY_SIZE(place_table) + 1,
+               "place_names out of step with place_table");
 
 const char *const *af_place_names(void)
 {
-    for (size_t i = 0; i < AF_ARRAY_SIZE(place_table); i++)
-        place_names[i] = place_table[i].name;
     return place_names;
 }
 
@@ -791,7 +632,7 @@ int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_p
     const af__place_entry_t *e = af__place_find(algo ? algo : "portfolio");
     if (!e)
         return af__err(err, AF_EINVAL, "unknown placement algorithm '%s'", algo);
-    int rc = check_input(iv, n, err);
+    int rc = af__pack_check(iv, n, err);
     if (rc)
         return rc;
     af_place_opts_t o = {.alignment = 1, .time_limit_s = 10.0};

@@ -4,7 +4,7 @@
  * (offset, as this tool writes) ignored. Every number must be a plain decimal integer; sizes
  * and times must be non-negative and lower < upper.
  */
-#include "planner/planner_int.h"
+#include "pack/pack_int.h"
 
 #include <ctype.h>
 #include <errno.h>

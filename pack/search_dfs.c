@@ -21,7 +21,7 @@
  * are those implied by that partial packing; the undo log holds, in order, the old values needed
  * to unwind each frame. No locks: the state belongs to one call.
  */
-#include "planner/search_int.h"
+#include "pack/pack_int.h"
 
 #include <stdlib.h>
 #include <time.h>

@@ -17,8 +17,7 @@
  *
  * Lock rule: none; everything is per call.
  */
-#include "planner/planner_int.h"
-#include "planner/sort_int.h"
+#include "pack/pack_int.h"
 
 #include <stdlib.h>
 #include <string.h>

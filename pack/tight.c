@@ -1,5 +1,5 @@
 /*
- * Tight placement instances with a known optimum (include/arenaflow/tight.h).
+ * Tight placement instances with a known optimum (include/arenaflow/pack.h).
  *
  * Algorithm: start from one piece, the rectangle [0, horizon) x [0, capacity). Until there are
  * enough pieces, pick a piece (the largest of three drawn at random, in normalised area, so the
@@ -17,9 +17,7 @@
  * The PRNG is splitmix64 on a local state: same options, same instance, on every platform.
  * No global state; reentrant.
  */
-#include "arenaflow/tight.h"
-
-#include "common/common_int.h"
+#include "pack/pack_int.h"
 
 typedef struct piece {
     int64_t t0, t1;
