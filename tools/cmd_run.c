@@ -11,7 +11,7 @@
 #include "tools/run_util.h"
 
 #include "arenaflow/cache.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * DARTS (Liu et al. 2019): the CIFAR network of 20 cells, C=36, with the published DARTS_V2
  * genotype; reduction cells at 1/3 and 2/3 of the depth. Wiring follows the reference code.
  */
-#include "zoo_int.h"
+#include "zoo/zoo_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * framework op would (ONNX semantics, NCHW), creates its weights as constants and adds one node.
  * FLOPs count a multiply-add as 2. Elementwise ops carry the in-place hint output 0 <- input 0.
  */
-#include "zoo_int.h"
+#include "zoo/zoo_int.h"
 
 #include <string.h>
 

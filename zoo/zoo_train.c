@@ -7,7 +7,7 @@
  * gradients are graph outputs (what the optimizer step reads); saved activations therefore live
  * from their forward producer to their backward reader, which is what makes training peaks high.
  */
-#include "zoo_int.h"
+#include "zoo/zoo_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,10 +145,10 @@ void zb_backward(zb_t *z, zt loss)
         return;
     z->record = 0;
     bw_t b = {.n = z->n_t};
-    b.grad = malloc(b.n * sizeof(*b.grad));
-    b.cnt = calloc(b.n, sizeof(*b.cnt));
-    unsigned char *live = calloc(b.n, 1);
-    unsigned char *op_live = calloc(z->n_ops ? z->n_ops : 1, 1);
+    b.grad = af__malloc(b.n * sizeof(*b.grad));
+    b.cnt = af__calloc(b.n, sizeof(*b.cnt));
+    unsigned char *live = af__calloc(b.n, 1);
+    unsigned char *op_live = af__calloc(z->n_ops ? z->n_ops : 1, 1);
     if (!b.grad || !b.cnt || !live || !op_live) {
         z->rc = AF_ENOMEM;
         goto out;
@@ -175,10 +175,10 @@ void zb_backward(zb_t *z, zt loss)
         if (op_live[k])
             backward_op(z, &b, &z->ops[k]);
 out:
-    free(b.grad);
-    free(b.cnt);
-    free(live);
-    free(op_live);
+    af__free(b.grad);
+    af__free(b.cnt);
+    af__free(live);
+    af__free(op_live);
 }
 
 static zt xent(zb_t *z, zt logits, zt labels)

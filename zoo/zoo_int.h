@@ -8,7 +8,8 @@
 #ifndef ARENAFLOW_ZOO_INT_H
 #define ARENAFLOW_ZOO_INT_H
 
-#include "zoo.h"
+#include "arenaflow/zoo.h"
+#include "common/common_int.h"
 
 #include <stddef.h>
 #include <stdint.h>

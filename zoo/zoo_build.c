@@ -4,7 +4,7 @@
  * and no further tensor or node is added, so generators need no per-call error checks. The
  * recorded op list (z->ops) mirrors the node insertion order; zb_backward() walks it backwards.
  */
-#include "zoo_int.h"
+#include "zoo/zoo_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,9 +27,9 @@ int zb_init(zb_t *z, af_error_t *err)
 static void zb_free(zb_t *z)
 {
     for (size_t i = 0; i < z->n_t; i++)
-        free(z->t[i].name);
-    free(z->t);
-    free(z->ops);
+        af__free(z->t[i].name);
+    af__free(z->t);
+    af__free(z->ops);
     z->t = NULL;
     z->ops = NULL;
 }
@@ -118,7 +118,7 @@ static zt add_tensor(zb_t *z, char *name, af_dtype_t dt, zshape_t s, af_tensor_k
                      const char *alias_of)
 {
     if (z->rc) {
-        free(name);
+        af__free(name);
         return 0;
     }
     if (!name) {
@@ -127,9 +127,9 @@ static zt add_tensor(zb_t *z, char *name, af_dtype_t dt, zshape_t s, af_tensor_k
     }
     if (z->n_t == z->cap_t) {
         size_t cap = z->cap_t ? z->cap_t * 2 : 256;
-        zb_rec_t *t = realloc(z->t, cap * sizeof(*t));
+        zb_rec_t *t = af__realloc(z->t, cap * sizeof(*t));
         if (!t) {
-            free(name);
+            af__free(name);
             z->rc = AF_ENOMEM;
             return 0;
         }
@@ -145,7 +145,7 @@ static zt add_tensor(zb_t *z, char *name, af_dtype_t dt, zshape_t s, af_tensor_k
                           .alias_of = alias_of};
     z->rc = af_graph_add_tensor(z->g, &d, NULL, z->err);
     if (z->rc) {
-        free(name);
+        af__free(name);
         return 0;
     }
     z->t[z->n_t] = (zb_rec_t){.name = name, .s = s, .dt = dt, .kind = kind};
@@ -160,7 +160,7 @@ static char *fmt_name(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    return strdup(buf);
+    return af__strdup(buf);
 }
 
 zt zb_input(zb_t *z, const char *name, af_dtype_t dt, zshape_t s)
@@ -181,7 +181,7 @@ static int record_op(zb_t *z, const char *op, const zt *in, int n_in, const zt *
         return 0;
     if (z->n_ops == z->cap_ops) {
         size_t cap = z->cap_ops ? z->cap_ops * 2 : 256;
-        zb_op_t *o = realloc(z->ops, cap * sizeof(*o));
+        zb_op_t *o = af__realloc(z->ops, cap * sizeof(*o));
         if (!o)
             return z->rc = AF_ENOMEM;
         z->ops = o;

@@ -4,7 +4,7 @@
  * (same-padding variant, 256x256). Conv, BatchNormalization and activations are separate nodes
  * as an unfused ONNX export has them. Node order = forward() order.
  */
-#include "zoo_int.h"
+#include "zoo/zoo_int.h"
 
 static int64_t batch_of(const af_zoo_opts_t *o, int64_t def)
 {

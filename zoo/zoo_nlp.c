@@ -4,7 +4,7 @@
  * q/k/v, causal mask constant, untied LM head). Head reshapes are views (aliases); the head
  * transposes are real copies, as an eager framework makes them.
  */
-#include "zoo_int.h"
+#include "zoo/zoo_int.h"
 
 static zshape_t shp(int rank, int64_t a, int64_t b, int64_t c, int64_t d)
 {
