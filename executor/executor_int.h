@@ -173,13 +173,6 @@ static inline uint64_t af__exec_mix(uint64_t a, uint64_t b)
     return z ^ (z >> 31);
 }
 
-/*
- * Copies a finalized graph (same tensor and node ids, attributes included); with sizes, dynamic
- * tensors t with sizes[t] > 0 get that fixed size (replan.c). Returns 0 or an AF_E* code.
- */
-int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
-                        af_error_t *err);
-
 /* ---- kernels (kernels.c, kernels_f32.c) ------------------------------------------------- */
 
 typedef struct af__kernel_entry {

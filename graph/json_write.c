@@ -7,8 +7,9 @@
  * parse gives the same graph. Fields that hold their default are left out (kind intermediate,
  * no alias, cost 0); a dynamic tensor is written "dynamic": true instead of "bytes".
  *
- * Saving is atomic: the text goes to a temp file in the same directory, is fsync'ed, then
- * renamed over the target, so a reader sees the old file or the new one, never half of one.
+ * Saving goes through the library's durable write (common/file.c: a temp file unique per
+ * writer, fsync, rename, fsync of the directory), so a reader sees the old file or the new one,
+ * never half of one.
  *
  * Memory: the output buffer uses the af__ hooks; the per-line DOMs use jansson's allocator
  * and are freed before returning. Threading: no shared state; a finalized graph may be written
@@ -22,8 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define AF__STR_(x) #x
 #define AF__STR(x) AF__STR_(x)
@@ -292,22 +291,6 @@ int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
     return 0;
 }
 
-/* Writes all of buf to fd, retrying on EINTR and short writes. */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err)
 {
     if (!path)
@@ -316,36 +299,7 @@ int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err)
     int rc = af_graph_to_json(g, &text, err);
     if (rc)
         return rc;
-    size_t plen = strlen(path);
-    char *tmp = af__malloc(plen + 16);
-    if (!tmp) {
-        af__free(text);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = af__err(err, AF_EIO, "cannot create a temporary file next to '%s': %s", path,
-                     strerror(errno));
-        goto out;
-    }
-    /* mkstemp creates 0600; a graph file is ordinary data. (umask() is process-wide and racy
-     * in a threaded program, so a fixed 0644 is used rather than "0666 & ~umask".) */
-    (void)fchmod(fd, 0644);
-    if (write_all(fd, text, strlen(text)) || fsync(fd)) {
-        rc = af__err(err, AF_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    if (close(fd) || rename(tmp, path)) {
-        rc = af__err(err, AF_EIO, "cannot replace '%s': %s", path, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
-out:
-    af__free(tmp);
+    rc = af_file_write_durable(path, text, strlen(text), err);
     af__free(text);
     return rc;
 }

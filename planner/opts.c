@@ -76,6 +76,51 @@ const char *const *af_plan_opts_keys(void)
     return opt_keys;
 }
 
+int af_plan_opts_format(const af_plan_opts_t *o, char *buf, size_t len)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < AF_ARRAY_SIZE(opt_table); i++) {
+        const void *f = (const char *)o + opt_table[i].off;
+        char v[64];
+        switch (opt_table[i].type) {
+        case T_SCHED:
+        case T_PLACER: {
+            const char *n = *(const char *const *)f;
+            snprintf(v, sizeof v, "%s",
+                     n ? n : (opt_table[i].type == T_SCHED ? "best" : "portfolio"));
+            break;
+        }
+        case T_MODE:
+            snprintf(v, sizeof v, "%s",
+                     *(const af_place_mode_t *)f == AF_MODE_SHARED ? "shared" : "offset");
+            break;
+        case T_REUSE:
+            snprintf(v, sizeof v, "%s",
+                     *(const af_parallel_reuse_t *)f == AF_REUSE_STRICT ? "strict" : "fence");
+            break;
+        case T_SIZE:
+        case T_COUNT:
+            snprintf(v, sizeof v, "%llu", (unsigned long long)*(const uint64_t *)f);
+            break;
+        case T_DOUBLE:
+            snprintf(v, sizeof v, "%.17g", *(const double *)f);
+            break;
+        case T_BOOL:
+            snprintf(v, sizeof v, "%d", *(const int *)f ? 1 : 0);
+            break;
+        case T_I32:
+            snprintf(v, sizeof v, "%d", (int)*(const int32_t *)f);
+            break;
+        }
+        int n = snprintf(buf + at, len > at ? len - at : 0, "%s%s=%s", i ? ";" : "",
+                         opt_table[i].key, v);
+        if (n < 0 || (size_t)n >= (len > at ? len - at : 0))
+            return AF_ESIZE;
+        at += (size_t)n;
+    }
+    return 0;
+}
+
 static int parse_size(const char *s, uint64_t *out)
 {
     char *end;

@@ -90,6 +90,28 @@ uint64_t af_now_ns(void);
 /* Library version string, e.g. "0.1.0". */
 const char *af_version(void);
 
+/* ---- files (common/file.c) ---------------------------------------------------------------- */
+
+/*
+ * Replaces the file at path with data[0, len) durably: the bytes go to a temp file in the same
+ * directory whose name is unique per writer (<path>.<pid>.<thread>.<counter>.tmp, created with
+ * O_EXCL, so two writers of one path, in one process or in two, never share a temp file), which
+ * is fsync'd, renamed over path (atomic: a reader sees the whole old file or the whole new one),
+ * and the directory is fsync'd so the rename survives a crash. On failure the temp file is
+ * removed and path is untouched. Concurrent writers of one path: the last rename wins, each
+ * file complete. Returns 0 or AF_EIO (err names the path and the system error), AF_EINVAL (NULL
+ * path), AF_ENOMEM. Thread-safe. A leftover temp file (a crash between create and rename) ends
+ * in ".tmp": owners of a directory may remove those at start.
+ */
+int af_file_write_durable(const char *path, const void *data, size_t len, af_error_t *err);
+
+/*
+ * Reads a whole regular file of at most max_bytes. On success *out (NUL-terminated, release with
+ * af_free) holds *len bytes. Errors: AF_EIO (cannot open or read: err names the path and the
+ * system error; a file of more than max_bytes is AF_ESIZE), AF_ENOMEM. Thread-safe.
+ */
+int af_file_read(const char *path, size_t max_bytes, char **out, size_t *len, af_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,13 @@ void af_plan_opts_init(af_plan_opts_t *o);
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
 /* NULL-terminated list of option keys, for --help and config docs. */
 const char *const *af_plan_opts_keys(void);
+/*
+ * The options' canonical spelling: every key in af_plan_opts_keys() order as "key=value", joined
+ * by ';', each value as af_plan_opts_set() reads it back (doubles with 17 significant digits).
+ * Equal options give equal strings. Returns 0, or AF_ESIZE when buf (len bytes) is too small
+ * (512 bytes always suffice). Thread-safe.
+ */
+int af_plan_opts_format(const af_plan_opts_t *o, char *buf, size_t len);
 
 typedef struct af_plan_report {
     int32_t tensors, nodes;
@@ -177,6 +184,47 @@ int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset);
  * last consumer, FENCE for each reuse edge (before the ALLOC it guards). Returns 0 or AF_EIO.
  */
 int af_plan_write_events_csv(const af_plan_t *p, FILE *f, af_error_t *err);
+
+/* ---- identity and serialised plans (planner/serialize.c) ------------------------------------ */
+
+/*
+ * A plan's key: the graph's fingerprint (af_graph_fingerprint) salted with every planner option
+ * in canonical form (af_plan_opts_format); opts may be NULL (defaults). Equal graphs planned with
+ * equal options have equal keys. Returns 0 or AF_EINVAL (g not finalized). Thread-safe.
+ */
+int af_plan_key(const af_graph_t *g, const af_plan_opts_t *opts, af_fingerprint_t *out);
+/* The low 64 bits of af_plan_key() (the plan cache's key and file name); 0 when g is not
+ * finalized. Thread-safe. */
+uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts);
+
+#define AF_PLAN_NAME_MAX 32 /* scheduler / placer name bytes in a record, NUL included */
+
+/* A decoded plan record: what af_plan_restore() rebuilds a plan from. */
+typedef struct af_plan_record {
+    uint64_t key; /* the key it was encoded with (e.g. af_plan_fingerprint) */
+    int32_t tensors, nodes;
+    uint64_t arena_bytes;
+    char schedule[AF_PLAN_NAME_MAX], placer[AF_PLAN_NAME_MAX]; /* that made the plan */
+    int32_t *order;                                            /* `nodes` node ids by step */
+    uint64_t *offsets; /* `tensors` offsets (only arena tensors' are meaningful) */
+} af_plan_record_t;
+
+/*
+ * Serialises a plan's order and offsets with key, its counts, arena size and the names of its
+ * scheduler and placer, behind a format version and byte-order mark and ahead of an XXH3-64
+ * checksum of the whole. On success *out (release with af_free) holds *len bytes. Errors:
+ * AF_EINVAL, AF_ENOMEM. Thread-safe.
+ */
+int af_plan_encode(const af_plan_t *p, uint64_t key, void **out, size_t *len, af_error_t *err);
+/*
+ * Parses bytes from af_plan_encode into *rec (rec->order and rec->offsets are the caller's:
+ * af_plan_record_free). Every field is checked (magic, version, byte order, sizes against the
+ * length, checksum, names terminated); AF_EPARSE names the first failed check in err, AF_ENOMEM.
+ * The record is not trusted: rebuild the plan with af_plan_restore(), which verifies it.
+ */
+int af_plan_decode(const void *buf, size_t len, af_plan_record_t *rec, af_error_t *err);
+/* Frees a record's arrays (not rec itself). NULL is a no-op. */
+void af_plan_record_free(af_plan_record_t *rec);
 
 /* ---- lower-level pieces ------------------------------------------------------------------- */
 

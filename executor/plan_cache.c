@@ -8,50 +8,33 @@
  * lookup, which rebuilds the plan with af_plan_restore() — verified, never trusted — instead of
  * planning again). Pinned entries (handed out, not released) are never evicted.
  *
- * File format (native endianness; the version and a byte-order mark reject foreign files):
- *   header  { magic "AFPLANC", version, bom 0x01020304, fingerprint, tensors, nodes, arena
- *             bytes, scheduler name[32], placer name[32] }
- *   order   int32 x nodes
- *   offsets uint64 x tensors
- *   trailer XXH3-64 of everything before it
+ * Files: DIR/<fingerprint>.afplan holds af_plan_encode()'s record of the plan (planner/
+ * serialize.c owns the format), written with af_file_write_durable() (common/file.c) and read
+ * back with af_file_read() + af_plan_decode().
  *
  * Lock rule: one mutex per cache, held for whole lookups, planning included (a cache serialises
  * the planning it does; the executor's locks are never taken under it).
  */
-#define XXH_STATIC_LINKING_ONLY
 #include "arenaflow/cache.h"
 #include "executor/executor_int.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
-#define CACHE_VERSION 1u
-#define CACHE_BOM 0x01020304u
-#define NAME_LEN 32
-
-typedef struct file_hdr {
-    char magic[8];
-    uint32_t version, bom;
-    uint64_t fp;
-    int32_t nt, nn;
-    uint64_t arena;
-    char sched[NAME_LEN], placer[NAME_LEN];
-} file_hdr_t;
+/* A cache file is at most this large (2^28 tensors and nodes: the record's own bound). */
+#define FILE_MAX (1ull << 34)
 
 typedef struct entry {
     uint64_t fp;
-    af_graph_t *g;   /* warm: the cache's copy of the graph */
-    af_plan_t *plan; /* warm */
-    int32_t *order;  /* cold: as stored */
-    uint64_t *offsets;
-    file_hdr_t hdr;
+    af_graph_t *g;        /* warm: the cache's copy of the graph */
+    af_plan_t *plan;      /* warm */
+    af_plan_record_t rec; /* cold: order and offsets as stored (NULL once warm); both: counts,
+                             arena bytes and the names of the scheduler and placer */
     uint64_t bytes;
     int32_t pins;
     struct entry *prev, *next;
@@ -65,108 +48,12 @@ struct af_plan_cache {
     af_plan_cache_stats_t st;
     char **warn;
     size_t n_warn, cap_warn;
-    uint64_t tmp_seq;
 };
 
 void af_plan_cache_opts_init(af_plan_cache_opts_t *o)
 {
     o->max_bytes = 256ull << 20;
     o->dir = NULL;
-}
-
-/* ---- fingerprint ------------------------------------------------------------------------ */
-
-static void h_bytes(XXH3_state_t *s, const void *p, size_t n)
-{
-    XXH3_64bits_update(s, p, n);
-}
-static void h_u64(XXH3_state_t *s, uint64_t v)
-{
-    h_bytes(s, &v, sizeof v);
-}
-static void h_f64(XXH3_state_t *s, double v)
-{
-    h_bytes(s, &v, sizeof v);
-}
-static void h_str(XXH3_state_t *s, const char *str)
-{
-    size_t n = str ? strlen(str) : 0;
-    h_u64(s, n);
-    h_bytes(s, str ? str : "", n);
-}
-
-static void h_attrs(XXH3_state_t *s, const af_node_info_t *ni)
-{
-    h_u64(s, (uint64_t)ni->n_attrs);
-    for (int32_t a = 0; a < ni->n_attrs; a++) {
-        const af_attr_t *at = &ni->attrs[a];
-        h_str(s, at->name);
-        h_u64(s, (uint64_t)at->type);
-        h_u64(s, (uint64_t)at->i);
-        h_f64(s, at->f);
-        h_str(s, at->type == AF_ATTR_STRING ? at->s : NULL);
-        h_u64(s, (uint64_t)at->n);
-        if (at->type == AF_ATTR_INTS && at->n > 0)
-            h_bytes(s, at->ints, (size_t)at->n * sizeof(int64_t));
-        if (at->type == AF_ATTR_FLOATS && at->n > 0)
-            h_bytes(s, at->floats, (size_t)at->n * sizeof(double));
-    }
-}
-
-uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts)
-{
-    XXH3_state_t s;
-    XXH3_64bits_reset(&s);
-    af_plan_opts_t o;
-    af_plan_opts_init(&o);
-    if (opts)
-        o = *opts;
-    h_str(&s, "arenaflow-plan-v1");
-    h_str(&s, o.schedule ? o.schedule : "best");
-    h_str(&s, o.placer ? o.placer : "portfolio");
-    uint64_t ints[] = {(uint64_t)o.mode,
-                       o.alignment,
-                       o.budget,
-                       o.capacity,
-                       (uint64_t)o.inplace,
-                       (uint64_t)o.safe_mode,
-                       (uint64_t)o.parallel_reuse,
-                       (uint64_t)o.dp_max_nodes,
-                       o.dp_max_states,
-                       (uint64_t)o.verify,
-                       o.search_effort};
-    h_bytes(&s, ints, sizeof ints);
-    h_f64(&s, o.alpha);
-    h_f64(&s, o.beta);
-    h_f64(&s, o.time_limit_s);
-    h_str(&s, af_graph_name(g));
-    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
-    h_u64(&s, (uint64_t)nt);
-    h_u64(&s, (uint64_t)nn);
-    for (int32_t t = 0; t < nt; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        h_str(&s, ti->name);
-        uint64_t v[] = {(uint64_t)ti->bytes, (uint64_t)ti->dtype,    (uint64_t)ti->rank,
-                        (uint64_t)ti->kind,  (uint64_t)ti->alias_of, (uint64_t)ti->alias_offset};
-        h_bytes(&s, v, sizeof v);
-        if (ti->rank > 0)
-            h_bytes(&s, ti->shape, (size_t)ti->rank * sizeof(int64_t));
-    }
-    for (int32_t v = 0; v < nn; v++) {
-        const af_node_info_t *ni = af_graph_node(g, v);
-        h_str(&s, ni->name);
-        h_str(&s, ni->op);
-        h_u64(&s, (uint64_t)ni->n_inputs);
-        h_bytes(&s, ni->inputs, (size_t)ni->n_inputs * sizeof(int32_t));
-        h_u64(&s, (uint64_t)ni->n_outputs);
-        h_bytes(&s, ni->outputs, (size_t)ni->n_outputs * sizeof(int32_t));
-        h_f64(&s, ni->cost);
-        h_u64(&s, (uint64_t)ni->n_inplace);
-        if (ni->n_inplace > 0)
-            h_bytes(&s, ni->inplace, (size_t)ni->n_inplace * sizeof(af_inplace_t));
-        h_attrs(&s, ni);
-    }
-    return XXH3_64bits_digest(&s);
 }
 
 /* ---- entries and LRU -------------------------------------------------------------------- */
@@ -193,8 +80,7 @@ static void entry_free(entry_t *e)
         return;
     af_plan_destroy(e->plan);
     af_graph_destroy(e->g);
-    af__free(e->order);
-    af__free(e->offsets);
+    af_plan_record_free(&e->rec);
     af__free(e);
 }
 
@@ -277,151 +163,46 @@ static void file_path(const af_plan_cache_t *c, uint64_t fp, char *out, size_t n
     snprintf(out, n, "%s/%016llx.afplan", c->dir, (unsigned long long)fp);
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *b = p;
-    while (n) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Writes the entry's file atomically: temp file, fsync, rename, fsync of the directory. */
+/* Writes the entry's record durably (a failure is a warning: the plan stays in memory). */
 static void persist(af_plan_cache_t *c, const entry_t *e)
 {
     if (!c->dir)
         return;
-    const af_plan_t *p = e->plan;
-    int32_t nt = e->hdr.nt, nn = e->hdr.nn;
-    size_t n = sizeof(file_hdr_t) + (size_t)nn * 4 + (size_t)nt * 8;
-    uint8_t *buf = af__malloc(n + 8);
-    if (!buf) {
-        warn(c, "plan cache: out of memory writing a cache file");
-        return;
-    }
-    memcpy(buf, &e->hdr, sizeof(file_hdr_t));
-    memcpy(buf + sizeof(file_hdr_t), af_plan_order(p), (size_t)nn * 4);
-    uint64_t *offs = (uint64_t *)(void *)(buf + sizeof(file_hdr_t) + (size_t)nn * 4);
-    for (int32_t t = 0; t < nt; t++) {
-        uint64_t off = af_plan_tensor(p, t)->offset;
-        memcpy(&offs[t], &off, 8);
-    }
-    uint64_t sum = XXH3_64bits(buf, n);
-    memcpy(buf + n, &sum, 8);
-    char path[4096], tmp[4160];
+    void *buf = NULL;
+    size_t n = 0;
+    char path[4096];
+    af_error_t err;
     file_path(c, e->fp, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%llu", path, (long)getpid(),
-             (unsigned long long)c->tmp_seq++);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int ok = fd >= 0 && write_all(fd, buf, n + 8) == 0 && fsync(fd) == 0;
-    if (fd >= 0 && close(fd) != 0)
-        ok = 0;
-    if (ok && rename(tmp, path) != 0)
-        ok = 0;
-    if (!ok) {
-        warn(c, "plan cache: cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-    } else {
-        int dfd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
+    if (af_plan_encode(e->plan, e->fp, &buf, &n, &err) || af_file_write_durable(path, buf, n, &err))
+        warn(c, "plan cache: cannot write %s: %s", path, err.msg);
+    else
         c->st.files_written++;
-    }
     af__free(buf);
 }
 
-static int read_file(const char *path, uint8_t **out, size_t *len)
+/* Validates one file; returns a cold entry or NULL with the reason in *why. */
+static entry_t *load_file(const char *path, uint64_t want_fp, af_error_t *why)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat sb;
-    uint8_t *buf = NULL;
-    if (fstat(fd, &sb) != 0 || sb.st_size < 0 || sb.st_size > (1ll << 34) ||
-        !(buf = af__malloc((size_t)sb.st_size + 1))) {
-        close(fd);
-        return -1;
-    }
-    size_t got = 0;
-    while (got < (size_t)sb.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    *out = buf;
-    *len = got;
-    return 0;
-}
-
-/* Validates one file; returns a cold entry or NULL with *why set. */
-static entry_t *load_file(const char *path, uint64_t want_fp, const char **why)
-{
-    uint8_t *buf = NULL;
+    char *buf = NULL;
     size_t len = 0;
-    entry_t *e = NULL;
-    file_hdr_t h;
-    if (read_file(path, &buf, &len)) {
-        *why = "cannot be read";
+    if (af_file_read(path, FILE_MAX, &buf, &len, why)) {
+        af__err(why, AF_EIO, "cannot be read");
         return NULL;
     }
-    if (len < sizeof h + 8) {
-        *why = "truncated";
-        goto out;
-    }
-    memcpy(&h, buf, sizeof h);
-    if (memcmp(h.magic, "AFPLANC", 8) != 0) {
-        *why = "not a plan cache file (bad magic)";
-        goto out;
-    }
-    if (h.version != CACHE_VERSION || h.bom != CACHE_BOM) {
-        *why = "foreign format version or byte order";
-        goto out;
-    }
-    if (h.nt < 0 || h.nn < 0 || h.nt > (1 << 28) || h.nn > (1 << 28) ||
-        len != sizeof h + (size_t)h.nn * 4 + (size_t)h.nt * 8 + 8) {
-        *why = "size fields do not match the file length";
-        goto out;
-    }
-    uint64_t sum;
-    memcpy(&sum, buf + len - 8, 8);
-    if (XXH3_64bits(buf, len - 8) != sum) {
-        *why = "checksum mismatch (corrupted)";
-        goto out;
-    }
-    if (h.fp != want_fp || memchr(h.sched, 0, NAME_LEN) == NULL ||
-        memchr(h.placer, 0, NAME_LEN) == NULL) {
-        *why = "fingerprint does not match the file name";
-        goto out;
-    }
-    e = af__calloc(1, sizeof(*e));
-    if (e) {
-        e->order = af__malloc((size_t)h.nn * 4 + 4);
-        e->offsets = af__malloc((size_t)h.nt * 8 + 8);
-    }
-    if (!e || !e->order || !e->offsets) {
+    entry_t *e = af__calloc(1, sizeof(*e));
+    if (!e) {
+        af__err(why, AF_ENOMEM, "out of memory");
+    } else if (af_plan_decode(buf, len, &e->rec, why)) {
         entry_free(e);
         e = NULL;
-        *why = "out of memory";
-        goto out;
+    } else if (e->rec.key != want_fp) {
+        af__err(why, AF_EPARSE, "fingerprint does not match the file name");
+        entry_free(e);
+        e = NULL;
+    } else {
+        e->fp = e->rec.key;
+        e->bytes = entry_bytes(e->rec.tensors, e->rec.nodes, 0);
     }
-    e->fp = h.fp;
-    e->hdr = h;
-    memcpy(e->order, buf + sizeof h, (size_t)h.nn * 4);
-    memcpy(e->offsets, buf + sizeof h + (size_t)h.nn * 4, (size_t)h.nt * 8);
-    e->bytes = entry_bytes(h.nt, h.nn, 0);
-out:
     af__free(buf);
     return e;
 }
@@ -442,14 +223,15 @@ static int load_dir(af_plan_cache_t *c, af_error_t *err)
         snprintf(path, sizeof path, "%s/%s", c->dir, de->d_name);
         unsigned long long fp = 0;
         char tail[16] = "";
-        const char *why = "file name is not <fingerprint>.afplan";
+        af_error_t why;
+        af__err(&why, AF_EPARSE, "file name is not <fingerprint>.afplan");
         entry_t *e = NULL;
         if (n == 16 + 7 && sscanf(de->d_name, "%16llx%15s", &fp, tail) == 2 &&
             strcmp(tail, ".afplan") == 0)
             e = load_file(path, fp, &why);
         if (!e) {
             c->st.files_rejected++;
-            warn(c, "plan cache: ignored %s: %s", path, why);
+            warn(c, "plan cache: ignored %s: %s", path, why.msg);
             continue;
         }
         c->st.files_loaded++;
@@ -521,7 +303,7 @@ void af_plan_cache_destroy(af_plan_cache_t *c)
 static int plan_entry(entry_t *e, const af_graph_t *g, const af_plan_opts_t *o,
                       const int32_t *order, const uint64_t *offsets, af_error_t *err)
 {
-    int rc = af__exec_copy_graph(g, NULL, &e->g, err);
+    int rc = af_graph_copy(g, NULL, &e->g, err);
     if (rc)
         return rc;
     if (order)
@@ -531,17 +313,13 @@ static int plan_entry(entry_t *e, const af_graph_t *g, const af_plan_opts_t *o,
     if (rc || (rc = af_plan_verify(e->plan, err)))
         return rc;
     const af_plan_report_t *r = af_plan_report(e->plan);
-    memset(&e->hdr, 0, sizeof e->hdr);
-    memcpy(e->hdr.magic, "AFPLANC", 8);
-    e->hdr.version = CACHE_VERSION;
-    e->hdr.bom = CACHE_BOM;
-    e->hdr.fp = e->fp;
-    e->hdr.nt = af_graph_tensor_count(g);
-    e->hdr.nn = af_graph_node_count(g);
-    e->hdr.arena = af_plan_arena_bytes(e->plan);
-    snprintf(e->hdr.sched, NAME_LEN, "%s", r->schedule ? r->schedule : "");
-    snprintf(e->hdr.placer, NAME_LEN, "%s", r->placer ? r->placer : "");
-    e->bytes = entry_bytes(e->hdr.nt, e->hdr.nn, af_plan_reuse_edge_count(e->plan));
+    e->rec = (af_plan_record_t){.key = e->fp,
+                                .tensors = af_graph_tensor_count(g),
+                                .nodes = af_graph_node_count(g),
+                                .arena_bytes = af_plan_arena_bytes(e->plan)};
+    snprintf(e->rec.schedule, sizeof e->rec.schedule, "%s", r->schedule ? r->schedule : "");
+    snprintf(e->rec.placer, sizeof e->rec.placer, "%s", r->placer ? r->placer : "");
+    e->bytes = entry_bytes(e->rec.tensors, e->rec.nodes, af_plan_reuse_edge_count(e->plan));
     return 0;
 }
 
@@ -551,12 +329,13 @@ static int restore(af_plan_cache_t *c, entry_t *e, const af_graph_t *g, const af
                    af_error_t *err, int *rc)
 {
     entry_t tmp = {.fp = e->fp};
-    int same = e->hdr.nt == af_graph_tensor_count(g) && e->hdr.nn == af_graph_node_count(g) &&
-               plan_entry(&tmp, g, o, e->order, e->offsets, NULL) == 0 &&
-               af_plan_arena_bytes(tmp.plan) == e->hdr.arena;
+    int same = e->rec.tensors == af_graph_tensor_count(g) &&
+               e->rec.nodes == af_graph_node_count(g) &&
+               plan_entry(&tmp, g, o, e->rec.order, e->rec.offsets, NULL) == 0 &&
+               af_plan_arena_bytes(tmp.plan) == e->rec.arena_bytes;
     if (same) { /* keep the names of the scheduler and placer that made it */
-        memcpy(tmp.hdr.sched, e->hdr.sched, NAME_LEN);
-        memcpy(tmp.hdr.placer, e->hdr.placer, NAME_LEN);
+        memcpy(tmp.rec.schedule, e->rec.schedule, sizeof tmp.rec.schedule);
+        memcpy(tmp.rec.placer, e->rec.placer, sizeof tmp.rec.placer);
     }
     if (!same) {
         char path[4096];
@@ -571,13 +350,10 @@ static int restore(af_plan_cache_t *c, entry_t *e, const af_graph_t *g, const af
             return 0;
         }
     }
-    af__free(e->order);
-    af__free(e->offsets);
-    e->order = NULL;
-    e->offsets = NULL;
+    af_plan_record_free(&e->rec);
     e->g = tmp.g;
     e->plan = tmp.plan;
-    e->hdr = tmp.hdr;
+    e->rec = tmp.rec;
     c->st.bytes -= e->bytes;
     e->bytes = tmp.bytes;
     c->st.bytes += e->bytes;
