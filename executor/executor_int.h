@@ -70,9 +70,17 @@ struct af_executor {
     size_t n_kregs, cap_kregs;
     af_pool_t *pool;
     int own_pool;
-    af_dynregion_t *dyn;
-    int verify; /* resolved opts.verify */
+    af_pool_cache_t **dyn; /* per worker: the caches dynamic tensors come from (dynamic.c) */
+    int verify;            /* resolved opts.verify */
 };
+
+/* Dynamic tensors (dynamic.c): one pool cache per worker, created and destroyed while no worker
+ * runs; bind at worker start; alloc/free from any thread (a worker uses its cache). */
+int af__dyn_init(af_executor_t *ex, af_error_t *err);
+void af__dyn_fini(af_executor_t *ex);
+void af__dyn_bind(af__worker_t *w);
+int af__dyn_alloc(af_executor_t *ex, size_t bytes, void **out);
+int af__dyn_free(af_executor_t *ex, void *ptr);
 
 /* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers. */
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
@@ -89,7 +97,7 @@ enum {
     AF__LOC_ALIAS,     /* ptr[root] + off, root static */
     AF__LOC_ALIAS_DYN, /* ptr[root] + off, root dynamic: resolved at kernel time */
     AF__LOC_CONST,     /* session constant storage + off */
-    AF__LOC_DYN,       /* dynamic region, allocated by its producer's worker */
+    AF__LOC_DYN,       /* dynamic: from its producer worker's pool cache (dynamic.c) */
 };
 
 struct af__prog {
@@ -113,7 +121,7 @@ struct af__prog {
     int32_t *inputs, n_inputs; /* graph input tensors, in tensor-id order */
     int32_t *outputs, n_outputs;
     int32_t *slot_of; /* tensor -> input slot (>= 0), output slot (-2 - k) or -1 */
-    int32_t n_dyn;    /* tensors served by the dynamic region */
+    int32_t n_dyn;    /* dynamic tensors (sized at run time) */
     atomic_int refs;
 };
 
@@ -132,7 +140,7 @@ struct af__round {
     uint64_t *dbytes; /* per tensor: bytes of dynamic tensors this round */
     uint64_t *sum;    /* per tensor: checksum recorded by the producer (verify) */
     uint64_t *seq;    /* per node: execution sequence (history) */
-    uint8_t *owned;   /* per tensor: 1 when ptr[t] came from the dynamic region */
+    uint8_t *owned;   /* per tensor: 1 when ptr[t] is a dynamic block of the pool */
     atomic_int *pending;
     af__task_t *roots; /* the round's first tasks, pushed as one batch (node_count entries) */
     atomic_int remaining;

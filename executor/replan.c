@@ -1,7 +1,7 @@
 /*
  * Re-planning after warm-up (replan_after_warmup = N, seed 1 §5.2).
  *
- * Tensors whose size is unknown at plan time are served by the dynamic region. During the first
+ * Tensors whose size is unknown at plan time are served at run time (dynamic.c). During the first
  * N completed rounds the session records the largest size each dynamic tensor had. Then, once,
  * the graph is copied with those sizes fixed, planned again (same planner options unless the
  * session was given others) and the new program is swapped in under s->mu: rounds started

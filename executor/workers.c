@@ -355,6 +355,7 @@ static void worker_main(void *arg)
     af__worker_t *w = arg;
     af_executor_t *ex = w->ex;
     af__task_t t;
+    af__dyn_bind(w);
     for (;;) {
         int spins = 0;
         while (!find_task(w, &t)) {
@@ -430,7 +431,7 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
             goto fail_kmu;
         ex->own_pool = 1;
     }
-    if ((rc = af_dynregion_create(&ex->dyn, err)))
+    if ((rc = af__dyn_init(ex, err)))
         goto fail_pool;
     for (int32_t i = 0; i < ex->n; i++) {
         af__worker_t *w = &ex->workers[i];
@@ -467,7 +468,7 @@ fail_threads:
         uv_mutex_destroy(&ex->workers[i].dq.mu);
         af__free(ex->workers[i].rbuf);
     }
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
 fail_pool:
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
@@ -503,7 +504,7 @@ void af_executor_destroy(af_executor_t *ex)
     for (size_t i = 0; i < ex->n_kregs; i++)
         af__free(ex->kregs[i].op);
     af__free(ex->kregs);
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
     uv_mutex_destroy(&ex->kmu);
@@ -526,11 +527,6 @@ const af_executor_opts_t *af_executor_opts(const af_executor_t *ex)
 af_pool_t *af_executor_pool(const af_executor_t *ex)
 {
     return ex ? ex->pool : NULL;
-}
-
-af_dynregion_t *af_executor_dynregion(const af_executor_t *ex)
-{
-    return ex ? ex->dyn : NULL;
 }
 
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals)

@@ -716,6 +716,53 @@ static void test_executor_replan_after_warmup(void **state)
     af_graph_destroy(g);
 }
 
+/* Dynamic tensors come from the workers' pool caches (executor/dynamic.c): after warm-up a round
+ * allocates them without a lock and without an OS call, and every byte is checked by the verify
+ * kernels. */
+static void test_executor_dynamic_tensors_from_worker_caches(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    add_t(g, "x", 512, AF_TENSOR_INPUT);
+    add_t(g, "d1", AF_BYTES_DYNAMIC, AF_TENSOR_INTERMEDIATE);
+    add_t(g, "d2", AF_BYTES_DYNAMIC, AF_TENSOR_INTERMEDIATE);
+    add_t(g, "y", 512, AF_TENSOR_OUTPUT);
+    add_n(g, "n1", "Op", "x", NULL, "d1");
+    add_n(g, "n2", "Op", "d1", NULL, "d2");
+    add_n(g, "n3", "Op", "d2", "d1", "y");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    af_executor_opts_t o;
+    af_executor_opts_init(&o);
+    o.threads = 2;
+    af_executor_t *ex;
+    assert_int_equal(af_executor_create(&o, &ex, NULL), 0);
+    af_session_opts_t so = {0};
+    so.dynamic_bytes = dyn_bytes;
+    af_session_t *s;
+    af_error_t err;
+    assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+    for (int r = 0; r < 50; r++) /* warm-up: the caches fill */
+        assert_int_equal(af_session_run(s, NULL, NULL, &err), 0);
+    af_pool_stats_t a, b;
+    af_pool_stats(af_executor_pool(ex), &a);
+    for (int r = 0; r < 100; r++)
+        assert_int_equal(af_session_run(s, NULL, NULL, &err), 0);
+    af_pool_stats(af_executor_pool(ex), &b);
+    af_session_stats_t st;
+    af_session_stats(s, &st);
+    assert_int_equal(st.corrupted_tensors, 0);
+    assert_true(st.dynamic_allocs >= 2 * 150);
+    /* 200 dynamic allocations in the timed rounds, served by the workers' caches */
+    assert_true(b.fast_allocs - a.fast_allocs >= 150);
+    assert_int_equal(b.os_maps, a.os_maps);
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 /* ---- allocation counting and OOM -------------------------------------------------------- */
 
 static long heap_calls;
@@ -869,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_executor_user_kernel_and_missing_op),
         cmocka_unit_test(test_executor_kernel_error_fails_round),
         cmocka_unit_test(test_executor_replan_after_warmup),
+        cmocka_unit_test(test_executor_dynamic_tensors_from_worker_caches),
         cmocka_unit_test(test_executor_no_heap_calls_per_round),
         cmocka_unit_test(test_executor_oom_paths_clean_up),
         cmocka_unit_test(test_executor_opts_table),
