@@ -722,11 +722,3 @@ const af_reuse_edge_t *af_plan_reuse_edges(const af_plan_t *p)
 {
     return p->edges;
 }
-
-int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset)
-{
-    if (tensor < 0 || tensor >= af_graph_tensor_count(p->g))
-        return AF_EINVAL;
-    p->tp[tensor].offset = offset;
-    return 0;
-}

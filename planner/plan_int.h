@@ -79,6 +79,11 @@ static inline int af__window_reaches(const af__window_t *w, int32_t rs, int32_t 
     return (int)(w->bits[(size_t)vs * (AF__WINDOW / 64) + (size_t)j / 64] >> (j % 64)) & 1;
 }
 
+/* The verifier's check 4 (planner/verify_reuse.c): reuse edges forward in the order, every
+ * reuse of bytes ordered after the previous tenant's nodes, in-place writers after the donor's
+ * other readers. 0 or AF_EVERIFY / AF_ENOMEM with err. */
+int af__verify_reuse(const af_plan_t *p, af_error_t *err);
+
 /* Reuse edges for the current offsets (planner/reuse.c). */
 int af__plan_reuse_edges(af_plan_t *p, af_error_t *err);
 

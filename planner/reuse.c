@@ -14,8 +14,8 @@
  * Speed without changing a single edge: the bounded search runs in step space over a CSR of
  * pred steps; it is skipped where a 256-step window of exact data ancestry (bitsets built in
  * one pass in step order) shows r is no ancestor at all, and where a failed search for the same
- * target already made the very same moves (see af__dsearch_ordered). Also home of the helpers
- * the verifier shares: the address-range map, the touchers CSR, the search and the window.
+ * target already made the very same moves (see af__dsearch_ordered). The verifier re-derives
+ * every pair with code of its own (planner/verify_reuse.c) and shares none of these helpers.
  *
  * Lock rule: none; everything is per call (the search state lives in the caller's struct).
  */

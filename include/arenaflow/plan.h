@@ -177,6 +177,23 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err);
  */
 int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset);
 
+/* Test hook: the ways a broken planner could get a plan wrong, one per verifier check, so tests
+ * can show each check catches its bug (mutation testing). Not for production. */
+typedef enum {
+    AF_PLAN_BREAK_ORDER = 0,    /* nodes a and b trade steps (b may then run before its preds) */
+    AF_PLAN_BREAK_LIFETIME = 1, /* tensor a: planned lifetime ends one step early */
+    AF_PLAN_BREAK_BYTES = 2,    /* tensor a: reserves one byte less than its size */
+    AF_PLAN_BREAK_ALIGN = 3,    /* tensor a: offset + 1 */
+    AF_PLAN_BREAK_BOUNDS = 4,   /* tensor a: moved to end past the arena */
+    AF_PLAN_BREAK_VIEW = 5,     /* view a: offset + 1 (no longer where its base puts it) */
+    AF_PLAN_BREAK_OVERLAP = 6,  /* tensor a: moved onto tensor b's offset */
+    AF_PLAN_BREAK_INPLACE = 7,  /* tensor a: claims an in-place hand-over from tensor b */
+    AF_PLAN_BREAK_EDGE = 8,     /* reuse edge a dropped */
+    AF_PLAN_BREAK_EDGE_DIR = 9, /* reuse edge a reversed */
+} af_plan_break_t;
+/* Applies one break. Returns 0, or AF_EINVAL when a or b is out of range. */
+int af_plan_debug_break(af_plan_t *p, af_plan_break_t how, int32_t a, int32_t b);
+
 /*
  * The event table (seed 1 §4.1) as CSV with header
  *   event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes
