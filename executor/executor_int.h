@@ -2,13 +2,10 @@
  * Executor-internal structures: the worker pool (workers.c), compiled programs and rounds
  * (program.c, session.c), the kernel tables (kernels.c, kernels_f32.c).
  *
- * Lock ranks (take in this order, never the reverse):
- *   1. af_session.mu      — round slots, completed list, stats, program swap
- *   2. af_executor.kmu    — kernel registry
- *   3. af__deque.mu       — one worker deque (never two at once)
- *   4. af_executor.mu     — sleeping workers only
- * A worker holds no lock while it runs a kernel. Per-round node state is lock-free: one atomic
- * pending counter per node, one atomic remaining counter per round.
+ * Locks: af_session.mu, af_executor.kmu, af__deque.mu, af_executor.mu, in that order (ranks
+ * AF__RANK_SESSION .. AF__RANK_SLEEP in common/common_int.h, the library's one list; the pool's
+ * locks rank below all of them). A worker holds no lock while it runs a kernel. Per-round node
+ * state is lock-free: one atomic pending counter per node, one atomic remaining counter per round.
  */
 #ifndef ARENAFLOW_EXECUTOR_INT_H
 #define ARENAFLOW_EXECUTOR_INT_H
@@ -59,13 +56,13 @@ struct af_executor {
     int32_t n;
     af__worker_t *workers;
     int32_t started;
-    uv_mutex_t mu; /* rank 4: sleeping */
+    uv_mutex_t mu; /* AF__RANK_SLEEP */
     uv_cond_t cv;
     atomic_int sleepers;
     atomic_llong queued; /* tasks sitting in deques */
     atomic_int stop;
     atomic_uint rr; /* round-robin target for submitted roots */
-    uv_mutex_t kmu; /* rank 2: kernel registry */
+    uv_mutex_t kmu; /* AF__RANK_KERNELS */
     af__kernel_reg_t *kregs;
     size_t n_kregs, cap_kregs;
     af_pool_t *pool;

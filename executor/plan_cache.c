@@ -12,8 +12,9 @@
  * serialize.c owns the format), written with af_file_write_durable() (common/file.c) and read
  * back with af_file_read() + af_plan_decode().
  *
- * Lock rule: one mutex per cache, held for whole lookups, planning included (a cache serialises
- * the planning it does; the executor's locks are never taken under it).
+ * Lock rule: one mutex per cache (AF__RANK_PLAN_CACHE, common/common_int.h), held for whole
+ * lookups, planning included (a cache serialises the planning it does; the executor's locks are
+ * never taken under it).
  */
 #include "arenaflow/cache.h"
 #include "executor/executor_int.h"

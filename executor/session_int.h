@@ -1,7 +1,7 @@
 /*
  * The session structure, shared by session.c (rounds), session_api.c (public calls) and
- * replan.c (re-planning after warm-up). Lock rule: s->mu (rank 1) guards every field below
- * marked [mu]; fields without a mark are set at creation and read-only afterwards.
+ * replan.c (re-planning after warm-up). Lock rule: s->mu (AF__RANK_SESSION) guards every field
+ * below marked [mu]; fields without a mark are set at creation and read-only afterwards.
  */
 #ifndef ARENAFLOW_SESSION_INT_H
 #define ARENAFLOW_SESSION_INT_H

@@ -100,7 +100,7 @@ typedef struct af__pool_chunk {
 } af__pool_chunk_t;
 
 typedef struct af__pool_class {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* AF__RANK_POOL_CLASS */
     uint64_t bs;
     af__pool_block_t *head; /* central free list, LIFO at head */
     _Atomic uint64_t nfree; /* written under the class lock, peeked without it */
@@ -190,7 +190,7 @@ struct af_pool {
     void *va_raw; /* start of the reservation as mmap returned it */
     uint64_t va_bytes;
 
-    pthread_mutex_t glock;
+    pthread_mutex_t glock;   /* AF__RANK_POOL_GLOBAL */
     uint64_t va_bump;        /* granules handed out from the top of the reservation */
     af__pool_range_t *vfree; /* unmapped holes below va_bump */
     size_t nvfree, cap_vfree;

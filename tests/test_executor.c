@@ -863,8 +863,18 @@ static void test_executor_opts_table(void **state)
 {
     (void)state;
     af_executor_opts_t o;
-    af_executor_opts_init(&o);
+    af_executor_opts_init(&o); /* the defaults the table's rows spell, as documented */
+    assert_true(o.threads == 0 && o.max_inflight == 4 && o.replan_after_warmup == 0);
+    assert_true(o.dynamic_default_bytes == 4096 && o.history == 0 && o.verify == -1);
+    assert_string_equal(o.kernels, "verify");
+    assert_null(o.pool);
+    int nkeys = 0;
+    for (const char *const *k = af_executor_opts_keys(); *k; k++)
+        nkeys++;
+    assert_int_equal(nkeys, 7);
     af_error_t err;
+    assert_int_equal(af_executor_opts_set(&o, "dynamic_default_bytes", "1GiB", &err), 0);
+    assert_int_equal(o.dynamic_default_bytes, 1u << 30); /* the one size grammar: G was refused */
     assert_int_equal(af_executor_opts_set(&o, "threads", "3", &err), 0);
     assert_int_equal(o.threads, 3);
     assert_int_equal(af_executor_opts_set(&o, "kernels", "empty", &err), 0);
