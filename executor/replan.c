@@ -12,7 +12,7 @@
  * Lock rule: both entry points are called with s->mu held; af__replan_maybe drops it while it
  * plans (replan_state = 1 keeps other threads from planning at the same time).
  */
-#include "executor/session_int.h"
+#include "executor/executor_int.h"
 
 void af__replan_observe(af_session_t *s, const af__round_t *r)
 {

@@ -21,7 +21,7 @@
  * Lock rule: s->mu protects slots, the completed list, stats and s->prog; it is never held while
  * a kernel runs or while pushing tasks (rank 1 in executor_int.h).
  */
-#include "executor/session_int.h"
+#include "executor/executor_int.h"
 
 #include <string.h>
 

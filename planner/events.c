@@ -11,7 +11,7 @@
  * is an in-place group: its ALLOC and its FREE both name the group's first tensor.
  * Dynamic tensors have offset "dyn"; buffer_index is the shared-object buffer or "-".
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <inttypes.h>
 #include <stdio.h>

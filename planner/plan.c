@@ -15,7 +15,7 @@
  * Safe mode turns reuse off: every arena tensor gets its own bytes (naive placement, no
  * in-place), the reference the diagnosis compares against.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  *
  * Lock rule: none; the caller owns the plan exclusively while it breaks it.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset)
 {

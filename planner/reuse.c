@@ -19,7 +19,7 @@
  *
  * Lock rule: none; everything is per call (the search state lives in the caller's struct).
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -30,7 +30,7 @@
  *
  * Reentrant: no global mutable state (the name list is built from a constant table).
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <stdint.h>
 #include <stdio.h>

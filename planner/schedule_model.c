@@ -6,7 +6,7 @@
  * touch lists; the root -> nodes lists are the transpose. Simulation is O(touches).
  * No locks: a model is built and used by one scheduling call.
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <string.h>
 

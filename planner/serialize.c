@@ -19,7 +19,7 @@
  *
  * Lock rule: none; reentrant.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdio.h>
 #include <string.h>

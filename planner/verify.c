@@ -18,7 +18,7 @@
  *
  * Lock rule: none; everything is per call.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
  *
  * Lock rule: none; everything is per call.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <string.h>
 

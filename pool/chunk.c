@@ -1,5 +1,5 @@
 /*
- * Address space, chunks, central free lists, borrowing, huge chunks and trimming.
+ * Address space, chunks, central free lists, huge chunks and trimming.
  *
  * The pool reserves one PROT_NONE range at creation. Chunks are whole 16 KiB granules of it,
  * taken first-fit from a sorted list of released ranges or from a bump pointer, and made usable
@@ -16,11 +16,8 @@
  * Each class keeps its free blocks on a doubly-linked central list (LIFO at the head): doubly
  * linked so trim can take out every block of an idle chunk in O(blocks).
  *
- * Slow allocation (af__pool_alloc_slow): with the global mutex, borrow one block from the
- * nearest larger class with a free central block (up to borrow_max_ratio x the size); its state
- * word records BORROWED, the owner class and the borrower class, and when freed it goes back to
- * the owner class (seed §5.3: a block returned to the borrower's class slowly drains the large
- * classes). Only when nothing can be borrowed is a chunk mapped.
+ * Borrowing across classes under the global mutex is pool/borrow.c; it calls af__pool_grow
+ * here when nothing can be borrowed.
  *
  * Invariants: a block is in exactly one place — a central list, a cache bin, or a user's hands
  * (state INUSE/BORROWED); a chunk's nfree counts its blocks on the central list; a chunk is
@@ -311,45 +308,6 @@ int af__pool_grow(af_pool_t *p, uint32_t c)
     cl->nchunks++;
     af__pool_cunlock(p, c);
     return 0;
-}
-
-int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_t **blk)
-{
-    af__pool_block_t *b = NULL;
-    int rc = 0;
-    af__pool_glock(p);
-    for (uint32_t d = c + 1; d <= p->cls[c].borrow_last && !b; d++) {
-        if (!AF__LD(&p->cls[d].nfree)) /* peek; rechecked under the lock */
-            continue;
-        af__pool_clock(p, d);
-        b = af__pool_central_pop(p, d);
-        af__pool_cunlock(p, d);
-        if (b) {
-            atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
-                                  memory_order_relaxed);
-            AF__ADD(&p->cls[d].lent_total, 1);
-            AF__ADD(&p->borrows, 1);
-        }
-    }
-    while (!b) {
-        af__pool_clock(p, c); /* a free may have refilled our own class meanwhile */
-        b = af__pool_central_pop(p, c);
-        af__pool_cunlock(p, c);
-        if (b) {
-            atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0),
-                                  memory_order_relaxed);
-            break;
-        }
-        int64_t live = af__pool_live_req(p) + (int64_t)want; /* the peak matters as we grow */
-        af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
-        if ((rc = af__pool_grow(p, c)))
-            break;
-    }
-    af__pool_gunlock(p);
-    if (b)
-        AF__ST(&b->req, (uint32_t)want);
-    *blk = b;
-    return rc;
 }
 
 /* ---- huge chunks (glock) --------------------------------------------------------------- */

@@ -1,7 +1,8 @@
 /*
- * Pool-internal structures shared by pool/pool.c (create, ladder, stats, block queries),
- * pool/chunk.c (address space, chunks, central lists, borrowing, huge chunks, trim) and
- * pool/cache.c (the lock-free per-worker fast path, the cache-less calls). Other modules use
+ * The pool module's one private header, shared by pool/pool.c (create, ladder, stats, block
+ * queries), pool/chunk.c (address space, chunks, central lists, huge chunks, trim),
+ * pool/borrow.c (the slow path: borrowing under the global mutex) and pool/cache.c (the
+ * lock-free per-worker fast path, the cache-less calls). Other modules use
  * include/arenaflow/pool.h only.
  *
  * Locks (ranks in common/common_int.h, AF__RANK_POOL_*): pool->glock (global mutex: address
@@ -303,9 +304,9 @@ void af__pool_central_unlink(af_pool_t *p, uint32_t c, af__pool_block_t *b);
 void af__pool_chunk_release(af_pool_t *p, af__pool_chunk_t *ch);
 
 /*
- * Slow allocation of class c once the caller's own sources are empty: borrow from a larger
- * class's central list, else map a chunk for c. Takes glock (and class locks). On success *blk
- * is in state INUSE or BORROWED with req set. `want` = requested bytes.
+ * Slow allocation of class c once the caller's own sources are empty (pool/borrow.c): borrow
+ * from a larger class's central list, else map a chunk for c. Takes glock (and class locks). On
+ * success *blk is in state INUSE or BORROWED with req set. `want` = requested bytes.
  */
 int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af__pool_block_t **blk);
 /* Makes a new chunk for class c and pushes its blocks to the central list. glock held. */

@@ -7,7 +7,7 @@
  * 400 nodes) so both structures and the switches are exercised. Fixed-seed PRNG; the seed is
  * printed on failure.
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 #include "tests/randdag.h"
 
 #include <setjmp.h>
