@@ -53,7 +53,7 @@ static inline uint64_t af__align_up(uint64_t v, uint64_t a)
 enum af__lock_rank {
     AF__RANK_PLAN_CACHE = 10,  /* af_plan_cache.mu (executor/plan_cache.c): held while planning,
                                   which takes no lock; no executor lock is taken under it */
-    AF__RANK_SESSION = 20,     /* af_session.mu (executor/session_int.h): slots, stats, program */
+    AF__RANK_SESSION = 20,     /* af_session.mu (executor/executor_int.h): slots, stats, program */
     AF__RANK_KERNELS = 30,     /* af_executor.kmu: the kernel registry */
     AF__RANK_DEQUE = 40,       /* af__deque.mu: one worker deque, never two at once */
     AF__RANK_SLEEP = 50,       /* af_executor.mu: sleeping and waking workers */

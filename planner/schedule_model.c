@@ -1,5 +1,5 @@
 /*
- * The scheduler memory model (see schedule_int.h) and its exact simulation.
+ * The scheduler memory model (see planner_int.h) and its exact simulation.
  *
  * Construction is O(tensors + node inputs + node outputs): every node's inputs and outputs are
  * mapped to their alias roots and de-duplicated with a per-root stamp, giving the node -> roots
