@@ -226,34 +226,52 @@ static void random_order(af__search_part_t *sp, uint64_t k, sort_key_t *keys, ui
 
 static void free_part(part_info_t *pi)
 {
-    af__search_part_t *sp = &pi->sp;
     af__free(pi->gidx);
-    af__free(sp->size);
-    af__free(sp->sec_lo);
-    af__free(sp->sec_hi);
-    af__free(sp->ov_start);
-    af__free(sp->ov);
-    af__free(sp->ovr_lo);
-    af__free(sp->ovr_hi);
-    af__free(sp->sec_start);
-    af__free(sp->sec_buf);
-    for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
-        af__free(sp->order[h]);
-    for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
-        af__free(sp->feat[f]);
-    af__free(sp->rank);
-    af__free(sp->unext);
-    af__free(sp->uprev);
-    af__free(sp->minoff);
-    af__free(sp->off);
-    af__free(sp->floor);
-    af__free(sp->total);
-    af__free(sp->sec_init);
-    af__free(sp->lim);
-    af__free(sp->wit);
-    af__free(sp->log);
-    af__free(sp->cand);
-    af__free(sp->frames);
+    af__search_part_free(&pi->sp);
+}
+
+/* Overlaps (CSR): buffers are sorted by lower, so j > i overlaps i iff lower_j < upper_i; then
+ * the sections each buffer and its overlapping ones span. */
+static int part_overlaps(part_info_t *pi, const af_interval_t *iv)
+{
+    af__search_part_t *sp = &pi->sp;
+    int32_t n = sp->n;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < n; i++) {
+            for (int32_t j = i + 1; j < n && iv[pi->gidx[j]].lower < iv[pi->gidx[i]].upper; j++) {
+                if (pass == 0) {
+                    sp->ov_start[i + 1]++, sp->ov_start[j + 1]++;
+                } else {
+                    sp->ov[sp->rank[i]++] = j;
+                    sp->ov[sp->rank[j]++] = i;
+                }
+            }
+        }
+        if (pass == 0) {
+            for (int32_t i = 0; i < n; i++)
+                sp->ov_start[i + 1] += sp->ov_start[i];
+            size_t nov = (size_t)sp->ov_start[n];
+            sp->ov = af__malloc((nov ? nov : 1) * sizeof(int32_t));
+            if (!sp->ov)
+                return AF_ENOMEM;
+            for (int32_t i = 0; i < n; i++)
+                sp->rank[i] = sp->ov_start[i]; /* fill cursors */
+        }
+    }
+    sp->ovr_lo = af__malloc((size_t)n * sizeof(int32_t));
+    sp->ovr_hi = af__malloc((size_t)n * sizeof(int32_t));
+    if (!sp->ovr_lo || !sp->ovr_hi)
+        return AF_ENOMEM;
+    for (int32_t b = 0; b < n; b++) {
+        sp->ovr_lo[b] = sp->sec_lo[b];
+        sp->ovr_hi[b] = sp->sec_hi[b];
+        for (int32_t k = sp->ov_start[b]; k < sp->ov_start[b + 1]; k++) {
+            int32_t c = sp->ov[k];
+            sp->ovr_lo[b] = sp->sec_lo[c] < sp->ovr_lo[b] ? sp->sec_lo[c] : sp->ovr_lo[b];
+            sp->ovr_hi[b] = sp->sec_hi[c] > sp->ovr_hi[b] ? sp->sec_hi[c] : sp->ovr_hi[b];
+        }
+    }
+    return 0;
 }
 
 /* Sections and overlaps of one partition; gidx is sorted by lower. */
@@ -276,30 +294,7 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
             keys[nu++].k[0] = keys[i].k[0];
     sp->nsec = (int32_t)nu - 1;
     sp->alignment = a;
-    size_t un = (size_t)n, us = (size_t)sp->nsec;
-    sp->size = af__malloc(un * sizeof *sp->size);
-    sp->sec_lo = af__malloc(un * sizeof(int32_t));
-    sp->sec_hi = af__malloc(un * sizeof(int32_t));
-    sp->ov_start = af__calloc(un + 1, sizeof(int32_t));
-    sp->rank = af__malloc(un * sizeof(int32_t));
-    sp->unext = af__malloc((un + 1) * sizeof(int32_t));
-    sp->uprev = af__malloc((un + 1) * sizeof(int32_t));
-    sp->minoff = af__malloc(un * sizeof(uint64_t));
-    sp->off = af__malloc(un * sizeof(uint64_t));
-    sp->floor = af__malloc(us * sizeof(uint64_t));
-    sp->total = af__malloc(us * sizeof(uint64_t));
-    sp->sec_init = af__calloc(us, sizeof(uint64_t));
-    sp->lim = af__malloc(2 * (us + 1) * sizeof(uint64_t));
-    sp->wit = af__malloc((us + 1) * sizeof(int32_t));
-    sp->frames = af__malloc((un + 1) * sizeof *sp->frames);
-    int ok = sp->size && sp->sec_lo && sp->sec_hi && sp->ov_start && sp->rank && sp->unext &&
-             sp->uprev && sp->minoff && sp->off && sp->floor && sp->total && sp->sec_init &&
-             sp->lim && sp->wit && sp->frames;
-    for (int h = 0; h <= AF__SEARCH_N_ORDERS; h++)
-        ok = ok && (sp->order[h] = af__malloc(un * sizeof(int32_t))) != NULL;
-    for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
-        ok = ok && (sp->feat[f] = af__malloc(un * sizeof(uint64_t))) != NULL;
-    if (!ok)
+    if (af__search_part_alloc(sp, (size_t)n, (size_t)sp->nsec))
         return AF_ENOMEM;
     for (int32_t b = 0; b < n; b++) {
         const af_interval_t *v = &iv[pi->gidx[b]];
@@ -324,62 +319,8 @@ static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort
     for (int32_t s = 0; s < sp->nsec; s++)
         if (sp->sec_init[s] > pi->lb)
             pi->lb = sp->sec_init[s];
-    /* Overlaps: buffers are sorted by lower, so j > i overlaps i iff lower_j < upper_i. */
-    size_t nov = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t i = 0; i < n; i++) {
-            for (int32_t j = i + 1; j < n && iv[pi->gidx[j]].lower < iv[pi->gidx[i]].upper; j++) {
-                if (pass == 0) {
-                    sp->ov_start[i + 1]++, sp->ov_start[j + 1]++;
-                } else {
-                    sp->ov[sp->rank[i]++] = j;
-                    sp->ov[sp->rank[j]++] = i;
-                }
-            }
-        }
-        if (pass == 0) {
-            for (int32_t i = 0; i < n; i++)
-                sp->ov_start[i + 1] += sp->ov_start[i];
-            nov = (size_t)sp->ov_start[n];
-            sp->ov = af__malloc((nov ? nov : 1) * sizeof(int32_t));
-            if (!sp->ov)
-                return AF_ENOMEM;
-            for (int32_t i = 0; i < n; i++)
-                sp->rank[i] = sp->ov_start[i]; /* fill cursors */
-        }
-    }
-    sp->ovr_lo = af__malloc(un * sizeof(int32_t));
-    sp->ovr_hi = af__malloc(un * sizeof(int32_t));
-    if (!sp->ovr_lo || !sp->ovr_hi)
+    if (part_overlaps(pi, iv) || af__search_part_sections(sp))
         return AF_ENOMEM;
-    for (int32_t b = 0; b < n; b++) {
-        sp->ovr_lo[b] = sp->sec_lo[b];
-        sp->ovr_hi[b] = sp->sec_hi[b];
-        for (int32_t k = sp->ov_start[b]; k < sp->ov_start[b + 1]; k++) {
-            int32_t c = sp->ov[k];
-            sp->ovr_lo[b] = sp->sec_lo[c] < sp->ovr_lo[b] ? sp->sec_lo[c] : sp->ovr_lo[b];
-            sp->ovr_hi[b] = sp->sec_hi[c] > sp->ovr_hi[b] ? sp->sec_hi[c] : sp->ovr_hi[b];
-        }
-    }
-    /* Buffers live in each section (CSR). */
-    sp->sec_start = af__calloc(us + 1, sizeof(int32_t));
-    if (!sp->sec_start)
-        return AF_ENOMEM;
-    for (int32_t b = 0; b < n; b++)
-        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
-            sp->sec_start[s + 1]++;
-    for (int32_t s = 0; s < sp->nsec; s++)
-        sp->sec_start[s + 1] += sp->sec_start[s];
-    sp->sec_buf = af__malloc(((size_t)sp->sec_start[sp->nsec] + 1) * sizeof(int32_t));
-    if (!sp->sec_buf)
-        return AF_ENOMEM;
-    for (int32_t s = 0; s < sp->nsec; s++)
-        sp->floor[s] = (uint64_t)sp->sec_start[s]; /* fill cursors */
-    for (int32_t b = 0; b < n; b++)
-        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
-            sp->sec_buf[sp->floor[s]++] = b;
-    for (int32_t s = 0; s < sp->nsec; s++)
-        sp->wit[s] = sp->sec_start[s]; /* every section has a live buffer */
     build_features(sp, iv, pi->gidx);
     static_order(pi, 0, keys); /* the skyline fallback uses order 0 */
     return 0;
