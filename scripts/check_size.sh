@@ -7,20 +7,22 @@
 # opening brace stands alone in column 0 and its closing brace too; the function's name is taken
 # from the signature above the brace. Each offender is printed as FILE:LINE with its name and
 # length, so the message names what to split. Exit 1 when anything is over, 0 otherwise.
-#   scripts/check_size.sh [--max-function N] [--max-file N]   (defaults 100, 800)
+#   scripts/check_size.sh [--root DIR] [--max-function N] [--max-file N]   (defaults: the
+#   repository, 100, 800)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 max_fn=100 max_file=800
 while [ $# -gt 0 ]; do
     case $1 in
+    --root) cd "$2"; shift ;;
     --max-function) max_fn=$2; shift ;;
     --max-file) max_file=$2; shift ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_size.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
-if git rev-parse --git-dir >/dev/null 2>&1; then
+if [ -d .git ] || [ -f .git ]; then
     mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.c' '*.h')
 else
     mapfile -t files < <(find . -name '*.[ch]' -not -path './build*' | sed 's|^\./||')
