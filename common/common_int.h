@@ -9,6 +9,7 @@
 #include "arenaflow/common.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,18 @@ static inline uint64_t af__align_up(uint64_t v, uint64_t a)
 }
 
 #define AF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- option tables built once (common/options.c) ----
+ * A component's defaults struct and NULL-terminated key list, made from its table the first time
+ * af__opts_ready() is called (by any thread; concurrent first callers wait), read-only after. */
+typedef struct af__opts_cache {
+    const af_opt_t *table;
+    size_t n;
+    void *defaults;    /* the component's options struct (static storage) */
+    const char **keys; /* n + 1 entries (static storage) */
+    atomic_int state;  /* 0 not built, 1 building, 2 ready */
+} af__opts_cache_t;
+const af__opts_cache_t *af__opts_ready(af__opts_cache_t *c);
 
 /*
  * ---- lock ranks: every mutex of the library, in the one order they may nest ----

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <uv.h>
 
 int af_parse_size(const char *s, uint64_t *out)
 {
@@ -263,4 +264,23 @@ int af_opts_format(const af_opt_t *t, size_t n, const void *opts, char *buf, siz
         at += (size_t)w;
     }
     return 0;
+}
+
+const af__opts_cache_t *af__opts_ready(af__opts_cache_t *c)
+{
+    int st = atomic_load_explicit(&c->state, memory_order_acquire);
+    if (st == 2)
+        return c;
+    int zero = 0;
+    if (atomic_compare_exchange_strong(&c->state, &zero, 1)) {
+        (void)af_opts_defaults(c->table, c->n, c->defaults, NULL); /* tests check the tables */
+        for (size_t i = 0; i < c->n; i++)
+            c->keys[i] = c->table[i].key;
+        c->keys[c->n] = NULL;
+        atomic_store_explicit(&c->state, 2, memory_order_release);
+        return c;
+    }
+    while (atomic_load_explicit(&c->state, memory_order_acquire) != 2)
+        uv_sleep(0); /* another thread is building it: microseconds */
+    return c;
 }

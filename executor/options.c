@@ -4,7 +4,7 @@
  * af_executor_opts_keys read the same row. Fields without a config spelling (pool,
  * debug_ignore_reuse_edges) start zeroed.
  *
- * Lock rule: the defaults and the key list are built once (uv_once), read-only afterwards.
+ * Lock rule: the defaults and the key list are built once (af__opts_ready), read-only afterwards.
  */
 #include "executor/executor_int.h"
 
@@ -29,22 +29,13 @@ static const af_opt_t opt_table[] = {
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)
 
-static uv_once_t once = UV_ONCE_INIT;
-static af_executor_opts_t defaults;
+static af_executor_opts_t defaults; /* zero except for the table's fields */
 static const char *keys[N_OPTS + 1];
-
-static void build_once(void)
-{
-    memset(&defaults, 0, sizeof(defaults));
-    (void)af_opts_defaults(opt_table, N_OPTS, &defaults, NULL); /* tests check it succeeds */
-    for (size_t i = 0; i < N_OPTS; i++)
-        keys[i] = opt_table[i].key;
-}
+static af__opts_cache_t built = {opt_table, N_OPTS, &defaults, keys, 0};
 
 void af_executor_opts_init(af_executor_opts_t *o)
 {
-    uv_once(&once, build_once);
-    *o = defaults;
+    *o = *(const af_executor_opts_t *)af__opts_ready(&built)->defaults;
 }
 
 int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value, af_error_t *err)
@@ -56,6 +47,5 @@ int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *val
 
 const char *const *af_executor_opts_keys(void)
 {
-    uv_once(&once, build_once);
-    return keys;
+    return af__opts_ready(&built)->keys;
 }

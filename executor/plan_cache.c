@@ -244,6 +244,21 @@ static int load_dir(af_plan_cache_t *c, af_error_t *err)
 
 /* ---- public calls ----------------------------------------------------------------------- */
 
+/* Entries, warnings and the cache itself (the mutex is the caller's). */
+static void free_cache(af_plan_cache_t *c)
+{
+    while (c->head) {
+        entry_t *e = c->head;
+        lru_unlink(c, e);
+        entry_free(e);
+    }
+    for (size_t i = 0; i < c->n_warn; i++)
+        af__free(c->warn[i]);
+    af__free(c->warn);
+    af__free(c->dir);
+    af__free(c);
+}
+
 int af_plan_cache_create(const af_plan_cache_opts_t *opts, af_plan_cache_t **out, af_error_t *err)
 {
     if (!out)
@@ -269,16 +284,7 @@ int af_plan_cache_create(const af_plan_cache_opts_t *opts, af_plan_cache_t **out
 fail:
     af__err(err, rc, "cannot create the plan cache: %s", af_strerror(rc));
 fail_quiet:
-    while (c->head) {
-        entry_t *e = c->head;
-        lru_unlink(c, e);
-        entry_free(e);
-    }
-    for (size_t i = 0; i < c->n_warn; i++)
-        af__free(c->warn[i]);
-    af__free(c->warn);
-    af__free(c->dir);
-    af__free(c);
+    free_cache(c);
     return rc;
 }
 
@@ -286,17 +292,8 @@ void af_plan_cache_destroy(af_plan_cache_t *c)
 {
     if (!c)
         return;
-    while (c->head) {
-        entry_t *e = c->head;
-        lru_unlink(c, e);
-        entry_free(e);
-    }
-    for (size_t i = 0; i < c->n_warn; i++)
-        af__free(c->warn[i]);
-    af__free(c->warn);
     uv_mutex_destroy(&c->mu);
-    af__free(c->dir);
-    af__free(c);
+    free_cache(c);
 }
 
 /* Plans g (copied) with o — or, given a stored order and offsets, rebuilds that plan with

@@ -4,14 +4,13 @@
  * its field in af_plan_opts_t, and af_plan_opts_init, af_plan_opts_set, af_plan_opts_keys and
  * af_plan_opts_format all read the same row.
  *
- * Lock rule: the defaults and the key list are built once (uv_once) and read-only afterwards, so
- * every function here may be called from any thread.
+ * Lock rule: the defaults and the key list are built once (af__opts_ready) and read-only
+ * afterwards, so every function here may be called from any thread.
  */
 #include "planner/planner_int.h"
 
 #include <stddef.h>
 #include <string.h>
-#include <uv.h>
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -60,28 +59,18 @@ static const af_opt_t opt_table[] = {
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)
 
-static uv_once_t once = UV_ONCE_INIT;
-static af_plan_opts_t defaults;
+static af_plan_opts_t defaults; /* zero except for the table's fields */
 static const char *keys[N_OPTS + 1];
-
-static void build_once(void)
-{
-    memset(&defaults, 0, sizeof(defaults));
-    (void)af_opts_defaults(opt_table, N_OPTS, &defaults, NULL); /* tests check it succeeds */
-    for (size_t i = 0; i < N_OPTS; i++)
-        keys[i] = opt_table[i].key;
-}
+static af__opts_cache_t built = {opt_table, N_OPTS, &defaults, keys, 0};
 
 void af_plan_opts_init(af_plan_opts_t *o)
 {
-    uv_once(&once, build_once);
-    *o = defaults;
+    *o = *(const af_plan_opts_t *)af__opts_ready(&built)->defaults;
 }
 
 const char *const *af_plan_opts_keys(void)
 {
-    uv_once(&once, build_once);
-    return keys;
+    return af__opts_ready(&built)->keys;
 }
 
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err)
