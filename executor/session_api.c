@@ -11,7 +11,7 @@
  * (af_session_run) or the loop callback (submit) returns the slot under s->mu. uv_async_send is
  * called with s->mu held so the session cannot be destroyed between publication and the send.
  */
-#include "executor/session_int.h"
+#include "executor/executor_int.h"
 
 #include <stdlib.h>
 #include <string.h>

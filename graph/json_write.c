@@ -7,8 +7,9 @@
  * parse gives the same graph. Fields that hold their default are left out (kind intermediate,
  * no alias, cost 0); a dynamic tensor is written "dynamic": true instead of "bytes".
  *
- * Saving is atomic: the text goes to a temp file in the same directory, is fsync'ed, then
- * renamed over the target, so a reader sees the old file or the new one, never half of one.
+ * Saving goes through the library's durable write (common/file.c: a temp file unique per
+ * writer, fsync, rename, fsync of the directory), so a reader sees the old file or the new one,
+ * never half of one.
  * A graph with constant data gets a weights file beside the JSON (GRAPH.weights), written the
  * same way and first, holding each tensor's bytes at a 64-byte aligned offset in tensor order;
  * the JSON names it ("weights": {"file", "bytes"}) and gives each tensor's "data" range.
@@ -25,8 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define AF__STR_(x) #x
 #define AF__STR(x) AF__STR_(x)
@@ -329,70 +328,13 @@ int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
     return to_json(g, NULL, out, err);
 }
 
-/* Writes all of buf to fd, retrying on EINTR and short writes. */
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-typedef int (*fill_fn)(int fd, const void *ctx);
-
-/* Writes path atomically: fill() writes a temp file beside it, fsync, rename over path. */
-static int write_atomic(const char *path, fill_fn fill, const void *ctx, af_error_t *err)
-{
-    size_t plen = strlen(path);
-    char *tmp = af__malloc(plen + 16);
-    if (!tmp)
-        return af__err(err, AF_ENOMEM, "out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int rc = 0, fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = af__err(err, AF_EIO, "cannot create a temporary file next to '%s': %s", path,
-                     strerror(errno));
-        goto out;
-    }
-    /* mkstemp creates 0600; a graph file is ordinary data. (umask() is process-wide and racy
-     * in a threaded program, so a fixed 0644 is used rather than "0666 & ~umask".) */
-    (void)fchmod(fd, 0644);
-    if (fill(fd, ctx) || fsync(fd)) {
-        rc = af__err(err, AF_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    if (close(fd) || rename(tmp, path)) {
-        rc = af__err(err, AF_EIO, "cannot replace '%s': %s", path, strerror(errno));
-        unlink(tmp);
-    }
-out:
-    af__free(tmp);
-    return rc;
-}
-
-static int fill_text(int fd, const void *ctx)
-{
-    return write_all(fd, ctx, strlen(ctx));
-}
-
 typedef struct wctx {
     const af_graph_t *g;
     const wlayout_t *w;
 } wctx_t;
 
 /* The weights file: each tensor's data at its offset, zero padding between. */
-static int fill_weights(int fd, const void *ctx)
+static int fill_weights(int fd, void *ctx)
 {
     const wctx_t *c = ctx;
     static const char zeros[64];
@@ -401,12 +343,12 @@ static int fill_weights(int fd, const void *ctx)
         const af_tensor_info_t *t = &c->g->tensors[i];
         if (!t->data)
             continue;
-        if (write_all(fd, zeros, (size_t)(c->w->off[i] - at)) ||
-            write_all(fd, t->data, (size_t)t->bytes))
+        if (af_file_write_all(fd, zeros, (size_t)(c->w->off[i] - at)) ||
+            af_file_write_all(fd, t->data, (size_t)t->bytes))
             return -1;
         at = c->w->off[i] + (uint64_t)t->bytes;
     }
-    return write_all(fd, zeros, (size_t)(c->w->total - at));
+    return af_file_write_all(fd, zeros, (size_t)(c->w->total - at));
 }
 
 /* PATH.json -> PATH.weights; any other name gets ".weights" appended. af__malloc'd. */
@@ -445,11 +387,11 @@ int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err)
         const char *slash = strrchr(wpath, '/');
         lay.file = slash ? slash + 1 : wpath;
         wctx_t wc = {g, &lay};
-        if ((rc = write_atomic(wpath, fill_weights, &wc, err)))
+        if ((rc = af_file_write_durable_fn(wpath, fill_weights, &wc, err)))
             goto out;
     }
     if (!(rc = to_json(g, lay.off ? &lay : NULL, &text, err)))
-        rc = write_atomic(path, fill_text, text, err);
+        rc = af_file_write_durable(path, text, strlen(text), err);
 out:
     af__free(text);
     af__free(wpath);

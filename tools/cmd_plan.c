@@ -3,6 +3,7 @@
  * with every tensor the arena does not cover because its size is unknown: its op, dtype, the
  * dims known so far and the reason the importer recorded, so nothing is dynamic silently.
  */
+#include "arenaflow/pack.h"
 #include "tools/cli.h"
 
 #include "arenaflow/render.h"
@@ -45,18 +46,6 @@ static void usage(FILE *f)
                "  --json             print one JSON object instead of the text report\n"
                "  -h, --help         this help\n\n"
                "exit status: 0 planned, 1 rejected input or failed plan, 2 usage error\n");
-}
-
-static void human_bytes(char *out, size_t n, uint64_t b)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
-    }
-    snprintf(out, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
 }
 
 /* The dynamic tensors the arena leaves to run time (roots; their views follow them). */
@@ -140,12 +129,12 @@ static json_t *dynamic_json(const af_graph_t *g, const af_plan_t *p)
 static void print_text(const af_graph_t *g, const af_plan_report_t *r)
 {
     char a[32], b[32], c[32], d[32], e[32], f[32];
-    human_bytes(a, sizeof a, r->naive_bytes);
-    human_bytes(b, sizeof b, r->input_order_bytes);
-    human_bytes(c, sizeof c, r->shared_object_bytes);
-    human_bytes(d, sizeof d, r->arena_bytes);
-    human_bytes(e, sizeof e, r->lower_bound_bytes);
-    human_bytes(f, sizeof f, r->any_order_bound_bytes);
+    af_format_bytes(a, sizeof a, r->naive_bytes);
+    af_format_bytes(b, sizeof b, r->input_order_bytes);
+    af_format_bytes(c, sizeof c, r->shared_object_bytes);
+    af_format_bytes(d, sizeof d, r->arena_bytes);
+    af_format_bytes(e, sizeof e, r->lower_bound_bytes);
+    af_format_bytes(f, sizeof f, r->any_order_bound_bytes);
     printf("graph             %s\n", af_graph_name(g)[0] ? af_graph_name(g) : "(unnamed)");
     printf("tensors           %d (%d in the arena, %d dynamic)\n", r->tensors, r->arena_tensors,
            r->dynamic_tensors);

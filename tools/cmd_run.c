@@ -17,7 +17,7 @@
 #include "tools/run_util.h"
 
 #include "arenaflow/cache.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -53,18 +53,6 @@ void run_count_allocs(void)
 uint64_t run_alloc_calls(void)
 {
     return __atomic_load_n(&alloc_calls, __ATOMIC_RELAXED);
-}
-
-void run_human_bytes(char *out, size_t n, uint64_t b)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
-    }
-    snprintf(out, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
 }
 
 af_graph_t *run_load_graph(const char *path, int32_t batch)
@@ -473,8 +461,8 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
 {
     const af_plan_report_t *rep = af_plan_report(p);
     char nb[32], ab[32];
-    run_human_bytes(nb, sizeof nb, rep->naive_bytes);
-    run_human_bytes(ab, sizeof ab, r->st.arena_bytes);
+    af_format_bytes(nb, sizeof nb, rep->naive_bytes);
+    af_format_bytes(ab, sizeof ab, r->st.arena_bytes);
     printf("graph          %s (%d nodes, %d tensors)\n",
            af_graph_name(g)[0] ? af_graph_name(g) : a->path, rep->nodes, rep->tensors);
     printf("plan           %s%s, schedule %s, placer %s, %d reuse edges, %.1f ms\n",
@@ -497,7 +485,7 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
     if (cmp)
         for (int m = 0; m < 2; m++) {
             char b[32];
-            run_human_bytes(b, sizeof b, cmp[m].arena);
+            af_format_bytes(b, sizeof b, cmp[m].arena);
             if (cmp[m].ok)
                 printf("%-14s arena %s, critical path %d nodes, cost %.4g\n",
                        m ? "strict" : "fence", b, cmp[m].cp_nodes, cmp[m].cp_cost);

@@ -1,16 +1,18 @@
 /*
  * arenaflow — the plan cache: graphs driven many rounds are planned once.
  *
- * Key: a fingerprint (xxHash XXH3-64) of the graph (names, op types, tensor sizes, kinds,
- * dtypes, shapes, views, in-place hints, attributes, costs, edges) and of every planner option.
+ * Key: af_plan_fingerprint() (arenaflow/plan.h): the graph's fingerprint (names, op types,
+ * tensor sizes, kinds, dtypes, shapes, views, in-place hints, attributes, costs, edges) salted
+ * with every planner option.
  * Value: a plan made on the cache's own copy of the graph, so the caller's graph may be freed.
  * The cache is an LRU bounded by the (estimated) bytes of its entries; entries in use (not yet
  * released) are never evicted. An evicted entry's file is deleted too, so the directory is bounded
  * by the same LRU. Hit, miss, restore and eviction counters.
  *
- * Persistence (opts.dir): each plan is also written to DIR/<fingerprint>.afplan atomically
- * (temp file, fsync, rename, fsync of the directory). At creation every *.afplan file is read
- * back: magic, format version, size fields and an XXH3 checksum of the whole file are checked;
+ * Persistence (opts.dir): each plan is also written to DIR/<fingerprint>.afplan as
+ * af_plan_encode() gives it, durably (af_file_write_durable: a temp file unique per writer,
+ * fsync, rename, fsync of the directory). At creation every *.afplan file is read back with
+ * af_plan_decode(): magic, format version, size fields and an XXH3 checksum are checked;
  * a corrupted or foreign file is ignored and reported as a warning (af_plan_cache_warning()),
  * never trusted. A restored entry holds the order and offsets the plan had; the first lookup
  * that hits it rebuilds the plan with the recorded scheduler (no schedule search) and accepts
@@ -63,9 +65,6 @@ typedef struct af_plan_cache_stats {
 int af_plan_cache_create(const af_plan_cache_opts_t *opts, af_plan_cache_t **out, af_error_t *err);
 /* Frees the cache and its plans. Every plan handed out must have been released. NULL ok. */
 void af_plan_cache_destroy(af_plan_cache_t *c);
-
-/* The fingerprint the cache keys on. opts may be NULL (defaults). g must be finalized. */
-uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts);
 
 /*
  * Returns the plan for (g, opts): from memory, from disk, or freshly planned (and persisted).

@@ -105,9 +105,8 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
 void af_executor_destroy(af_executor_t *ex);
 int32_t af_executor_threads(const af_executor_t *ex);
 const af_executor_opts_t *af_executor_opts(const af_executor_t *ex);
-/* The pool arenas come from, and the dynamic region dynamic tensors come from. */
+/* The pool round arenas and dynamic tensors (through one cache per worker) come from. */
 af_pool_t *af_executor_pool(const af_executor_t *ex);
-af_dynregion_t *af_executor_dynregion(const af_executor_t *ex);
 /* Tasks run and tasks stolen by all workers since creation. Thread-safe. */
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals);
 
@@ -236,7 +235,7 @@ typedef struct af_session_stats {
     uint64_t nodes_run;
     uint64_t plan_swaps;          /* re-plans swapped in (replan_after_warmup) */
     uint64_t arena_bytes;         /* arena size of the current plan */
-    uint64_t dynamic_allocs;      /* dynamic tensors served by the pool's dynamic region */
+    uint64_t dynamic_allocs;      /* dynamic tensors allocated (from the workers' pool caches) */
     uint64_t pool_os_calls;       /* OS calls of the arena pool since the session started */
     int32_t first_corrupt_tensor; /* first tensor caught corrupted, -1 none */
     int32_t first_corrupt_node;   /* the node that read it */

@@ -263,6 +263,43 @@ int32_t af_graph_alias_root(const af_graph_t *g, int32_t tensor);
 /* Byte offset of a tensor inside its alias root (0 when not an alias). */
 int64_t af_graph_alias_root_offset(const af_graph_t *g, int32_t tensor);
 
+/*
+ * Copies a finalized graph: same tensor and node ids, names, sizes, shapes, views, in-place hints,
+ * costs, attributes, constant data (shared with g: reference-counted storage, not copied) and
+ * dynamic reasons; the copy is finalized and owned by the caller. With dynamic_sizes (NULL:
+ * none), every dynamic tensor t with dynamic_sizes[t] > 0 gets that fixed size (and an unknown
+ * shape) instead — how a graph is re-planned once warm-up rounds have shown the real sizes.
+ * Errors: AF_EINVAL (g not finalized), AF_ENOMEM; *out set only on success. Thread-safe on a
+ * finalized graph (it is only read).
+ */
+int af_graph_copy(const af_graph_t *g, const uint64_t *dynamic_sizes, af_graph_t **out,
+                  af_error_t *err);
+
+/* ---- identity -------------------------------------------------------------------------------- */
+
+/* A 128-bit fingerprint (XXH3-128); hi and lo are its two halves. */
+typedef struct af_fingerprint {
+    uint64_t hi, lo;
+} af_fingerprint_t;
+
+/* Hex digits of a fingerprint: hi then lo, 32 lowercase digits and a NUL. */
+#define AF_FINGERPRINT_HEX 33
+
+/*
+ * The graph's identity: XXH3-128 over salt[0, salt_len) (what else the caller's key depends on,
+ * e.g. the planner options; may be NULL with 0) followed by everything planning and execution
+ * read from the graph — its name; every tensor's name, size, dtype, shape, kind, view and
+ * constant data; every node's name, op, inputs, outputs, cost, in-place hints and attributes,
+ * in id order. Two graphs
+ * built the same way have the same fingerprint on every machine of the same byte order; the
+ * formatting of the JSON they came from does not matter. Returns 0, or AF_EINVAL (g not
+ * finalized, or out NULL). Thread-safe.
+ */
+int af_graph_fingerprint(const af_graph_t *g, const void *salt, size_t salt_len,
+                         af_fingerprint_t *out);
+/* Writes fp as AF_FINGERPRINT_HEX - 1 hex digits and a NUL into out. */
+void af_fingerprint_hex(const af_fingerprint_t *fp, char out[AF_FINGERPRINT_HEX]);
+
 /* ---- JSON format (docs/graph-format.md) --------------------------------------------------- */
 
 /*
@@ -287,10 +324,11 @@ int af_graph_load_json(const char *path, af_graph_t **out, af_error_t *err);
  */
 int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err);
 /*
- * Writes the JSON to a file (atomically: temp file + rename). When the graph carries constant
- * data, the bytes go to a weights file next to it (PATH with ".json" replaced by ".weights", or
- * PATH + ".weights"), also written atomically, and the JSON references it by file name with
- * each tensor's offset and size (docs/graph-format.md).
+ * Writes the JSON to a file durably (af_file_write_durable: unique temp file, fsync, rename,
+ * fsync of the directory). When the graph carries constant data, the bytes go first to a
+ * weights file next to it (PATH with ".json" replaced by ".weights", or PATH + ".weights"),
+ * written the same way, and the JSON references it by file name with each tensor's offset and
+ * size (docs/graph-format.md).
  */
 int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err);
 
