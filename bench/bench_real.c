@@ -23,7 +23,9 @@
  * Usage: bench_real MODEL [--input NAME=DIMS]... [--threads N] [--intra K] [--kernels SET]
  *                   [--rounds N] [--warmup N] [--profile] [--json]
  */
-#include "arenaflow/arenaflow.h"
+#include "arenaflow/executor.h"
+#include "arenaflow/graph.h"
+#include "arenaflow/plan.h"
 #include "arenaflow/onnx.h"
 
 #include <math.h>

@@ -40,8 +40,20 @@ static const option_t options[] = {
     {"server", "listen", OPT_STR, STRF(listen), 0, 0},
     {"server", "state_dir", OPT_STR, STRF(state_dir), 0, 0},
     {"server", "log_level", OPT_STR, STRF(log_level), 0, 0},
-    {"limits", "max_body", OPT_SIZE, OFF(max_body), 0, 1024, (int64_t)1 << 40},
+    {"server", "tls_cert", OPT_STR, STRF(tls_cert), 0, 0},
+    {"server", "tls_key", OPT_STR, STRF(tls_key), 0, 0},
+    {"server", "max_connections", OPT_INT, OFF(max_connections), 0, 1, 100000},
+    {"server", "request_timeout_ms", OPT_INT, OFF(request_timeout_ms), 0, 100, 3600000},
+    {"auth", "tokens_file", OPT_STR, STRF(tokens_file), 0, 0},
+    {"limits", "max_body", OPT_SIZE, OFF(lim.max_body), 0, 1024, (int64_t)1 << 40},
+    {"limits", "max_nodes", OPT_INT, OFF(lim.max_nodes), 0, 1, 100000000},
+    {"limits", "max_tensors", OPT_INT, OFF(lim.max_tensors), 0, 1, 100000000},
+    {"limits", "max_attrs_per_node", OPT_INT, OFF(lim.max_attrs), 0, 0, 100000000},
+    {"limits", "max_arena_bytes", OPT_SIZE, OFF(lim.max_arena_bytes), 0, 4096, (int64_t)1 << 50},
+    {"limits", "max_parse_bytes", OPT_SIZE, OFF(lim.max_parse_bytes), 0, 1 << 20, (int64_t)1 << 44},
+    {"limits", "max_plan_ms", OPT_INT, OFF(lim.max_plan_ms), 0, 10, 86400000},
     {"limits", "max_graphs", OPT_INT, OFF(max_graphs), 0, 1, 1000000},
+    {"limits", "max_plans_bytes", OPT_SIZE, OFF(max_plans_bytes), 0, 1 << 20, (int64_t)1 << 44},
     {"limits", "max_concurrent_runs", OPT_INT, OFF(max_runs), 0, 1, 4096},
     {"limits", "max_rounds", OPT_INT, OFF(max_rounds), 0, 1, 100000000},
     {"limits", "max_pending_plans", OPT_INT, OFF(max_pending_plans), 0, 1, 4096},
@@ -57,7 +69,16 @@ void af__dcfg_init(af__dcfg_t *c)
     memset(c, 0, sizeof(*c));
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
     snprintf(c->log_level, sizeof(c->log_level), "info");
-    c->max_body = 16u << 20;
+    c->max_connections = 256;
+    c->request_timeout_ms = 10000;
+    c->lim.max_body = 16u << 20;
+    c->lim.max_nodes = 100000;
+    c->lim.max_tensors = 200000;
+    c->lim.max_attrs = 1024;
+    c->lim.max_arena_bytes = 1ull << 30;
+    c->lim.max_parse_bytes = 320ull << 20;
+    c->lim.max_plan_ms = 10000;
+    c->max_plans_bytes = 256u << 20;
     c->max_graphs = 1024;
     c->max_runs = 2;
     c->max_rounds = 1000000;
@@ -211,6 +232,10 @@ static int on_ini(void *user, const char *section, const char *key, const char *
 
 static int check(const af__dcfg_t *c, char *err, size_t errlen)
 {
+    if (!c->tls_cert[0] != !c->tls_key[0]) {
+        snprintf(err, errlen, "[server] tls_cert and tls_key go together (one is empty)");
+        return -1;
+    }
     int known = 0;
     for (const char *const *n = af_kernel_set_names(); *n; n++)
         known |= strcmp(*n, c->fast_kernels) == 0;
@@ -270,4 +295,15 @@ void af__dcfg_planner_string(const af__dcfg_t *c, char *buf, size_t len)
             break;
         used += (size_t)n;
     }
+}
+
+int af__dcfg_exec_differs(const af__dcfg_t *a, const af__dcfg_t *b)
+{
+    if (strcmp(a->fast_kernels, b->fast_kernels) != 0 || a->n_exec != b->n_exec)
+        return 1;
+    for (int i = 0; i < a->n_exec; i++)
+        if (strcmp(a->exec_key[i], b->exec_key[i]) != 0 ||
+            strcmp(a->exec_val[i], b->exec_val[i]) != 0)
+            return 1;
+    return 0;
 }

@@ -8,9 +8,10 @@
  *   after the kernel. So a tensor whose bytes were overwritten by a wrongly placed neighbour is
  *   caught at its first read, whichever kernels run.
  * "empty": does nothing (measures pure scheduling overhead).
- * "reference": the naive C table of kernels_f32.c, the oracle of the tests.
+ * "reference": the naive C kernels of kernels_ref*.c, every supported op and dtype (the oracle).
  * "onednn" (built with oneDNN): the table of onednn_*.c, whose entries prepare a per-node state
- *   at session creation (prepare.c); the reference table is its fallback, per node.
+ *   at session creation (prepare.c); the reference rows serve the ops it lacks or refuses, per
+ *   node.
  * "real": the fastest of the above that is built in.
  *
  * Teams: a node whose estimated cost makes an OpenMP team pay (AF__TEAM_MIN_COST, from the
@@ -78,12 +79,9 @@ int af__kernel_empty(const af_kernel_args_t *a)
 
 static const af__kernel_set_t sets[] = {
     {.name = "verify", .all = af__kernel_pattern},
-    {.name = "reference", .table = af__kernels_f32},
+    {.name = "reference"},
 #ifdef AF_HAVE_ONEDNN
-    {.name = "onednn",
-     .table = af__kernels_onednn,
-     .fallback = af__kernels_f32,
-     .backend = &af__onednn_backend},
+    {.name = "onednn", .table = af__kernels_onednn, .backend = &af__onednn_backend},
 #endif
     {.name = "empty", .all = af__kernel_empty},
 };
@@ -134,6 +132,15 @@ const af__kernel_entry_t *af__kernel_find(const af__kernel_entry_t *table, const
     return NULL;
 }
 
+const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op)
+{
+    const af__kernel_set_t *ks = af__kernel_set(set);
+    if (!ks || ks->all || !op)
+        return NULL;
+    const af__kernel_entry_t *e = af__kernel_find(ks->table, op);
+    return e ? e : af__kref_find(op);
+}
+
 af_kernel_fn af_kernel_builtin(const char *set, const char *op)
 {
     const af__kernel_set_t *ks = af__kernel_set(set);
@@ -141,10 +148,10 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op)
         return NULL;
     if (ks->all)
         return ks->all;
-    const af__kernel_entry_t *e = af__kernel_find(ks->table, op);
-    if (e && !e->prepare)
-        return e->fn;
-    e = af__kernel_find(ks->fallback, op);
+    /* a row that prepares a state cannot run without one: the caller gets the reference row */
+    const af__kernel_entry_t *e = af__kernel_entry(set, op);
+    if (e && e->prepare)
+        e = af__kref_find(op);
     return e ? e->fn : NULL;
 }
 

@@ -16,7 +16,31 @@
  */
 #include "executor/executor_int.h"
 
+#include <stdio.h>
 #include <string.h>
+
+typedef struct scratch_out {
+    const uint64_t *bytes; /* per node, 0: none */
+    char name[300];
+} scratch_out_t;
+
+/* The scratch output of node v ("<node>#scratch", or with a number when taken). */
+static int scratch_tensor(void *user, const af_graph_t *g, int32_t v, af_tensor_desc_t *d)
+{
+    scratch_out_t *so = user;
+    if (!so->bytes[v])
+        return 0;
+    const char *node = af_graph_node(g, v)->name;
+    snprintf(so->name, sizeof so->name, "%s#scratch", node);
+    for (int k = 2; af_graph_find_tensor(g, so->name) >= 0; k++)
+        snprintf(so->name, sizeof so->name, "%s#scratch%d", node, k);
+    d->name = so->name;
+    d->bytes = (int64_t)so->bytes[v];
+    d->dtype = AF_DTYPE_U8;
+    d->rank = -1;
+    d->kind = AF_TENSOR_SCRATCH;
+    return 1;
+}
 
 /* Values of constants are not needed to size working memory. */
 static const void *no_constant(void *cu, int32_t tensor)
@@ -105,7 +129,8 @@ int af_kernels_lower(const af_executor_opts_t *eo, const af_graph_t *g, af_graph
         if (rc)
             goto out;
     }
-    rc = af__exec_copy_graph(g, NULL, scratch, out, err);
+    scratch_out_t so = {.bytes = scratch};
+    rc = af_graph_copy_extend(g, NULL, scratch_tensor, &so, out, err);
 out:
     af__free(scratch);
     return rc;

@@ -3,8 +3,8 @@
  * one stream per worker), then, node by node, the entry's prepare step (primitive descriptor,
  * primitive, memory objects per worker, weights reordered once into the layout the primitive
  * wants). An entry that cannot express its node exactly answers AF_ENOTSUP and the node falls
- * back to the set's fallback (reference) kernel: the choice is made here, once, never at run
- * time. Each node's OpenMP team is decided here too (af__kernel_team) and the primitives are made
+ * back to the reference row of its op, whose check must accept the node (the refusal is the
+ * session's error otherwise): the choice is made here, once, never at run time. Each node's OpenMP team is decided here too (af__kernel_team) and the primitives are made
  * on a thread whose OpenMP team has that size, because oneDNN fixes a primitive's thread count
  * when it is created.
  *
@@ -37,16 +37,25 @@ static char *dup_name(const char *a, const char *b)
     return s;
 }
 
-/* Falls back to the set's fallback kernel for node v; the reason is in why. */
+/* Falls back to the reference row for node v (its check must accept the node); the reason
+ * the set's own row refused is in why. */
 static int fall_back(af__prog_t *p, const af__kernel_set_t *ks, int32_t v, const af_error_t *why,
                      af_error_t *err)
 {
     const af_node_info_t *ni = af_graph_node(p->g, v);
-    const af__kernel_entry_t *e = af__kernel_find(ks->fallback, ni->op);
+    const af__kernel_entry_t *e = af__kref_find(ni->op);
+    const char *reason = why->msg[0] ? why->msg : "not supported";
     if (!e)
         return af__err(err, AF_ENOTSUP,
-                       "node '%s' (op %s): %s, and kernel set '%s' has no fallback kernel for it",
-                       ni->name, ni->op, why->msg[0] ? why->msg : "not supported", ks->name);
+                       "node '%s' (op %s): %s, and kernel set '%s' has no reference kernel for it",
+                       ni->name, ni->op, reason, ks->name);
+    af_error_t ce;
+    af_error_clear(&ce);
+    if (e->check && e->check(p->g, v, &ce))
+        return af__err(err, AF_ENOTSUP,
+                       "kernel set '%s' cannot run node '%.60s' (%.40s): %.200s; the reference "
+                       "kernel: %.200s",
+                       ks->name, ni->name, ni->op, reason, ce.msg[0] ? ce.msg : "not implemented");
     p->kent[v] = e;
     p->kfn[v] = e->fn;
     p->n_fallback++;
@@ -153,7 +162,7 @@ static int name_rest(af__prog_t *p, const af__kernel_set_t *ks)
         const char *op = af_graph_node(p->g, v)->op, *n = ks->name;
         if (!p->kent[v] && !ks->all)
             n = "registered";
-        else if (ks->fallback && p->kent[v] == af__kernel_find(ks->fallback, op))
+        else if (ks->table && p->kent[v] == af__kref_find(op))
             n = "reference";
         if (!(p->kname[v] = dup_name(n, NULL)))
             return AF_ENOMEM;

@@ -225,44 +225,6 @@ static int build_tensors(af__prog_t *p, af_error_t *err)
     return 0;
 }
 
-/* The kernel of every node; ops without one are named together in err (AF_ENOTSUP). */
-static int find_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err)
-{
-    const af__kernel_set_t *ks = ex->set;
-    char missing[512] = "";
-    size_t used = 0;
-    int32_t n_missing = 0;
-    for (int32_t v = 0; v < p->n_nodes; v++) {
-        const af_node_info_t *ni = af_graph_node(p->g, v);
-        if (af__exec_registered(ex, ni->op, &p->kfn[v], &p->kuser[v]) == 0)
-            continue;
-        const af__kernel_entry_t *e = ks->all ? NULL : af__kernel_find(ks->table, ni->op);
-        if (!e && !ks->all)
-            e = af__kernel_find(ks->fallback, ni->op);
-        p->kent[v] = e;
-        p->kfn[v] = ks->all ? ks->all : e ? e->fn : NULL;
-        if (p->kfn[v])
-            continue;
-        int seen = 0; /* each op named once, with its first node */
-        for (int32_t u = 0; u < v && !seen; u++)
-            seen = !p->kfn[u] && strcmp(af_graph_node(p->g, u)->op, ni->op) == 0;
-        if (!seen && used + 1 < sizeof missing) {
-            int w = snprintf(missing + used, sizeof missing - used, "%s'%s' (node '%s')",
-                             n_missing ? ", " : "", ni->op, ni->name);
-            used += w > 0 ? (size_t)w : 0;
-            if (used >= sizeof missing)
-                used = sizeof missing - 1;
-        }
-        n_missing += !seen;
-    }
-    if (!n_missing)
-        return 0;
-    return af__err(err, AF_ENOTSUP,
-                   "kernel set '%s' has no kernel for %d op%s: %s; register them with "
-                   "af_executor_register_kernel()",
-                   ex->opts.kernels, n_missing, n_missing > 1 ? "s" : "", missing);
-}
-
 int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, af_error_t *err)
 {
     const af_graph_t *g = af_plan_graph(plan);
@@ -315,7 +277,7 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
             if (af_graph_tensor(g, ni->outputs[k])->kind == AF_TENSOR_SCRATCH)
                 p->scratch_t[v] = ni->outputs[k];
     }
-    if ((rc = find_kernels(ex, p, err)))
+    if ((rc = af__prog_bind_kernels(ex, p, err)))
         goto fail;
     *out = p;
     return 0;

@@ -23,150 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- options ---------------------------------------------------------------------------- */
-
-void af_executor_opts_init(af_executor_opts_t *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->threads = 0;
-    o->kernels = "verify";
-    o->max_inflight = 4;
-    o->replan_after_warmup = 0;
-    o->dynamic_default_bytes = 4096;
-    o->history = 0;
-    o->verify = -1;
-    o->pool = NULL;
-}
-
-static int parse_i32(const char *v, int32_t lo, int32_t hi, int32_t *out)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
-        return -1;
-    *out = (int32_t)x;
-    return 0;
-}
-
-static int set_threads(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 0, 1024, &o->threads);
-}
-static int set_kernels(af_executor_opts_t *o, const char *v)
-{
-    for (const char *const *n = af_kernel_set_names(); *n; n++)
-        if (strcmp(*n, v) == 0) {
-            o->kernels = *n;
-            return 0;
-        }
-    return -1;
-}
-static int set_inflight(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 1, 1024, &o->max_inflight);
-}
-static int set_replan(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 0, 1 << 30, &o->replan_after_warmup);
-}
-static int set_dynbytes(af_executor_opts_t *o, const char *v)
-{
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1024 * 1024, end++;
-    if (end == v || *end || v[0] == '-' || x == 0 || x > (1ULL << 40) / mul)
-        return -1;
-    o->dynamic_default_bytes = x * mul;
-    return 0;
-}
-static int parse_bool(const char *v, int *out)
-{
-    int32_t x;
-    if (strcmp(v, "true") == 0 || strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
-        x = 1;
-    else if (strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
-        x = 0;
-    else if (parse_i32(v, 0, 1, &x))
-        return -1;
-    *out = x;
-    return 0;
-}
-static int set_history(af_executor_opts_t *o, const char *v)
-{
-    return parse_bool(v, &o->history);
-}
-static int set_intra(af_executor_opts_t *o, const char *v)
-{
-    if (strcmp(v, "auto") == 0) {
-        o->intra_op_threads = 0;
-        return 0;
-    }
-    return parse_i32(v, 0, 1024, &o->intra_op_threads);
-}
-static int set_verify(af_executor_opts_t *o, const char *v)
-{
-    if (strcmp(v, "auto") == 0) {
-        o->verify = -1;
-        return 0;
-    }
-    return parse_bool(v, &o->verify);
-}
-
-static const struct {
-    const char *key;
-    int (*set)(af_executor_opts_t *o, const char *v);
-    const char *expect;
-} opt_table[] = {
-    {"threads", set_threads, "an integer 0..1024 (0 = all CPUs)"},
-    {"kernels", set_kernels,
-     "a kernel set: verify, reference, onednn (when built with it), real "
-     "or empty"},
-    {"max_inflight", set_inflight, "an integer 1..1024"},
-    {"replan_after_warmup", set_replan, "a round count >= 0"},
-    {"dynamic_default_bytes", set_dynbytes, "a positive size (K, M suffixes)"},
-    {"history", set_history, "true or false"},
-    {"verify", set_verify, "auto, true or false"},
-    {"intra_op_threads", set_intra, "auto or an integer 0..1024 (0 = auto)"},
-};
-
-int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value, af_error_t *err)
-{
-    if (!o || !key || !value)
-        return af__err(err, AF_EINVAL, "executor option: missing key or value");
-    for (size_t i = 0; i < AF_ARRAY_SIZE(opt_table); i++) {
-        if (strcmp(opt_table[i].key, key) != 0)
-            continue;
-        if (opt_table[i].set(o, value) && !strcmp(key, "kernels") && !strcmp(value, "onednn"))
-            return af__err(err, AF_EINVAL,
-                           "kernel set 'onednn' is not in this build: it was configured without "
-                           "oneDNN (install libdnnl-dev, e.g. with scripts/deps.sh, and configure "
-                           "again)");
-        if (opt_table[i].set(o, value))
-            return af__err(err, AF_EINVAL, "executor option %s: '%s' is not %s", key, value,
-                           opt_table[i].expect);
-        return 0;
-    }
-    return af__err(err, AF_EINVAL, "unknown executor option '%s'", key);
-}
-
-const char *const *af_executor_opts_keys(void)
-{
-    static const char *const keys[] = {"threads",
-                                       "kernels",
-                                       "max_inflight",
-                                       "replan_after_warmup",
-                                       "dynamic_default_bytes",
-                                       "history",
-                                       "verify",
-                                       "intra_op_threads",
-                                       NULL};
-    return keys;
-}
-
 /* ---- deques ----------------------------------------------------------------------------- */
 
 /* Caller holds d->mu. Grows the ring; the only allocation on the scheduling path, and it only
@@ -373,6 +229,7 @@ static void worker_main(void *arg)
     af__worker_t *w = arg;
     af_executor_t *ex = w->ex;
     af__task_t t;
+    af__dyn_bind(w);
     if (ex->set && ex->set->backend) {
         /* libgomp allocates a thread's settings the first time they are set: now, not in a
          * round (0 allocations per round, even on the first node this worker runs). */
@@ -418,18 +275,35 @@ int32_t af__exec_cpu_count(void)
 /* The kernel set exists in this build and the numbers are in range. */
 static int check_opts(af_executor_opts_t *o, af_error_t *err)
 {
-    if (set_kernels(o, o->kernels)) {
-        char have[128] = "";
-        for (const char *const *n = af_kernel_set_names(); *n; n++)
-            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
-                     *n == *af_kernel_set_names() ? "" : ", ", *n);
-        return af__err(err, AF_EINVAL, "unknown kernel set '%s' (this build has %s%s)", o->kernels,
-                       have,
-                       strcmp(o->kernels, "onednn") == 0 ? "; it was built without oneDNN" : "");
-    }
+    int rc = af_executor_opts_set(o, "kernels", o->kernels, err); /* to its static name */
+    if (rc)
+        return rc;
     if (o->threads < 0 || o->max_inflight < 1 || o->replan_after_warmup < 0 ||
         o->intra_op_threads < 0)
         return af__err(err, AF_EINVAL, "executor options out of range");
+    return 0;
+}
+
+/* Initialises every worker's deque and release buffer; ex->started counts those done. */
+static int init_workers(af_executor_t *ex)
+{
+    for (int32_t i = 0; i < ex->n; i++) {
+        af__worker_t *w = &ex->workers[i];
+        w->ex = ex;
+        w->id = i;
+        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->team = -1; /* not set yet: the first node with a backend sets it */
+        int rc = uv_mutex_init(&w->dq.mu);
+        if (rc)
+            return rc;
+        /* Room for the successors one node releases at once: grown only past this fan-out. */
+        w->rcap = 1024;
+        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
+            uv_mutex_destroy(&w->dq.mu);
+            return AF_ENOMEM;
+        }
+        ex->started = i + 1; /* deque mutexes initialised so far */
+    }
     return 0;
 }
 
@@ -480,25 +354,10 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
             goto fail_kmu;
         ex->own_pool = 1;
     }
-    if ((rc = af_dynregion_create(&ex->dyn, err)))
+    if ((rc = af__dyn_init(ex, err)))
         goto fail_pool;
-    for (int32_t i = 0; i < ex->n; i++) {
-        af__worker_t *w = &ex->workers[i];
-        w->ex = ex;
-        w->id = i;
-        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
-        w->team = -1; /* not set yet: the first node with a backend sets it */
-        if ((rc = uv_mutex_init(&w->dq.mu)))
-            goto fail_threads;
-        /* Room for the successors one node releases at once: grown only past this fan-out. */
-        w->rcap = 1024;
-        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
-            uv_mutex_destroy(&w->dq.mu);
-            rc = AF_ENOMEM;
-            goto fail_threads;
-        }
-        ex->started = i + 1; /* deque mutexes initialised so far */
-    }
+    if ((rc = init_workers(ex)))
+        goto fail_threads;
     for (int32_t i = 0; i < ex->n; i++) {
         if ((rc = uv_thread_create(&ex->workers[i].thread, worker_main, &ex->workers[i]))) {
             atomic_store(&ex->stop, 1);
@@ -518,7 +377,7 @@ fail_threads:
         uv_mutex_destroy(&ex->workers[i].dq.mu);
         af__free(ex->workers[i].rbuf);
     }
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
 fail_pool:
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
@@ -557,7 +416,7 @@ void af_executor_destroy(af_executor_t *ex)
     for (size_t i = 0; i < ex->n_kregs; i++)
         af__free(ex->kregs[i].op);
     af__free(ex->kregs);
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
     uv_mutex_destroy(&ex->kmu);
@@ -582,11 +441,6 @@ const af_executor_opts_t *af_executor_opts(const af_executor_t *ex)
 af_pool_t *af_executor_pool(const af_executor_t *ex)
 {
     return ex ? ex->pool : NULL;
-}
-
-af_dynregion_t *af_executor_dynregion(const af_executor_t *ex)
-{
-    return ex ? ex->dyn : NULL;
 }
 
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals)
