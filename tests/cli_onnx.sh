@@ -92,7 +92,8 @@ PY
     arenaflow plan "$tmp/sym.onnx" --input batch=4 >/dev/null || fail "plan with --input batch=4"
 fi
 
-# 4. the openwakeword models (fetched by bench/fetch_models.sh; not fetched here)
+# 4. the benchmark models: openwakeword, silero VAD, PaddleOCR (fetched by bench/fetch_models.sh;
+# not fetched here)
 oww=$src/bench/.cache/models
 if ls "$oww"/*.onnx >/dev/null 2>&1; then
     for f in "$oww"/*.onnx; do
@@ -100,7 +101,11 @@ if ls "$oww"/*.onnx >/dev/null 2>&1; then
         case $(basename "$f") in
         melspectrogram.onnx) args=(--input batch_size=1 --input samples=1280) ;;
         embedding_model.onnx) args=(--input input_1=1,76,32,1) ;;
-        silero_vad.onnx) args=(--input batch=1 --input sequence=512) ;;
+        silero_vad.onnx | silero_vad_legacy.onnx) args=(--input batch=1 --input sequence=512) ;;
+        silero_vad_v[56].onnx) args=(--input input=1,256 --input state=2,1,128 --input sr=) ;;
+        ch_PP-OCRv4_det_infer.onnx) args=(--input x=1,3,320,320) ;;
+        ch_PP-OCRv4_rec_infer.onnx) args=(--input x=1,3,48,320) ;;
+        ch_ppocr_mobile_v2.0_cls_infer.onnx) args=(--input x=1,3,48,192) ;;
         esac
         if arenaflow plan "$f" "${args[@]}" >"$tmp/p.txt" 2>&1; then
             echo "ok: planned $(basename "$f")"
