@@ -446,8 +446,8 @@ int main(int argc, char **argv)
         pr.last = -1; /* the round's last node is closed by the round's end */
     }
     double cpu = (cpu_us() - c0) / a.rounds;
-    long rss_end = proc_kb("VmRSS"), hwm = proc_kb("VmHWM");
     uint64_t mallocs = atomic_load(&n_malloc) - m0, hooks = atomic_load(&n_hook) - h0;
+    long rss_end = proc_kb("VmRSS"), hwm = proc_kb("VmHWM"); /* fopen mallocs: after the count */
     if (getenv("BENCH_REAL_DEBUG"))
         fprintf(stderr, "mallocs before the timed rounds: %llu\n", (unsigned long long)m0);
     af_session_stats(s, &st);
