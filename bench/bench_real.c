@@ -317,8 +317,8 @@ static int write_outputs(const char *dir, const af_session_t *s, const bufs_t *b
     for (int32_t i = 0; i < b->no; i++) {
         af_io_info_t io;
         af_session_io_info(s, 1, i, &io);
-        af_tensor_t t = {.dtype = io.dtype, .rank = io.rank, .data = b->out[i].data,
-                         .bytes = b->out[i].bytes};
+        af_tensor_t t = {
+            .dtype = io.dtype, .rank = io.rank, .data = b->out[i].data, .bytes = b->out[i].bytes};
         memcpy(t.shape, io.shape, sizeof(t.shape[0]) * (size_t)io.rank);
         char file[256], path[4096];
         data_file_name(io.name, (int)i, file, sizeof file);
@@ -470,8 +470,8 @@ int main(int argc, char **argv)
             (unsigned long long)rep->arena_bytes, (unsigned long long)rep->scratch_bytes,
             (unsigned long long)st.prepacked_bytes, st.backend_nodes, st.fallback_nodes,
             (double)hooks * per, (double)(st.pool_os_calls - st0.pool_os_calls) * per,
-            (double)mallocs * per, (unsigned long long)st.failed_rounds, rss_created, rss_end,
-            hwm, checksum(s, lg, &b));
+            (double)mallocs * per, (unsigned long long)st.failed_rounds, rss_created, rss_end, hwm,
+            checksum(s, lg, &b));
     else
         printf("%s: %s kernels, %d worker(s), intra-op team %d: median %.1f us (p10 %.1f, p90 "
                "%.1f), CPU %.1f us per round; arena %llu B (scratch %llu B), prepacked %llu B, %d "

@@ -224,8 +224,8 @@ int af__odn_binary(odn_build_t *b)
     dnnl_dims_t dy, d0, d1;
     if (!row)
         return af__odn_nosup(b, "op %s", ni->op);
-    if (row->alg == dnnl_binary_add || row->alg == dnnl_binary_sub ||
-        row->alg == dnnl_binary_mul || row->alg == dnnl_binary_div) {
+    if (row->alg == dnnl_binary_add || row->alg == dnnl_binary_sub || row->alg == dnnl_binary_mul ||
+        row->alg == dnnl_binary_div) {
         const af_tensor_info_t *ty = af_graph_tensor(b->in->g, ni->outputs[0]);
         if (!is_float(ty->dtype))
             return af__odn_nosup(b, "integer %s (ONNX wraps and truncates)", ni->op);
