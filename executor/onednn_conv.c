@@ -108,9 +108,21 @@ static int is_ref(dnnl_primitive_desc_t pd)
 
 /* oneDNN's ref convolution is a loop nest several times slower than the reference kernel
  * (a 258-channel depthwise 1-D convolution of silero VAD: 520 us on oneDNN, 62 us on the
- * reference kernel): that runs the node. */
+ * reference kernel): that runs the node — when its tensors are in ONNX order, as the reference
+ * kernel reads them. A node with a channels-last tensor keeps oneDNN's ref: the layout pass
+ * decided on the answer for plain tensors, and the reference kernel would misread them (silero
+ * VAD's depthwise convolutions are such: jit on channels-last, ref on mixed layouts). */
 static int ref_instead(odn_build_t *b, dnnl_primitive_desc_t *pd)
 {
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    const uint8_t *lay = b->in->layout;
+    int plain = 1;
+    for (int32_t i = 0; lay && i < ni->n_inputs; i++)
+        plain &= lay[ni->inputs[i]] != AF__LAYOUT_CHANNELS_LAST;
+    for (int32_t i = 0; lay && i < ni->n_outputs; i++)
+        plain &= lay[ni->outputs[i]] != AF__LAYOUT_CHANNELS_LAST;
+    if (!plain)
+        return 0;
     dnnl_primitive_desc_destroy(*pd);
     *pd = NULL;
     return af__odn_nosup(b, "oneDNN has only its ref convolution for this one");
