@@ -46,6 +46,7 @@ cases=(
 med() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([-0-9.e+a-zA-Z]*\).*/\1/p"; }
 ratio() { awk -v a="$1" -v o="$2" 'BEGIN {printf "%.2f", a / o}'; }
+f1() { awk -v v="$1" 'BEGIN {printf "%.1f", v}'; }
 kb() { awk -v k="$1" 'BEGIN {printf "%.1f", k / 1024}'; }
 raw=$work/raw.txt
 : >"$raw"
@@ -79,8 +80,8 @@ for c in "${cases[@]}"; do
             co+=("$(echo "$jo" | field cpu_us_per_round)") ca+=("$(echo "$ja" | field cpu_us_per_round)")
         done
         if [ ${#o[@]} -eq 0 ]; then med_o[$th]=nan med_a[$th]=nan cpu_o[$th]=nan cpu_a[$th]=nan; continue; fi
-        med_o[$th]=$(printf '%s\n' "${o[@]}" | med) med_a[$th]=$(printf '%s\n' "${a[@]}" | med)
-        cpu_o[$th]=$(printf '%s\n' "${co[@]}" | med) cpu_a[$th]=$(printf '%s\n' "${ca[@]}" | med)
+        med_o[$th]=$(f1 "$(printf '%s\n' "${o[@]}" | med)") med_a[$th]=$(f1 "$(printf '%s\n' "${a[@]}" | med)")
+        cpu_o[$th]=$(f1 "$(printf '%s\n' "${co[@]}" | med)") cpu_a[$th]=$(f1 "$(printf '%s\n' "${ca[@]}" | med)")
     done
     if [ -z "$first_a" ]; then
         rows+=("| $m | does not run (see the raw output) | | | | | | | | | |")
