@@ -87,6 +87,43 @@ static void test_onnx_fold_shape_chain(void **state)
     free(m.b);
 }
 
+/*
+ * x[2,3,4] -> Reshape(x, Reshape(Transpose(Unsqueeze([2, 12], axes 1)), [-1])) -> y -> Sigmoid.
+ * The target goes through a Transpose of known values (silero VAD v5 computes its STFT pads
+ * so): it folds, and y is a static [2,12] view.
+ */
+static void test_onnx_fold_transpose(void **state)
+{
+    (void)state;
+    pb_t g = {0};
+    int64_t xd[] = {2, 3, 4}, dims[] = {2, 12}, one = 1, minus1 = -1, perm[] = {1, 0};
+    pb_t tv = tensor_i64(NULL, 2, dims, 0);
+    attr_t value = {'t', "value", .sub = &tv};
+    add_input(&g, "x", F32, 3, xd, NULL);
+    add_i64_init(&g, "minus1", 1, &minus1);
+    add_node(&g, "Constant", "c", "", "c0", &value, 1, NULL);
+    add_node(&g, "Unsqueeze", "u", "c0", "c1", &(attr_t){'I', "axes", .ints = &one, .n = 1}, 1,
+             NULL);
+    add_node(&g, "Transpose", "t", "c1", "c2", &(attr_t){'I', "perm", .ints = perm, .n = 2}, 1,
+             NULL);
+    add_node(&g, "Reshape", "flat", "c2,minus1", "tgt", NULL, 0, NULL);
+    add_node(&g, "Reshape", "reshape", "x,tgt", "y", NULL, 0, NULL);
+    add_node(&g, "Sigmoid", "sig", "y", "z", NULL, 0, NULL);
+    add_output(&g, "z", F32);
+    pb_t m = make_model(&g);
+    af_graph_t *gr;
+    af_error_t err;
+    int rc = load(&m, NULL, 0, &gr, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_int_equal(af_graph_find_node(gr, "t"), -1); /* folded */
+    assert_shape(tensor(gr, "y"), 2, (int64_t)2, (int64_t)12);
+    assert_shape(tensor(gr, "z"), 2, (int64_t)2, (int64_t)12);
+    af_graph_destroy(gr);
+    free(m.b);
+}
+
 static void test_onnx_missing_dims_error(void **state)
 {
     (void)state;
@@ -496,6 +533,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_onnx_fold_shape_chain),
+        cmocka_unit_test(test_onnx_fold_transpose),
         cmocka_unit_test(test_onnx_missing_dims_error),
         cmocka_unit_test(test_onnx_conv_pool_gemm),
         cmocka_unit_test(test_onnx_broadcast_error_names_node),
