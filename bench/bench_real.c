@@ -32,8 +32,8 @@
 #include "arenaflow/plan.h"
 #include "arenaflow/onnx.h"
 #include "arenaflow/tensor.h"
-#include "tools/run_data.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -159,32 +159,44 @@ typedef struct args {
     const char *model, *kernels, *plan_for, *output_dir;
     const char *inputs[16]; /* importer dims specs */
     char specs[16][600];
-    data_in_t files[16]; /* tensors read from --input NAME=FILE */
+    struct {
+        const char *name;
+        af_tensor_t t;
+    } files[16]; /* tensors read from --input NAME=FILE */
     char names[16][256];
     int n_inputs, n_files, threads, intra, rounds, warmup, profile, fill, json;
 } args_t;
 
-/* One --input: a dims spec goes to the importer as it is; a file is read and its dims given. */
+/* One --input: NAME=DIMS goes to the importer as it is; NAME=FILE (.npy or .pb) is read, bound
+ * to input NAME, and its dims are given to the importer. */
 static int add_input(args_t *a, const char *arg)
 {
-    data_arg_t da;
-    char why[512];
+    const char *eq = strchr(arg, '='), *v = eq ? eq + 1 : "";
+    size_t n = strlen(v), nl = eq ? (size_t)(eq - arg) : 0;
+    int file = (n > 4 && !strcmp(v + n - 4, ".npy")) || (n > 3 && !strcmp(v + n - 3, ".pb"));
     af_error_t err;
     af_error_clear(&err);
-    if (a->n_inputs >= 16 || data_parse_arg(arg, &da, why, sizeof why)) {
-        fprintf(stderr, "bench_real: --input %s: %s\n", arg, a->n_inputs >= 16 ? "too many" : why);
+    if (!eq || !nl || nl >= sizeof a->names[0] || a->n_inputs >= 16) {
+        fprintf(stderr, "bench_real: --input %s: want NAME=d0,d1,... or NAME=FILE.npy\n", arg);
         return -1;
     }
-    if (da.file) {
-        data_in_t *in = &a->files[a->n_files];
-        if (af_tensor_load(da.file, &in->t, &err)) {
+    if (file) {
+        af_tensor_t *t = &a->files[a->n_files].t;
+        if (af_tensor_load(v, t, &err)) {
             fprintf(stderr, "bench_real: --input %s: %s\n", arg, err.msg);
             return -1;
         }
-        snprintf(a->names[a->n_files], sizeof a->names[0], "%s", da.name);
-        in->name = a->names[a->n_files++];
-        data_dims_spec(da.name, &in->t, a->specs[a->n_inputs], sizeof a->specs[0]);
-        arg = a->specs[a->n_inputs];
+        memcpy(a->names[a->n_files], arg, nl);
+        a->names[a->n_files][nl] = 0;
+        a->files[a->n_files].name = a->names[a->n_files];
+        char *spec = a->specs[a->n_inputs];
+        memcpy(spec, arg, nl + 1); /* "NAME=" */
+        int k = (int)nl + 1;
+        a->n_files++;
+        for (int32_t d = 0; d < t->rank && k < (int)sizeof a->specs[0]; d++)
+            k += snprintf(spec + k, sizeof a->specs[0] - (size_t)k, "%s%lld", d ? "," : "",
+                          (long long)t->shape[d]);
+        arg = spec;
     }
     a->inputs[a->n_inputs++] = arg;
     return 0;
@@ -320,9 +332,13 @@ static int write_outputs(const char *dir, const af_session_t *s, const bufs_t *b
         af_tensor_t t = {
             .dtype = io.dtype, .rank = io.rank, .data = b->out[i].data, .bytes = b->out[i].bytes};
         memcpy(t.shape, io.shape, sizeof(t.shape[0]) * (size_t)io.rank);
-        char file[256], path[4096];
-        data_file_name(io.name, (int)i, file, sizeof file);
-        snprintf(path, sizeof path, "%s/%s", dir, file);
+        char path[4096]; /* DIR/<name>.npy, bytes outside [A-Za-z0-9._-] and a leading '.' -> _ */
+        int k = snprintf(path, sizeof path, "%s/", dir), k0 = k;
+        for (const char *c = io.name; *c && k < k0 + 200; c++, k++)
+            path[k] = (isalnum((unsigned char)*c) || strchr("._-", *c)) && (*c != '.' || k > k0)
+                          ? *c
+                          : '_';
+        snprintf(path + k, sizeof path - (size_t)k, "%s.npy", k > k0 ? "" : "output");
         af_error_t err;
         af_error_clear(&err);
         if (af_tensor_save_npy(path, &t, &err)) {
