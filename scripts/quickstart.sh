@@ -14,7 +14,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 graph=${1:-}
 if [ -n "$graph" ]; then scripts/deps.sh; else scripts/deps.sh --npm; fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAF_BUILD_TESTS=OFF >/dev/null
+# A fresh build directory skips the tests; an existing one keeps its settings (ctest still works).
+if [ -f build/CMakeCache.txt ]; then
+    cmake -S . -B build >/dev/null
+else
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAF_BUILD_TESTS=OFF >/dev/null
+fi
 cmake --build build -j"$(nproc 2>/dev/null || echo 2)" --target arenaflow_cli >/dev/null
 if [ -n "$graph" ]; then
     if [ "${graph#zoo:}" != "$graph" ]; then
