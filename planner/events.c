@@ -7,10 +7,12 @@
  * the tensor about to be written, op_id the node that must have finished), ALLOC rows for the
  * blocks whose first step this is (op_id = the producer about to run), INPLACE rows (the output
  * takes over the block of an input dying here), the EXEC row (tensor_name = node name, op_id =
- * op type), then FREE rows for blocks whose last step this is (op_id = the last user). A block
+ * op type; RECOMPUTE, SWAP_OUT or SWAP_IN instead for the nodes a budget rewrite added), then
+ * FREE rows for blocks whose last step this is (op_id = the last user). A block
  * is an in-place group: its ALLOC and its FREE both name the group's first tensor.
  * Dynamic tensors have offset "dyn"; buffer_index is the shared-object buffer or "-".
  */
+#include "planner/budget_int.h"
 #include "planner/plan_int.h"
 
 #include <inttypes.h>
@@ -132,7 +134,8 @@ int af_plan_write_events_csv(const af_plan_t *p, FILE *f, af_error_t *err)
                     fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", x->offset,
                             inpl ? (uint64_t)af_graph_tensor(g, t)->bytes : x->bytes);
             }
-        fprintf(f, "%ld,EXEC,", id++);
+        /* EXEC, or RECOMPUTE / SWAP_OUT / SWAP_IN for the nodes a budget rewrite added */
+        fprintf(f, "%ld,%s,", id++, af__budget_event_type(p, p->order[s]));
         put_name(f, nd->name);
         fputs(",-,", f);
         put_name(f, nd->op);

@@ -28,6 +28,9 @@ void af_plan_opts_init(af_plan_opts_t *o)
     o->dp_max_states = 2000000;
     o->verify = 1;
     o->search_effort = AF_PLAN_SEARCH_EFFORT;
+    o->recompute = 1;
+    o->bandwidth = AF_PLAN_BANDWIDTH;
+    o->compute_rate = AF_PLAN_COMPUTE_RATE;
 }
 
 typedef enum {
@@ -40,6 +43,7 @@ typedef enum {
     T_BOOL,
     T_I32,
     T_COUNT, /* uint64_t count, plain decimal */
+    T_RATE,  /* double > 0, optional K/M/G/T suffix (powers of 1000) */
 } opt_type_t;
 
 static const struct {
@@ -65,6 +69,10 @@ static const struct {
     {"verify", T_BOOL, offsetof(af_plan_opts_t, verify), "verify every plan"},
     {"search_effort", T_COUNT, offsetof(af_plan_opts_t, search_effort),
      "portfolio: search nodes per 100 tensors of its last member, 0 = off"},
+    {"recompute", T_BOOL, offsetof(af_plan_opts_t, recompute), "under a budget: recompute"},
+    {"offload", T_BOOL, offsetof(af_plan_opts_t, offload), "under a budget: swap to host"},
+    {"bandwidth", T_RATE, offsetof(af_plan_opts_t, bandwidth), "host link bytes/s"},
+    {"compute_rate", T_RATE, offsetof(af_plan_opts_t, compute_rate), "node cost units/s"},
 };
 
 static const char *opt_keys[AF_ARRAY_SIZE(opt_table) + 1];
@@ -182,6 +190,18 @@ int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_e
         if (errno || end == value || *end || v < 0 || v > INT32_MAX)
             return af__err(err, AF_EINVAL, "%s: '%s' is not a non-negative integer", key, value);
         *(int32_t *)field = (int32_t)v;
+        return 0;
+    }
+    case T_RATE: {
+        errno = 0;
+        double v = strtod(value, &end);
+        const char *si = "KMGT", *hit = *end ? strchr(si, *end) : NULL;
+        if (hit)
+            v *= pow(1000, (double)(hit - si + 1)), end++;
+        if (errno || end == value || *end || !isfinite(v) || v <= 0)
+            return af__err(err, AF_EINVAL, "%s: '%s' is not a positive rate (e.g. 16e9, 16G)", key,
+                           value);
+        *(double *)field = v;
         return 0;
     }
     case T_COUNT: {

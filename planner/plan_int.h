@@ -21,6 +21,8 @@ struct af_plan {
     af_reuse_edge_t *edges;
     int32_t n_edges;
     uint64_t arena;
+    uint64_t host;             /* host-tier bytes (AF_WHERE_HOST tensors, planner/budget_host.c) */
+    struct af__budget *budget; /* set when the plan is of a graph rewritten under a budget */
 };
 
 /*

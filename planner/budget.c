@@ -1,0 +1,375 @@
+/*
+ * Under a budget: the driver of recomputation and offload.
+ *
+ * When no order fits opts.budget (B), af_plan_create() comes here. The best unbudgeted plan
+ * gives the base order (the graph's input order is tried too); then, for a byte target T
+ * (first T = B):
+ *   1. schedules are built for T — the exact chain DP when the graph is a training chain, and
+ *      the evict-on-demand simulator over a portfolio of scores (next-use exponent beta 0..2,
+ *      with and without the evicted neighbourhood, swap weights when offloading) on each base
+ *      order — and the cheapest is improved locally: tensors it evicted are protected one at a
+ *      time, and jittered scores are tried, each change kept when it lowers the cost;
+ *   2. the winner becomes a rewritten graph and is placed like any plan.
+ * Placement may need more than the simulated live bytes (fragmentation) or less (in-place
+ * hand-overs the simulator does not count), so T moves: down by the excess while the arena is
+ * over B, up by the slack while it fits, then bisected between the two, at most MAX_ROUNDS
+ * placements. The cost is the recomputed nodes' cost, or with offload the modelled overhead
+ * (two-stream time minus one plain round), so swaps win where their transfer hides behind
+ * compute. The best plan that fits is verified and returned.
+ *
+ * When none fits, the smallest budget the same search meets is found by bisection and named in
+ * the AF_EBUDGET message, beside the bound no schedule can beat (the most bytes one node needs).
+ *
+ * Work is bounded by counts, not by the clock, so a plan is the same on any machine.
+ */
+#include "planner/budget_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_ROUNDS 8     /* placements per budget */
+#define PROTECT_TRIES 24 /* local improvement: evicted tensors tried as protected */
+#define NOISE_TRIES 8    /* local improvement: jittered runs */
+
+typedef struct search {
+    const af_graph_t *g;
+    const af_plan_opts_t *o;
+    uint64_t budget;
+    af__remat_t *ctx[2];
+    int n_ctx;
+    double base; /* one plain round, cost units */
+    int quick;   /* bisection probes: portfolio only, no local improvement */
+    uint8_t *protect;
+} search_t;
+
+typedef struct cand {
+    af_step_t *steps;
+    size_t n;
+    double obj;
+    const char *method;
+} cand_t;
+
+int af__budget_wanted(const af_graph_t *g, const af_plan_opts_t *o)
+{
+    return o && g && af_graph_is_finalized(g) && o->budget && (o->recompute || o->offload) &&
+           !o->safe_mode && o->mode == AF_MODE_OFFSET;
+}
+
+static double objective(const search_t *s, const af__remat_result_t *r)
+{
+    return s->o->offload ? r->est_time - s->base : r->extra_cost;
+}
+
+/* Keeps r's steps in *best when r is cheaper (r is consumed either way). */
+static void consider(cand_t *best, af__remat_result_t *r, double obj, const char *method)
+{
+    if (!best->steps || obj < best->obj) {
+        af__free(best->steps);
+        *best = (cand_t){r->steps, r->n_steps, obj, method};
+        r->steps = NULL;
+    }
+    af__remat_result_free(r);
+}
+
+/* One simulator run; 0 (result in *out, which the caller frees), 1 infeasible, AF_ENOMEM. */
+static int run(const search_t *s, int k, const af__remat_cfg_t *cfg, af__remat_result_t *out)
+{
+    int rc = af__remat_run(s->ctx[k], cfg, out);
+    if (rc)
+        af__remat_result_free(out);
+    return rc;
+}
+
+/* Local improvement of the winner (context k, cfg): protection and jitter. */
+static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_result_t *win,
+                   cand_t *best)
+{
+    int32_t nt = af_graph_tensor_count(s->g);
+    memset(s->protect, 0, (size_t)nt);
+    cfg.protect = s->protect;
+    int32_t tries = win->n_evicted < PROTECT_TRIES ? win->n_evicted : PROTECT_TRIES;
+    double cur = objective(s, win);
+    for (int32_t i = 0; i < tries; i++) {
+        int32_t t = win->evicted[i];
+        s->protect[t] = 1;
+        af__remat_result_t r;
+        int rc = run(s, k, &cfg, &r);
+        if (rc == AF_ENOMEM)
+            return rc;
+        if (rc == 0 && objective(s, &r) < cur) {
+            cur = objective(s, &r);
+            consider(best, &r, cur, "evict");
+        } else {
+            s->protect[t] = 0;
+            if (!rc)
+                af__remat_result_free(&r);
+        }
+    }
+    for (uint64_t seed = 1; seed <= NOISE_TRIES; seed++) {
+        cfg.noise = seed;
+        af__remat_result_t r;
+        int rc = run(s, k, &cfg, &r);
+        if (rc == AF_ENOMEM)
+            return rc;
+        if (!rc)
+            consider(best, &r, objective(s, &r), "evict");
+    }
+    return 0;
+}
+
+/* The cheapest schedule for target T. 0 with *best filled, 1 none, AF_ENOMEM. */
+static int schedule(const search_t *s, uint64_t T, cand_t *best)
+{
+    static const double betas[] = {0, 0.5, 1, 2}, weights[] = {0.1, 0.5, 1};
+    *best = (cand_t){0};
+    double extra;
+    af_step_t *cs;
+    size_t cn;
+    int rc = af__chain_plan(s->g, s->o->alignment, T, &cs, &cn, &extra);
+    if (rc == AF_ENOMEM)
+        return rc;
+    if (rc == 0)
+        *best = (cand_t){cs, cn, extra, "chain-dp"};
+    int win_k = -1;
+    af__remat_cfg_t win_cfg = {0};
+    af__remat_result_t win = {0};
+    for (int k = 0; k < s->n_ctx; k++)
+        for (size_t b = 0; b < AF_ARRAY_SIZE(betas); b++)
+            for (int rec = 0; rec < 2; rec++)
+                for (size_t w = 0; w < (s->o->offload ? AF_ARRAY_SIZE(weights) : 1); w++) {
+                    af__remat_cfg_t cfg = {
+                        .target = T, .beta = betas[b], .recursive = rec, .swap_weight = weights[w]};
+                    af__remat_result_t r;
+                    if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM) {
+                        af__remat_result_free(&win);
+                        return rc;
+                    }
+                    if (rc)
+                        continue;
+                    if (win_k < 0 || objective(s, &r) < objective(s, &win)) {
+                        af__remat_result_free(&win);
+                        win = r, win_k = k, win_cfg = cfg;
+                    } else {
+                        af__remat_result_free(&r);
+                    }
+                }
+    if (win_k >= 0 && !s->quick && (rc = improve(s, win_k, win_cfg, &win, best))) {
+        af__remat_result_free(&win);
+        return rc;
+    }
+    if (win_k >= 0)
+        consider(best, &win, objective(s, &win), "evict");
+    return best->steps ? 0 : 1;
+}
+
+/* Places a schedule (no budget check, no verification yet). */
+static int place(const search_t *s, const cand_t *c, af_plan_t **out, af_error_t *err)
+{
+    af_plan_opts_t o = *s->o;
+    o.budget = 0;
+    o.verify = 0;
+    return af__steps_plan(s->g, &o, c->steps, c->n, c->method, out, err);
+}
+
+static double plan_objective(const search_t *s, const af_plan_t *p)
+{
+    const af_plan_report_t *r = af_plan_report(p);
+    return s->o->offload ? r->modelled_s - r->plain_modelled_s : r->extra_cost;
+}
+
+/*
+ * The best placed plan within the budget, moving the target as placement demands. 0 with
+ * *out, AF_EBUDGET when nothing fits, or an error.
+ */
+static int search(const search_t *s, af_plan_t **out, af_error_t *err)
+{
+    uint64_t B = s->budget, T = B, t_ok = 0, t_bad = UINT64_MAX, align = s->o->alignment;
+    uint64_t floor = af__remat_floor(s->ctx[0]);
+    af_plan_t *best = NULL;
+    int rc = 0;
+    for (int round = 0; round < MAX_ROUNDS && T >= floor; round++) {
+        cand_t c;
+        if ((rc = schedule(s, T, &c)) == AF_ENOMEM)
+            break;
+        af_plan_t *p = NULL;
+        if (rc == 0)
+            rc = place(s, &c, &p, err);
+        af__free(c.steps);
+        if (rc == 1) { /* nothing meets T: lower targets will not either */
+            rc = 0;
+            t_bad = T;
+            if (!t_ok)
+                break;
+        } else if (rc) {
+            break;
+        } else if (p->arena <= B) {
+            t_ok = T;
+            if (!best || plan_objective(s, p) < plan_objective(s, best))
+                af_plan_destroy(best), best = p, p = NULL;
+        } else {
+            t_bad = T;
+        }
+        uint64_t arena = p ? p->arena : 0;
+        af_plan_destroy(p);
+        uint64_t next;
+        if (t_bad == UINT64_MAX) /* everything fitted so far: use the slack */
+            next = T + (B - arena);
+        else if (!t_ok) /* over: step down by the excess */
+            next = arena > B && T > arena - B + align ? T - (arena - B) - align : floor;
+        else
+            next = t_ok + (t_bad - t_ok) / 2;
+        next = next / align * align;
+        if (next == T || next >= t_bad || next <= t_ok || (best && t_bad - t_ok <= B / 512) ||
+            (best && plan_objective(s, best) <= 0))
+            break;
+        T = next;
+    }
+    if (rc && rc != AF_EBUDGET) {
+        af_plan_destroy(best);
+        return rc;
+    }
+    if (!best)
+        return AF_EBUDGET;
+    *out = best;
+    return 0;
+}
+
+static void search_free(search_t *s)
+{
+    for (int k = 0; k < s->n_ctx; k++)
+        af__remat_destroy(s->ctx[k]);
+    af__free(s->protect);
+}
+
+/* Contexts for the base plan's order and the graph's input order. */
+static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o,
+                       const af_plan_t *p0)
+{
+    *s = (search_t){.g = g, .o = o};
+    s->protect = af__calloc((size_t)af_graph_tensor_count(g) + 1, 1);
+    if (!s->protect)
+        return AF_ENOMEM;
+    const int32_t *orders[2] = {af_plan_order(p0), af_graph_input_order(g)};
+    int32_t nn = af_graph_node_count(g);
+    int two = memcmp(orders[0], orders[1], (size_t)nn * sizeof(int32_t)) != 0;
+    for (int k = 0; k < 1 + two; k++)
+        if (af__remat_create(g, orders[k], o, &s->ctx[s->n_ctx++]))
+            return AF_ENOMEM;
+    for (int32_t v = 0; v < nn; v++)
+        s->base += af__node_cost(g, v);
+    return 0;
+}
+
+/* Smallest budget in [lo, hi] the search meets, hi being met; to max(alignment, hi / 1000). */
+static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_error_t *err)
+{
+    uint64_t align = s->o->alignment;
+    s->quick = 1;
+    while (hi - lo > align && hi - lo > hi / 1000) {
+        uint64_t mid = (lo + (hi - lo) / 2) / align * align;
+        if (mid <= lo)
+            break;
+        s->budget = mid;
+        af_plan_t *p = NULL;
+        int rc = search(s, &p, err);
+        af_plan_destroy(p);
+        if (rc && rc != AF_EBUDGET)
+            return rc;
+        if (rc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *out = hi;
+    return 0;
+}
+
+/* The base plan (no budget) and a search over it. */
+static int prepare(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **p0, search_t *s,
+                   af_error_t *err)
+{
+    af_plan_opts_t o0 = *o;
+    o0.budget = 0;
+    o0.verify = 0;
+    int rc = af_plan_create(g, &o0, p0, err);
+    if (!rc && (rc = search_init(s, g, o, *p0)))
+        rc = af__err(err, rc, "out of memory");
+    return rc;
+}
+
+int af_plan_min_budget(const af_graph_t *g, const af_plan_opts_t *opts, uint64_t *out,
+                       uint64_t *bound, af_error_t *err)
+{
+    if (!g || !out || !af_graph_is_finalized(g))
+        return af__err(err, AF_EINVAL, "NULL or unfinalized graph, or NULL output");
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    if (opts)
+        o = *opts;
+    af_plan_t *p0 = NULL;
+    search_t s = {0};
+    int rc = prepare(g, &o, &p0, &s, err);
+    if (!rc) {
+        uint64_t fl = af__remat_floor(s.ctx[0]);
+        if (bound)
+            *bound = fl;
+        rc = (o.recompute || o.offload) && fl < p0->arena
+                 ? bisect(&s, fl > 0 ? fl - 1 : 0, p0->arena, out, err)
+                 : (*out = p0->arena, 0);
+    }
+    search_free(&s);
+    af_plan_destroy(p0);
+    return rc;
+}
+
+/* AF_EBUDGET for a budget no rewrite meets: the first failure's text, the smallest budget. */
+static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_error_t *err)
+{
+    uint64_t fl = af__remat_floor(s->ctx[0]), least = p0->arena;
+    int rc = fl < p0->arena ? bisect(s, fl > 0 ? fl - 1 : 0, p0->arena, &least, err) : 0;
+    if (rc)
+        return rc;
+    return af__err(err, AF_EBUDGET,
+                   "%.260s; with %s the smallest budget arenaflow meets is %llu bytes (no "
+                   "schedule can go below %llu: the graph outputs, or one node's inputs and "
+                   "outputs, need that much at once)",
+                   first,
+                   s->o->offload ? (s->o->recompute ? "recomputation and offload" : "offload")
+                                 : "recomputation",
+                   (unsigned long long)least, (unsigned long long)fl);
+}
+
+int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **out, af_error_t *err)
+{
+    uint64_t t0 = af_now_ns();
+    char first[AF_ERROR_MSG_MAX];
+    snprintf(first, sizeof first, "%s", err && err->msg[0] ? err->msg : "budget exceeded");
+    af_plan_t *p0 = NULL, *p = NULL;
+    search_t s = {0};
+    int rc = prepare(g, o, &p0, &s, err);
+    if (!rc && p0->arena <= o->budget) { /* placement met it where the scheduler's check did not */
+        p = p0;
+        p0 = NULL;
+    } else if (!rc) {
+        s.budget = o->budget;
+        rc = search(&s, &p, err);
+        if (rc == AF_EBUDGET)
+            rc = refuse(&s, p0, first, err);
+    }
+    if (!rc) {
+        p->opts.budget = o->budget;
+        p->opts.verify = o->verify;
+    }
+    if (!rc && p->budget) {
+        p->rep.unbudgeted_bytes = p0->arena;
+        p->rep.budget_ms = (double)(af_now_ns() - t0) / 1e6;
+        p->rep.total_ms += p->rep.budget_ms;
+    }
+    if (!rc && o->verify && (rc = af_plan_verify(p, err)))
+        af_plan_destroy(p);
+    search_free(&s);
+    af_plan_destroy(p0);
+    if (!rc)
+        *out = p;
+    return rc;
+}
