@@ -189,6 +189,8 @@ typedef struct af__kernel_entry {
 
 int af__kernel_pattern(const af_kernel_args_t *a);
 int af__kernel_empty(const af_kernel_args_t *a);
+/* The copy kernel of SwapOut / SwapIn (kernels_swap.c) for op, or NULL: every set has it. */
+af_kernel_fn af__kernel_swap(const char *op);
 /* The f32 table (kernels_f32.c), terminated by {NULL, NULL}. */
 extern const af__kernel_entry_t af__kernels_f32[];
 

@@ -9,6 +9,7 @@
  *   caught at its first read, whichever kernels run.
  * "empty": does nothing (measures pure scheduling overhead).
  * "real": the f32 table of kernels_f32.c.
+ * Every set also has SwapOut / SwapIn (kernels_swap.c): a memcpy.
  *
  * Outputs that are views (aliases) of another tensor are not written: their bytes belong to the
  * base, and their checksum is taken as they are.
@@ -77,6 +78,9 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op)
 {
     if (!set || !op)
         return NULL;
+    for (size_t i = 0; set_names[i] && af__kernel_swap(op); i++)
+        if (strcmp(set, set_names[i]) == 0)
+            return af__kernel_swap(op); /* offload copies: memcpy in every set */
     if (strcmp(set, "verify") == 0)
         return af__kernel_pattern;
     if (strcmp(set, "empty") == 0)
