@@ -38,7 +38,6 @@ typedef struct search {
     af__remat_t *ctx[2];
     int n_ctx;
     double base; /* one plain round, cost units */
-    int quick;   /* bisection probes: portfolio only, no local improvement */
     uint8_t *protect;
 } search_t;
 
@@ -47,6 +46,7 @@ typedef struct cand {
     size_t n;
     double obj;
     const char *method;
+    uint64_t peak; /* simulated live bytes (upper bound of the plan's) */
 } cand_t;
 
 int af__budget_wanted(const af_graph_t *g, const af_plan_opts_t *o)
@@ -65,7 +65,7 @@ static void consider(cand_t *best, af__remat_result_t *r, double obj, const char
 {
     if (!best->steps || obj < best->obj) {
         af__free(best->steps);
-        *best = (cand_t){r->steps, r->n_steps, obj, method};
+        *best = (cand_t){r->steps, r->n_steps, obj, method, r->peak};
         r->steps = NULL;
     }
     af__remat_result_free(r);
@@ -117,11 +117,13 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
     return 0;
 }
 
-/* The cheapest schedule for target T. 0 with *best filled, 1 none, AF_ENOMEM. */
-static int schedule(const search_t *s, uint64_t T, cand_t *best)
+/* The cheapest schedule for target T, and in *alt the best portfolio member when local
+ * improvement or the chain DP beat it (placement may favour either). 0 with *best filled, 1
+ * none, AF_ENOMEM. */
+static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
 {
     static const double betas[] = {0, 0.5, 1, 2}, weights[] = {0.1, 0.5, 1};
-    *best = (cand_t){0};
+    *best = *alt = (cand_t){0};
     double extra;
     af_step_t *cs;
     size_t cn;
@@ -129,7 +131,7 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best)
     if (rc == AF_ENOMEM)
         return rc;
     if (rc == 0)
-        *best = (cand_t){cs, cn, extra, "chain-dp"};
+        *best = (cand_t){cs, cn, extra, "chain-dp", T};
     int win_k = -1;
     af__remat_cfg_t win_cfg = {0};
     af__remat_result_t win = {0};
@@ -153,12 +155,17 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best)
                         af__remat_result_free(&r);
                     }
                 }
-    if (win_k >= 0 && !s->quick && (rc = improve(s, win_k, win_cfg, &win, best))) {
+    if (win_k >= 0 && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
         return rc;
     }
-    if (win_k >= 0)
+    if (win_k >= 0 && best->steps && objective(s, &win) >= best->obj) {
+        *alt = (cand_t){win.steps, win.n_steps, objective(s, &win), "evict", win.peak};
+        win.steps = NULL;
+        af__remat_result_free(&win);
+    } else if (win_k >= 0) {
         consider(best, &win, objective(s, &win), "evict");
+    }
     return best->steps ? 0 : 1;
 }
 
@@ -188,13 +195,22 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
     af_plan_t *best = NULL;
     int rc = 0;
     for (int round = 0; round < MAX_ROUNDS && T >= floor; round++) {
-        cand_t c;
-        if ((rc = schedule(s, T, &c)) == AF_ENOMEM)
+        cand_t c, alt;
+        if ((rc = schedule(s, T, &c, &alt)) == AF_ENOMEM)
             break;
         af_plan_t *p = NULL;
+        uint64_t peak = rc == 0 ? c.peak : T, arena = 0;
         if (rc == 0)
             rc = place(s, &c, &p, err);
+        if (!rc && p->arena > B && alt.steps) { /* the runner-up may pack better */
+            af_plan_destroy(p);
+            p = NULL;
+            peak = alt.peak;
+            rc = place(s, &alt, &p, err);
+        }
+        arena = p ? p->arena : 0;
         af__free(c.steps);
+        af__free(alt.steps);
         if (rc == 1) { /* nothing meets T: lower targets will not either */
             rc = 0;
             t_bad = T;
@@ -209,13 +225,14 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
         } else {
             t_bad = T;
         }
-        uint64_t arena = p ? p->arena : 0;
         af_plan_destroy(p);
         uint64_t next;
         if (t_bad == UINT64_MAX) /* everything fitted so far: use the slack */
             next = T + (B - arena);
-        else if (!t_ok) /* over: step down by the excess */
-            next = arena > B && T > arena - B + align ? T - (arena - B) - align : floor;
+        else if (!t_ok) /* over: step down by the excess, from what the schedule reached */
+            next = (peak < T ? peak : T) > arena - B + align
+                       ? (peak < T ? peak : T) - (arena - B) - align
+                       : floor;
         else
             next = t_ok + (t_bad - t_ok) / 2;
         next = next / align * align;
@@ -264,7 +281,6 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
 static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_error_t *err)
 {
     uint64_t align = s->o->alignment;
-    s->quick = 1;
     while (hi - lo > align && hi - lo > hi / 1000) {
         uint64_t mid = (lo + (hi - lo) / 2) / align * align;
         if (mid <= lo)

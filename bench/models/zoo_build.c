@@ -309,10 +309,26 @@ static const af_zoo_entry_t zoo_entries[] = {
     {"darts", AF_ZOO_RANDOM, "DARTS-V2 cell network, 20 cells, C=36, 32x32 (NAS)"},
     {"resnet50-train", AF_ZOO_TRAINING, "ResNet-50 forward + backward, saved activations"},
     {"bert-train", AF_ZOO_TRAINING, "BERT-base forward + backward, saved activations"},
+    {"vgg16-train", AF_ZOO_TRAINING, "VGG-16, 224x224, forward + backward"},
+    {"vgg19-train", AF_ZOO_TRAINING, "VGG-19, 224x224, forward + backward"},
+    {"mobilenetv2-train", AF_ZOO_TRAINING, "MobileNetV2 1.0, 224x224, forward + backward"},
+    {"unet-train", AF_ZOO_TRAINING, "UNet 256x256 segmentation, forward + backward (batch 2)"},
 };
 static const zoo_fn zoo_fns[] = {
-    zoo_resnet50, zoo_mobilenetv2, zoo_inception3, zoo_unet,           zoo_bert,
-    zoo_gpt2,     zoo_randwire,    zoo_darts,      zoo_resnet50_train, zoo_bert_train,
+    zoo_resnet50,
+    zoo_mobilenetv2,
+    zoo_inception3,
+    zoo_unet,
+    zoo_bert,
+    zoo_gpt2,
+    zoo_randwire,
+    zoo_darts,
+    zoo_resnet50_train,
+    zoo_bert_train,
+    zoo_vgg16_train,
+    zoo_vgg19_train,
+    zoo_mobilenetv2_train,
+    zoo_unet_train,
 };
 _Static_assert(sizeof(zoo_entries) / sizeof(zoo_entries[0]) == sizeof(zoo_fns) / sizeof(zoo_fns[0]),
                "zoo tables out of step");
