@@ -39,6 +39,7 @@ typedef struct search {
     int n_ctx;
     double base; /* one plain round, cost units */
     uint8_t *protect;
+    int quick; /* minimum-budget probes: part of the portfolio, no local improvement */
 } search_t;
 
 typedef struct cand {
@@ -136,8 +137,8 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
     af__remat_cfg_t win_cfg = {0};
     af__remat_result_t win = {0};
     for (int k = 0; k < s->n_ctx; k++)
-        for (size_t b = 0; b < AF_ARRAY_SIZE(betas); b++)
-            for (int rec = 0; rec < 2; rec++)
+        for (size_t b = s->quick ? 2 : 0; b < AF_ARRAY_SIZE(betas); b++)
+            for (int rec = s->quick; rec < 2; rec++)
                 for (size_t w = 0; w < (s->o->offload ? AF_ARRAY_SIZE(weights) : 1); w++) {
                     af__remat_cfg_t cfg = {
                         .target = T, .beta = betas[b], .recursive = rec, .swap_weight = weights[w]};
@@ -155,7 +156,7 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                         af__remat_result_free(&r);
                     }
                 }
-    if (win_k >= 0 && (rc = improve(s, win_k, win_cfg, &win, best))) {
+    if (win_k >= 0 && !s->quick && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
         return rc;
     }
@@ -184,22 +185,45 @@ static double plan_objective(const search_t *s, const af_plan_t *p)
     return s->o->offload ? r->modelled_s - r->plain_modelled_s : r->extra_cost;
 }
 
+/* What the target search knows: the largest target whose plan fitted (ok), the smallest whose
+ * plan was over the budget (bad), the largest with no schedule at all (inf). */
+typedef struct bracket {
+    uint64_t ok, bad, inf;
+    uint64_t top; /* lowest simulated peak of a schedule placed over the budget */
+} bracket_t;
+
+/* The next target: up by the slack while everything fitted, down by the excess (from the
+ * schedule's own peak) while nothing did, else the middle of the bracket. */
+static uint64_t next_target(const bracket_t *k, uint64_t T, uint64_t peak, uint64_t arena,
+                            uint64_t B, int none)
+{
+    if (k->bad == UINT64_MAX)
+        return none ? T : T + (B - arena);
+    if (k->ok)
+        return k->ok + (k->bad - k->ok) / 2;
+    uint64_t from = peak < T ? peak : T, top = k->top < k->bad ? k->top : k->bad;
+    if (!none && from > k->inf + (arena - B) + 1)
+        return from - (arena - B) - 1;
+    return k->inf + (top - k->inf) / 2; /* targets above a schedule's peak change nothing */
+}
+
 /*
  * The best placed plan within the budget, moving the target as placement demands. 0 with
  * *out, AF_EBUDGET when nothing fits, or an error.
  */
 static int search(const search_t *s, af_plan_t **out, af_error_t *err)
 {
-    uint64_t B = s->budget, T = B, t_ok = 0, t_bad = UINT64_MAX, align = s->o->alignment;
+    uint64_t B = s->budget, T = B, align = s->o->alignment;
     uint64_t floor = af__remat_floor(s->ctx[0]);
     af_plan_t *best = NULL;
     int rc = 0;
+    bracket_t k = {0, UINT64_MAX, 0, UINT64_MAX};
     for (int round = 0; round < MAX_ROUNDS && T >= floor; round++) {
         cand_t c, alt;
         if ((rc = schedule(s, T, &c, &alt)) == AF_ENOMEM)
             break;
         af_plan_t *p = NULL;
-        uint64_t peak = rc == 0 ? c.peak : T, arena = 0;
+        uint64_t peak = rc == 0 ? c.peak : T;
         if (rc == 0)
             rc = place(s, &c, &p, err);
         if (!rc && p->arena > B && alt.steps) { /* the runner-up may pack better */
@@ -208,36 +232,26 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
             peak = alt.peak;
             rc = place(s, &alt, &p, err);
         }
-        arena = p ? p->arena : 0;
+        uint64_t arena = p ? p->arena : 0;
         af__free(c.steps);
         af__free(alt.steps);
-        if (rc == 1) { /* nothing meets T: lower targets will not either */
-            rc = 0;
-            t_bad = T;
-            if (!t_ok)
-                break;
-        } else if (rc) {
+        int fit = !rc && arena <= B, none = rc == 1;
+        if (rc && !none)
             break;
-        } else if (p->arena <= B) {
-            t_ok = T;
-            if (!best || plan_objective(s, p) < plan_objective(s, best))
-                af_plan_destroy(best), best = p, p = NULL;
-        } else {
-            t_bad = T;
-        }
-        af_plan_destroy(p);
-        uint64_t next;
-        if (t_bad == UINT64_MAX) /* everything fitted so far: use the slack */
-            next = T + (B - arena);
-        else if (!t_ok) /* over: step down by the excess, from what the schedule reached */
-            next = (peak < T ? peak : T) > arena - B + align
-                       ? (peak < T ? peak : T) - (arena - B) - align
-                       : floor;
+        rc = 0;
+        if (none && !k.ok)
+            k.inf = T; /* no schedule at T: none below either */
+        else if (fit)
+            k.ok = T;
         else
-            next = t_ok + (t_bad - t_ok) / 2;
+            k.bad = T, k.top = peak < k.top ? peak : k.top;
+        if (fit && (!best || plan_objective(s, p) < plan_objective(s, best)))
+            af_plan_destroy(best), best = p, p = NULL;
+        af_plan_destroy(p);
+        uint64_t next = next_target(&k, T, peak, arena, B, none);
         next = next / align * align;
-        if (next == T || next >= t_bad || next <= t_ok || (best && t_bad - t_ok <= B / 512) ||
-            (best && plan_objective(s, best) <= 0))
+        if (next == T || next >= k.bad || next <= k.ok || next <= k.inf ||
+            (best && (k.bad - k.ok <= B / 512 || plan_objective(s, best) <= 0)))
             break;
         T = next;
     }
@@ -277,26 +291,55 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
     return 0;
 }
 
-/* Smallest budget in [lo, hi] the search meets, hi being met; to max(alignment, hi / 1000). */
-static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_error_t *err)
+/* 0 when some schedule keeps the simulated live bytes within T (quick portfolio), 1 when none,
+ * AF_ENOMEM. */
+static int model_meets(search_t *s, uint64_t T)
 {
-    uint64_t align = s->o->alignment;
+    cand_t c, alt;
+    s->quick = 1;
+    int rc = schedule(s, T, &c, &alt);
+    s->quick = 0;
+    af__free(c.steps);
+    af__free(alt.steps);
+    return rc;
+}
+
+/*
+ * Smallest budget in [lo, hi] the planner meets, hi being met. Bisection on the simulated
+ * schedules (cheap: no placement) to max(alignment, hi / 1000), then the full search — the one
+ * af_plan_create() runs — confirms it, stepping up by 1/256 until it plans: the named budget
+ * always plans.
+ */
+static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_plan_t **plan,
+                  af_error_t *err)
+{
+    uint64_t align = s->o->alignment, top = hi;
     while (hi - lo > align && hi - lo > hi / 1000) {
         uint64_t mid = (lo + (hi - lo) / 2) / align * align;
         if (mid <= lo)
             break;
-        s->budget = mid;
-        af_plan_t *p = NULL;
-        int rc = search(s, &p, err);
-        af_plan_destroy(p);
-        if (rc && rc != AF_EBUDGET)
-            return rc;
+        int rc = model_meets(s, mid);
+        if (rc == AF_ENOMEM)
+            return af__err(err, rc, "out of memory");
         if (rc)
             lo = mid;
         else
             hi = mid;
     }
-    *out = hi;
+    for (; hi < top; hi = af__align_up(hi + hi / 256 + 1, align)) {
+        s->budget = hi;
+        af_plan_t *p = NULL;
+        int rc = search(s, &p, err);
+        if (!rc && plan)
+            *plan = p;
+        else
+            af_plan_destroy(p);
+        if (!rc)
+            break;
+        if (rc != AF_EBUDGET)
+            return rc;
+    }
+    *out = hi < top ? hi : top;
     return 0;
 }
 
@@ -330,7 +373,7 @@ int af_plan_min_budget(const af_graph_t *g, const af_plan_opts_t *opts, uint64_t
         if (bound)
             *bound = fl;
         rc = (o.recompute || o.offload) && fl < p0->arena
-                 ? bisect(&s, fl > 0 ? fl - 1 : 0, p0->arena, out, err)
+                 ? bisect(&s, fl > 0 ? fl - 1 : 0, p0->arena, out, NULL, err)
                  : (*out = p0->arena, 0);
     }
     search_free(&s);
@@ -338,13 +381,20 @@ int af_plan_min_budget(const af_graph_t *g, const af_plan_opts_t *opts, uint64_t
     return rc;
 }
 
-/* AF_EBUDGET for a budget no rewrite meets: the first failure's text, the smallest budget. */
-static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_error_t *err)
+/*
+ * The search failed at the budget: find the smallest budget it meets. When that is within the
+ * budget after all (the target search is a heuristic and can miss), its plan is the answer
+ * (*out); otherwise AF_EBUDGET with the first failure's text and the smallest budget.
+ */
+static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_plan_t **out,
+                  af_error_t *err)
 {
-    uint64_t fl = af__remat_floor(s->ctx[0]), least = p0->arena;
-    int rc = fl < p0->arena ? bisect(s, fl > 0 ? fl - 1 : 0, p0->arena, &least, err) : 0;
-    if (rc)
+    uint64_t fl = af__remat_floor(s->ctx[0]), least = p0->arena, B = s->budget;
+    int rc = fl < p0->arena ? bisect(s, fl > 0 ? fl - 1 : 0, p0->arena, &least, out, err) : 0;
+    if (rc || (*out && least <= B))
         return rc;
+    af_plan_destroy(*out);
+    *out = NULL;
     return af__err(err, AF_EBUDGET,
                    "%.260s; with %s the smallest budget arenaflow meets is %llu bytes (no "
                    "schedule can go below %llu: the graph outputs, or one node's inputs and "
@@ -370,7 +420,7 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
         s.budget = o->budget;
         rc = search(&s, &p, err);
         if (rc == AF_EBUDGET)
-            rc = refuse(&s, p0, first, err);
+            rc = refuse(&s, p0, first, &p, err);
     }
     if (!rc) {
         p->opts.budget = o->budget;

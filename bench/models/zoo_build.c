@@ -313,6 +313,8 @@ static const af_zoo_entry_t zoo_entries[] = {
     {"vgg19-train", AF_ZOO_TRAINING, "VGG-19, 224x224, forward + backward"},
     {"mobilenetv2-train", AF_ZOO_TRAINING, "MobileNetV2 1.0, 224x224, forward + backward"},
     {"unet-train", AF_ZOO_TRAINING, "UNet 256x256 segmentation, forward + backward (batch 2)"},
+    {"bert20-train", AF_ZOO_TRAINING,
+     "BERT-base width, 20 layers, forward + backward (~1,000 nodes)"},
 };
 static const zoo_fn zoo_fns[] = {
     zoo_resnet50,
@@ -329,6 +331,7 @@ static const zoo_fn zoo_fns[] = {
     zoo_vgg19_train,
     zoo_mobilenetv2_train,
     zoo_unet_train,
+    zoo_bert20_train,
 };
 _Static_assert(sizeof(zoo_entries) / sizeof(zoo_entries[0]) == sizeof(zoo_fns) / sizeof(zoo_fns[0]),
                "zoo tables out of step");

@@ -74,3 +74,15 @@ int zoo_unet_train(zb_t *z, const af_zoo_opts_t *o)
     z->record = 1;
     return train(z, zoo_unet_body(z, train_batch(o, 2)));
 }
+
+/* BERT-base width with 20 layers: a training graph of about 1,000 nodes. */
+int zoo_bert20_train(zb_t *z, const af_zoo_opts_t *o)
+{
+    int64_t batch = train_batch(o, 8), seq = o->seq > 0 ? o->seq : 128;
+    z->record = 1;
+    zt h = zoo_bert_body(z, batch, seq, 20);
+    zb_scope(z, "cls.predictions");
+    h = L_layernorm(z, L_act(z, "Gelu", L_linear(z, h, 768, 1)));
+    zt logits = L_linear(z, h, 30522, 1);
+    return train(z, logits);
+}
