@@ -39,7 +39,8 @@ typedef struct search {
     int n_ctx;
     double base; /* one plain round, cost units */
     uint8_t *protect;
-    int quick; /* minimum-budget probes: part of the portfolio, no local improvement */
+    int quick;     /* minimum-budget probes: part of the portfolio, no local improvement */
+    int first_fit; /* stop at the first plan that fits (feasibility is all that is asked) */
 } search_t;
 
 typedef struct cand {
@@ -123,7 +124,7 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
  * none, AF_ENOMEM. */
 static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
 {
-    static const double betas[] = {0, 0.5, 1, 2}, weights[] = {0.1, 0.5, 1};
+    static const double betas[] = {0, 0.5, 1, 2}, weights[] = {0, 0.05, 0.25, 1};
     *best = *alt = (cand_t){0};
     double extra;
     af_step_t *cs;
@@ -250,7 +251,7 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
         af_plan_destroy(p);
         uint64_t next = next_target(&k, T, peak, arena, B, none);
         next = next / align * align;
-        if (next == T || next >= k.bad || next <= k.ok || next <= k.inf ||
+        if ((best && s->first_fit) || next == T || next >= k.bad || next <= k.ok || next <= k.inf ||
             (best && (k.bad - k.ok <= B / 512 || plan_objective(s, best) <= 0)))
             break;
         T = next;
@@ -307,8 +308,8 @@ static int model_meets(search_t *s, uint64_t T)
 /*
  * Smallest budget in [lo, hi] the planner meets, hi being met. Bisection on the simulated
  * schedules (cheap: no placement) to max(alignment, hi / 1000), then the full search — the one
- * af_plan_create() runs — confirms it, stepping up by 1/256 until it plans: the named budget
- * always plans.
+ * af_plan_create() runs — confirms it, stepping up by 1/256, 1/128, ... of it until it plans:
+ * the named budget always plans.
  */
 static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_plan_t **plan,
                   af_error_t *err)
@@ -326,7 +327,8 @@ static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_plan_
         else
             hi = mid;
     }
-    for (; hi < top; hi = af__align_up(hi + hi / 256 + 1, align)) {
+    s->first_fit = 1; /* a rescued plan (refuse) is rare: feasibility first */
+    for (uint64_t step = hi / 256 + 1; hi < top; hi = af__align_up(hi + step, align), step *= 2) {
         s->budget = hi;
         af_plan_t *p = NULL;
         int rc = search(s, &p, err);
@@ -339,6 +341,7 @@ static int bisect(search_t *s, uint64_t lo, uint64_t hi, uint64_t *out, af_plan_
         if (rc != AF_EBUDGET)
             return rc;
     }
+    s->first_fit = 0;
     *out = hi < top ? hi : top;
     return 0;
 }

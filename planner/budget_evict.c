@@ -43,6 +43,7 @@ enum {
 enum { PRE = 0, MAIN = 1, POST = 2 };
 #define NO_USE INT32_MAX
 #define REGEN_DEPTH 6
+#define MAX_SLOTS_PER_NODE 16 /* a run emitting more steps than this per node gives up */
 
 typedef struct rec {
     int32_t slot, seq, aux; /* aux: SwapOut -> the main slot whose allocation needed it */
@@ -473,6 +474,8 @@ static int exec(af__remat_t *r, int32_t u, int orig)
     int rc = make_room(r, need);
     if (rc)
         return rc;
+    if (r->n_slots >= MAX_SLOTS_PER_NODE * (size_t)r->nn + 1024)
+        return 1; /* thrashing: recomputing the same work over and over is no schedule to keep */
     if (af__grow((void **)&r->mem, &r->cap_slots, r->n_slots + 1, sizeof(uint64_t)))
         return AF_ENOMEM;
     if (af__grow((void **)&r->at, &r->cap_at, r->n_slots + 2, sizeof(double)))
