@@ -219,6 +219,8 @@ static void chains(const cfg_t *c)
                 snprintf(cd, sizeof cd, "%.2f (%s%s)", cm.extra, st, cm.ok ? "" : ", placed over");
             else
                 snprintf(cd, sizeof cd, "%s", st);
+            if (!a.ok)
+                snprintf(ca, sizeof ca, "refused");
             if (ref >= 0)
                 snprintf(cr, sizeof cr, "%.2f", 100.0 * ref / base);
             else

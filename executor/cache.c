@@ -298,6 +298,9 @@ static void persist(af_plan_cache_t *c, const entry_t *e)
     if (!c->dir)
         return;
     const af_plan_t *p = e->plan;
+    if (af_plan_graph(p) != e->g)
+        return; /* rewritten under a budget: the file holds the source graph's order only, so
+                   such a plan is planned again after a restart instead of stored */
     int32_t nt = e->hdr.nt, nn = e->hdr.nn;
     size_t n = sizeof(file_hdr_t) + (size_t)nn * 4 + (size_t)nt * 8;
     uint8_t *buf = af__malloc(n + 8);

@@ -156,7 +156,10 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                     } else {
                         af__remat_result_free(&r);
                     }
+                    if (s->quick) /* a probe asks whether T can be met, not at what cost */
+                        goto done;
                 }
+done:
     if (win_k >= 0 && !s->quick && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
         return rc;

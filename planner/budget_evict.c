@@ -357,6 +357,20 @@ static double rand01(af__remat_t *r)
     return (double)(r->rng >> 11) / 9007199254740992.0;
 }
 
+/* d^beta, with the portfolio's exponents (0, 0.5, 1, 2) without a call to pow(). */
+static double dist_pow(double d, double beta)
+{
+    if (beta == 0)
+        return 1;
+    if (beta == 1)
+        return d;
+    if (beta == 2)
+        return d * d;
+    if (beta == 0.5)
+        return sqrt(d);
+    return pow(d, beta);
+}
+
 /* Picks the resident tensor to evict (-1: none); *swap = 1 when swapping is the cheaper way. */
 static int32_t pick_victim(af__remat_t *r, int *swap)
 {
@@ -373,15 +387,22 @@ static int32_t pick_victim(af__remat_t *r, int *swap)
                 (!pass && c->protect && c->protect[x]))
                 continue;
             int32_t nu = next_use(r, x);
-            double rc = can_rc ? regen(r, x, 0) : HUGE_VAL;
             double sc =
                 can_sw ? c->swap_weight * (double)r->size[x] * r->swap_unit * (r->host[x] ? 1 : 2)
                        : HUGE_VAL;
+            double denom = nu == NO_USE
+                               ? 1
+                               : (double)r->size[x] * dist_pow((double)(nu - r->cur) + 1, c->beta);
+            /* the producer's own cost bounds the regen cost from below: skip hopeless ones */
+            double lb = can_rc ? r->cost[af_graph_tensor(r->g, x)->producer] : HUGE_VAL;
+            if (nu != NO_USE && ((lb < sc ? lb : sc) + 1e-9) / denom >= bh)
+                continue;
+            double rc = can_rc ? regen(r, x, 0) : HUGE_VAL;
             double cost = rc < sc ? rc : sc, h;
             if (nu == NO_USE) {
                 h = -1; /* dead already: free */
             } else {
-                h = (cost + 1e-9) / ((double)r->size[x] * pow((double)(nu - r->cur) + 1, c->beta));
+                h = (cost + 1e-9) / denom;
                 if (c->noise)
                     h *= 1 + 0.25 * rand01(r);
             }
