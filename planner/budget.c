@@ -146,6 +146,8 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                     af__remat_result_t r;
                     if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM) {
                         af__remat_result_free(&win);
+                        af__free(best->steps);
+                        best->steps = NULL;
                         return rc;
                     }
                     if (rc)
@@ -162,6 +164,8 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
 done:
     if (win_k >= 0 && !s->quick && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
+        af__free(best->steps);
+        best->steps = NULL;
         return rc;
     }
     if (win_k >= 0 && best->steps && objective(s, &win) >= best->obj) {
