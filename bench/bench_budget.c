@@ -131,6 +131,21 @@ static void cell(char *out, size_t n, const col_t *c)
         snprintf(out, n, "%.2f", c->extra);
 }
 
+/* The four result cells of a table row (48, 48, 48 and 64 bytes). */
+static void row_cells(const col_t *a, const col_t *chen, const col_t *greedy, const col_t *cm,
+                      const char *st, char *ca, char *cb, char *cc, char *cd)
+{
+    cell(ca, 48, a);
+    cell(cb, 48, chen);
+    cell(cc, 48, greedy);
+    if (cm->run)
+        snprintf(cd, 64, "%.2f (%s%s)", cm->extra, st, cm->ok ? "" : ", placed over");
+    else
+        snprintf(cd, 64, "%s", st);
+    if (!a->ok)
+        snprintf(ca, 48, "refused");
+}
+
 /* Compares arenaflow with a baseline column: better-or-equal wherever the baseline fits. */
 static void tally(const col_t *a, const col_t *b)
 {
@@ -212,15 +227,7 @@ static void chains(const cfg_t *c)
             const char *st;
             col_t cm = checkmate(c, g, order, budget, &st);
             char ca[48], cb[48], cc[48], cd[64], cr[32];
-            cell(ca, sizeof ca, &a);
-            cell(cb, sizeof cb, &chen);
-            cell(cc, sizeof cc, &greedy);
-            if (cm.run)
-                snprintf(cd, sizeof cd, "%.2f (%s%s)", cm.extra, st, cm.ok ? "" : ", placed over");
-            else
-                snprintf(cd, sizeof cd, "%s", st);
-            if (!a.ok)
-                snprintf(ca, sizeof ca, "refused");
+            row_cells(&a, &chen, &greedy, &cm, st, ca, cb, cc, cd);
             if (ref >= 0)
                 snprintf(cr, sizeof cr, "%.2f", 100.0 * ref / base);
             else
@@ -296,15 +303,7 @@ static void training(const cfg_t *c, offrow_t off[N_TRAIN][NK])
             const char *st;
             col_t cm = checkmate(c, g, order, budget, &st);
             char ca[48], cb[48], cc[48], cd[64];
-            cell(ca, sizeof ca, &a);
-            cell(cb, sizeof cb, &chen);
-            cell(cc, sizeof cc, &greedy);
-            if (cm.run)
-                snprintf(cd, sizeof cd, "%.2f (%s%s)", cm.extra, st, cm.ok ? "" : ", placed over");
-            else
-                snprintf(cd, sizeof cd, "%s", st);
-            if (!a.ok)
-                snprintf(ca, sizeof ca, "refused");
+            row_cells(&a, &chen, &greedy, &cm, st, ca, cb, cc, cd);
             printf("| %s | %d | %.1f | %.0f | %s | %.0f | %s | %s | %s |\n", train_graphs[gi],
                    af_graph_node_count(g), ks[k], (double)budget / 1048576, ca, a.ms, cb, cc, cd);
             if (cm.run && !strcmp(st, "optimal")) {

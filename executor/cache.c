@@ -139,6 +139,12 @@ uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts)
     h_f64(&s, o.alpha);
     h_f64(&s, o.beta);
     h_f64(&s, o.time_limit_s);
+    if (o.budget) { /* the budget passes' options change the plan only under a budget */
+        uint64_t passes[] = {(uint64_t)o.recompute, (uint64_t)o.offload};
+        h_bytes(&s, passes, sizeof passes);
+        h_f64(&s, o.bandwidth);
+        h_f64(&s, o.compute_rate);
+    }
     h_str(&s, af_graph_name(g));
     int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
     h_u64(&s, (uint64_t)nt);
