@@ -137,10 +137,12 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
     int win_k = -1;
     af__remat_cfg_t win_cfg = {0};
     af__remat_result_t win = {0};
-    for (int k = 0; k < s->n_ctx; k++)
+    /* probes (quick): the base order, beta 1 and 2, the neighbourhood, swap weights 0 and 1 */
+    size_t nw = s->o->offload ? AF_ARRAY_SIZE(weights) : 1, wstep = s->quick && nw > 1 ? nw - 1 : 1;
+    for (int k = 0; k < (s->quick ? 1 : s->n_ctx); k++)
         for (size_t b = s->quick ? 2 : 0; b < AF_ARRAY_SIZE(betas); b++)
             for (int rec = s->quick; rec < 2; rec++)
-                for (size_t w = 0; w < (s->o->offload ? AF_ARRAY_SIZE(weights) : 1); w++) {
+                for (size_t w = 0; w < nw; w += wstep) {
                     af__remat_cfg_t cfg = {
                         .target = T, .beta = betas[b], .recursive = rec, .swap_weight = weights[w]};
                     af__remat_result_t r;
