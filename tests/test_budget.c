@@ -10,6 +10,7 @@
  *   budget that does plan.
  * - Real kernels: outputs of budgeted plans (recompute, offload) are bit-identical to the
  *   unbudgeted plan's, on a chain and on a small DAG of real ops.
+ * - Node costs: FLOP estimates from the shapes where the graph gives none.
  * - af_plan_from_steps: bad schedules are refused with the step named; the verifier catches a
  *   tampered host placement; the event table has RECOMPUTE, SWAP_OUT, SWAP_IN rows;
  *   af_plan_min_budget; out-of-memory at every allocation of a budgeted plan is clean.
@@ -489,6 +490,46 @@ static void test_budget_steps_refused_with_step_named(void **state)
     af_graph_destroy(g);
 }
 
+static void test_budget_flop_estimates_where_cost_is_absent(void **state)
+{
+    (void)state;
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t sx[2] = {4, 8}, sw[2] = {8, 16}, sy[2] = {4, 16};
+    af_tensor_desc_t d = {.bytes = AF_BYTES_FROM_SHAPE, .dtype = AF_DTYPE_F32, .rank = 2};
+    const char *names[] = {"x", "W", "y", "z"};
+    const int64_t *shapes[] = {sx, sw, sy, sy};
+    af_tensor_kind_t kinds[] = {AF_TENSOR_INPUT, AF_TENSOR_CONSTANT, AF_TENSOR_INTERMEDIATE,
+                                AF_TENSOR_OUTPUT};
+    for (int i = 0; i < 4; i++) {
+        d.name = names[i], d.shape = shapes[i], d.kind = kinds[i];
+        assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+    }
+    const char *mm_in[] = {"x", "W"}, *y = "y", *z = "z";
+    af_node_desc_t mm = {.name = "mm",
+                         .op = "MatMul",
+                         .inputs = mm_in,
+                         .n_inputs = 2,
+                         .outputs = &y,
+                         .n_outputs = 1};
+    af_node_desc_t relu = {
+        .name = "relu", .op = "Relu", .inputs = &y, .n_inputs = 1, .outputs = &z, .n_outputs = 1};
+    assert_int_equal(af_graph_add_node(g, &mm, NULL, NULL), 0);
+    assert_int_equal(af_graph_add_node(g, &relu, NULL, NULL), 0);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_step_t steps[] = {{AF_STEP_RUN, 0}, {AF_STEP_RUN, 0}, {AF_STEP_RUN, 1}, {AF_STEP_RUN, 1}};
+    af_plan_t *p = NULL;
+    af_error_t err;
+    assert_int_equal(af_plan_from_steps(g, NULL, steps, 4, &p, &err), 0);
+    const af_plan_report_t *r = af_plan_report(p);
+    /* MatMul: 2 x 4 x 16 outputs x 8 = 1024 FLOPs; Relu: 64 output elements */
+    assert_true(r->extra_cost == 1024 + 64);
+    assert_true(r->base_cost == 1024 + 64);
+    assert_int_equal(r->recomputed_nodes, 2);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 static void test_budget_event_rows(void **state)
 {
     (void)state;
@@ -581,6 +622,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_chain_matches_exhaustive),
         cmocka_unit_test(test_budget_steps_refused_with_step_named),
+        cmocka_unit_test(test_budget_flop_estimates_where_cost_is_absent),
         cmocka_unit_test(test_budget_event_rows),
         cmocka_unit_test(test_budget_min_budget),
         cmocka_unit_test(test_budget_real_kernels_bit_identical),
