@@ -2,15 +2,16 @@
  * bench_budget: fitting training graphs under a memory budget (issue #18).
  *
  * Graphs: the zoo's training graphs (resnet50-, bert-, vgg16-, vgg19-, mobilenetv2-,
- * unet-train) and training chains of 8..64 unit-cost layers (af_zoo_chain_train), at budgets
- * 0.9, 0.8, ..., 0.3 x the keep-everything peak (the arena of the best plan without a budget).
- * In the same run, every schedule placed and measured by the same planner (af_plan_from_steps):
- *   arenaflow   af_plan_create() with the budget (recomputation; the chain DP on chains)
- *   sqrt(n)     Chen et al.'s sqrt(n) checkpointing (budget_baselines.h)
- *   greedy      an XLA-style rematerialiser: cheapest cost per byte freed until the peak fits
- *   dp-ref      chains: the chain DP written a second time (budget_baselines.h)
- *   checkmate   the Checkmate MILP solved by CBC within --cbc-time (budget_milp.h), on graphs of
- *               at most --cbc-max-nodes nodes; skipped when cbc is not installed
+ * unet-train, and two small ones an exact MILP can solve: resmlp-, convnet-train) and training
+ * chains of 8..64 unit-cost layers (af_zoo_chain_train), at budgets 0.9, 0.8, ..., 0.3 x the
+ * keep-everything peak (the arena of the best plan without a budget). In the same run, every
+ * schedule placed and measured by the same planner (af_plan_from_steps):
+ * - arenaflow: af_plan_create() with the budget (recomputation; the chain DP on chains);
+ * - sqrt(n): Chen et al.'s sqrt(n) checkpointing (budget_baselines.h);
+ * - greedy: an XLA-style rematerialiser, cheapest cost per byte freed until the peak fits;
+ * - dp-ref: on chains, the chain DP written a second time (budget_baselines.h);
+ * - checkmate: the Checkmate MILP solved by CBC within --cbc-time (budget_milp.h), on graphs of
+ *   at most --cbc-max-nodes nodes; skipped when cbc is not installed.
  * Extra compute is in % of one plain round (sum of node costs). "over" = the schedule's placed
  * arena is above the budget (infeasible there), "-" = not run.
  * Then offload: modelled overhead of recompute alone vs recompute + offload at the same budget
@@ -19,7 +20,7 @@
  * Checksum: sum of the arenas of every arenaflow plan.
  *
  * usage: bench_budget [--quick] [--cbc-time S] [--cbc-max-nodes N] [--no-cbc]
- *                     [--bandwidth B] [--no-batch]
+ *                     [--bandwidth B] [--no-batch] [--no-chains] [--no-timing] [--graphs A,B]
  */
 #include "arenaflow/plan.h"
 #include "budget_baselines.h"
@@ -35,7 +36,8 @@ static const double ks[] = {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3};
 #define NK ((int)(sizeof ks / sizeof ks[0]))
 
 typedef struct cfg {
-    int quick, cbc, batch, cbc_max_nodes;
+    int quick, cbc, batch, cbc_max_nodes, chains, timing;
+    const char *graphs; /* comma-separated training graphs to run, NULL = all */
     double cbc_time, bandwidth;
     char dir[256];
 } cfg_t;
@@ -256,8 +258,22 @@ static void chains(const cfg_t *c)
 /* ---- 2 + 3. training graphs: recompute vs baselines, offload vs recompute ------------------ */
 
 static const char *const train_graphs[] = {"resnet50-train", "bert-train",        "vgg16-train",
-                                           "vgg19-train",    "mobilenetv2-train", "unet-train"};
+                                           "vgg19-train",    "mobilenetv2-train", "unet-train",
+                                           "resmlp-train",   "convnet-train"};
 #define N_TRAIN ((int)(sizeof train_graphs / sizeof train_graphs[0]))
+
+/* 1 when training graph gi is to run (--graphs, --quick). */
+static int wanted(const cfg_t *c, int gi)
+{
+    if (c->graphs) {
+        size_t n = strlen(train_graphs[gi]);
+        for (const char *p = c->graphs; (p = strstr(p, train_graphs[gi])); p += n)
+            if ((p == c->graphs || p[-1] == ',') && (p[n] == ',' || !p[n]))
+                return 1;
+        return 0;
+    }
+    return !c->quick || gi <= 1;
+}
 
 static af_graph_t *zoo(const char *name, int32_t batch)
 {
@@ -285,8 +301,8 @@ static void training(const cfg_t *c, offrow_t off[N_TRAIN][NK])
     printf("| graph | nodes | budget | MiB | arenaflow | ms | sqrt(n) | greedy | checkmate (CBC) "
            "|\n|---|---|---|---|---|---|---|---|---|\n");
     for (int gi = 0; gi < N_TRAIN; gi++) {
-        if (c->quick && gi > 1)
-            break;
+        if (!wanted(c, gi))
+            continue;
         af_graph_t *g = zoo(train_graphs[gi], 0);
         int32_t *order;
         uint64_t peak = unbudgeted(g, &order);
@@ -330,8 +346,8 @@ static void offload_table(const cfg_t *c, offrow_t off[N_TRAIN][NK])
            c->bandwidth, AF_PLAN_COMPUTE_RATE);
     printf("| graph | budget | recompute only | recompute + offload | reduction |\n"
            "|---|---|---|---|---|\n");
-    for (int gi = 0; gi < N_TRAIN && (!c->quick || gi <= 1); gi++)
-        for (int k = 0; k < NK; k++) {
+    for (int gi = 0; gi < N_TRAIN; gi++)
+        for (int k = 0; k < NK && wanted(c, gi); k++) {
             const offrow_t *r = &off[gi][k];
             char a[32], b[32], d[32] = "-";
             snprintf(a, sizeof a, r->rec_ok ? "%.3f" : "refused", r->rec);
@@ -385,7 +401,9 @@ static void batches(const cfg_t *c)
            "default batch)\n\n");
     printf("| graph | default batch | budget MiB | no rewrite | recompute | recompute + "
            "offload |\n|---|---|---|---|---|---|\n");
-    for (int gi = 0; gi < N_TRAIN && (!c->quick || gi == 0); gi++) {
+    for (int gi = 0; gi < N_TRAIN; gi++) {
+        if (!wanted(c, gi) || (c->quick && gi))
+            continue;
         af_graph_t *g = zoo(train_graphs[gi], 0);
         int32_t *order;
         uint64_t budget = unbudgeted(g, &order);
@@ -446,8 +464,13 @@ static double timing(const cfg_t *c)
 
 int main(int argc, char **argv)
 {
-    cfg_t c = {
-        .cbc = 1, .batch = 1, .cbc_max_nodes = 150, .cbc_time = 30, .bandwidth = AF_PLAN_BANDWIDTH};
+    cfg_t c = {.cbc = 1,
+               .batch = 1,
+               .cbc_max_nodes = 150,
+               .cbc_time = 30,
+               .chains = 1,
+               .timing = 1,
+               .bandwidth = AF_PLAN_BANDWIDTH};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             c.quick = 1, c.cbc_time = 5;
@@ -455,6 +478,12 @@ int main(int argc, char **argv)
             c.cbc = 0;
         else if (!strcmp(argv[i], "--no-batch"))
             c.batch = 0;
+        else if (!strcmp(argv[i], "--no-chains"))
+            c.chains = 0;
+        else if (!strcmp(argv[i], "--no-timing"))
+            c.timing = 0;
+        else if (!strcmp(argv[i], "--graphs") && i + 1 < argc)
+            c.graphs = argv[++i];
         else if (!strcmp(argv[i], "--cbc-time") && i + 1 < argc)
             c.cbc_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--cbc-max-nodes") && i + 1 < argc)
@@ -463,10 +492,12 @@ int main(int argc, char **argv)
             c.bandwidth = atof(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_budget [--quick] [--cbc-time S] [--cbc-max-nodes N] "
-                            "[--no-cbc] [--bandwidth B] [--no-batch]\n");
+                            "[--no-cbc] [--bandwidth B] [--no-batch] [--no-chains] "
+                            "[--no-timing] [--graphs A,B]\n");
             return 2;
         }
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* a long run shows its rows as they come */
     if (c.cbc && !milp_have_cbc()) {
         printf("cbc not found: the checkmate column is skipped (Debian package coinor-cbc)\n\n");
         c.cbc = 0;
@@ -480,15 +511,15 @@ int main(int argc, char **argv)
            "graphs up to %d nodes\n\n",
            "0.9 .. 0.3", c.cbc_time, c.cbc_max_nodes);
     static offrow_t off[N_TRAIN][NK];
-    chains(&c);
-    fflush(stdout);
+    if (c.chains)
+        chains(&c);
     training(&c, off);
     fflush(stdout);
     offload_table(&c, off);
     fflush(stdout);
     if (c.batch)
         batches(&c);
-    double worst = timing(&c);
+    double worst = c.timing ? timing(&c) : 0;
     printf("summary: chains %d/%d cells equal to the DP reference; CBC proved the optimum in %d "
            "cells, arenaflow within 5%% in %d; against sqrt(n) and greedy, %d cells where the "
            "baseline fits: arenaflow fits and needs no more extra compute in %d (less in %d; "

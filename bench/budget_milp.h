@@ -248,8 +248,10 @@ static void milp_solve(const af_graph_t *g, const int32_t *order, uint64_t budge
     milp_write(&G, (double)budget / unit, cscale, f);
     fclose(f);
     unlink(sol);
-    snprintf(cmd, sizeof cmd, "cbc %s sec %g threads 1 solve solu %s >%s/cbc.log 2>&1", lp,
-             time_limit, sol, dir);
+    /* CBC checks its time limit during branch-and-bound only: a hard wall-clock stop as well */
+    snprintf(cmd, sizeof cmd,
+             "timeout -s KILL %.0f cbc %s sec %g threads 1 solve solu %s >%s/cbc.log 2>&1",
+             4 * time_limit + 30, lp, time_limit, sol, dir);
     uint64_t t0 = af_now_ns();
     int rc = system(cmd);
     r->secs = (double)(af_now_ns() - t0) / 1e9;

@@ -315,6 +315,9 @@ static const af_zoo_entry_t zoo_entries[] = {
     {"unet-train", AF_ZOO_TRAINING, "UNet 256x256 segmentation, forward + backward (batch 2)"},
     {"bert20-train", AF_ZOO_TRAINING,
      "BERT-base width, 20 layers, forward + backward (~1,000 nodes)"},
+    {"resmlp-train", AF_ZOO_TRAINING,
+     "residual MLP, 6 blocks of 256, batch 512, forward + backward"},
+    {"convnet-train", AF_ZOO_TRAINING, "small CNN, 32x32, 6 Conv-BN-Relu, forward + backward"},
 };
 static const zoo_fn zoo_fns[] = {
     zoo_resnet50,
@@ -332,6 +335,8 @@ static const zoo_fn zoo_fns[] = {
     zoo_mobilenetv2_train,
     zoo_unet_train,
     zoo_bert20_train,
+    zoo_resmlp_train,
+    zoo_convnet_train,
 };
 _Static_assert(sizeof(zoo_entries) / sizeof(zoo_entries[0]) == sizeof(zoo_fns) / sizeof(zoo_fns[0]),
                "zoo tables out of step");

@@ -116,6 +116,8 @@ int zoo_vgg19_train(zb_t *z, const af_zoo_opts_t *o);
 int zoo_mobilenetv2_train(zb_t *z, const af_zoo_opts_t *o);
 int zoo_unet_train(zb_t *z, const af_zoo_opts_t *o);
 int zoo_bert20_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_resmlp_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_convnet_train(zb_t *z, const af_zoo_opts_t *o);
 
 /* Model bodies shared by inference and training generators: return the head tensor. */
 zt zoo_resnet50_body(zb_t *z, int64_t batch);

@@ -86,3 +86,36 @@ int zoo_bert20_train(zb_t *z, const af_zoo_opts_t *o)
     zt logits = L_linear(z, h, 30522, 1);
     return train(z, logits);
 }
+
+/* A residual MLP, 6 blocks of Linear -> Gelu (+ the block input), hidden 256, batch 512 (saved
+ * activations, not weights, dominate): a small training DAG (skip connections) that an exact
+ * MILP can still solve. */
+int zoo_resmlp_train(zb_t *z, const af_zoo_opts_t *o)
+{
+    z->record = 1;
+    zt x = zb_input(z, "image", AF_DTYPE_F32, zs2(train_batch(o, 512), 256));
+    for (int i = 0; i < 6; i++) {
+        zb_scope(z, "block%d", i);
+        x = L_add(z, L_act(z, "Gelu", L_linear(z, x, 256, 1)), x);
+    }
+    zb_scope(z, "head");
+    return train(z, L_linear(z, x, 10, 1));
+}
+
+/* A small CNN on 32x32 images: 3 stages of two Conv-BN-Relu and a max pool, then a linear
+ * classifier; batch 32. */
+int zoo_convnet_train(zb_t *z, const af_zoo_opts_t *o)
+{
+    z->record = 1;
+    zt x = zb_input(z, "image", AF_DTYPE_F32, zs4(train_batch(o, 32), 3, 32, 32));
+    for (int st = 0; st < 3; st++) {
+        zb_scope(z, "stage%d", st);
+        x = L_conv_bn_act(z, x, 32LL << st, 3, 1, 1, "Relu");
+        x = L_conv_bn_act(z, x, 32LL << st, 3, 1, 1, "Relu");
+        x = L_maxpool(z, x, 2, 2, 0);
+    }
+    zb_scope(z, "head");
+    const zshape_t *s = zb_shape(z, x);
+    x = L_reshape(z, x, zs2(s->d[0], s->d[1] * s->d[2] * s->d[3]));
+    return train(z, L_linear(z, x, 10, 1));
+}
