@@ -25,7 +25,7 @@
 #include "arenaflow/plan.h"
 #include "budget_baselines.h"
 #include "budget_milp.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
  * Single-threaded. Target (issue 4): optimum on >= 90% of instances within 10 s each.
  */
 #include "arenaflow/plan.h"
-#include "arenaflow/tight.h"
+#include "arenaflow/pack.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include "arenaflow/common.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,5 +44,65 @@ static inline uint64_t af__align_up(uint64_t v, uint64_t a)
 }
 
 #define AF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- option tables built once (common/options.c) ----
+ * A component's defaults struct and NULL-terminated key list, made from its table the first time
+ * af__opts_ready() is called (by any thread; concurrent first callers wait), read-only after. */
+typedef struct af__opts_cache {
+    const af_opt_t *table;
+    size_t n;
+    void *defaults;    /* the component's options struct (static storage) */
+    const char **keys; /* n + 1 entries (static storage) */
+    atomic_int state;  /* 0 not built, 1 building, 2 ready */
+} af__opts_cache_t;
+const af__opts_cache_t *af__opts_ready(af__opts_cache_t *c);
+
+/*
+ * ---- lock ranks: every mutex of the library, in the one order they may nest ----
+ * A thread holding a lock may take only locks of a higher rank (jemalloc's witness ranks are the
+ * model; the list is the documentation each lock's declaration points to). Kernels run with no
+ * lock held; the library never calls back into user code while holding one.
+ */
+enum af__lock_rank {
+    AF__RANK_PLAN_CACHE = 10,  /* af_plan_cache.mu (executor/plan_cache.c): held while planning,
+                                  which takes no lock; no executor lock is taken under it */
+    AF__RANK_SESSION = 20,     /* af_session.mu (executor/executor_int.h): slots, stats, program */
+    AF__RANK_KERNELS = 30,     /* af_executor.kmu: the kernel registry */
+    AF__RANK_DEQUE = 40,       /* af__deque.mu: one worker deque, never two at once */
+    AF__RANK_SLEEP = 50,       /* af_executor.mu: sleeping and waking workers */
+    AF__RANK_POOL_GLOBAL = 60, /* af_pool.glock: address space, chunks, borrowing, huge, trim */
+    AF__RANK_POOL_CLASS = 70,  /* af__pool_class.lock: one class's central free list */
+};
+
+/* ---- integer-key sorting (common/sort.c): a stable LSD radix sort of (key, id) pairs ---- */
+
+typedef struct af__kv {
+    uint64_t key;
+    int32_t id;
+} af__kv_t;
+
+/* Order-preserving maps of signed and descending keys onto unsigned ascending ones. */
+static inline uint64_t af__key_i64(int64_t x)
+{
+    return (uint64_t)x ^ (1ull << 63);
+}
+static inline uint64_t af__key_desc(uint64_t x)
+{
+    return ~x;
+}
+
+/*
+ * Stable sort of v[0..n) by key, ascending (LSD radix). tmp: scratch of n entries, or NULL to
+ * allocate it. Returns 0 or AF_ENOMEM (only when tmp is NULL). Several keys: sort by the least
+ * significant first.
+ */
+int af__sort_kv(af__kv_t *v, size_t n, af__kv_t *tmp);
+/* Stable sort of ids[0..n) by key[id], ascending; kv and tmp: scratch of n entries each, or
+ * NULL to allocate. Returns 0 or AF_ENOMEM. */
+int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__kv_t *tmp);
+
+/* Stable counting sort of ids[0..n) by key[i] (the key of ids[i]), keys in [0, range): returns
+ * AF_EINVAL with ids untouched when a key is outside, AF_ENOMEM when out of memory, else 0. */
+int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range);
 
 #endif

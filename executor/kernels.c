@@ -8,7 +8,8 @@
  *   after the kernel. So a tensor whose bytes were overwritten by a wrongly placed neighbour is
  *   caught at its first read, whichever kernels run.
  * "empty": does nothing (measures pure scheduling overhead).
- * "real": the f32 table of kernels_f32.c.
+ * "reference": the naive C kernels of kernels_ref*.c, every supported op and dtype (the oracle).
+ * "real": the fastest real backend; today the reference table.
  * Every set also has SwapOut / SwapIn (kernels_swap.c): a memcpy.
  *
  * Outputs that are views (aliases) of another tensor are not written: their bytes belong to the
@@ -67,7 +68,7 @@ int af__kernel_empty(const af_kernel_args_t *a)
     return 0;
 }
 
-static const char *const set_names[] = {"verify", "real", "empty", NULL};
+static const char *const set_names[] = {"verify", "real", "reference", "empty", NULL};
 
 const char *const *af_kernel_set_names(void)
 {
@@ -85,10 +86,15 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op)
         return af__kernel_pattern;
     if (strcmp(set, "empty") == 0)
         return af__kernel_empty;
-    if (strcmp(set, "real") == 0) {
-        for (const af__kernel_entry_t *e = af__kernels_f32; e->op; e++)
-            if (strcmp(e->op, op) == 0)
-                return e->fn;
-    }
+    const af__kernel_entry_t *e = af__kernel_entry(set, op);
+    return e ? e->fn : NULL;
+}
+
+const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op)
+{
+    if (!set || !op)
+        return NULL;
+    if (strcmp(set, "real") == 0 || strcmp(set, "reference") == 0)
+        return af__kref_find(op);
     return NULL;
 }

@@ -262,14 +262,9 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
             p->max_in = ni->n_inputs;
         if (ni->n_outputs > p->max_out)
             p->max_out = ni->n_outputs;
-        if (af__exec_kernel_lookup(ex, ni->op, &p->kfn[v], &p->kuser[v])) {
-            rc = af__err(err, AF_ENOTSUP,
-                         "no kernel for op '%s' (node '%s') in kernel set '%s'; register one "
-                         "with af_executor_register_kernel()",
-                         ni->op, ni->name, ex->opts.kernels);
-            goto fail;
-        }
     }
+    if ((rc = af__prog_bind_kernels(ex, p, err)))
+        goto fail;
     *out = p;
     return 0;
 fail:

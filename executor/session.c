@@ -21,7 +21,7 @@
  * Lock rule: s->mu protects slots, the completed list, stats and s->prog; it is never held while
  * a kernel runs or while pushing tasks (rank 1 in executor_int.h).
  */
-#include "executor/session_int.h"
+#include "executor/executor_int.h"
 
 #include <string.h>
 
@@ -70,7 +70,7 @@ static uint64_t dyn_size(af_session_t *s, int32_t t, uint64_t round)
     return s->ex->opts.dynamic_default_bytes;
 }
 
-/* Allocates the node's dynamic outputs from the executor's dynamic region. */
+/* Allocates the node's dynamic outputs from the worker's pool cache (dynamic.c). */
 static int alloc_dynamic(af__round_t *r, const af__prog_t *p, const af_node_info_t *ni)
 {
     for (int32_t k = 0; k < ni->n_outputs; k++) {
@@ -79,7 +79,7 @@ static int alloc_dynamic(af__round_t *r, const af__prog_t *p, const af_node_info
             continue;
         uint64_t n = dyn_size(r->s, t, r->id);
         void *q = NULL;
-        int rc = af_dynregion_alloc(r->s->ex->dyn, n ? n : 1, &q);
+        int rc = af__dyn_alloc(r->s->ex, n ? n : 1, &q);
         if (rc)
             return rc;
         r->ptr[t] = q;
@@ -207,6 +207,8 @@ void af__round_complete(af__round_t *r)
             af__exec_checksum(src, n) != r->sum[t])
             mark_corrupt(r, t, -1);
         af_buffer_t *ob = r->out ? &r->out[k] : NULL;
+        if ((!ob || !ob->data) && s->opts.keep_outputs)
+            af__session_keep_output(s, k, src, n);
         if (ob && ob->data && ob->data != src) {
             uint64_t m = n < ob->bytes ? n : ob->bytes;
             memcpy(ob->data, src, (size_t)m);
@@ -236,7 +238,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
             r->ptr[t] = r->arena + p->off[t];
             break;
         case AF__LOC_CONST:
-            r->ptr[t] = s->consts + p->off[t];
+            r->ptr[t] = s->const_ptr[t];
             if (s->verify)
                 r->sum[t] = s->const_sum[t];
             break;
@@ -265,7 +267,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
                 r->dbytes[t] = ib->bytes;
             } else {
                 uint64_t n = dyn_size(s, t, r->id);
-                int rc = af_dynregion_alloc(s->ex->dyn, n ? n : 1, &r->ptr[t]);
+                int rc = af__dyn_alloc(s->ex, n ? n : 1, &r->ptr[t]);
                 if (rc)
                     return af__err(err, rc, "dynamic input '%s': %s", name, af_strerror(rc));
                 r->dbytes[t] = n;
@@ -302,7 +304,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
     return 0;
 }
 
-/* Frees what a round took from the pool and the dynamic region. Any thread. */
+/* Frees what a round took from the pool (arena and dynamic tensors). Any thread. */
 void af__round_release(af__round_t *r)
 {
     af_session_t *s = r->s;
@@ -310,7 +312,7 @@ void af__round_release(af__round_t *r)
     if (p->n_dyn || p->n_inputs)
         for (int32_t t = 0; t < p->n_tensors; t++)
             if (r->owned[t]) {
-                af_dynregion_free(s->ex->dyn, r->ptr[t]);
+                af__dyn_free(s->ex, r->ptr[t]);
                 r->owned[t] = 0;
             }
     if (r->arena) {

@@ -22,133 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- options ---------------------------------------------------------------------------- */
-
-void af_executor_opts_init(af_executor_opts_t *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->threads = 0;
-    o->kernels = "verify";
-    o->max_inflight = 4;
-    o->replan_after_warmup = 0;
-    o->dynamic_default_bytes = 4096;
-    o->history = 0;
-    o->verify = -1;
-    o->pool = NULL;
-}
-
-static int parse_i32(const char *v, int32_t lo, int32_t hi, int32_t *out)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
-        return -1;
-    *out = (int32_t)x;
-    return 0;
-}
-
-static int set_threads(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 0, 1024, &o->threads);
-}
-static int set_kernels(af_executor_opts_t *o, const char *v)
-{
-    for (const char *const *n = af_kernel_set_names(); *n; n++)
-        if (strcmp(*n, v) == 0) {
-            o->kernels = *n;
-            return 0;
-        }
-    return -1;
-}
-static int set_inflight(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 1, 1024, &o->max_inflight);
-}
-static int set_replan(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 0, 1 << 30, &o->replan_after_warmup);
-}
-static int set_dynbytes(af_executor_opts_t *o, const char *v)
-{
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1024 * 1024, end++;
-    if (end == v || *end || v[0] == '-' || x == 0 || x > (1ULL << 40) / mul)
-        return -1;
-    o->dynamic_default_bytes = x * mul;
-    return 0;
-}
-static int parse_bool(const char *v, int *out)
-{
-    int32_t x;
-    if (strcmp(v, "true") == 0 || strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
-        x = 1;
-    else if (strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
-        x = 0;
-    else if (parse_i32(v, 0, 1, &x))
-        return -1;
-    *out = x;
-    return 0;
-}
-static int set_history(af_executor_opts_t *o, const char *v)
-{
-    return parse_bool(v, &o->history);
-}
-static int set_verify(af_executor_opts_t *o, const char *v)
-{
-    if (strcmp(v, "auto") == 0) {
-        o->verify = -1;
-        return 0;
-    }
-    return parse_bool(v, &o->verify);
-}
-
-static const struct {
-    const char *key;
-    int (*set)(af_executor_opts_t *o, const char *v);
-    const char *expect;
-} opt_table[] = {
-    {"threads", set_threads, "an integer 0..1024 (0 = all CPUs)"},
-    {"kernels", set_kernels, "verify, real or empty"},
-    {"max_inflight", set_inflight, "an integer 1..1024"},
-    {"replan_after_warmup", set_replan, "a round count >= 0"},
-    {"dynamic_default_bytes", set_dynbytes, "a positive size (K, M suffixes)"},
-    {"history", set_history, "true or false"},
-    {"verify", set_verify, "auto, true or false"},
-};
-
-int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value, af_error_t *err)
-{
-    if (!o || !key || !value)
-        return af__err(err, AF_EINVAL, "executor option: missing key or value");
-    for (size_t i = 0; i < AF_ARRAY_SIZE(opt_table); i++) {
-        if (strcmp(opt_table[i].key, key) != 0)
-            continue;
-        if (opt_table[i].set(o, value))
-            return af__err(err, AF_EINVAL, "executor option %s: '%s' is not %s", key, value,
-                           opt_table[i].expect);
-        return 0;
-    }
-    return af__err(err, AF_EINVAL, "unknown executor option '%s'", key);
-}
-
-const char *const *af_executor_opts_keys(void)
-{
-    static const char *const keys[] = {"threads",
-                                       "kernels",
-                                       "max_inflight",
-                                       "replan_after_warmup",
-                                       "dynamic_default_bytes",
-                                       "history",
-                                       "verify",
-                                       NULL};
-    return keys;
-}
-
 /* ---- deques ----------------------------------------------------------------------------- */
 
 /* Caller holds d->mu. Grows the ring; the only allocation on the scheduling path, and it only
@@ -355,6 +228,7 @@ static void worker_main(void *arg)
     af__worker_t *w = arg;
     af_executor_t *ex = w->ex;
     af__task_t t;
+    af__dyn_bind(w);
     for (;;) {
         int spins = 0;
         while (!find_task(w, &t)) {
@@ -402,7 +276,7 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         af_executor_opts_init(&o);
     if (!o.kernels)
         o.kernels = "verify";
-    if (set_kernels(&o, o.kernels))
+    if (af_executor_opts_set(&o, "kernels", o.kernels, NULL)) /* to its static name */
         return af__err(err, AF_EINVAL, "unknown kernel set '%s'", o.kernels);
     if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0)
         return af__err(err, AF_EINVAL, "executor options out of range");
@@ -430,7 +304,7 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
             goto fail_kmu;
         ex->own_pool = 1;
     }
-    if ((rc = af_dynregion_create(&ex->dyn, err)))
+    if ((rc = af__dyn_init(ex, err)))
         goto fail_pool;
     for (int32_t i = 0; i < ex->n; i++) {
         af__worker_t *w = &ex->workers[i];
@@ -467,7 +341,7 @@ fail_threads:
         uv_mutex_destroy(&ex->workers[i].dq.mu);
         af__free(ex->workers[i].rbuf);
     }
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
 fail_pool:
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
@@ -503,7 +377,7 @@ void af_executor_destroy(af_executor_t *ex)
     for (size_t i = 0; i < ex->n_kregs; i++)
         af__free(ex->kregs[i].op);
     af__free(ex->kregs);
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
     uv_mutex_destroy(&ex->kmu);
@@ -526,11 +400,6 @@ const af_executor_opts_t *af_executor_opts(const af_executor_t *ex)
 af_pool_t *af_executor_pool(const af_executor_t *ex)
 {
     return ex ? ex->pool : NULL;
-}
-
-af_dynregion_t *af_executor_dynregion(const af_executor_t *ex)
-{
-    return ex ? ex->dyn : NULL;
 }
 
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals)

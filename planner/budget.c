@@ -417,6 +417,41 @@ static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_plan_t
                    (unsigned long long)least, (unsigned long long)fl);
 }
 
+/*
+ * With offload and recomputation both allowed, the plan of recomputation alone is a candidate
+ * too: the swap-weighted portfolio can pack worse than it, and offload must never cost more than
+ * not offloading. Keeps in *p whichever plan has the lower modelled overhead; rc is the
+ * offloading search's result (0 with *p, or AF_EBUDGET); returns the combined result.
+ */
+static int recompute_only(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc,
+                          af_error_t *err)
+{
+    if (!s->o->offload || !s->o->recompute)
+        return rc;
+    af_plan_opts_t o2 = *s->o;
+    o2.offload = 0;
+    search_t s2;
+    af_plan_t *q = NULL;
+    int rc2 = search_init(&s2, s->g, &o2, p0) ? AF_ENOMEM : 0;
+    if (!rc2) {
+        s2.budget = s->budget;
+        rc2 = search(&s2, &q, err);
+    }
+    search_free(&s2);
+    if (rc2 && rc2 != AF_EBUDGET) {
+        af_plan_destroy(*p);
+        *p = NULL;
+        return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
+    }
+    if (!rc2 && (rc || plan_objective(s, q) < plan_objective(s, *p))) {
+        af_plan_destroy(*p);
+        *p = q;
+        return 0;
+    }
+    af_plan_destroy(q);
+    return rc;
+}
+
 int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **out, af_error_t *err)
 {
     uint64_t t0 = af_now_ns();
@@ -431,6 +466,8 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
     } else if (!rc) {
         s.budget = o->budget;
         rc = search(&s, &p, err);
+        if (rc == 0 || rc == AF_EBUDGET)
+            rc = recompute_only(&s, p0, &p, rc, err);
         if (rc == AF_EBUDGET)
             rc = refuse(&s, p0, first, &p, err);
     }

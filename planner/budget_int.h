@@ -13,7 +13,7 @@
 #ifndef ARENAFLOW_BUDGET_INT_H
 #define ARENAFLOW_BUDGET_INT_H
 
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 /* What a rewritten plan knows about its source (owned by the plan, freed with it). */
 typedef struct af__budget {

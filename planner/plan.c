@@ -16,7 +16,7 @@
  * in-place), the reference the diagnosis compares against.
  */
 #include "planner/budget_int.h"
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -137,7 +137,7 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
     return 0;
 }
 
-static uint64_t any_order_bound(const af_plan_t *p)
+static uint64_t any_order_bound(af_plan_t *p)
 {
     const af_graph_t *g = p->g;
     uint64_t best = 0;
@@ -158,6 +158,8 @@ static uint64_t any_order_bound(const af_plan_t *p)
                     int32_t lim = io2 == io ? j : c2;
                     for (int32_t m = 0; m < lim && !dup; m++)
                         dup = af_graph_alias_root(g, t2[m]) == r;
+                    if (af__plan_poll(p))
+                        return 0; /* the caller sees p->stopped */
                 }
                 if (!dup)
                     sum += p->tp[r].bytes;
@@ -211,9 +213,9 @@ static int shared_figure(const af_plan_t *p, const int32_t *glast, uint64_t *out
         size_t n = group_intervals(p, glast, ids, iv);
         int32_t nb;
         uint64_t a = 0, b = UINT64_MAX;
-        rc = af__place_shared(iv, n, "color-end", p->opts.alignment, buf, &nb, &a, err);
+        rc = af_place_shared(iv, n, "color-end", p->opts.alignment, buf, &nb, &a, err);
         if (!rc && n <= 2000)
-            rc = af__place_shared(iv, n, "greedy-size", p->opts.alignment, buf, &nb, &b, err);
+            rc = af_place_shared(iv, n, "greedy-size", p->opts.alignment, buf, &nb, &b, err);
         *out = a < b ? a : b;
     }
     af__free(ids);
@@ -335,7 +337,7 @@ static int place_groups(af_plan_t *p, const int32_t *glast, int safe, const char
                 rc = af__err(err, AF_ENOMEM, "out of memory");
             } else {
                 memcpy(tmp, iv, n * sizeof(*tmp));
-                rc = af__place_shared(tmp, n, cands[c], p->opts.alignment, tb, &nb, &total, err);
+                rc = af_place_shared(tmp, n, cands[c], p->opts.alignment, tb, &nb, &total, err);
                 if (!rc && total < best) {
                     best = total;
                     memcpy(iv, tmp, n * sizeof(*tmp));
@@ -445,6 +447,42 @@ static int budget_error(const af_plan_t *p, af_error_t *err)
                    af_graph_node(g, p->order[s])->name, live);
 }
 
+/* Report figures: constant bytes, dynamic and arena tensors, naive bytes. */
+static void count_tensors(af_plan_t *p)
+{
+    const af_graph_t *g = p->g;
+    af_plan_report_t *r = &p->rep;
+    for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, i);
+        if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
+            r->constant_bytes += (uint64_t)ti->bytes;
+        if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
+            r->dynamic_tensors++;
+        if (p->group[i] >= 0) {
+            r->arena_tensors++;
+            r->naive_bytes += p->tp[i].bytes;
+        }
+    }
+}
+
+/* The order: the given one (restore) or the scheduler's; the report's schedule fields. */
+static int schedule_phase(af_plan_t *p, af_error_t *err)
+{
+    af__sched_result_t sres = {"restored", 0, 0};
+    if (af__plan_stop(p))
+        return af__plan_stopped_err(err);
+    uint64_t t = af_now_ns();
+    int rc;
+    if (p->given_order)
+        memcpy(p->order, p->given_order, (size_t)af_graph_node_count(p->g) * sizeof(int32_t));
+    else if ((rc = af__schedule(p->g, &p->opts, p->order, &sres, err)))
+        return rc;
+    p->rep.schedule = sres.name ? sres.name : p->opts.schedule;
+    p->rep.schedule_optimal = sres.optimal;
+    p->rep.schedule_ms = ms_since(t);
+    return af__plan_stop(p) ? af__plan_stopped_err(err) : 0;
+}
+
 static int plan_build(af_plan_t *p, af_error_t *err)
 {
     const af_graph_t *g = p->g;
@@ -453,15 +491,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     uint64_t t0 = af_now_ns(), t;
     int rc;
 
-    af__sched_result_t sres = {"restored", 0, 0};
-    t = af_now_ns();
-    if (p->given_order)
-        memcpy(p->order, p->given_order, (size_t)nn * sizeof(int32_t));
-    else if ((rc = af__schedule(g, &p->opts, p->order, &sres, err)))
+    if ((rc = schedule_phase(p, err)))
         return rc;
-    r->schedule = sres.name ? sres.name : p->opts.schedule;
-    r->schedule_optimal = sres.optimal;
-    r->schedule_ms = ms_since(t);
 
     t = af_now_ns();
     af_lifetime_t *lt = af__malloc((size_t)(nt + 1) * sizeof(*lt));
@@ -497,6 +528,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         rc = take_offsets(p, glast, &p->arena, &lb, err);
     else
         rc = place_groups(p, glast, safe, r->placer, &p->arena, &lb, err);
+    if (!rc && af__plan_stop(p))
+        rc = af__plan_stopped_err(err);
     if (rc)
         goto out;
     place_views(p);
@@ -506,19 +539,12 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->arena_bytes = p->arena;
     (void)af__peak_of(g, lt, p->opts.alignment, &r->peak_step, diff);
 
-    /* Report figures. */
-    for (int32_t i = 0; i < nt; i++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, i);
-        if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
-            r->constant_bytes += (uint64_t)ti->bytes;
-        if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
-            r->dynamic_tensors++;
-        if (p->group[i] >= 0) {
-            r->arena_tensors++;
-            r->naive_bytes += p->tp[i].bytes;
-        }
-    }
+    count_tensors(p);
     r->any_order_bound_bytes = any_order_bound(p);
+    if (af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto out;
+    }
 
     /* strict placement needs no reuse edges by construction; the verifier re-proves that */
     if (!safe && !p->figure_only && p->opts.parallel_reuse == AF_REUSE_FENCE) {
@@ -534,6 +560,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         r->shared_object_bytes = 0; /* a report figure: skipped on huge graphs, like input order */
     else if ((rc = shared_figure(p, glast, &r->shared_object_bytes, err)))
         goto out;
+    if (af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto out;
+    }
     if (p->opts.budget && p->arena > p->opts.budget) {
         rc = budget_error(p, err);
         goto out;
@@ -566,6 +596,15 @@ static int input_order_arena(const af_plan_t *p, uint64_t *out, af_error_t *err)
         *out = q->arena;
     af_plan_destroy(q);
     return rc;
+}
+
+/* 1 when name is one of the pack module's placers. */
+static int is_placer(const char *name)
+{
+    for (const char *const *n = af_place_names(); *n; n++)
+        if (strcmp(*n, name) == 0)
+            return 1;
+    return 0;
 }
 
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
@@ -615,7 +654,7 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
         o.placer = "portfolio";
     if (!o.schedule)
         o.schedule = "best";
-    if (!af__place_find(o.placer))
+    if (!is_placer(o.placer))
         return af__err(err, AF_EINVAL, "unknown placement algorithm '%s'", o.placer);
     if (!af__sched_find(o.schedule))
         return af__err(err, AF_EINVAL, "unknown scheduler '%s'", o.schedule);
@@ -665,12 +704,18 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     else if ((rc = input_order_arena(p, &p->rep.input_order_bytes, err)))
         goto fail;
     p->rep.total_ms += ms_since(t);
+    if (!rc && af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto fail;
+    }
     if (o.verify) {
         t = af_now_ns();
         if ((rc = af_plan_verify(p, err)))
             goto fail;
         p->rep.verify_ms = ms_since(t);
     }
+    p->opts.interrupt = NULL; /* the hook's argument may not outlive this call */
+    p->opts.interrupt_arg = NULL;
     *out = p;
     return 0;
 fail:
@@ -727,12 +772,4 @@ int32_t af_plan_reuse_edge_count(const af_plan_t *p)
 const af_reuse_edge_t *af_plan_reuse_edges(const af_plan_t *p)
 {
     return p->edges;
-}
-
-int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset)
-{
-    if (tensor < 0 || tensor >= af_graph_tensor_count(p->g))
-        return AF_EINVAL;
-    p->tp[tensor].offset = offset;
-    return 0;
 }

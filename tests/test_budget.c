@@ -19,7 +19,7 @@
 #include "arenaflow/plan.h"
 #include "tests/oom_countdown.h"
 #include "tests/randdag.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -220,12 +220,12 @@ static void test_budget_random_dags_verified_and_run(void **state)
         af_plan_t *p0 = NULL, *p = NULL;
         af_error_t err;
         assert_int_equal(af_plan_create(g, &o, &p0, &err), 0);
-        rd_rng_t r = {seed | 1};
+        af_zoo_rng_t r = {seed | 1};
         uint64_t a0 = af_plan_arena_bytes(p0), lo = af_plan_report(p0)->any_order_bound_bytes;
-        o.budget = lo + rd_below(&r, a0 - lo + 1);
+        o.budget = lo + af_zoo_rng_below(&r, a0 - lo + 1);
         o.offload = i % 2;
         /* costs are 1..1000 units: a transfer of 1 KiB to 1 MiB costs 1..1000 units too */
-        o.bandwidth = 1e9 * (double)(1 + rd_below(&r, 32));
+        o.bandwidth = 1e9 * (double)(1 + af_zoo_rng_below(&r, 32));
         o.compute_rate = o.bandwidth / 1024;
         int rc = af_plan_create(g, &o, &p, &err);
         if (rc == AF_EBUDGET) {

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "arenaflow/graph.h"
+#include "arenaflow/pack.h"
 #include "arenaflow/plan.h"
 #include "tests/randdag.h"
 

@@ -22,9 +22,9 @@
  */
 #include "arenaflow/cache.h"
 #include "arenaflow/plan.h"
-#include "arenaflow/tight.h"
+#include "arenaflow/pack.h"
 #include "tests/randdag.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,10 +1,11 @@
 /*
- * planner/sort.c and the lower bound built on it: the radix sort must give exactly the order
- * of the comparator sorts it replaced (key, then input position), on keys of every shape, and
- * af_intervals_lower_bound() must equal the max cross-section computed the slow way. Property
- * tests over a fixed-seed PRNG; the seed and case are printed on failure.
+ * common/sort.c (and the interval orders of pack/order.c) and the lower bound built on it: the
+ * radix sort must give exactly the order of the comparator sorts it replaced (key, then input
+ * position), on keys of every shape, and af_intervals_lower_bound() must equal the max
+ * cross-section computed the slow way. Property tests over a fixed-seed PRNG; the seed and case are
+ * printed on failure.
  */
-#include "planner/sort_int.h"
+#include "pack/pack_int.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

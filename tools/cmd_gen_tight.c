@@ -1,8 +1,8 @@
 /*
  * arenaflow gen-tight: writes a tight placement instance with a known optimum (guillotine cuts
- * of a full time x capacity rectangle, include/arenaflow/tight.h) in MiniMalloc's CSV format.
+ * of a full time x capacity rectangle, include/arenaflow/pack.h) in MiniMalloc's CSV format.
  */
-#include "arenaflow/tight.h"
+#include "arenaflow/pack.h"
 #include "tools/cli.h"
 
 #include <errno.h>

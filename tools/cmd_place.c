@@ -1,6 +1,7 @@
 /*
  * arenaflow place FILE.csv: the placement problem alone, in MiniMalloc's CSV format.
  */
+#include "arenaflow/pack.h"
 #include "tools/cli.h"
 
 #include <stdio.h>

@@ -28,7 +28,4 @@ void run_count_allocs(void);
 /* System allocator calls made through the library's hooks since run_count_allocs(). */
 uint64_t run_alloc_calls(void);
 
-/* "12.34 MiB" */
-void run_human_bytes(char *out, size_t n, uint64_t b);
-
 #endif

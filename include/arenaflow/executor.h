@@ -17,8 +17,11 @@
  *   "verify" — outputs filled from a hash of (node id, round, input checksums); every input is
  *              checked against the checksum its producer recorded, so any byte a wrong plan lets
  *              another tensor overwrite is caught at the first read;
- *   "real"   — a small set of f32 kernels (elementwise, MatMul/Gemm, Conv, pooling, Softmax,
- *              Concat, Reshape-like views); unknown ops are an error at session creation;
+ *   "reference" — naive C kernels for every op and dtype the project supports (the oracle);
+ *   "real"   — the fastest real backend (today the reference kernels);
+ *              with both, a node whose op has no kernel, or whose dtype / attribute / shape
+ *              combination the kernel does not implement, is refused at session creation, and
+ *              the error lists every such op and node at once;
  *   "empty"  — kernels that do nothing (scheduling-overhead benchmarks).
  * Kernels registered with af_executor_register_kernel() take precedence over the set.
  *
@@ -65,7 +68,8 @@ typedef int (*af_kernel_fn)(const af_kernel_args_t *args);
 
 typedef struct af_executor_opts {
     int32_t threads;                /* worker threads; 0 = number of CPUs (default) */
-    const char *kernels;            /* built-in kernel set: "verify" (default), "real", "empty" */
+    const char *kernels;            /* built-in kernel set: "verify" (default), "real",
+                                       "reference", "empty" */
     int32_t max_inflight;           /* rounds in flight per session; default 4 */
     int32_t replan_after_warmup;    /* re-plan dynamic tensors after N rounds; 0 = never */
     uint64_t dynamic_default_bytes; /* verify kernels: size of dynamic outputs; default 4096 */
@@ -101,9 +105,8 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
 void af_executor_destroy(af_executor_t *ex);
 int32_t af_executor_threads(const af_executor_t *ex);
 const af_executor_opts_t *af_executor_opts(const af_executor_t *ex);
-/* The pool arenas come from, and the dynamic region dynamic tensors come from. */
+/* The pool round arenas and dynamic tensors (through one cache per worker) come from. */
 af_pool_t *af_executor_pool(const af_executor_t *ex);
-af_dynregion_t *af_executor_dynregion(const af_executor_t *ex);
 /* Tasks run and tasks stolen by all workers since creation. Thread-safe. */
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals);
 
@@ -130,6 +133,12 @@ typedef struct af_session_opts {
      * keeps the graph it builds for the re-plan.
      */
     const af_plan_opts_t *replan_opts;
+    /*
+     * 1: a completed round copies every output the caller gave no buffer for (outputs NULL, or
+     * data NULL) into session storage, read with af_session_output_data() or
+     * af_session_read_output(). 0 (default): such outputs are not kept (benchmarks).
+     */
+    int keep_outputs;
 } af_session_opts_t;
 
 /* A caller buffer bound to one graph input or output of a round. */
@@ -158,6 +167,42 @@ int32_t af_session_input_count(const af_session_t *s);
 int32_t af_session_output_count(const af_session_t *s);
 int32_t af_session_input_tensor(const af_session_t *s, int32_t i);
 int32_t af_session_output_tensor(const af_session_t *s, int32_t i);
+
+/* What a caller needs to bind a graph input or read a graph output. */
+typedef struct af_io_info {
+    const char *name; /* the tensor's name (graph-owned) */
+    int32_t tensor;   /* tensor id in the session's graph */
+    af_dtype_t dtype;
+    int32_t rank;         /* -1 when unknown */
+    const int64_t *shape; /* rank dims (graph-owned); a dim < 0 is unknown */
+    uint64_t bytes;       /* bytes of the tensor; 0 when dynamic (known only at run time) */
+    int dynamic;          /* 1 when the size is not known before the round runs */
+} af_io_info_t;
+
+/*
+ * Describes input i (output = 0) or output i (output = 1) in af_session_run() order. Returns 0
+ * or AF_EINVAL (NULL argument, i out of range). Pointers stay valid while the session lives.
+ * Thread-safe.
+ */
+int af_session_io_info(const af_session_t *s, int output, int32_t i, af_io_info_t *out);
+/* Index of the graph input / output called name in af_session_run() order, or -1. */
+int32_t af_session_find_input(const af_session_t *s, const char *name);
+int32_t af_session_find_output(const af_session_t *s, const char *name);
+
+/*
+ * Bytes of output i kept by the last completed round (opts.keep_outputs = 1, and the caller gave
+ * no buffer for it); *bytes (may be NULL) gets their count. NULL when nothing was kept (option
+ * off, no round yet, i out of range). The pointer stays valid until the next round completes:
+ * callers running rounds concurrently use af_session_read_output() instead.
+ */
+const void *af_session_output_data(const af_session_t *s, int32_t i, uint64_t *bytes);
+/*
+ * Copies the kept bytes of output i into dst (cap bytes). *bytes (may be NULL) gets the kept
+ * size. Returns 0, AF_ENOENT (nothing kept), AF_EINVAL (cap too small: *bytes says how much).
+ * Thread-safe.
+ */
+int af_session_read_output(const af_session_t *s, int32_t i, void *dst, uint64_t cap,
+                           uint64_t *bytes);
 
 /*
  * Runs one round and waits for it. inputs/outputs may be NULL, or arrays of
@@ -190,7 +235,7 @@ typedef struct af_session_stats {
     uint64_t nodes_run;
     uint64_t plan_swaps;          /* re-plans swapped in (replan_after_warmup) */
     uint64_t arena_bytes;         /* arena size of the current plan */
-    uint64_t dynamic_allocs;      /* dynamic tensors served by the pool's dynamic region */
+    uint64_t dynamic_allocs;      /* dynamic tensors allocated (from the workers' pool caches) */
     uint64_t pool_os_calls;       /* OS calls of the arena pool since the session started */
     int32_t first_corrupt_tensor; /* first tensor caught corrupted, -1 none */
     int32_t first_corrupt_node;   /* the node that read it */
@@ -204,10 +249,14 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *out);
 const af_plan_t *af_session_plan(const af_session_t *s);
 
 /*
- * Storage of a constant tensor (weights) of the session, for the caller to fill (the session
- * starts it with a deterministic pattern). *bytes (may be NULL) gets its size. Returns NULL when
- * `tensor` is not a constant. Write it while no round is in flight; its checksum (verify mode)
- * is taken again when the next round starts.
+ * Storage of a constant tensor (weights) of the session, for the caller to read or fill. A
+ * session starts with the graph's constant data where the graph has it (af_tensor_info_t.data:
+ * ONNX weights, a JSON graph's weights file), read in place without a copy, and with a
+ * deterministic pattern elsewhere. The first call for a tensor with graph data copies it into
+ * storage this session owns, so writing it changes this session only (other sessions on the
+ * same graph keep the graph's bytes). *bytes (may be NULL) gets its size. Returns NULL when
+ * `tensor` is not a constant, or when that copy cannot be allocated. Write it while no round is
+ * in flight; its checksum (verify mode) is taken again when the next round starts.
  */
 void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes);
 

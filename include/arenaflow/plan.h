@@ -68,6 +68,13 @@ typedef struct af_plan_opts {
     double bandwidth;    /* host link, bytes/s per direction; default AF_PLAN_BANDWIDTH */
     double compute_rate; /* node cost units per second (FLOP/s when costs are FLOPs, 1e9 when
                             they are ns); default AF_PLAN_COMPUTE_RATE */
+    /* Interruption (not part of the fingerprint, not kept in the plan): when set, planning calls
+     * interrupt(interrupt_arg) between its phases and now and then inside its long loops (the
+     * any-order bound, reuse edges, placement); a non-zero answer stops it with AF_ECANCELED.
+     * Once it has answered non-zero it must keep doing so. Called on the planning thread;
+     * NULL (default) = never interrupted. */
+    int (*interrupt)(void *arg);
+    void *interrupt_arg;
 } af_plan_opts_t;
 
 /* Default af_plan_opts_t.search_effort: one and a half dives' worth of search nodes. */
@@ -92,6 +99,13 @@ void af_plan_opts_init(af_plan_opts_t *o);
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
 /* NULL-terminated list of option keys, for --help and config docs. */
 const char *const *af_plan_opts_keys(void);
+/*
+ * The options' canonical spelling: every key in af_plan_opts_keys() order as "key=value", joined
+ * by ';', each value as af_plan_opts_set() reads it back (doubles with 17 significant digits).
+ * Equal options give equal strings. Returns 0, or AF_ESIZE when buf (len bytes) is too small
+ * (512 bytes always suffice). Thread-safe.
+ */
+int af_plan_opts_format(const af_plan_opts_t *o, char *buf, size_t len);
 
 typedef struct af_plan_report {
     int32_t tensors, nodes;
@@ -204,6 +218,23 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err);
  */
 int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset);
 
+/* Test hook: the ways a broken planner could get a plan wrong, one per verifier check, so tests
+ * can show each check catches its bug (mutation testing). Not for production. */
+typedef enum {
+    AF_PLAN_BREAK_ORDER = 0,    /* nodes a and b trade steps (b may then run before its preds) */
+    AF_PLAN_BREAK_LIFETIME = 1, /* tensor a: planned lifetime ends one step early */
+    AF_PLAN_BREAK_BYTES = 2,    /* tensor a: reserves one byte less than its size */
+    AF_PLAN_BREAK_ALIGN = 3,    /* tensor a: offset + 1 */
+    AF_PLAN_BREAK_BOUNDS = 4,   /* tensor a: moved to end past the arena */
+    AF_PLAN_BREAK_VIEW = 5,     /* view a: offset + 1 (no longer where its base puts it) */
+    AF_PLAN_BREAK_OVERLAP = 6,  /* tensor a: moved onto tensor b's offset */
+    AF_PLAN_BREAK_INPLACE = 7,  /* tensor a: claims an in-place hand-over from tensor b */
+    AF_PLAN_BREAK_EDGE = 8,     /* reuse edge a dropped */
+    AF_PLAN_BREAK_EDGE_DIR = 9, /* reuse edge a reversed */
+} af_plan_break_t;
+/* Applies one break. Returns 0, or AF_EINVAL when a or b is out of range. */
+int af_plan_debug_break(af_plan_t *p, af_plan_break_t how, int32_t a, int32_t b);
+
 /*
  * The event table (seed 1 §4.1) as CSV with header
  *   event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes
@@ -279,6 +310,47 @@ int32_t af_plan_tensor_origin(const af_plan_t *p, int32_t tensor);
 /* Bytes of the host tier: AF_WHERE_HOST tensors lie in [0, this) of it, each in its own bytes. */
 uint64_t af_plan_host_bytes(const af_plan_t *p);
 
+/* ---- identity and serialised plans (planner/serialize.c) ------------------------------------ */
+
+/*
+ * A plan's key: the graph's fingerprint (af_graph_fingerprint) salted with every planner option
+ * in canonical form (af_plan_opts_format); opts may be NULL (defaults). Equal graphs planned with
+ * equal options have equal keys. Returns 0 or AF_EINVAL (g not finalized). Thread-safe.
+ */
+int af_plan_key(const af_graph_t *g, const af_plan_opts_t *opts, af_fingerprint_t *out);
+/* The low 64 bits of af_plan_key() (the plan cache's key and file name); 0 when g is not
+ * finalized. Thread-safe. */
+uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts);
+
+#define AF_PLAN_NAME_MAX 32 /* scheduler / placer name bytes in a record, NUL included */
+
+/* A decoded plan record: what af_plan_restore() rebuilds a plan from. */
+typedef struct af_plan_record {
+    uint64_t key; /* the key it was encoded with (e.g. af_plan_fingerprint) */
+    int32_t tensors, nodes;
+    uint64_t arena_bytes;
+    char schedule[AF_PLAN_NAME_MAX], placer[AF_PLAN_NAME_MAX]; /* that made the plan */
+    int32_t *order;                                            /* `nodes` node ids by step */
+    uint64_t *offsets; /* `tensors` offsets (only arena tensors' are meaningful) */
+} af_plan_record_t;
+
+/*
+ * Serialises a plan's order and offsets with key, its counts, arena size and the names of its
+ * scheduler and placer, behind a format version and byte-order mark and ahead of an XXH3-64
+ * checksum of the whole. On success *out (release with af_free) holds *len bytes. Errors:
+ * AF_EINVAL, AF_ENOMEM. Thread-safe.
+ */
+int af_plan_encode(const af_plan_t *p, uint64_t key, void **out, size_t *len, af_error_t *err);
+/*
+ * Parses bytes from af_plan_encode into *rec (rec->order and rec->offsets are the caller's:
+ * af_plan_record_free). Every field is checked (magic, version, byte order, sizes against the
+ * length, checksum, names terminated); AF_EPARSE names the first failed check in err, AF_ENOMEM.
+ * The record is not trusted: rebuild the plan with af_plan_restore(), which verifies it.
+ */
+int af_plan_decode(const void *buf, size_t len, af_plan_record_t *rec, af_error_t *err);
+/* Frees a record's arrays (not rec itself). NULL is a no-op. */
+void af_plan_record_free(af_plan_record_t *rec);
+
 /* ---- lower-level pieces ------------------------------------------------------------------- */
 
 typedef struct af_lifetime {
@@ -302,56 +374,8 @@ int af_lifetimes_compute(const af_graph_t *g, const int32_t *order, af_lifetime_
 int af_order_peak(const af_graph_t *g, const int32_t *order, uint64_t alignment, uint64_t *peak,
                   int32_t *peak_step, af_error_t *err);
 
-/* An allocation request with lifetime [lower, upper) in MiniMalloc's CSV sense. */
-typedef struct af_interval {
-    int64_t lower, upper; /* lower < upper */
-    uint64_t size;
-    uint64_t offset; /* output */
-} af_interval_t;
-
-typedef struct af_place_opts {
-    uint64_t alignment;  /* offsets are multiples of it; default 1 for raw intervals */
-    double time_limit_s; /* for "search" */
-    uint64_t capacity;   /* for "search": target height, 0 = minimise */
-    /* For "search": when > 0, the search stops after this many search nodes (placements tried
-     * by its depth-first search, summed over restarts and probes) instead of at time_limit_s and
-     * never reads the clock, so the same input gives the same packing on any machine and under
-     * any load. A run that ends within the budget still proves optimality. 0 = time-bounded. */
-    uint64_t search_nodes;
-    /* For "portfolio": when > 0, its last member runs that work-bounded search from the packing
-     * of the others with search_effort x n / 100 nodes for n intervals (one complete dive of the
-     * depth-first search is about n nodes), when the packing is above the lower bound (by more
-     * than 1/1024) and the instance is moderate (at most 1,024 intervals, and n x (n + distinct
-     * interval ends) at most 1,000,000: a dive costs about that). 0 = member off. */
-    uint64_t search_effort;
-} af_place_opts_t;
-
-/* NULL-terminated lists of algorithm names. */
-const char *const *af_place_names(void);
+/* NULL-terminated list of the schedulers' names (static storage: thread-safe). */
 const char *const *af_schedule_names(void);
-
-/*
- * Places intervals in offset mode with the named algorithm (naive, firstfit-start, color-end,
- * greedy-size, portfolio, search). Writes iv[i].offset and *height (the arena size). Errors:
- * AF_EINVAL (unknown algorithm, lower >= upper), AF_ENOMEM, AF_ETIMEDOUT is not an error for
- * search (it returns the best found). Reentrant.
- */
-int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
-                       uint64_t *height, af_error_t *err);
-/* Max over time of the total size live: no placement can be lower. */
-uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t alignment);
-/* Checks offsets: no overlap in time and space, inside height, aligned. AF_EVERIFY names a pair. */
-int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint64_t alignment,
-                        af_error_t *err);
-
-/*
- * Parses MiniMalloc's CSV (header "id,lower,upper,size", optional extra "offset" column ignored;
- * one buffer per line, lifetimes [lower, upper)). On success *iv and *ids (caller frees both
- * with af_free()) hold *n entries. Errors: AF_EPARSE with the line number and the bad field,
- * AF_ENOMEM. Reentrant.
- */
-int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, int64_t **ids,
-                           size_t *n, af_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #define AF_FUZZ_UTIL_H
 
 #include "arenaflow/graph.h"
+#include "arenaflow/pack.h"
 #include "arenaflow/plan.h"
 
 #include <stddef.h>

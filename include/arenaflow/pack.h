@@ -1,0 +1,137 @@
+/*
+ * arenaflow — interval packing, the graph-free half of memory planning: give every interval
+ * [lower, upper) x size an offset so that no two intervals that overlap in time overlap in space,
+ * with the height (the arena) as small as possible. Placers (naive, seed 2's first fit by start,
+ * seed 1's colouring, TFLite's greedy by size, the default portfolio and an anytime search), the
+ * lower bound, an independent verifier, shared-object placement, MiniMalloc's CSV reader and a
+ * generator of tight instances with a known optimum.
+ *
+ * The planner (arenaflow/plan.h) turns a graph's tensors into intervals and calls this module;
+ * the pool may too. Nothing here knows about graphs.
+ *
+ * Threading: every function is reentrant (no global state); name lists are static storage.
+ */
+#ifndef ARENAFLOW_PACK_H
+#define ARENAFLOW_PACK_H
+
+#include "arenaflow/common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An allocation request with lifetime [lower, upper) in MiniMalloc's CSV sense. */
+typedef struct af_interval {
+    int64_t lower, upper; /* lower < upper */
+    uint64_t size;
+    uint64_t offset; /* output */
+} af_interval_t;
+
+typedef struct af_place_opts {
+    uint64_t alignment;  /* offsets are multiples of it; default 1 for raw intervals */
+    double time_limit_s; /* for "search" */
+    uint64_t capacity;   /* for "search": target height, 0 = minimise */
+    /* For "search": when > 0, the search stops after this many search nodes (placements tried
+     * by its depth-first search, summed over restarts and probes) instead of at time_limit_s and
+     * never reads the clock, so the same input gives the same packing on any machine and under
+     * any load. A run that ends within the budget still proves optimality. 0 = time-bounded. */
+    uint64_t search_nodes;
+    /* For "portfolio": when > 0, its last member runs that work-bounded search from the packing
+     * of the others with search_effort x n / 100 nodes for n intervals (one complete dive of the
+     * depth-first search is about n nodes), when the packing is above the lower bound (by more
+     * than 1/1024) and the instance is moderate (at most 1,024 intervals, and n x (n + distinct
+     * interval ends) at most 1,000,000: a dive costs about that). 0 = member off. */
+    uint64_t search_effort;
+} af_place_opts_t;
+
+/* NULL-terminated list of the placement algorithms' names (static storage: thread-safe). */
+const char *const *af_place_names(void);
+
+/*
+ * Places intervals in offset mode with the named algorithm (naive, firstfit-start, color-end,
+ * greedy-size, portfolio, search). Writes iv[i].offset and *height (the arena size). Errors:
+ * AF_EINVAL (unknown algorithm, lower >= upper), AF_ENOMEM, AF_ETIMEDOUT is not an error for
+ * search (it returns the best found). Reentrant.
+ */
+int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
+                       uint64_t *height, af_error_t *err);
+/* Max over time of the total size live: no placement can be lower. */
+uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t alignment);
+/* Checks offsets: no overlap in time and space, inside height, aligned. AF_EVERIFY names a pair. */
+int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint64_t alignment,
+                        af_error_t *err);
+
+/*
+ * Parses MiniMalloc's CSV (header "id,lower,upper,size", optional extra "offset" column ignored;
+ * one buffer per line, lifetimes [lower, upper)). On success *iv and *ids (caller frees both
+ * with af_free()) hold *n entries. Errors: AF_EPARSE with the line number and the bad field,
+ * AF_ENOMEM. Reentrant.
+ */
+int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, int64_t **ids,
+                           size_t *n, af_error_t *err);
+
+/*
+ * Shared-object placement (seed 1's interval colouring): gives each interval a buffer index
+ * (buf[i]); a buffer's size is the max size of its tenants (aligned up to alignment), buffers are
+ * stacked in index order and iv[i].offset is its buffer's start, so *total (the sum of the buffer
+ * sizes) is the arena of the stacked buffers. algo: "naive", "color-end" or "greedy-size". buf
+ * has n entries; *n_bufs gets the buffer count. Errors: AF_EINVAL (unknown
+ * algorithm, lower >= upper), AF_ENOMEM. Reentrant.
+ */
+int af_place_shared(af_interval_t *iv, size_t n, const char *algo, uint64_t alignment, int32_t *buf,
+                    int32_t *n_bufs, uint64_t *total, af_error_t *err);
+
+/*
+ * The overlap sweep behind af_intervals_verify, for callers whose intervals may take over bytes
+ * in place: takes_over (NULL: none) gives for interval i the index j of an interval whose bytes i
+ * may take over at its first time point (j's last time point, upper - 1, must equal i's lower for
+ * the exemption to apply), or -1. Intervals of size 0 are skipped. Returns 0 when no two others
+ * share a byte and a time point, AF_EVERIFY with the pair in *a and *b (indexes into iv; *a is the
+ * one placed first), or AF_ENOMEM. Offsets and sizes are not otherwise checked. Reentrant.
+ */
+int af_intervals_find_overlap(const af_interval_t *iv, size_t n, const int32_t *takes_over,
+                              size_t *a, size_t *b);
+
+/* ---- tight instances (tests and benchmarks) -------------------------------------------- */
+
+/*
+ * A full rectangle (time horizon x capacity) is cut into pieces by guillotine cuts; each piece
+ * is an interval [lower, upper) of `size` bytes. The pieces tile the rectangle, so the total
+ * size live at every time point equals the capacity: the lower bound (max cross-section) is the
+ * capacity and the cut itself is a packing of that height, hence the optimum equals the
+ * capacity. Jitter then shrinks the size or lifetime of some pieces that are not live at one
+ * chosen witness time: the packing stays valid and the cross-section at the witness stays full,
+ * so the optimum is still provably the capacity.
+ */
+typedef struct af_tight_opts {
+    size_t buffers;    /* number of intervals, >= 1; default 200 */
+    uint64_t seed;     /* PRNG seed; default 1 */
+    uint64_t capacity; /* the optimum; default 1048576; must be >= 1 */
+    int64_t horizon;   /* time span [0, horizon); default 4 * buffers */
+    double jitter;     /* fraction of eligible pieces shrunk, 0..1; default 0 (every time point
+                          full: the tightest instances) */
+} af_tight_opts_t;
+
+/* Fills *o with the defaults above. */
+void af_tight_opts_init(af_tight_opts_t *o);
+
+/*
+ * Generates an instance. On success *out (owned by the caller, release with af_tight_free) holds
+ * *n intervals in shuffled order whose offsets are a packing of height *optimum, and *optimum is
+ * the optimal arena height (= the lower bound). Fewer than o->buffers pieces result only when the
+ * rectangle cannot be cut further (horizon x capacity too small). Errors: AF_EINVAL (zero
+ * buffers, capacity or horizon), AF_ENOMEM; *out untouched on error. Reentrant.
+ */
+int af_tight_generate(const af_tight_opts_t *o, af_interval_t **out, size_t *n, uint64_t *optimum,
+                      af_error_t *err);
+
+/* Releases an array from af_tight_generate. NULL is a no-op. */
+void af_tight_free(af_interval_t *iv);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARENAFLOW_PACK_H */
