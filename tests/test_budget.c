@@ -591,6 +591,47 @@ static void test_budget_min_budget(void **state)
     af_graph_destroy(g);
 }
 
+/* Modelled overhead of one round in % of a plain round, or -1 when refused. */
+static double overhead_at(const af_graph_t *g, uint64_t budget, int offload)
+{
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.budget = budget;
+    o.offload = offload;
+    af_plan_t *p = NULL;
+    if (af_plan_create(g, &o, &p, NULL))
+        return -1;
+    const af_plan_report_t *r = af_plan_report(p);
+    double v = r->budget_method ? 100 * (r->modelled_s / r->plain_modelled_s - 1) : 0;
+    assert_true(af_plan_arena_bytes(p) <= budget);
+    af_plan_destroy(p);
+    return v;
+}
+
+/* Offload is a choice, never a cost: with it allowed, the modelled overhead is at most that of
+ * recomputation alone, and it plans wherever recomputation alone does (small zoo graphs). */
+static void test_budget_offload_never_worse(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"convnet-train", "resmlp-train"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        af_graph_t *g = NULL;
+        assert_int_equal(af_zoo_build(names[i], NULL, &g, NULL), 0);
+        af_plan_t *p0 = NULL;
+        assert_int_equal(af_plan_create(g, NULL, &p0, NULL), 0);
+        uint64_t peak = af_plan_arena_bytes(p0);
+        af_plan_destroy(p0);
+        for (int k = 9; k >= 5; k--) {
+            uint64_t b = peak / 10 * (uint64_t)k;
+            double rec = overhead_at(g, b, 0), off = overhead_at(g, b, 1);
+            if (rec >= 0 && (off < 0 || off > rec + 1e-9))
+                fail_msg("%s at 0.%d x peak: offload %.3f%% vs recompute alone %.3f%%", names[i], k,
+                         off, rec);
+        }
+        af_graph_destroy(g);
+    }
+}
+
 static void test_budget_oom_is_clean(void **state)
 {
     (void)state;
@@ -626,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_budget_event_rows),
         cmocka_unit_test(test_budget_min_budget),
         cmocka_unit_test(test_budget_real_kernels_bit_identical),
+        cmocka_unit_test(test_budget_offload_never_worse),
         cmocka_unit_test(test_budget_oom_is_clean),
         cmocka_unit_test(test_budget_random_dags_verified_and_run),
     };
