@@ -316,7 +316,7 @@ static const af_zoo_entry_t zoo_entries[] = {
     {"bert20-train", AF_ZOO_TRAINING,
      "BERT-base width, 20 layers, forward + backward (~1,000 nodes)"},
     {"resmlp-train", AF_ZOO_TRAINING,
-     "residual MLP, 6 blocks of 256, batch 512, forward + backward"},
+     "residual MLP, 3 blocks of 256, batch 512, forward + backward"},
     {"convnet-train", AF_ZOO_TRAINING, "small CNN, 32x32, 6 Conv-BN-Relu, forward + backward"},
 };
 static const zoo_fn zoo_fns[] = {

@@ -87,14 +87,14 @@ int zoo_bert20_train(zb_t *z, const af_zoo_opts_t *o)
     return train(z, logits);
 }
 
-/* A residual MLP, 6 blocks of Linear -> Gelu (+ the block input), hidden 256, batch 512 (saved
+/* A residual MLP, 3 blocks of Linear -> Gelu (+ the block input), hidden 256, batch 512 (saved
  * activations, not weights, dominate): a small training DAG (skip connections) that an exact
  * MILP can still solve. */
 int zoo_resmlp_train(zb_t *z, const af_zoo_opts_t *o)
 {
     z->record = 1;
     zt x = zb_input(z, "image", AF_DTYPE_F32, zs2(train_batch(o, 512), 256));
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 3; i++) {
         zb_scope(z, "block%d", i);
         x = L_add(z, L_act(z, "Gelu", L_linear(z, x, 256, 1)), x);
     }
