@@ -183,21 +183,53 @@ static void run_inline(af__worker_t *w, af__task_t t)
     w->rcap = cap;
 }
 
-/* Runs a task and then, as long as it makes one ready, the successor it released. The other
- * successors it makes ready are pushed in one batch (one lock, one wake-up). */
+/*
+ * Runs a task and then, as long as it makes one ready, the successor it released. The other
+ * successors it makes ready are pushed in one batch (one lock, one wake-up).
+ *
+ * Per node the only atomic read-modify-writes (none with one worker: count_down) are the pending
+ * counters of successors with several predecessors (a successor with one is ready as soon as this
+ * node is done) and, for a sink, the round's remaining counter. Why counting sinks is enough: every
+ * node is an ancestor of a sink, and a sink runs only after all its ancestors have released their
+ * successors. Why r stays valid after the last decrement: a successor this node has not released
+ * yet cannot have run, nor can any sink below it, so the round is not over while this node still
+ * has counters to decrement; afterwards it touches only tasks it holds (nodes that have not run).
+ */
+/* Decrements a round counter, returning its old value. With one worker only that worker ever
+ * decrements (the caller sets the counters before the round's first push, under a deque lock):
+ * a plain load and store then do, without the locked instruction that costs as much as an
+ * empty node. */
+static inline int count_down(atomic_int *c, int solo)
+{
+    if (solo) {
+        int v = atomic_load_explicit(c, memory_order_relaxed);
+        atomic_store_explicit(c, v - 1, memory_order_relaxed);
+        return v;
+    }
+    return atomic_fetch_sub_explicit(c, 1, memory_order_acq_rel);
+}
+
 static void run_chain(af__worker_t *w, af__task_t t)
 {
+    int solo = w->ex->n == 1;
     for (;;) {
         af__round_t *r = t.r;
         const af__prog_t *p = r->prog;
         af__round_run_node(w, r, t.node);
-        atomic_fetch_add_explicit(&w->tasks, 1, memory_order_relaxed);
+        /* only this worker writes its counter: no locked add */
+        atomic_store_explicit(&w->tasks, atomic_load_explicit(&w->tasks, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
         int32_t next = -1;
         size_t nready = 0;
         int32_t lo = p->succ_off[t.node], hi = p->succ_off[t.node + 1];
+        if (lo == hi) {
+            if (count_down(&r->remaining, solo) == 1)
+                af__round_complete(r, w->id); /* r may be reused from here on */
+            return;
+        }
         for (int32_t i = lo; i < hi; i++) {
             int32_t s = p->succ[i];
-            if (atomic_fetch_sub_explicit(&r->pending[s], 1, memory_order_acq_rel) != 1)
+            if (p->init_pending[s] != 1 && count_down(&r->pending[s], solo) != 1)
                 continue;
             if (next < 0) {
                 next = s;
@@ -211,12 +243,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
             w->rbuf[nready++] = (af__task_t){r, s};
         }
         if (nready && af__exec_push(w->ex, w->id, w->rbuf, nready))
-            for (size_t i = 0; i < nready; i++) /* remaining > 0 here: r stays valid */
+            for (size_t i = 0; i < nready; i++) /* unrun nodes: r stays valid */
                 run_inline(w, w->rbuf[i]);
-        if (atomic_fetch_sub_explicit(&r->remaining, 1, memory_order_acq_rel) == 1) {
-            af__round_complete(r); /* r may be reused from here on */
-            return;
-        }
         if (next < 0)
             return;
         t.node = next;
