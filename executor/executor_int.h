@@ -45,6 +45,8 @@ typedef struct af__worker {
     uint32_t rng;
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
+    af__task_t priv[8]; /* ready tasks kept while every other worker sleeps (PRIV_MAX) */
+    int npriv;
     atomic_ullong steals, tasks;
     char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
 } af__worker_t;
