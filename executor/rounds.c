@@ -211,6 +211,7 @@ static int take_slot(af_session_t *s, int wait, af__batch_t *b, int32_t *index, 
     af__replan_maybe(s);
     if (s->consts_dirty && s->running == 0) { /* no round reads the constants right now */
         af__session_const_sums(s, s->prog);
+        af__session_consts_changed(s);
         s->consts_dirty = 0;
     }
     while (s->n_free == 0 && (!b || (!b->status && b->started < b->n))) {
