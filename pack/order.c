@@ -43,9 +43,11 @@ int af__sort_by_key_desc(const af_interval_t *iv, const uint64_t *sz, const uint
     for (size_t i = 0; i < n; i++)
         kv[i].key = af__key_desc(sz[kv[i].id]);
     af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        kv[i].key = af__key_desc(key[kv[i].id]);
-    af__sort_kv(kv, n, kv + n);
+    if (key) {
+        for (size_t i = 0; i < n; i++)
+            kv[i].key = af__key_desc(key[kv[i].id]);
+        af__sort_kv(kv, n, kv + n);
+    }
     ids_out(kv, n, ids);
     af__free(kv);
     return 0;

@@ -408,7 +408,7 @@ static int place_greedy_size(af_interval_t *iv, size_t n, const af_place_opts_t 
         af__free(ord);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    if (af__sort_by_key_desc(iv, sz, sz, n, ord)) {
+    if (af__sort_by_key_desc(iv, sz, NULL, n, ord)) {
         engine_free(&e);
         af__free(sz);
         af__free(ord);
