@@ -638,6 +638,16 @@ static void test_executor_kernel_error_fails_round(void **state)
     af_session_stats_t st;
     af_session_stats(s, &st);
     assert_int_equal(st.failed_rounds, 1);
+    /* A failing round stops a batch: its error comes back, no round starts after it (at most
+     * the max_inflight rounds already started run), and the session stays usable. */
+    assert_int_equal(af_session_run_n(s, 1000, NULL, NULL, &err), AF_EIO);
+    assert_non_null(strstr(err.msg, "failed"));
+    assert_non_null(strstr(err.msg, "'n1'"));
+    af_session_stats(s, &st);
+    assert_true(st.rounds >= 2 && st.rounds <= 1 + (uint64_t)af_executor_opts(ex)->max_inflight);
+    assert_int_equal(st.failed_rounds, st.rounds);
+    assert_int_equal(af_session_inflight(s), 0);
+    assert_int_equal(af_session_run(s, NULL, NULL, &err), AF_EIO); /* still usable */
     af_session_destroy(s);
     af_executor_destroy(ex);
     af_plan_destroy(p);
@@ -740,33 +750,6 @@ static void test_executor_run_n_random_dags_verified(void **state)
     }
     for (int i = 0; i < 3; i++)
         af_executor_destroy(ex[i]);
-}
-
-/* A failing round stops the batch: its error comes back, no round starts after it (at most
- * the max_inflight rounds already started run), and the session stays usable. */
-static void test_executor_run_n_stops_at_failure(void **state)
-{
-    (void)state;
-    af_graph_t *g = chain_graph();
-    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
-    af_executor_t *ex = make_exec(2, "verify");
-    assert_int_equal(af_executor_register_kernel(ex, "Op", failing_kernel, NULL), 0);
-    af_session_t *s;
-    af_error_t err;
-    assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
-    assert_int_equal(af_session_run_n(s, 1000, NULL, NULL, &err), AF_EIO);
-    assert_non_null(strstr(err.msg, "failed"));
-    assert_non_null(strstr(err.msg, "'n1'"));
-    af_session_stats_t st;
-    af_session_stats(s, &st);
-    assert_true(st.rounds >= 1 && st.rounds <= (uint64_t)af_executor_opts(ex)->max_inflight);
-    assert_int_equal(st.failed_rounds, st.rounds);
-    assert_int_equal(af_session_inflight(s), 0);
-    assert_int_equal(af_session_run(s, NULL, NULL, &err), AF_EIO); /* still usable */
-    af_session_destroy(s);
-    af_executor_destroy(ex);
-    af_plan_destroy(p);
-    af_graph_destroy(g);
 }
 
 /* ---- dynamic tensors and re-planning ----------------------------------------------------- */
@@ -1060,7 +1043,6 @@ int main(void)
         cmocka_unit_test(test_executor_kernel_error_fails_round),
         cmocka_unit_test(test_executor_run_n_rounds_use_their_buffers),
         cmocka_unit_test(test_executor_run_n_random_dags_verified),
-        cmocka_unit_test(test_executor_run_n_stops_at_failure),
         cmocka_unit_test(test_executor_replan_after_warmup),
         cmocka_unit_test(test_executor_dynamic_tensors_from_worker_caches),
         cmocka_unit_test(test_executor_no_heap_calls_per_round),
