@@ -235,6 +235,132 @@ static void test_search_optimal_small_brute_force(void **state)
     assert_true(improved > 0);
 }
 
+/* ---- the CSV reader (issue 20): no row is ever dropped ------------------------------------- */
+
+static void parse_ok(const char *text, af_interval_t **iv, char ***ids, size_t *n)
+{
+    af_error_t err;
+    int rc = af_intervals_parse_csv(text, strlen(text), iv, ids, n, &err);
+    if (rc)
+        fprintf(stderr, "parse: %s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+/* MiniMalloc's own example (README, benchmarks/examples/input.12.csv): string ids b1..b5, fits
+ * in 12 and not in 11; before, the rows were taken for headers and 0 buffers "fit". */
+static void test_csv_minimalloc_example(void **state)
+{
+    (void)state;
+    const char *text = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
+    af_interval_t *iv;
+    char **ids;
+    size_t n;
+    parse_ok(text, &iv, &ids, &n);
+    assert_int_equal(n, 5);
+    static const int64_t want[5][3] = {{0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}};
+    for (size_t i = 0; i < n; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "b%zu", i + 1);
+        assert_string_equal(ids[i], id);
+        assert_int_equal(iv[i].lower, want[i][0]);
+        assert_int_equal(iv[i].upper, want[i][1]);
+        assert_int_equal(iv[i].size, (uint64_t)want[i][2]);
+    }
+    assert_null(ids[n]);
+    assert_int_equal(af_intervals_lower_bound(iv, n, 1), 12);
+    af_place_opts_t po = {.alignment = 1, .time_limit_s = 5, .capacity = 12};
+    uint64_t h = 0;
+    af_error_t err;
+    assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), 0);
+    assert_int_equal(h, 12);
+    assert_int_equal(check_packing(iv, n, h, 1), 0);
+    po.capacity = 11; /* does not fit: proven, and the best packing is still written */
+    for (size_t i = 0; i < n; i++)
+        iv[i].offset = 999;
+    assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), AF_EBUDGET);
+    assert_int_equal(h, 12);
+    assert_int_equal(check_packing(iv, n, h, 1), 0);
+    assert_non_null(strstr(err.msg, "proven"));
+    af_free(iv);
+    af_free(ids);
+}
+
+/* The issue's three rows without a header, two with string ids: all three read (the lower bound
+ * is 17), so capacity 7 does not fit with any placer, and the search says it is proven. */
+static void test_csv_three_rows_capacity(void **state)
+{
+    (void)state;
+    af_interval_t *iv;
+    char **ids;
+    size_t n;
+    parse_ok("b1,0,10,5\nb2,5,15,5\n3,0,20,7\n", &iv, &ids, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(ids[0], "b1");
+    assert_string_equal(ids[1], "b2");
+    assert_string_equal(ids[2], "3");
+    assert_int_equal(af_intervals_lower_bound(iv, n, 1), 17);
+    for (const char *const *a = af_place_names(); *a; a++) {
+        af_place_opts_t po = {.alignment = 1, .time_limit_s = 5, .capacity = 7};
+        uint64_t h = 0;
+        af_error_t err;
+        int rc = af_place_intervals(iv, n, *a, &po, &h, &err);
+        assert_int_equal(rc, strcmp(*a, "search") ? 0 : AF_EBUDGET);
+        assert_true(h >= 17);
+        assert_int_equal(check_packing(iv, n, h, 1), 0);
+    }
+    af_free(iv);
+    af_free(ids);
+}
+
+/* The header is recognised by its column names, in any order; "end" is inclusive; without an id
+ * column the ids are row numbers; a header-like line after the first row, an unknown or
+ * refused column, a wrong field count are errors naming the line, never skipped rows. */
+static void test_csv_header_by_name(void **state)
+{
+    (void)state;
+    af_interval_t *iv;
+    char **ids;
+    size_t n;
+    parse_ok("# comment\r\n\r\nSize , upper,lower,id\r\n8,4,1, x y \r\n", &iv, &ids, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(ids[0], "x y");
+    assert_int_equal(iv[0].lower, 1);
+    assert_int_equal(iv[0].upper, 4);
+    assert_int_equal(iv[0].size, 8);
+    af_free(iv);
+    af_free(ids);
+    parse_ok("buffer,begin,end,size,hint\n7,0,3,1,5\n", &iv, &ids, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(iv[0].upper, 4); /* end 3 is inclusive */
+    af_free(iv);
+    af_free(ids);
+    parse_ok("lower,upper,size\n0,2,1\n1,3,1\n", &iv, &ids, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(ids[1], "1");
+    af_free(iv);
+    af_free(ids);
+    parse_ok("0,0,2,1,64\n", &iv, &ids, &n); /* headerless with an offset column */
+    assert_int_equal(n, 1);
+    af_free(iv);
+    af_free(ids);
+    static const char *const bad[] = {
+        "b1,0,3,4\nid,lower,upper,size\n",  /* a header after a row is a bad row */
+        "id,lower,upper,weight\n1,0,2,3\n", /* unknown column */
+        "id,lower,upper,size,gaps\n1,0,2,3,\n", "id,lower,upper\n1,0,2\n", /* no size column */
+        "id,lower,upper,size\n1,0,2\n",                                    /* a field short */
+        "id,lower,upper,size\n,0,2,3\n",                                   /* empty id */
+        "id,lower,upper,size\nb,0,2,0x10\n",                               /* not a plain decimal */
+    };
+    for (size_t i = 0; i < N_OF(bad); i++) {
+        af_error_t err;
+        iv = (af_interval_t *)&n;
+        assert_int_equal(af_intervals_parse_csv(bad[i], strlen(bad[i]), &iv, &ids, &n, &err),
+                         AF_EPARSE);
+        assert_ptr_equal(iv, (af_interval_t *)&n); /* untouched */
+        assert_non_null(strstr(err.msg, "line"));
+    }
+}
+
 static void test_tight_generator_invariants(void **state)
 {
     (void)state;
@@ -719,6 +845,9 @@ static void test_search_member_out_of_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_minimalloc_example),
+        cmocka_unit_test(test_csv_three_rows_capacity),
+        cmocka_unit_test(test_csv_header_by_name),
         cmocka_unit_test(test_search_never_invalid_random),
         cmocka_unit_test(test_search_optimal_small_brute_force),
         cmocka_unit_test(test_tight_generator_invariants),

@@ -53,8 +53,15 @@ const char *const *af_place_names(void);
 /*
  * Places intervals in offset mode with the named algorithm (naive, firstfit-start, color-end,
  * greedy-size, portfolio, search). Writes iv[i].offset and *height (the arena size). Errors:
- * AF_EINVAL (unknown algorithm, lower >= upper), AF_ENOMEM, AF_ETIMEDOUT is not an error for
- * search (it returns the best found). Reentrant.
+ * AF_EINVAL (unknown algorithm, lower >= upper, alignment not a power of two), AF_ENOMEM.
+ *
+ * A capacity (opts->capacity) is a target only the search pursues; the other placers return
+ * their packing whatever its height, and the caller compares. The search with a capacity stops
+ * as soon as its packing fits and returns 0; when it does not fit, iv and *height still hold the
+ * best packing it found (valid, above the capacity) and the result says why: AF_EBUDGET when no
+ * packing can fit (proven: the lower bound or the exhausted search space), AF_ETIMEDOUT when the
+ * time or node limit ran out first. Without a capacity the search minimises the height and
+ * returns 0 with the lowest packing found in its limit. Reentrant.
  */
 int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
                        uint64_t *height, af_error_t *err);
@@ -65,13 +72,20 @@ int af_intervals_verify(const af_interval_t *iv, size_t n, uint64_t height, uint
                         af_error_t *err);
 
 /*
- * Parses MiniMalloc's CSV (header "id,lower,upper,size", optional extra "offset" column ignored;
- * one buffer per line, lifetimes [lower, upper)). On success *iv and *ids (caller frees both
- * with af_free()) hold *n entries. Errors: AF_EPARSE with the line number and the bad field,
- * AF_ENOMEM. Reentrant.
+ * Parses MiniMalloc's CSV: one buffer per line, lifetime [lower, upper). The first line is a
+ * header when all its fields are column names - id (or buffer, buffer_id), lower (or begin),
+ * upper, or end (inclusive: upper = end + 1), size, and offset or hint (read and not used) - in
+ * any order; lower, upper and size are required, and without an id column the ids are the row
+ * numbers. Without a header the columns are id,lower,upper,size[,offset]. Ids are any text
+ * without a comma (MiniMalloc's own example uses b1..b5), kept as written. Blank lines and lines
+ * starting with '#' are skipped; every other line is a buffer or an error: no row is ever
+ * dropped. On success *iv holds *n intervals and *ids an array of *n NUL-terminated ids (then a
+ * NULL), all in one allocation: the caller frees *iv and *ids with af_free() (*iv may be NULL
+ * when *n is 0). Errors: AF_EPARSE with the line number and the bad field or column (columns
+ * alignment and gaps are refused), AF_ENOMEM; the outputs are untouched on error. Reentrant.
  */
-int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, int64_t **ids,
-                           size_t *n, af_error_t *err);
+int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, char ***ids, size_t *n,
+                           af_error_t *err);
 
 /*
  * Shared-object placement (seed 1's interval colouring): gives each interval a buffer index
