@@ -29,13 +29,15 @@ int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint
 /*
  * Work-bounded search from a given packing (the portfolio's last member, pack/search.c):
  * iv[i].offset must hold a valid packing (sizes aligned up to alignment). Explores at most
- * `nodes` search nodes without reading the clock, then writes the best packing found (never
- * higher than the given one) and its height, and returns 0. Returns 1 without searching when
- * max_dive > 0 and one dive would cost more (m x (m + distinct interval ends) for m intervals
- * of positive size), an error otherwise; iv is untouched unless 0 is returned.
+ * `nodes` search nodes - or, when work > 0, work / (m + sections) of them (a node scans its
+ * piece's buffers and sections: that many nodes cost about `work`) - without reading the clock,
+ * then writes the best packing found (never higher than the given one) and its height, and
+ * returns 0. Returns 1 without searching when one dive would cost more than max_dive (> 0) or
+ * than work (m x (m + distinct interval ends) for m intervals of positive size), an error
+ * otherwise; iv is untouched unless 0 is returned.
  */
 int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
-                       uint64_t max_dive, uint64_t *height, af_error_t *err);
+                       uint64_t work, uint64_t max_dive, uint64_t *height, af_error_t *err);
 
 /* AF_EINVAL (message in err) unless every interval has lower < upper and n fits the placers'
  * 32-bit ids (pack/place.c). */
@@ -62,7 +64,74 @@ int af__sort_by_end(const af_interval_t *iv, size_t n, int then_lower, int32_t *
 uint64_t af__place_sweep(const af_interval_t *iv, size_t n, const uint64_t *sz, uint64_t *off,
                          uint64_t *pairs);
 
-/* Portfolio placement (pack/place.c), for the search's incumbent. */
+/*
+ * Peak repair (pack/repair.c): lowers the highest places of the packing in iv[].offset (sizes
+ * aligned: sz, alignment a, lower bound lb, *height its height) by re-placing small time windows
+ * around them under a ladder of levels, within `budget` overlap tests; by_start: the intervals in
+ * af__sort_by_start order, or NULL to sort them here. Writes a lower packing and
+ * height when it finds one. 0 (also when it had nothing to do) or AF_ENOMEM (iv untouched).
+ */
+int af__place_repair(af_interval_t *iv, size_t n, const uint64_t *sz, const int32_t *by_start,
+                     uint64_t lb, uint64_t a, uint64_t budget, uint64_t *height);
+
+/*
+ * Does the window fit under cap? iv[i].offset holds a valid packing; the intervals with fixed[i]
+ * keep their offsets, the others are re-placed by the canonical search within `nodes` search
+ * nodes (no clock). Returns 0 with the new offsets in iv when a packing of height <= cap was
+ * found, 1 when not (iv untouched), AF_ENOMEM (pack/search.c).
+ */
+int af__search_window(af_interval_t *iv, size_t n, const uint8_t *fixed, uint64_t a, uint64_t cap,
+                      uint64_t nodes);
+
+/* ---- the ordered greedy engine (pack/place.c; the portfolio's members, pack/portfolio.c) ---- */
+
+typedef struct af__engine {
+    size_t n;
+    const af_interval_t *iv;
+    const uint64_t *sz;
+    int32_t *by_start; /* interval ids sorted by lower */
+    int32_t *pos;      /* position of an id in by_start */
+    int64_t *lowers;   /* lowers in by_start order, for binary search */
+    size_t leaves;     /* power of two >= n */
+    int64_t *tree;     /* max upper of placed leaves; INT64_MIN when none */
+    int32_t *hits;     /* scratch: overlapping placed ids */
+    size_t *stack;
+    af__kv_t *spans, *spans_tmp; /* scratch: overlapping placed ids keyed by offset */
+    /* The length-class index (used instead of the tree when its scans are short): intervals by
+     * class c = floor(log2(length)), each class by lower; a query scans, per class, the lowers
+     * in (l - 2^(c+1), u). */
+    int use_classes;
+    double scan; /* expected intervals a class query looks at */
+    uint8_t *placed;
+    int32_t cls_start[65];
+    int32_t *cls_id;
+    int64_t *cls_lower;
+} af__engine_t;
+
+/* Long thin instances: a class query looks at this many intervals at most. */
+#define AF__CLASS_SCAN_MAX 64
+
+/* Sets up the engine over iv's n intervals with aligned sizes sz (both borrowed). 0 or
+ * AF_ENOMEM (nothing to free then). */
+int af__engine_init(af__engine_t *e, const af_interval_t *iv, size_t n, const uint64_t *sz);
+void af__engine_free(af__engine_t *e);
+
+/* Places the intervals in `order` into out[].offset, best_fit: the smallest fitting gap, else
+ * the first; returns the height, or UINT64_MAX as soon as it exceeds give_up_above. */
+uint64_t af__engine_place(af__engine_t *e, af_interval_t *out, const int32_t *order, int best_fit,
+                          uint64_t give_up_above);
+
+/* The intervals a length-class query would scan (count[65]: zeroed, gets the class counts);
+ * 1e300 below 4,096 intervals (the tree serves those). */
+double af__class_scan(const af_interval_t *iv, size_t n, size_t *count);
+
+/* The alignment of the options: 1 when none or 0. */
+static inline uint64_t af__align_of(const af_place_opts_t *o)
+{
+    return o && o->alignment > 1 ? o->alignment : 1;
+}
+
+/* Portfolio placement (pack/portfolio.c), for the search's incumbent. */
 int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                         af_error_t *err);
 
@@ -164,6 +233,9 @@ typedef struct af__search_part {
     af__search_rundo_t *rlog; /* ranks changed by re-rankings, to undo them */
     size_t nrlog, caprlog;
     /* search state */
+    uint64_t *fixed;    /* n: the offset a buffer must take, or AF__SEARCH_UNPLACED; NULL when
+                           no buffer is fixed (only the canonical search takes fixed ones) */
+    int fixed_fail;     /* the last placement raised a fixed buffer above its offset */
     uint64_t *minoff;   /* n: lowest offset the buffer may take now */
     uint64_t *off;      /* n: offset, or AF__SEARCH_UNPLACED */
     int32_t *nov_left;  /* n: unplaced buffers overlapping the buffer */
@@ -238,11 +310,12 @@ extern const int8_t af__search_order_spec[AF__SEARCH_N_ORDERS][3];
 
 /*
  * Splits the intervals of positive size (sizes already aligned to a) into partitions and builds
- * each one's problem: *parts (grown with af__grow, *nparts entries; free each with
- * af__search_free_part, then the array with af__free), *maxn the largest partition. keys and
- * times: scratch of 3n and 2n entries. 0 or AF_ENOMEM (what was built is still in *parts).
+ * each one's problem (fixed: NULL, or per interval 1 when it must keep its offset): *parts (grown
+ * with af__grow, *nparts entries; free each with af__search_free_part, then the array with
+ * af__free), *maxn the largest partition. keys and times: scratch of 3n and 2n entries. 0 or
+ * AF_ENOMEM (what was built is still in *parts).
  */
-int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a,
+int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a, const uint8_t *fixed,
                            af__search_pinfo_t **parts, int32_t *nparts, size_t *maxn,
                            af__search_key_t *keys, int64_t *times);
 void af__search_free_part(af__search_pinfo_t *pi);

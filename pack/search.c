@@ -72,6 +72,7 @@ typedef struct search_ctx {
     uint64_t max_dive;          /* > 0: not run unless a dive costs at most this */
     uint64_t max_part;          /* buffers of the largest partition */
     uint64_t used;              /* nodes explored so far (work-bounded mode) */
+    const uint8_t *fixed;       /* NULL, or per interval 1 when it keeps its offset */
     uint64_t *best;             /* n: best packing's offsets */
     af__search_pinfo_t *parts;
     int32_t nparts;
@@ -177,8 +178,8 @@ static int solve_part(search_ctx_t *c, af__search_pinfo_t *pi, uint64_t cap, con
             if (sp->node_limit == 0 || sp->node_limit > left)
                 sp->node_limit = left;
         }
-        int r = (i / 2) % 2 ? af__search_sky(sp, slot, cap, c->scratch)
-                            : af__search_dfs(sp, slot, spec, cap, c->scratch);
+        int r = (i / 2) % 2 && !sp->fixed ? af__search_sky(sp, slot, cap, c->scratch)
+                                          : af__search_dfs(sp, slot, spec, cap, c->scratch);
         c->used += sp->nodes;
         if (r == AF__SEARCH_ABORTED)
             continue;
@@ -313,8 +314,8 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
     int rc = keys && times && c->best ? 0 : AF_ENOMEM;
     size_t maxn = 0;
     if (rc == 0)
-        rc = af__search_build_parts(c->iv, c->n, c->alignment, &c->parts, &c->nparts, &maxn, keys,
-                                    times);
+        rc = af__search_build_parts(c->iv, c->n, c->alignment, c->fixed, &c->parts, &c->nparts,
+                                    &maxn, keys, times);
     if (rc == 0) {
         c->scratch = af__malloc((maxn ? maxn : 1) * sizeof(uint64_t));
         c->keys = af__malloc((maxn ? maxn : 1) * sizeof *c->keys);
@@ -348,7 +349,7 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
     uint64_t cap = o ? o->capacity : 0;
     int r = cap ? probe(c, cap, &lim) : minimise(c, &lim);
     /* A capacity proven out of reach: the rest of the limit lowers the packing that is written. */
-    if (cap && r == AF__SEARCH_INFEASIBLE)
+    if (cap && r == AF__SEARCH_INFEASIBLE && !c->fixed)
         r = minimise(c, &lim);
     if (r >= 0 && packing_ok(c->iv, c->best, c->n, c->alignment, keys) != 0)
         memcpy(c->best, incumbent, c->n * sizeof *incumbent); /* never return a bad packing */
@@ -393,7 +394,7 @@ static int cmp_i64(const void *a, const void *b)
  * dive through m buffers costs m x (m + sections). Counted as one partition (an upper bound
  * when there are several). Returns UINT64_MAX when out of memory.
  */
-static uint64_t dive_cost(const af_interval_t *iv, size_t n)
+static uint64_t dive_cost(const af_interval_t *iv, size_t n, uint64_t *per_node)
 {
     int64_t *t = af__malloc(2 * (n ? n : 1) * sizeof *t);
     if (!t)
@@ -408,13 +409,15 @@ static uint64_t dive_cost(const af_interval_t *iv, size_t n)
     for (size_t i = 0; i < k; i++)
         d += i == 0 || t[i] != t[i - 1];
     af__free(t);
-    return (uint64_t)m * (uint64_t)(m + (d ? d - 1 : 0));
+    *per_node = (uint64_t)(m + (d ? d - 1 : 0));
+    return (uint64_t)m * *per_node;
 }
 
 /* given: the incumbent's offsets are iv's (a valid packing), else the portfolio places one.
  * max_dive > 0: returns 1 at once when a dive would cost more (see dive_cost()). */
 static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, int given,
-                       uint64_t max_dive, uint64_t *height, af_error_t *err)
+                       uint64_t max_dive, uint64_t work_units, const uint8_t *fixed,
+                       uint64_t *height, af_error_t *err)
 {
     uint64_t a = o && o->alignment ? o->alignment : 1, sum = 0;
     if (n > (size_t)INT32_MAX / 4)
@@ -426,12 +429,19 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
         if (!af__add_u64(sum, af__align_up(iv[i].size, a), &sum) || sum > (UINT64_MAX >> 2))
             return af__err(err, AF_ESIZE, "interval sizes overflow at interval %zu", i);
     }
-    /* A dive too costly for the caller: skipped before anything is built. */
-    uint64_t cost = max_dive ? dive_cost(iv, n) : 0;
+    /* A dive too costly for the caller, or a work budget that does not pay for one dive: skipped
+     * before anything is built. */
+    uint64_t per_node = 1, cost = max_dive || work_units ? dive_cost(iv, n, &per_node) : 0;
     if (cost == UINT64_MAX)
         return af__err(err, AF_ENOMEM, "out of memory in placement search");
-    if (cost > max_dive)
+    if ((max_dive && cost > max_dive) || (work_units && cost > work_units))
         return 1;
+    af_place_opts_t wo;
+    if (work_units) {
+        wo = *o;
+        wo.search_nodes = work_units / (per_node ? per_node : 1);
+        o = &wo;
+    }
     /* The search works on aligned sizes (footprints), as every placer does. */
     af_interval_t *work = af__malloc((n ? n : 1) * sizeof *work);
     if (!work)
@@ -445,7 +455,8 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
                       .alignment = a,
                       .given = given ? iv : NULL,
                       .work = o ? o->search_nodes : 0,
-                      .max_dive = max_dive};
+                      .max_dive = max_dive,
+                      .fixed = fixed};
     int rc = run(&c, iv, o, height, err);
     for (int32_t k = 0; k < c.nparts; k++)
         af__search_free_part(&c.parts[k]);
@@ -460,12 +471,22 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
 int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                      af_error_t *err)
 {
-    return search_main(iv, n, o, 0, 0, height, err);
+    return search_main(iv, n, o, 0, 0, 0, NULL, height, err);
 }
 
 int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
-                       uint64_t max_dive, uint64_t *height, af_error_t *err)
+                       uint64_t work, uint64_t max_dive, uint64_t *height, af_error_t *err)
 {
     af_place_opts_t o = {.alignment = alignment ? alignment : 1, .search_nodes = nodes ? nodes : 1};
-    return search_main(iv, n, &o, 1, max_dive, height, err);
+    return search_main(iv, n, &o, 1, max_dive, work, NULL, height, err);
+}
+
+int af__search_window(af_interval_t *iv, size_t n, const uint8_t *fixed, uint64_t a, uint64_t cap,
+                      uint64_t nodes)
+{
+    af_place_opts_t o = {
+        .alignment = a ? a : 1, .capacity = cap, .search_nodes = nodes ? nodes : 1};
+    uint64_t h = 0;
+    int rc = search_main(iv, n, &o, 1, 0, 0, fixed, &h, NULL);
+    return rc == AF_ENOMEM ? rc : rc == 0 && h <= cap ? 0 : 1;
 }

@@ -147,6 +147,7 @@ void af__search_free_part(af__search_pinfo_t *pi)
     af__free(sp->rkey);
     af__free(sp->tie);
     af__free(sp->rlog);
+    af__free(sp->fixed);
     af__free(sp->memo);
     af__free(sp->minoff);
     af__free(sp->off);
@@ -308,7 +309,23 @@ static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t 
 }
 
 /* Splits the positive-size intervals at time points nothing is live across. */
-int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a,
+/* The fixed offsets of the partition's buffers, when it has a fixed one. 0 or AF_ENOMEM. */
+static int fixed_offsets(af__search_pinfo_t *pi, const af_interval_t *iv, const uint8_t *fixed)
+{
+    int any = 0;
+    for (int32_t b = 0; b < pi->sp.n; b++)
+        any |= fixed[pi->gidx[b]];
+    if (!any)
+        return 0;
+    pi->sp.fixed = af__malloc((size_t)pi->sp.n * sizeof(uint64_t));
+    if (!pi->sp.fixed)
+        return AF_ENOMEM;
+    for (int32_t b = 0; b < pi->sp.n; b++)
+        pi->sp.fixed[b] = fixed[pi->gidx[b]] ? iv[pi->gidx[b]].offset : AF__SEARCH_UNPLACED;
+    return 0;
+}
+
+int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a, const uint8_t *fixed,
                            af__search_pinfo_t **parts, int32_t *nparts, size_t *maxn_out,
                            af__search_key_t *keys, int64_t *times)
 {
@@ -349,6 +366,8 @@ int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a,
         }
         memcpy(pi->gidx, sorted + start, (i - start) * sizeof(int32_t));
         rc = build_part(pi, iv, a, keys, times);
+        if (rc == 0 && fixed)
+            rc = fixed_offsets(pi, iv, fixed);
         if (i - start > maxn)
             maxn = i - start;
     }

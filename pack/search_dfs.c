@@ -18,6 +18,10 @@
  * MiniMalloc's: the lowest unplaced buffer of a section must be able to start at or below
  * capacity - total, which its minimum offset and the canonical order may forbid (eff() below),
  * and the same limits filter the candidates before they are placed (push_candidates()).
+ * Fixed buffers (a window re-placed around others, pack/repair.c), as MiniMalloc has them: a
+ * fixed buffer starts at its offset as its minimum offset, is placed when the sequence reaches it,
+ * and a placement that raises it fails; it fills no gap (not in the dominance test) and, like a
+ * settled buffer, kills the node once the sequence passes it.
  * Hatless: a placement that raised no unplaced buffer's minimum offset (nothing overlapping it is
  * left) cannot be undone by any later candidate of the same frame, which would have to place it
  * again at the same offset after a higher one; so once it fails the frame fails.
@@ -80,6 +84,7 @@ static int place(af__search_part_t *p, int32_t b, int *hatless)
         return AF_ENOMEM;
     uint64_t o = p->minoff[b], top = o + p->size[b];
     p->off[b] = o;
+    p->fixed_fail = 0;
     p->nfirst[p->sec_lo[b]]--;
     for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++) {
         if (p->floor[s] < top)
@@ -96,8 +101,10 @@ static int place(af__search_part_t *p, int32_t b, int *hatless)
             continue;
         none = 0;
         p->nov_left[c]--;
-        if (p->minoff[c] < raised)
+        if (p->minoff[c] < raised) {
             set_word(p, &p->minoff[c], raised);
+            p->fixed_fail |= p->fixed && p->fixed[c] != AF__SEARCH_UNPLACED;
+        }
     }
     *hatless = none;
     return 0;
@@ -127,7 +134,7 @@ static uint64_t eff(const af__search_part_t *p, int32_t c, uint64_t o, int32_t l
 {
     uint64_t e = p->minoff[c];
     if (e < o || (e == o && p->rank[c] < last)) {
-        if (p->nov_left[c] == 0)
+        if (p->nov_left[c] == 0 || (p->fixed && p->fixed[c] != AF__SEARCH_UNPLACED))
             return UINT64_MAX; /* settled below the sequence: it can never be placed */
         e = p->rank[c] > last ? o : o + 1;
     }
@@ -147,6 +154,8 @@ static int check(af__search_part_t *p, const piece_t *pc, int32_t b, uint64_t o,
      * full. Sections outside the piece belong to other pieces, which this placement cannot
      * affect.
      */
+    if (p->fixed_fail)
+        return 0; /* a fixed buffer was raised above its offset */
     int32_t lo = full ? pc->slo : p->ovr_lo[b], hi = full ? pc->shi : p->ovr_hi[b];
     lo = lo < pc->slo ? pc->slo : lo;
     hi = hi > pc->shi ? pc->shi : hi;
@@ -276,6 +285,7 @@ static int push_candidates(af__search_part_t *p, frame_t *f, uint64_t cap, int32
     f->cand_begin = p->ncand;
     uint64_t min_height = UINT64_MAX;
     size_t k = p->ncand;
+    int dead = 0;
     for (int32_t s = pc->slo; s < pc->shi; s++) {
         if (p->nfirst[s] == 0)
             continue;
@@ -285,18 +295,16 @@ static int push_candidates(af__search_part_t *p, frame_t *f, uint64_t cap, int32
                 continue;
             uint64_t m = p->minoff[b];
             int32_t i = p->rank[b];
-            if (m + p->size[b] < min_height)
+            int fixed = p->fixed && p->fixed[b] != AF__SEARCH_UNPLACED;
+            if (m + p->size[b] < min_height && !fixed)
                 min_height = m + p->size[b];
-            /* A settled buffer (nothing left to raise it) that the sequence has passed, or that
-             * fails the limits, can never be placed: the node is dead. */
-            if (p->nov_left[b] == 0 && (m < last_off || (m == last_off && i < last_rank) ||
-                                        m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])) {
-                k = p->ncand;
-                min_height = 0;
-                break;
-            }
+            /* A settled buffer (nothing left to raise it) or a fixed one that the sequence has
+             * passed can never be placed: the node is dead (no candidate is kept). */
+            if ((p->nov_left[b] == 0 || fixed) &&
+                (m < last_off || (m == last_off && i < last_rank)))
+                dead = 1;
             /* m >= min_height so far: dropped below anyway (min_height only decreases) */
-            if (m < last_off || (m == last_off && i < last_rank) || m >= min_height)
+            if (m < last_off || (m == last_off && i < last_rank) || (m >= min_height && !fixed))
                 continue;
             if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
                 continue;
@@ -306,10 +314,10 @@ static int push_candidates(af__search_part_t *p, frame_t *f, uint64_t cap, int32
             p->cand[k++] = m < pre[p->sec_lo[b]] && m < suf[p->sec_hi[b]] ? b : ~b;
         }
     }
-    for (size_t j = f->cand_begin; j < k; j++) {
+    for (size_t j = f->cand_begin; j < k && !dead; j++) {
         int32_t b = p->cand[j] < 0 ? ~p->cand[j] : p->cand[j];
-        if (p->minoff[b] < min_height)
-            p->cand[p->ncand++] = p->cand[j];
+        if (p->minoff[b] < min_height || (p->fixed && p->fixed[b] != AF__SEARCH_UNPLACED))
+            p->cand[p->ncand++] = p->cand[j]; /* a fixed buffer cannot be moved into a gap */
     }
     f->cand_end = p->ncand;
     f->next = f->cand_begin;
@@ -386,7 +394,7 @@ static int32_t next_piece(af__search_part_t *p, const frame_t *f, int32_t b, uin
 static void reset_state(af__search_part_t *p, const int32_t *ord)
 {
     for (int32_t i = 0; i < p->n; i++) {
-        p->minoff[i] = 0;
+        p->minoff[i] = p->fixed && p->fixed[i] != AF__SEARCH_UNPLACED ? p->fixed[i] : 0;
         p->off[i] = AF__SEARCH_UNPLACED;
         p->rank[ord[i]] = i;
         p->nov_left[i] = p->ov_start[i + 1] - p->ov_start[i];

@@ -208,7 +208,7 @@ static void test_search_optimal_small_brute_force(void **state)
         uint64_t a, opt = small_case(seed * 104729, 7, iv, &n, &a);
         af_interval_t p[8];
         memcpy(p, iv, n * sizeof *iv);
-        uint64_t hp = place_ok(p, n, "portfolio", a, 0, seed);
+        uint64_t hp = place_ok(p, n, "greedy-size", a, 0, seed);
         uint64_t hs = place_ok(iv, n, "search", a, 2.0, seed);
         if (hs != opt)
             fprintf(stderr, "seed %llu: search %llu, brute force %llu\n", (unsigned long long)seed,
@@ -230,7 +230,7 @@ static void test_search_optimal_small_brute_force(void **state)
         assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), 0);
         assert_true(h <= opt);
     }
-    /* The small instances must include some where the greedy portfolio is not optimal, or this
+    /* The small instances must include some where a greedy placer is not optimal, or this
      * test would not show anything about the search. */
     assert_true(improved > 0);
 }

@@ -12,7 +12,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: arenaflow place FILE.csv [--algo NAME] [--capacity N] [--time-limit S]\n"
-            "                       [--nodes N] [--alignment N] [--out FILE]\n\n"
+            "                       [--nodes N] [--search-work W] [--alignment N] [--out FILE]\n\n"
             "Reads buffers in MiniMalloc's CSV format (one buffer per line, lifetime [lower,\n"
             "upper); a header naming the columns - id,lower,upper,size in any order, 'end' for\n"
             "an inclusive upper - or none; ids are kept as written, e.g. b1), gives each an\n"
@@ -32,6 +32,8 @@ static void usage(FILE *f)
                "  --time-limit S    time limit for --algo search, seconds (default 10)\n"
                "  --nodes N         bound --algo search by N search nodes instead of the clock\n"
                "                    (the same result on any machine)\n"
+               "  --search-work W   the portfolio's last member, a search bounded by W work\n"
+               "                    units (no clock; default 67108864, about 0.1 s; 0 = off)\n"
                "  --alignment N     offsets are multiples of N (default 1)\n"
                "  --out FILE        write the placed CSV to FILE instead of stdout\n");
 }
@@ -85,7 +87,8 @@ static char *read_all(const char *path, size_t *len)
 int cmd_place(int argc, char **argv)
 {
     const char *path = NULL, *out = NULL, *algo = "portfolio";
-    af_place_opts_t po = {.alignment = 1, .time_limit_s = 10.0};
+    af_place_opts_t po = {
+        .alignment = 1, .time_limit_s = 10.0, .search_work = AF_PLACE_SEARCH_WORK};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) {
@@ -106,6 +109,11 @@ int cmd_place(int argc, char **argv)
             if (cli_parse_size(argv[++i], &po.alignment) || po.alignment == 0 ||
                 (po.alignment & (po.alignment - 1))) {
                 cli_error("place: --alignment must be a power of two");
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(a, "--search-work") && has_val) {
+            if (cli_parse_size(argv[++i], &po.search_work)) {
+                cli_error("place: bad --search-work '%s'", argv[i]);
                 return CLI_USAGE;
             }
         } else if (!strcmp(a, "--nodes") && has_val) {

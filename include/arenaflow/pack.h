@@ -45,7 +45,17 @@ typedef struct af_place_opts {
      * than 1/1024) and the instance is moderate (at most 1,024 intervals, and n x (n + distinct
      * interval ends) at most 1,000,000: a dive costs about that). 0 = member off. */
     uint64_t search_effort;
+    /* For "portfolio": when > 0 (it takes precedence over search_effort), the last member is
+     * the same work-bounded search with a budget of work units instead: search_work / (m + t)
+     * nodes for m intervals and t distinct interval ends (a node costs about m + t), when one
+     * dive fits in it and m is at most 4,096. AF_PLACE_SEARCH_WORK is about 0.1 s of search on a
+     * 2020s server core: the default of af_place_intervals without options and of `arenaflow
+     * place`. Deterministic: no clock. 0 = use search_effort. */
+    uint64_t search_work;
 } af_place_opts_t;
+
+/* The default work budget of the portfolio's search member (see search_work). */
+#define AF_PLACE_SEARCH_WORK (UINT64_C(1) << 26)
 
 /* NULL-terminated list of the placement algorithms' names (static storage: thread-safe). */
 const char *const *af_place_names(void);
@@ -112,22 +122,46 @@ int af_intervals_find_overlap(const af_interval_t *iv, size_t n, const int32_t *
 /* ---- tight instances (tests and benchmarks) -------------------------------------------- */
 
 /*
- * A full rectangle (time horizon x capacity) is cut into pieces by guillotine cuts; each piece
- * is an interval [lower, upper) of `size` bytes. The pieces tile the rectangle, so the total
- * size live at every time point equals the capacity: the lower bound (max cross-section) is the
- * capacity and the cut itself is a packing of that height, hence the optimum equals the
- * capacity. Jitter then shrinks the size or lifetime of some pieces that are not live at one
- * chosen witness time: the packing stays valid and the cross-section at the witness stays full,
- * so the optimum is still provably the capacity.
+ * Tight instances with a known optimum. A full rectangle (time horizon x capacity) is tiled by
+ * pieces; each piece is an interval [lower, upper) of `size` bytes at its offset in the tiling.
+ * The pieces tile the rectangle, so the total size live at every time point equals the capacity:
+ * the lower bound (max cross-section) is the capacity and the tiling itself is a packing of that
+ * height, hence the optimum equals the capacity. Jitter then shrinks the size or lifetime of some
+ * pieces that are not live at one chosen witness time: the packing stays valid and the cross-
+ * section at the witness stays full, so the optimum is still provably the capacity.
+ *
+ * Shapes of tiling:
+ *   guillotine  recursive cuts across time or bytes (the pieces comparable in area);
+ *   sweep       time moves left to right, at each step a few live pieces end and the gaps they
+ *               leave are refilled by new pieces of random sizes (no guillotine structure);
+ *   staircase   horizontal bands, each cut into pieces of one length, the joints of each band
+ *               shifted against the band below (a staircase of joints, no cut across all bands);
+ *   equal       capacity / k lanes of one size, each cut at random times (every size equal;
+ *               jitter shrinks lifetimes only, so sizes stay equal);
+ *   giants      a few long-lived pieces of 10-30% of the capacity over 60-90% of the horizon,
+ *               the rest of the rectangle guillotine-cut into small pieces around them.
  */
+typedef enum af_tight_shape {
+    AF_TIGHT_GUILLOTINE = 0,
+    AF_TIGHT_SWEEP,
+    AF_TIGHT_STAIRCASE,
+    AF_TIGHT_EQUAL,
+    AF_TIGHT_GIANTS,
+    AF_TIGHT_N_SHAPES
+} af_tight_shape_t;
+
 typedef struct af_tight_opts {
-    size_t buffers;    /* number of intervals, >= 1; default 200 */
-    uint64_t seed;     /* PRNG seed; default 1 */
-    uint64_t capacity; /* the optimum; default 1048576; must be >= 1 */
-    int64_t horizon;   /* time span [0, horizon); default 4 * buffers */
-    double jitter;     /* fraction of eligible pieces shrunk, 0..1; default 0 (every time point
-                          full: the tightest instances) */
+    size_t buffers;         /* number of intervals, >= 1; default 200 */
+    uint64_t seed;          /* PRNG seed; default 1 */
+    uint64_t capacity;      /* the optimum; default 1048576; must be >= 1 */
+    int64_t horizon;        /* time span [0, horizon); default 4 * buffers */
+    double jitter;          /* fraction of eligible pieces shrunk, 0..1; default 0 (every time point
+                               full: the tightest instances) */
+    af_tight_shape_t shape; /* default AF_TIGHT_GUILLOTINE */
 } af_tight_opts_t;
+
+/* NULL-terminated names of the shapes, in enum order (static storage: thread-safe). */
+const char *const *af_tight_shape_names(void);
 
 /* Fills *o with the defaults above. */
 void af_tight_opts_init(af_tight_opts_t *o);
@@ -136,8 +170,10 @@ void af_tight_opts_init(af_tight_opts_t *o);
  * Generates an instance. On success *out (owned by the caller, release with af_tight_free) holds
  * *n intervals in shuffled order whose offsets are a packing of height *optimum, and *optimum is
  * the optimal arena height (= the lower bound). Fewer than o->buffers pieces result only when the
- * rectangle cannot be cut further (horizon x capacity too small). Errors: AF_EINVAL (zero
- * buffers, capacity or horizon), AF_ENOMEM; *out untouched on error. Reentrant.
+ * rectangle cannot be cut further (horizon x capacity too small) or, for "sweep", the horizon is
+ * too short for the events. For "equal" the optimum is the
+ * capacity rounded down to a multiple of the lane count. Errors: AF_EINVAL (zero buffers, capacity
+ * or horizon, unknown shape), AF_ENOMEM; *out untouched on error. Reentrant.
  */
 int af_tight_generate(const af_tight_opts_t *o, af_interval_t **out, size_t *n, uint64_t *optimum,
                       af_error_t *err);
