@@ -263,15 +263,21 @@ static int minimise(search_ctx_t *c, const limit_t *total)
     return 0;
 }
 
-/* Incumbent: the given packing or the portfolio's, or a skyline fallback if it is unavailable. */
-static int seed_incumbent(search_ctx_t *c, af__search_key_t *keys, af_error_t *err)
+/*
+ * Incumbent: the given packing or the default placer's (the portfolio with its work-bounded
+ * search member, whose budget shrinks with a time limit under 1 s: the search never writes a
+ * packing above the default's), or a skyline fallback if it is unavailable.
+ */
+static int seed_incumbent(search_ctx_t *c, af__search_key_t *keys, double limit, af_error_t *err)
 {
     af_interval_t *copy = af__malloc((c->n ? c->n : 1) * sizeof *copy);
     if (!copy)
         return AF_ENOMEM;
     memcpy(copy, c->given ? c->given : c->iv, c->n * sizeof *copy);
-    /* search_effort 0: the portfolio must not run the search it seeds */
-    af_place_opts_t po = {.alignment = c->alignment};
+    uint64_t work = AF_PLACE_SEARCH_WORK;
+    if (!c->work && limit < 1.0)
+        work = (uint64_t)((double)work * limit);
+    af_place_opts_t po = {.alignment = c->alignment, .search_work = work ? work : 1};
     uint64_t h = 0;
     int rc = c->given ? 0 : af__place_portfolio(copy, c->n, &po, &h, NULL);
     if (rc == 0) {
@@ -313,6 +319,9 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
     c->best = af__calloc(c->n ? c->n : 1, sizeof *c->best);
     int rc = keys && times && c->best ? 0 : AF_ENOMEM;
     size_t maxn = 0;
+    /* the limit counts from here: building and the incumbent are part of it */
+    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
+    double start = c->work ? 0 : af__search_now();
     if (rc == 0)
         rc = af__search_build_parts(c->iv, c->n, c->alignment, c->fixed, &c->parts, &c->nparts,
                                     &maxn, keys, times);
@@ -326,7 +335,7 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
         if ((uint64_t)c->parts[k].sp.n > c->max_part)
             c->max_part = (uint64_t)c->parts[k].sp.n;
     if (rc == 0)
-        rc = seed_incumbent(c, keys, err);
+        rc = seed_incumbent(c, keys, limit, err);
     af__free(times);
     if (rc) {
         af__free(keys);
@@ -342,10 +351,9 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
         c->parts[k].best_h = part_height(c, &c->parts[k]);
         c->parts[k].proven = c->parts[k].lb;
     }
-    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
     limit_t lim = {0, c->work};
     if (!c->work)
-        lim.deadline = af__search_now() + limit;
+        lim.deadline = start + limit;
     uint64_t cap = o ? o->capacity : 0;
     int r = cap ? probe(c, cap, &lim) : minimise(c, &lim);
     /* A capacity proven out of reach: the rest of the limit lowers the packing that is written. */

@@ -364,19 +364,28 @@ static void test_csv_header_by_name(void **state)
 static void test_tight_generator_invariants(void **state)
 {
     (void)state;
-    for (uint64_t seed = 1; seed <= 40; seed++) {
+    /* every shape: the packing it returns has height = its lower bound = the optimum */
+    for (uint64_t seed = 1; seed <= 40 * AF_TIGHT_N_SHAPES; seed++) {
         af_tight_opts_t o;
         af_tight_opts_init(&o);
-        o.buffers = 10 + seed * 5;
+        o.shape = (af_tight_shape_t)(seed % AF_TIGHT_N_SHAPES);
+        assert_non_null(af_tight_shape_names()[o.shape]);
+        o.buffers = 10 + seed / AF_TIGHT_N_SHAPES * 5;
         o.seed = seed;
-        o.jitter = seed % 2 ? 0.25 : 0.0;
+        o.jitter = seed / AF_TIGHT_N_SHAPES % 2 ? 0.25 : 0.0;
         af_interval_t *iv = NULL, *again = NULL;
         size_t n = 0, n2 = 0;
         uint64_t opt = 0, opt2 = 0;
         af_error_t err;
         assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, &err), 0);
-        assert_int_equal(n, o.buffers);
-        assert_int_equal(opt, o.capacity);
+        if (o.shape == AF_TIGHT_GUILLOTINE)
+            assert_int_equal(n, o.buffers);
+        else /* the other tilings may end a few pieces short */
+            assert_true(n <= o.buffers && n >= o.buffers / 2);
+        if (o.shape == AF_TIGHT_EQUAL)
+            assert_true(opt <= o.capacity && opt > o.capacity / 2);
+        else
+            assert_int_equal(opt, o.capacity);
         assert_int_equal(af_intervals_lower_bound(iv, n, 1), opt);
         assert_int_equal(check_packing(iv, n, opt, 1), 0);
         for (size_t i = 0; i < n; i++)
@@ -399,6 +408,11 @@ static void test_tight_generator_invariants(void **state)
     uint64_t opt;
     assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, NULL), AF_EINVAL);
     assert_null(iv);
+    o.buffers = 10;
+    o.shape = AF_TIGHT_N_SHAPES;
+    assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, NULL), AF_EINVAL);
+    assert_null(iv);
+    assert_null(af_tight_shape_names()[AF_TIGHT_N_SHAPES]);
 }
 
 static void test_search_reaches_optimum_on_small_tight(void **state)
@@ -611,6 +625,38 @@ static uint64_t place_effort(af_interval_t *iv, size_t n, uint64_t effort, uint6
     assert_int_equal(check_packing(iv, n, h, a), 0);
     assert_int_equal(af_intervals_verify(iv, n, h, a, NULL), 0);
     return h;
+}
+
+/* The search starts from the default placer's packing: with a capacity it cannot meet, or
+ * without one, it never writes a packing above the default's (issue 20). */
+static void test_search_never_above_default(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        af_tight_opts_t o;
+        af_tight_opts_init(&o);
+        o.shape = AF_TIGHT_SWEEP;
+        o.buffers = 250;
+        o.jitter = 0.1;
+        o.seed = seed;
+        af_interval_t *iv = NULL;
+        size_t n = 0;
+        uint64_t opt = 0, hd = 0, hs = 0;
+        af_error_t err;
+        assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, NULL), 0);
+        assert_int_equal(af_place_intervals(iv, n, "portfolio", NULL, &hd, &err), 0);
+        assert_true(hd >= opt);
+        af_place_opts_t po = {.alignment = 1, .time_limit_s = 1.0, .capacity = opt - 1};
+        int rc = af_place_intervals(iv, n, "search", &po, &hs, &err);
+        assert_int_equal(rc, AF_EBUDGET); /* below the lower bound: proven at once */
+        assert_true(hs <= hd && hs >= opt);
+        assert_int_equal(af_intervals_verify(iv, n, hs, 1, &err), 0);
+        po.capacity = 0;
+        po.time_limit_s = 1.0; /* under 1 s the seed gets less work */
+        assert_int_equal(af_place_intervals(iv, n, "search", &po, &hs, &err), 0);
+        assert_true(hs <= hd && hs >= opt);
+        af_tight_free(iv);
+    }
 }
 
 /* The member: valid, never above the portfolio without it, at or above the lower bound, and
@@ -857,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_search_out_of_memory),
         cmocka_unit_test(test_search_nodes_deterministic),
         cmocka_unit_test(test_search_nodes_proves_optimum),
+        cmocka_unit_test(test_search_never_above_default),
         cmocka_unit_test(test_search_member_never_worse),
         cmocka_unit_test(test_search_member_zoo_within_bound),
         cmocka_unit_test(test_search_effort_option),

@@ -71,7 +71,11 @@ const char *const *af_place_names(void);
  * best packing it found (valid, above the capacity) and the result says why: AF_EBUDGET when no
  * packing can fit (proven: the lower bound or the exhausted search space), AF_ETIMEDOUT when the
  * time or node limit ran out first. Without a capacity the search minimises the height and
- * returns 0 with the lowest packing found in its limit. Reentrant.
+ * returns 0 with the lowest packing found in its limit. The search starts from the default
+ * placer's packing (the portfolio with search_work AF_PLACE_SEARCH_WORK; scaled down by the
+ * time limit when that is under 1 s), so with a limit of 1 s or more, or a node limit, it never
+ * writes a packing above the default's. Its time limit counts from the call, that start
+ * included. Reentrant.
  */
 int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_place_opts_t *opts,
                        uint64_t *height, af_error_t *err);
