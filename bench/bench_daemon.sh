@@ -66,6 +66,10 @@ for _ in $(seq 1 100); do
 done
 [ -n "$PORT" ] || { echo "daemon did not start"; cat "$T/log"; exit 1; }
 AFD=http://127.0.0.1:$PORT
+for _ in $(seq 1 200); do # the state directory loads in the background: /v1 is 503 until then
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$AFD/readyz")" = 200 ] && break
+    sleep 0.05
+done
 ID=$(curl -s -X POST --data-binary @"$SRC/examples/diamond.json" "$AFD/v1/graphs" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 [ -n "$ID" ] || { echo "cannot submit the graph"; exit 1; }

@@ -21,7 +21,7 @@
  */
 #include "arenaflow/cache.h"
 #include "arenaflow/executor.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

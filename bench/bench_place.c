@@ -14,7 +14,7 @@
 #include "arenaflow/graph.h"
 #include "arenaflow/pack.h"
 #include "arenaflow/plan.h"
-#include "tests/randdag.h"
+#include "arenaflow/zoo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,17 +44,27 @@ static double median(double *v, int n)
 static const char *algos[] = {"naive", "firstfit-start", "color-end", "greedy-size", "portfolio"};
 #define N_ALGOS (int)(sizeof(algos) / sizeof(algos[0]))
 
+/* A graph of the zoo's synthetic generators, or NULL (the caller reports it). */
+static af_graph_t *zoo_graph(int residual, uint64_t seed, int32_t size)
+{
+    af_graph_t *g = NULL;
+    int rc = residual ? af_zoo_residual_chain(seed, size, &g, NULL)
+                      : af_zoo_random_dag(seed, size, &g, NULL);
+    return rc ? NULL : g;
+}
+
 static void random_instance(uint64_t seed, af_interval_t *iv, size_t n)
 {
-    rd_rng_t r = {seed * 7919 + 1};
+    af_zoo_rng_t r = {seed * 7919 + 1};
     int64_t horizon = (int64_t)n;
     for (size_t i = 0; i < n; i++) {
-        int64_t lo = (int64_t)rd_below(&r, (uint64_t)horizon);
-        int64_t len = rd_below(&r, 5) ? 1 + (int64_t)rd_below(&r, 8)
-                                      : 1 + (int64_t)rd_below(&r, (uint64_t)horizon / 4 + 1);
+        int64_t lo = (int64_t)af_zoo_rng_below(&r, (uint64_t)horizon);
+        int64_t len = af_zoo_rng_below(&r, 5)
+                          ? 1 + (int64_t)af_zoo_rng_below(&r, 8)
+                          : 1 + (int64_t)af_zoo_rng_below(&r, (uint64_t)horizon / 4 + 1);
         iv[i].lower = lo;
         iv[i].upper = lo + len;
-        iv[i].size = (uint64_t)rd_size(&r) / 16 + 1;
+        iv[i].size = (uint64_t)af_zoo_rng_size(&r) / 16 + 1;
         iv[i].offset = 0;
     }
 }
@@ -87,7 +97,7 @@ int main(int argc, char **argv)
         uint64_t sum = 0;
         double worst = 0;
         for (int k = 0; k < n_graphs; k++) {
-            af_graph_t *g = rd_graph((uint64_t)k + 424242, 300);
+            af_graph_t *g = zoo_graph(0, (uint64_t)k + 424242, 300);
             af_plan_opts_t o;
             af_plan_opts_init(&o);
             o.schedule = "input";
@@ -162,7 +172,7 @@ int main(int argc, char **argv)
         /* a deep residual network with `big` tensors: build once, plan 3 times, median */
         printf("\n## planning a %d-tensor residual network with the default portfolio placer\n",
                big);
-        af_graph_t *g = rd_layered_graph(77, big);
+        af_graph_t *g = zoo_graph(1, 77, big);
         double t[3], c[3];
         uint64_t arena = 0, lb = 0;
         for (int rep = 0; rep < 3; rep++) {

@@ -1,7 +1,7 @@
 /*
  * bench_pool — replays tensor allocation traces against the arenaflow pool, jemalloc and glibc
  * malloc, in one run, at 1 and 2 threads; then reports reserved ÷ peak live for the default
- * ladder beside the seed's ladder, with and without learned rounds; then a summary over traces.
+ * ladder beside the seed's ladder; then a summary over traces.
  *
  * Traces: the planner's event table CSV (`arenaflow plan G --events F.csv`: header
  * event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes; ALLOC rows carry bytes, FREE
@@ -12,30 +12,24 @@
  * and its loading (CSV parsing, the synthetic generator) are in bench_pool_trace.h.
  *
  * Method: each thread replays its own copy of the trace (the pool: through its own cache, a
- * fresh pool per repetition) as an executor worker does, calling the column's round hook at the
- * end of every round (af_pool_cache_round for the arenaflow column, nothing for the others). The
- * hook is called once before the first round (for the pool: start recording); then two
- * verification rounds (a tag word written into every block at alloc and checked at free: the
- * checksum, equal for every column when they did the same work, and a wrong pointer would show;
- * the pool learns its arena at the end of the first, so the second already runs on it and its
- * contents are checked), one calibration round, then ~30 ms of timed rounds that touch no block
- * memory. The timed loop is compiled once per column with that allocator's calls, round hook
- * included, made directly (no indirect call per operation), so the floor column is the loop's
- * own cost. Options: --only COLUMN (time one column beside arenaflow and the floor), --threads
- * 1|2, --rounds N (fixed timed rounds instead of ~30 ms, for instruction counting under
- * callgrind), --no-frag (skip the reserved/peak table). Reported: the median over `reps`
- * repetitions of ns per alloc+free pair — a thread's time ÷ its pairs, mean over threads, so a
- * perfectly scaling allocator shows the same figure at 1 and 2 threads — as wall time and as
- * thread CPU time (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the wall figure mostly measures
- * waiting for a CPU). For every pool column, the global + class lock acquisitions during the
- * timed rounds are printed (0 means the fast path never locked); for the arenaflow column, the
- * learned-round counters (arenas learned, hits and misses per timed round, rounds held).
- * Columns: arenaflow (default options + af_pool_cache_round every round: learned rounds),
- * af classes (default options, no round calls: the size-class fast path alone), af+recycle
- * (opts.recycle = 1) and af+regions (opts.region_min = 16 KiB), both without round calls,
- * jemalloc, glibc, floor (a bare LIFO stack).
+ * fresh pool per repetition) as an executor worker does with dynamic tensors (executor/
+ * dynamic.c): two verification rounds (a tag word written into every block at alloc and checked
+ * at free: the checksum, equal for every column when they did the same work, and a wrong pointer
+ * would show), one calibration round, then ~30 ms of timed rounds that touch no block memory. The
+ * timed loop is compiled once per column with that allocator's calls made directly (no indirect
+ * call per operation), so the floor column is the loop's own cost. Options: --only COLUMN (time one
+ * column beside arenaflow and the floor), --threads 1|2, --rounds N (fixed timed rounds instead of
+ * ~30 ms, for instruction counting under callgrind), --no-frag (skip the reserved/peak table).
+ * Reported: the median over `reps` repetitions of ns per alloc+free pair — a thread's time ÷ its
+ * pairs, mean over threads, so a perfectly scaling allocator shows the same figure at 1 and 2
+ * threads — as wall time and as thread CPU time (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the
+ * wall figure mostly measures waiting for a CPU). For every pool column, the global + class lock
+ * acquisitions during the timed rounds are printed (0 means the fast path never locked). Columns:
+ * arenaflow (default options, one cache per thread: the size-class fast path), af locked
+ * (af_pool_alloc/af_pool_free, no cache: the class lock per call, how the executor takes a
+ * round's arena), jemalloc, glibc, floor (a bare LIFO stack).
  *
- * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds, round hook as above): "whole" = peak
+ * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds): "whole" = peak
  * reserved over all 13 rounds (warm-up included); "steady" = peak reserved during rounds 4-13
  * (af_pool_reset_peak before round 4), both ÷ the trace's peak live bytes.
  *
@@ -66,14 +60,11 @@ extern void __libc_free(void *);
 
 typedef struct {
     const char *name, *what;
-    /* pool columns: the options of the fresh pool made per repetition (others: pool = 0) */
-    int pool, recycle;
-    uint64_t region_min;
+    int pool;                 /* a fresh pool is made per repetition (others: pool = 0) */
     void *(*make)(void *ctx); /* per-thread state */
     void (*unmake)(void *ts);
     void *(*alloc)(void *ts, size_t n);
     void (*free)(void *ts, void *p);
-    void (*round)(void *ts); /* end of a round (and once before the first) */
     /* the timed rounds: the same loop with the calls above made directly (no indirect call per
      * operation: the harness's own cost stays small and equal for every column) */
     void (*timed)(const trace_t *t, void *ts, void **ptrs, int rounds, uint64_t *sum,
@@ -93,14 +84,6 @@ static void pool_unmake(void *ts)
 {
     af_pool_cache_destroy(ts);
 }
-static void pool_round(void *ts)
-{
-    af_pool_cache_round(ts);
-}
-static void nop_round(void *ts)
-{
-    (void)ts;
-}
 static void *pool_alloc(void *ts, size_t n)
 {
     void *p;
@@ -109,6 +92,15 @@ static void *pool_alloc(void *ts, size_t n)
 static void pool_free(void *ts, void *p)
 {
     af_pool_cache_free(ts, p);
+}
+static void *locked_alloc(void *ts, size_t n)
+{
+    void *p;
+    return af_pool_alloc(ts, n, &p) ? NULL : p;
+}
+static void locked_free(void *ts, void *p)
+{
+    af_pool_free(ts, p);
 }
 
 /* The harness floor: a LIFO stack of one cell per tensor slot, no metadata at all. Its time is
@@ -176,7 +168,7 @@ static void glibc_free(void *ts, void *p)
 /* Timed replay loop of one allocator, calls inlined (see alloc_t.timed). The trace fields and
  * the counters live in locals: stores through `sum`/`errors` would be reloaded after every
  * opaque call, a cost of the harness, not of the allocator. */
-#define TIMED_LOOP(NAME, ALLOC, FREE, ROUND)                                                       \
+#define TIMED_LOOP(NAME, ALLOC, FREE)                                                              \
     static void NAME(const trace_t *t, void *ts, void **ptrs, int rounds, uint64_t *sum,           \
                      uint64_t *errors)                                                             \
     {                                                                                              \
@@ -196,39 +188,34 @@ static void glibc_free(void *ts, void *p)
                     ptrs[o->slot] = NULL;                                                          \
                 }                                                                                  \
             }                                                                                      \
-            ROUND(ts);                                                                             \
         }                                                                                          \
         *sum += s;                                                                                 \
         *errors += e;                                                                              \
     }
-TIMED_LOOP(timed_learn, pool_alloc, pool_free, pool_round)
-TIMED_LOOP(timed_pool, pool_alloc, pool_free, nop_round)
-TIMED_LOOP(timed_floor, floor_alloc, floor_free, nop_round)
+TIMED_LOOP(timed_pool, pool_alloc, pool_free)
+TIMED_LOOP(timed_locked, locked_alloc, locked_free)
+TIMED_LOOP(timed_floor, floor_alloc, floor_free)
 #ifdef AF_HAVE_JEMALLOC
-TIMED_LOOP(timed_je, je_alloc, je_free, nop_round)
+TIMED_LOOP(timed_je, je_alloc, je_free)
 #endif
-TIMED_LOOP(timed_glibc, glibc_alloc, glibc_free, nop_round)
+TIMED_LOOP(timed_glibc, glibc_alloc, glibc_free)
 
 /* The columns, in print order: arenaflow first (the reference of the x ratios), floor last. */
 static const alloc_t g_columns[] = {
-    {"arenaflow", "defaults + af_pool_cache_round every round (learned rounds)", 1, 0, 0, pool_make,
-     pool_unmake, pool_alloc, pool_free, pool_round, timed_learn},
-    {"af classes", "defaults, no round calls (the size-class fast path alone)", 1, 0, 0, pool_make,
-     pool_unmake, pool_alloc, pool_free, nop_round, timed_pool},
-    {"af+recycle", "opts.recycle = 1, no round calls", 1, 1, 0, pool_make, pool_unmake, pool_alloc,
-     pool_free, nop_round, timed_pool},
-    {"af+regions", "opts.region_min = 16 KiB, no round calls", 1, 0, 16u << 10, pool_make,
-     pool_unmake, pool_alloc, pool_free, nop_round, timed_pool},
+    {"arenaflow", "defaults, one af_pool_cache_t per thread (the size-class fast path)", 1,
+     pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
+    {"af locked", "af_pool_alloc/af_pool_free, no cache (the class lock per call)", 1, nop_make,
+     nop_unmake, locked_alloc, locked_free, timed_locked},
 #ifdef AF_HAVE_JEMALLOC
-    {"jemalloc", "mallocx/dallocx (default arena, tcache on)", 0, 0, 0, nop_make, nop_unmake,
-     je_alloc, je_free, nop_round, timed_je},
+    {"jemalloc", "mallocx/dallocx (default arena, tcache on)", 0, nop_make, nop_unmake, je_alloc,
+     je_free, timed_je},
 #endif
-    {"glibc", "__libc_malloc/__libc_free", 0, 0, 0, nop_make, nop_unmake, glibc_alloc, glibc_free,
-     nop_round, timed_glibc},
+    {"glibc", "__libc_malloc/__libc_free", 0, nop_make, nop_unmake, glibc_alloc, glibc_free,
+     timed_glibc},
     {"floor",
      "a bare LIFO stack of cells, no metadata (the replay loop alone; every column "
      "includes it)",
-     0, 0, 0, floor_make, floor_unmake, floor_alloc, floor_free, nop_round, timed_floor},
+     0, floor_make, floor_unmake, floor_alloc, floor_free, timed_floor},
 };
 #define NCOL ((int)(sizeof g_columns / sizeof g_columns[0]))
 
@@ -252,7 +239,7 @@ static uint64_t thread_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Replays `rounds` rounds, calling the round hook after each. With tag != 0 every block gets a
+/* Replays `rounds` rounds. With tag != 0 every block gets a
  * tag word written at alloc and read back at free (the verification pass); the timed pass
  * touches no block memory. */
 static void replay_rounds(const trace_t *t, const alloc_t *a, void *ts, void **ptrs, int rounds,
@@ -279,7 +266,6 @@ static void replay_rounds(const trace_t *t, const alloc_t *a, void *ts, void **p
                 ptrs[o->slot] = NULL;
             }
         }
-        a->round(ts);
     }
 }
 
@@ -289,9 +275,6 @@ static void *job_run(void *arg)
     void *ts = j->a->make(j->ctx);
     void **ptrs = calloc(j->t->nslots + 1, sizeof(void *));
     uint64_t pairs = 0;
-    /* the hook before the first round starts recording; the pool learns at the end of the first
-     * verified round, so the second runs on the learned arena, its contents checked */
-    j->a->round(ts);
     replay_rounds(j->t, j->a, ts, ptrs, 2, 1, &j->checksum, &j->errors); /* verify + warm up */
     uint64_t c0 = af_now_ns();
     j->a->timed(j->t, ts, ptrs, 1, &pairs, &j->errors); /* calibrate */
@@ -331,9 +314,6 @@ typedef struct {
     int ran;
     double ns_pair, cpu_pair, cpu_min, cpu_max; /* medians; CPU time's range over reps */
     uint64_t checksum, errors, locks, pairs, timed_rounds;
-    /* learned rounds, summed over repetitions: arenas learned and rounds held (whole run), hits
-     * and misses during the timed rounds, arena bytes when the timed rounds ended */
-    uint64_t learned, held, hits, misses, arena_bytes;
 } result_t;
 
 static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int reps)
@@ -341,11 +321,7 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
     double *ns = calloc((size_t)reps, sizeof(double)), *cpu = calloc((size_t)reps, sizeof(double));
     result_t res = {.ran = 1};
     for (int rep = 0; rep < reps; rep++) {
-        af_pool_opts_t po;
-        af_pool_opts_init(&po);
-        po.recycle = a->recycle;
-        po.region_min = a->region_min;
-        if (a->pool && af_pool_create(&po, &g_pool, NULL))
+        if (a->pool && af_pool_create(NULL, &g_pool, NULL))
             exit(1);
         pthread_barrier_t bar;
         pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
@@ -366,11 +342,6 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
             af_pool_stats(g_pool, &st1);
             res.locks +=
                 (st1.global_locks - st0.global_locks) + (st1.class_locks - st0.class_locks);
-            res.learned += st1.rounds_learned;
-            res.held += st1.rounds_held;
-            res.hits += st1.round_hits - st0.round_hits;
-            res.misses += st1.round_misses - st0.round_misses;
-            res.arena_bytes += st1.round_arena_bytes;
         }
         pthread_barrier_wait(&bar);
         ns[rep] = cpu[rep] = 0;
@@ -447,11 +418,10 @@ typedef struct {
     double whole, steady; /* reserved ÷ peak live: rounds 1-13 and rounds 4-13 */
 } frag_t;
 
-/* reserved ÷ peak live: one thread, fresh pool, 13 rounds with the round hook as in job_run
- * (learn: af_pool_cache_round, once before the first round and after each). Rounds 1-3 warm up;
+/* reserved ÷ peak live: one thread, fresh pool, one cache, 13 rounds. Rounds 1-3 warm up;
  * the peak is reset before round 4, so rounds 4-13 show the steady state: its peak reserved, OS
  * maps and lock acquisitions. */
-static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po, int learn)
+static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t *po)
 {
     af_pool_t *p;
     if (af_pool_create(po, &p, NULL))
@@ -461,14 +431,9 @@ static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t 
     af_pool_cache_t *k;
     if (af_pool_cache_create(p, &k))
         exit(1);
-    alloc_t a = {.name = "pool",
-                 .pool = 1,
-                 .alloc = pool_alloc,
-                 .free = pool_free,
-                 .round = learn ? pool_round : nop_round};
+    alloc_t a = {.name = "pool", .pool = 1, .alloc = pool_alloc, .free = pool_free};
     void **ptrs = calloc(t->nslots + 1, sizeof(void *));
     uint64_t sum = 0, err = 0;
-    a.round(k);
     replay_rounds(t, &a, k, ptrs, 3, 0, &sum, &err);
     af_pool_stats_t st, st2;
     af_pool_stats(p, &st);
@@ -487,13 +452,6 @@ static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t 
            (unsigned long long)st.borrows, (unsigned long long)st.os_maps,
            (double)(st2.os_maps - st.os_maps) / 10.0, (double)locks / (10.0 * (double)t->npairs),
            err ? "  ERRORS" : "", norecut, recut);
-    if (learn)
-        printf(" | learned %llu, arena %.1f MiB, rounds 4-13: hits/round %.1f, misses/round %.1f; "
-               "held %llu",
-               (unsigned long long)st2.rounds_learned, (double)st2.round_arena_bytes / (1 << 20),
-               (double)(st2.round_hits - st.round_hits) / 10.0,
-               (double)(st2.round_misses - st.round_misses) / 10.0,
-               (unsigned long long)st2.rounds_held);
     printf("\n");
     free(ptrs);
     af_pool_cache_destroy(k);
@@ -504,27 +462,16 @@ static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t 
 /* The reserved/peak configurations (unset fields keep af_pool_opts_init's defaults). */
 static const struct {
     const char *label;
-    int seed_ladder, seed_pure, recycle;
-    uint64_t region_min;
-    double reserve_ratio;
+    int seed_ladder, seed_pure;
     uint32_t steps;
-    int learn; /* af_pool_cache_round every round */
 } g_cfgs[] = {
-    {"default ladder", 0, 0, 0, 0, 0, 0, 0},
-    {"default + learned rounds", 0, 0, 0, 0, 0, 0, 1},
-    {"default + regions", 0, 0, 0, 16u << 10, 0, 0, 0},
-    {"default + recycle", 0, 0, 1, 0, 0, 0, 0},
-    {"default + reserve 1.25", 0, 0, 0, 0, 1.25, 0, 0},
-    {"default + reserve 1.2", 0, 0, 0, 0, 1.2, 0, 0},
-    {"default, 6 steps/doubl.", 0, 0, 0, 0, 0, 6, 0},
-    {"seed 256K..64M", 1, 1, 0, 0, 0, 0, 0},
-    {"seed 256K..64M + learned rounds", 1, 1, 0, 0, 0, 0, 1},
-    {"seed 256K..64M+recycle", 1, 1, 1, 0, 0, 0, 0},
-    {"seed 256K..64M+regions", 1, 1, 0, 16u << 10, 0, 0, 0},
-    {"seed + pow2 below", 1, 0, 0, 0, 0, 0, 0},
+    {"default ladder", 0, 0, 0},
+    {"default, 6 steps/doubl.", 0, 0, 6},
+    {"seed 256K..64M", 1, 1, 0},
+    {"seed + pow2 below", 1, 0, 0},
 };
 #define NCFG ((int)(sizeof g_cfgs / sizeof g_cfgs[0]))
-enum { CFG_DEFAULT = 0, CFG_LEARNED = 1, CFG_SEED = 7 }; /* rows in the summary */
+enum { CFG_DEFAULT = 0, CFG_SEED = 2 }; /* rows in the summary */
 
 static const char *g_only;   /* --only NAME: time just this column (and the floor) */
 static int g_maxthreads = 2; /* --threads N: 1 or 2 */
@@ -555,7 +502,7 @@ static void print_times(const trace_t *t, int nt, int reps, const int *cols, int
                i == 0 ? "   (x = time / arenaflow time)" : "");
     }
     for (int i = 0; i < na; i++)
-        if (cols[i] <= 1) /* arenaflow, af classes */
+        if (cols[i] <= 1) /* arenaflow, af locked */
             printf("    %s minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
                    g_columns[cols[i]].name, r[cols[i]].ns_pair - fl->ns_pair,
                    r[cols[i]].cpu_pair - fl->cpu_pair);
@@ -565,15 +512,6 @@ static void print_times(const trace_t *t, int nt, int reps, const int *cols, int
                    "pair)\n",
                    g_columns[cols[i]].name, (unsigned long long)r[cols[i]].locks,
                    (double)r[cols[i]].locks / (double)r[cols[i]].pairs);
-    uint64_t caches = (uint64_t)reps * (uint64_t)nt;
-    printf("    arenaflow learned rounds: %llu arena(s) learned by %llu caches (expect 1 each), "
-           "hits/timed round %.1f (pairs/round %zu), misses/timed round %.1f, rounds held %llu "
-           "(all rounds), arena %.2f MiB per cache = %.3f x peak live\n",
-           (unsigned long long)r0->learned, (unsigned long long)caches,
-           (double)r0->hits / (double)r0->timed_rounds, t->npairs,
-           (double)r0->misses / (double)r0->timed_rounds, (unsigned long long)r0->held,
-           (double)r0->arena_bytes / (double)caches / (1 << 20),
-           (double)r0->arena_bytes / (double)caches / (double)t->peak_live);
 }
 
 static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
@@ -605,12 +543,9 @@ static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
         if (g_cfgs[i].seed_ladder)
             po.ladder = AF_POOL_LADDER_SEED;
         po.seed_pure = g_cfgs[i].seed_pure;
-        po.recycle = g_cfgs[i].recycle;
-        po.region_min = g_cfgs[i].region_min;
-        po.reserve_ratio = g_cfgs[i].reserve_ratio;
         if (g_cfgs[i].steps)
             po.steps_per_doubling = g_cfgs[i].steps;
-        sum->f[i] = fragmentation(t, g_cfgs[i].label, &po, g_cfgs[i].learn);
+        sum->f[i] = fragmentation(t, g_cfgs[i].label, &po);
     }
 }
 
@@ -639,7 +574,7 @@ static void summary(const trace_sum_t *s, int n)
             printf("  %s %.2f", g_columns[c].name, median(v, k));
     }
     printf("\n");
-    for (int c = 0; c <= 1; c++) { /* arenaflow, af classes */
+    for (int c = 0; c <= 1; c++) { /* arenaflow, af locked */
         double lo = 1e300, hi = 0;
         int le10 = 0, x10 = 0, k = 0;
         uint64_t locks = 0;
@@ -671,7 +606,7 @@ static void summary(const trace_sum_t *s, int n)
     }
     if (g_nofrag)
         return;
-    for (int c = CFG_DEFAULT; c <= CFG_LEARNED; c++) {
+    for (int c = CFG_DEFAULT; c <= CFG_SEED; c += CFG_SEED - CFG_DEFAULT) {
         int st = 0, wh = 0;
         for (int i = 0; i < n; i++) {
             st += s[i].f[c].steady <= 1.25;
@@ -681,24 +616,19 @@ static void summary(const trace_sum_t *s, int n)
                "of %d\n",
                g_cfgs[c].label, st, n, wh, n);
     }
-    printf("  per trace (ns per pair at 1 thread, CPU; je/af = jemalloc / arenaflow; locks, miss/r "
-           "= arenaflow's lock acquisitions at 2 threads and misses per timed round at 1 thread; "
-           "reserved / peak live as whole|steady)\n"
-           "  %-16s %6s %8s %8s %8s %7s %5s %6s | %-11s %-11s %-11s\n",
-           "trace", "pairs", "arenaflw", "classes", "floor", "je/af", "locks", "miss/r", "default",
-           "learned", "seed");
+    printf("  per trace (ns per pair at 1 thread, CPU; je/af = jemalloc / arenaflow; locks = "
+           "arenaflow's lock acquisitions at 2 threads; reserved / peak live as whole|steady)\n"
+           "  %-16s %6s %8s %8s %8s %7s %5s | %-11s %-11s\n",
+           "trace", "pairs", "arenaflw", "locked", "floor", "je/af", "locks", "default", "seed");
     for (int i = 0; i < n; i++) {
         const result_t *r = s[i].r[0];
         const char *nm = strrchr(s[i].t->name, '/');
         nm = nm ? nm + 1 : s[i].t->name;
-        printf("  %-16.16s %6zu %8.2f %8.2f %8.2f %7.1f %5llu %6.1f | %.2f|%.2f   %.2f|%.2f   "
-               "%.2f|%.2f\n",
-               nm, s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, r[NCOL - 1].cpu_pair,
+        printf("  %-16.16s %6zu %8.2f %8.2f %8.2f %7.1f %5llu | %.2f|%.2f   %.2f|%.2f\n", nm,
+               s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, r[NCOL - 1].cpu_pair,
                je >= 0 && r[je].ran ? r[je].cpu_pair / r[0].cpu_pair : 0.0,
-               (unsigned long long)s[i].r[1][0].locks,
-               (double)r[0].misses / (double)(r[0].timed_rounds + !r[0].timed_rounds),
-               s[i].f[CFG_DEFAULT].whole, s[i].f[CFG_DEFAULT].steady, s[i].f[CFG_LEARNED].whole,
-               s[i].f[CFG_LEARNED].steady, s[i].f[CFG_SEED].whole, s[i].f[CFG_SEED].steady);
+               (unsigned long long)s[i].r[1][0].locks, s[i].f[CFG_DEFAULT].whole,
+               s[i].f[CFG_DEFAULT].steady, s[i].f[CFG_SEED].whole, s[i].f[CFG_SEED].steady);
     }
 }
 
@@ -744,11 +674,10 @@ int main(int argc, char **argv)
         printf("  %-10s %s\n", g_columns[c].name, g_columns[c].what);
     printf("plain malloc() in this binary resolves to %s\n",
            (void *)m == (void *)__libc_malloc ? "glibc" : "a replacement (jemalloc, linked in)");
-    printf("per thread: the round hook once, then two untimed rounds that write a tag word into "
-           "every block and check it at free (the checksum, equal for every column when they did "
-           "the same work; the arenaflow column replays its second round on the learned arena), "
-           "one calibration round, then the timed rounds, which touch no block memory (allocator "
-           "cost only); every round ends with the column's round hook\n"
+    printf("per thread: two untimed rounds that write a tag word into every block and check it at "
+           "free (the checksum, equal for every column when they did the same work), one "
+           "calibration round, then the timed rounds, which touch no block memory (allocator cost "
+           "only)\n"
            "ns per pair = a thread's time for its timed rounds / its pairs (mean over threads; "
            "~30 ms of timed rounds per thread and repetition)\n");
     static trace_sum_t sums[64];

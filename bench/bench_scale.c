@@ -3,7 +3,7 @@
  * ("best") and the input order ("input"), both with the default portfolio placer and the plan
  * verifier on (af_plan_create with default options otherwise).
  *
- * Graphs: rd_layered_graph (tests/randdag.h) — residual blocks with in-place ReLUs, weights as
+ * Graphs: af_zoo_residual_chain (arenaflow/zoo.h) — residual blocks with in-place ReLUs, weights as
  * constants and a long skip every 64 blocks — fixed seed per size. Per size and schedule: one
  * warm-up run, then --reps runs (fewer at 10^6, see below), median CPU time of the process (and
  * median wall time beside it; planning is single-threaded). The reference in the same run is the
@@ -17,7 +17,7 @@
  */
 #include "arenaflow/graph.h"
 #include "arenaflow/plan.h"
-#include "tests/randdag.h"
+#include "arenaflow/zoo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,8 +98,9 @@ int main(int argc, char **argv)
         return 2;
     }
     static const char *const scheds[] = {"best", "input"};
-    printf("# bench_scale: af_plan_create time vs graph size (rd_layered_graph, default placer, "
-           "verifier on)\n");
+    printf(
+        "# bench_scale: af_plan_create time vs graph size (af_zoo_residual_chain, default placer, "
+        "verifier on)\n");
     printf("# row tensors nodes schedule median_wall_ms median_cpu_ms cpu_ns_per_tensor "
            "build_cpu_ms plan/build arena/lower reps\n");
     double at_max[2] = {0, 0};
@@ -107,10 +108,12 @@ int main(int argc, char **argv)
         for (int m = 1; m <= 3 && base * m <= max; m += 2) {
             long n = base * m;
             double c0 = cpu_ms();
-            af_graph_t *g = rd_layered_graph((uint64_t)n, (int)n);
+            af_graph_t *g = NULL;
+            af_error_t err;
+            int grc = af_zoo_residual_chain((uint64_t)n, (int32_t)n, &g, &err);
             double build_ms = cpu_ms() - c0;
-            if (!g) {
-                fprintf(stderr, "bench_scale: graph of %ld tensors failed\n", n);
+            if (grc) {
+                fprintf(stderr, "bench_scale: graph of %ld tensors failed: %s\n", n, err.msg);
                 return 1;
             }
             int r = n >= 300000 ? (reps < 3 ? (int)reps : 3) : (int)reps;

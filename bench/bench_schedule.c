@@ -18,7 +18,7 @@
  */
 #include "arenaflow/graph.h"
 #include "arenaflow/plan.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <stdio.h>
 #include <stdlib.h>

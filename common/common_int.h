@@ -9,6 +9,7 @@
 #include "arenaflow/common.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,37 @@ static inline uint64_t af__align_up(uint64_t v, uint64_t a)
 }
 
 #define AF_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- option tables built once (common/options.c) ----
+ * A component's defaults struct and NULL-terminated key list, made from its table the first time
+ * af__opts_ready() is called (by any thread; concurrent first callers wait), read-only after. */
+typedef struct af__opts_cache {
+    const af_opt_t *table;
+    size_t n;
+    void *defaults;    /* the component's options struct (static storage) */
+    const char **keys; /* n + 1 entries (static storage) */
+    atomic_int state;  /* 0 not built, 1 building, 2 ready */
+} af__opts_cache_t;
+const af__opts_cache_t *af__opts_ready(af__opts_cache_t *c);
+
+/*
+ * ---- lock ranks: every mutex of the library, in the one order they may nest ----
+ * A thread holding a lock may take only locks of a higher rank (jemalloc's witness ranks are the
+ * model; the list is the documentation each lock's declaration points to). Kernels run with no
+ * lock held; the library never calls back into user code while holding one.
+ */
+enum af__lock_rank {
+    AF__RANK_PLAN_CACHE = 10,  /* af_plan_cache.mu (executor/plan_cache.c): held while planning,
+                                  which takes no lock; no executor lock is taken under it */
+    AF__RANK_SESSION = 20,     /* af_session.mu (executor/executor_int.h): slots, stats, program */
+    AF__RANK_KERNELS = 30,     /* af_executor.kmu: the kernel registry */
+    AF__RANK_DEQUE = 40,       /* af__deque.mu: one worker deque, never two at once */
+    AF__RANK_SLEEP = 50,       /* af_executor.mu: sleeping and waking workers */
+    AF__RANK_CORES = 55,       /* af_executor.tmu: waiting for cores (OpenMP teams); never held
+                                  while a kernel runs */
+    AF__RANK_POOL_GLOBAL = 60, /* af_pool.glock: address space, chunks, borrowing, huge, trim */
+    AF__RANK_POOL_CLASS = 70,  /* af__pool_class.lock: one class's central free list */
+};
 
 /* ---- integer-key sorting (common/sort.c): a stable LSD radix sort of (key, id) pairs ---- */
 

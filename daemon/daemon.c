@@ -1,10 +1,11 @@
 /*
  * arenaflowd core object and logging.
  *
- * af__daemon_create() builds everything but the sockets: configuration copy, metrics, the graph
- * registry (loading the state directory, re-planning every stored graph), and the executor state.
- * A fuzz harness or a unit test can create one on a private loop, call af__daemon_handle() and
- * run the loop until the answer arrives, with no network at all.
+ * af__daemon_create() builds everything but the sockets: configuration copy, tokens, metrics,
+ * the executor state, and starts loading the state directory in the background (load.c). A fuzz
+ * harness or a unit test can create one on a private loop, call af__daemon_handle() and run the
+ * loop until the answer arrives, with no network at all. af__daemon_reconfigure() is SIGHUP's
+ * work: it applies a new configuration to the running daemon.
  *
  * Logging goes to stderr, one line per event: "<UTC time> arenaflowd[<pid>] <level>: <message>".
  * Loop thread only (the log level is a plain int read by whoever logs).
@@ -65,60 +66,66 @@ int af__daemon_create(uv_loop_t *loop, const af__dcfg_t *cfg, af__daemon_t **out
     d->cfg = *cfg;
     d->started_ns = af_now_ns();
     af__dlog_set_level(cfg->log_level);
-    int rc = af__work_init(d);
+    char err[512];
+    int rc = af__tokens_load(cfg->tokens_file, &d->tokens, err, sizeof(err));
     if (rc != 0) {
+        af__dlog(AF__LOG_ERROR, "%s", err);
+        free(d);
+        return AF_EINVAL;
+    }
+    if ((rc = af__work_init(d)) != 0 || (rc = af__load_start(d)) != 0) {
+        af__work_fini(d);
+        af__tokens_free(d->tokens);
         free(d);
         return rc;
     }
-    uint64_t t0 = af_now_ns();
-    af_plan_cache_opts_t co;
-    af_plan_cache_opts_init(&co);
-    co.max_bytes = cfg->plan_cache_bytes;
-    char plans_dir[AF__DCFG_STR + 16];
-    if (cfg->state_dir[0]) {
-        mkdir(cfg->state_dir, 0755);
-        snprintf(plans_dir, sizeof(plans_dir), "%s/plans", cfg->state_dir);
-        co.dir = plans_dir;
-    }
-    af_error_t err;
-    af_error_clear(&err);
-    rc = af_plan_cache_create(&co, &d->plans, &err);
-    if (rc != 0) {
-        af__dlog(AF__LOG_ERROR, "cannot open the plan cache: %s", err.msg);
-        af__work_fini(d);
-        free(d);
-        return rc;
-    }
-    const char *w;
-    for (int32_t i = 0; (w = af_plan_cache_warning(d->plans, i)) != NULL; i++)
-        af__dlog(AF__LOG_WARN, "plan cache: %s", w);
-    int n = af__store_load_all(d);
-    if (n < 0) {
-        af_plan_cache_destroy(d->plans);
-        af__work_fini(d);
-        free(d);
-        return AF_EIO;
-    }
-    af_plan_cache_stats_t cs;
-    af_plan_cache_stats(d->plans, &cs);
-    if (cfg->state_dir[0])
-        af__dlog(AF__LOG_INFO,
-                 "loaded %d stored graphs from %s in %.1f ms (%llu plans restored from disk, "
-                 "%llu re-planned, %llu plan files rejected)",
-                 n, cfg->state_dir, (double)(af_now_ns() - t0) / 1e6,
-                 (unsigned long long)cs.restored, (unsigned long long)cs.misses,
-                 (unsigned long long)cs.files_rejected);
-    d->ready = 1;
     *out = d;
     return 0;
+}
+
+int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size_t errlen)
+{
+    af__tokens_t *tokens = NULL;
+    if (af__tokens_load(n->tokens_file, &tokens, err, errlen) != 0)
+        return -1;
+    int exec_changed = af__dcfg_exec_differs(&d->cfg, n);
+    af__dcfg_t keep = d->cfg;
+    d->cfg = *n;
+    /* these need a new socket or a new state: the running values stay (server.c logs it) */
+    memcpy(d->cfg.listen, keep.listen, sizeof(keep.listen));
+    memcpy(d->cfg.state_dir, keep.state_dir, sizeof(keep.state_dir));
+    memcpy(d->cfg.tls_cert, keep.tls_cert, sizeof(keep.tls_cert));
+    memcpy(d->cfg.tls_key, keep.tls_key, sizeof(keep.tls_key));
+    af__tokens_free(d->tokens);
+    d->tokens = tokens;
+    af__dlog_set_level(n->log_level);
+    if (exec_changed)
+        af__work_reconfigure(d);
+    af__cache_set_max_bytes(d, n->plan_cache_bytes);
+    return 0;
+}
+
+/* Background work that holds a pointer to the daemon. */
+static int busy(const af__daemon_t *d)
+{
+    return d->loading || d->pending_plans || d->pending_deletes || d->pending_renders ||
+           d->active_runs || d->planning || d->cache_jobs;
 }
 
 void af__daemon_destroy(af__daemon_t *d)
 {
     if (!d)
         return;
+    atomic_store(&d->cancel_plans, 1);
+    atomic_store(&d->cancel_runs, 1);
+    d->draining = 1;
+    while (busy(d) && uv_run(d->loop, UV_RUN_ONCE))
+        ;
     af__store_free_all(d); /* sessions first: they are bound to the executors */
+    while (d->cache_jobs && uv_run(d->loop, UV_RUN_ONCE)) /* the plans go back off the loop */
+        ;
     af__work_fini(d);
     af_plan_cache_destroy(d->plans); /* every plan was released with its entry */
+    af__tokens_free(d->tokens);
     free(d);
 }

@@ -89,6 +89,42 @@ static void gauge(char **b, size_t *l, size_t *c, const char *name, const char *
     af__buf_printf(b, l, c, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name, name, v);
 }
 
+/* The families of the limits and guards: error answers by kind, abandoned plans, refused
+ * connections, executor generations, the memory reservations. */
+static void guard_metrics(af__daemon_t *d, char **b, size_t *l, size_t *c)
+{
+    af__buf_printf(
+        b, l, c,
+        "# HELP arenaflowd_errors_total Error answers, by kind (the code of the JSON error).\n"
+        "# TYPE arenaflowd_errors_total counter\n");
+    static const char *const kinds[] = {
+#define AF__KIND_NAME(name, status, code, retry) code,
+        AF__DERR_MAP(AF__KIND_NAME)
+#undef AF__KIND_NAME
+    };
+    for (int k = 0; k < AF__DERR_COUNT; k++)
+        if (d->metrics.rejected[k])
+            af__buf_printf(b, l, c,
+                           "arenaflowd_errors_total{code=\"%s\",status=\"%d\"} %" PRIu64 "\n",
+                           kinds[k], af__derr_status((af__derr_t)k), d->metrics.rejected[k]);
+    counter(b, l, c, "arenaflowd_plans_timed_out_total", "Plans abandoned at max_plan_ms.",
+            d->metrics.plans_timed_out);
+    counter(b, l, c, "arenaflowd_connections_refused_total",
+            "Connections closed at accept (max_connections).", d->metrics.connections_refused);
+    counter(b, l, c, "arenaflowd_executor_generations_total",
+            "Executor generations started (SIGHUP changes of [executor] or fast_kernels).",
+            d->metrics.executor_generations);
+    gauge(b, l, c, "arenaflowd_held_bytes",
+          "Estimated bytes of the graphs kept and being planned (max_plans_bytes).",
+          (double)d->held_bytes);
+    gauge(b, l, c, "arenaflowd_parse_bytes",
+          "Estimated parser bytes of submissions being parsed (max_parse_bytes).",
+          (double)atomic_load(&d->parse_used));
+    gauge(b, l, c, "arenaflowd_submissions_in_progress",
+          "Submissions admitted and not yet answered.", (double)d->pending_plans);
+    gauge(b, l, c, "arenaflowd_loading", "1 while the state directory loads.", d->loading);
+}
+
 char *af__metrics_render(af__daemon_t *d, size_t *out_len)
 {
     const af__metrics_t *m = &d->metrics;
@@ -136,10 +172,7 @@ char *af__metrics_render(af__daemon_t *d, size_t *out_len)
     gauge(&buf, &len, &cap, "arenaflowd_draining", "1 while shutting down.", d->draining);
     gauge(&buf, &len, &cap, "arenaflowd_uptime_seconds", "Seconds since start.",
           (double)(af_now_ns() - d->started_ns) / 1e9);
-    af_plan_cache_stats_t cs;
-    memset(&cs, 0, sizeof(cs));
-    if (d->plans)
-        af_plan_cache_stats(d->plans, &cs);
+    af_plan_cache_stats_t cs = d->cache_stats; /* a snapshot: the loop never waits for the cache */
     gauge(&buf, &len, &cap, "arenaflowd_plan_cache_bytes",
           "Estimated bytes of the plans in the library plan cache.", (double)cs.bytes);
     gauge(&buf, &len, &cap, "arenaflowd_plan_cache_entries",
@@ -150,6 +183,7 @@ char *af__metrics_render(af__daemon_t *d, size_t *out_len)
             "Plans dropped by the plan cache's LRU bound.", cs.evictions);
     counter(&buf, &len, &cap, "arenaflowd_plan_cache_files_rejected_total",
             "Plan files found corrupted or foreign at start (ignored).", cs.files_rejected);
+    guard_metrics(d, &buf, &len, &cap);
     af__work_metrics(d, &buf, &len, &cap);
     if (buf && out_len)
         *out_len = len;

@@ -1,28 +1,34 @@
 /*
- * arenaflowd graph registry and state directory.
+ * arenaflowd graph registry, per-id serialisation and the state directory's graph files.
  *
- * A graph's id is its fingerprint: XXH3-128 of the graph's canonical JSON (af_graph_to_json, so
- * formatting and key order of the submitted text do not matter) followed by the planner settings
- * string. Submitting a graph that is already listed is therefore a cache hit, across restarts too.
+ * A graph's id is the library's one graph fingerprint (af_graph_fingerprint, XXH3-128 over the
+ * graph's fields) salted with the planner settings string, taken on the graph as its stored
+ * canonical JSON reads back (af_graph_to_json then af_graph_parse_json: what a restart loads), so
+ * formatting and key order of the submitted text do not matter. Submitting a graph that is already
+ * listed is therefore a cache hit, across restarts too.
+ * An id is exactly 32 lowercase hex digits; anything else on an {id} route is unknown, so no
+ * request ever names a file that is not one of ours (no path traversal, no empty id).
  *
  * Persistence: each graph is one file <state_dir>/graphs/<id>.json holding
  *   {"format":"arenaflowd-graph/1","id":..., "planner":"k=v;...", "graph":{...}}
- * written as <id>.json.tmp, fsync'd, renamed over the final name, and the directory fsync'd, so
- * after a crash (kill -9, power loss) a file is either the complete old state or the complete new
- * one, never a torn mix. Leftover *.tmp files are removed at start; a file that fails to parse is
- * renamed to *.corrupt and reported, never silently dropped. At start every stored graph is
- * re-planned with the planner settings stored beside it, so its id (and cache hits) are stable.
+ * through the library's one durable write (af_file_write_durable_fn: a temp file no other writer
+ * uses, created with O_EXCL and ending in ".tmp", fsync'd, renamed over the final name, and the
+ * directory fsync'd), so after a crash (kill -9,
+ * power loss) a file is either the complete old state or the complete new one, never a torn
+ * mix, and two writers never share a temp file. Every step's result is returned: the caller
+ * answers 201 only when all of them succeeded.
+ *
+ * Per-id serialisation (af__id_run/af__id_release): an id with an operation in progress has a
+ * lock record holding a FIFO of operations; the head holds the id. Submissions and deletions of
+ * one id therefore run one after another in arrival order, so a DELETE can never remove the
+ * file of a graph that a later-acknowledged submission relies on.
  *
  * Entries are reference counted: the registry holds one reference while the graph is listed and
  * every run in flight holds one, so DELETE during a run unlists at once and frees after the run.
- * Loop thread only, except af__store_write() and af__fingerprint(), which are thread-safe.
+ * Loop thread only, except the file functions and af__fingerprint_graph(), which are thread-safe.
  */
 #include "daemon/daemon_int.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,29 +40,31 @@
 
 #define FORMAT_TAG "arenaflowd-graph/1"
 
-int af__fingerprint(const af_graph_t *g, const char *planner, char id[AF__ID_LEN + 1],
-                    af_error_t *err)
+int af__fingerprint_graph(const af_graph_t *g, const char *planner, char id[AF__ID_LEN + 1])
 {
-    char *text = NULL;
-    int rc = af_graph_to_json(g, &text, err);
-    if (rc != 0)
-        return rc;
-    XXH3_state_t st;
-    XXH3_128bits_reset(&st);
-    XXH3_128bits_update(&st, text, strlen(text));
-    XXH3_128bits_update(&st, "\n", 1);
-    XXH3_128bits_update(&st, planner, strlen(planner));
-    XXH128_hash_t h = XXH3_128bits_digest(&st);
-    af_free(text);
-    snprintf(id, AF__ID_LEN + 1, "%016llx%016llx", (unsigned long long)h.high64,
-             (unsigned long long)h.low64);
-    return 0;
+    af_fingerprint_t fp;
+    int rc = af_graph_fingerprint(g, planner, strlen(planner), &fp);
+    if (rc == 0)
+        af_fingerprint_hex(&fp, id);
+    return rc;
+}
+
+int af__id_valid(const char *s, size_t n)
+{
+    if (n != AF__ID_LEN)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
 }
 
 int af__planner_opts_from_string(const char *s, af_plan_opts_t *o, af_error_t *err)
 {
     af_plan_opts_init(o);
     char buf[AF__DCFG_MAX_PLANNER * 100];
+    if (strlen(s) >= sizeof(buf))
+        return af__err(err, AF_EPARSE, "planner settings too long");
     snprintf(buf, sizeof(buf), "%s", s);
     char *save = NULL;
     for (char *kv = strtok_r(buf, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
@@ -71,14 +79,11 @@ int af__planner_opts_from_string(const char *s, af_plan_opts_t *o, af_error_t *e
     return 0;
 }
 
-static void graphs_dir(const char *state_dir, char *out, size_t len)
-{
-    snprintf(out, len, "%s/graphs", state_dir);
-}
+/* ---- files ------------------------------------------------------------------------------- */
 
 static int fsync_dir(const char *dir)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
     int rc = fsync(fd) == 0 ? 0 : -errno;
@@ -86,71 +91,84 @@ static int fsync_dir(const char *dir)
     return rc;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+/* The file's head: {"format":...,"id":...,"planner":...,"graph": (the graph text follows). */
+static char *file_head(const char *id, const char *planner)
 {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    json_t *pl = json_string(planner);
+    char *pls = pl ? json_dumps(pl, JSON_ENCODE_ANY) : NULL;
+    json_decref(pl);
+    if (!pls)
+        return NULL;
+    size_t n = strlen(pls) + 128;
+    char *head = malloc(n);
+    if (head)
+        snprintf(head, n, "{\"format\":\"%s\",\"id\":\"%s\",\"planner\":%s,\"graph\":", FORMAT_TAG,
+                 id, pls);
+    free(pls);
+    return head;
 }
 
-static char *file_text(const af_graph_t *g, const char *id, const char *planner, af_error_t *err)
+typedef struct gfile {
+    const char *head, *text;
+} gfile_t;
+
+static int fill_graph_file(int fd, void *ctx)
 {
-    char *gtext = NULL;
-    if (af_graph_to_json(g, &gtext, err) != 0)
-        return NULL;
-    json_error_t je;
-    json_t *gj = json_loads(gtext, 0, &je);
-    af_free(gtext);
-    if (!gj) {
-        af__err(err, AF_EPARSE, "graph JSON does not re-parse: %s", je.text);
-        return NULL;
-    }
-    json_t *root = json_pack("{s:s, s:s, s:s, s:o}", "format", FORMAT_TAG, "id", id, "planner",
-                             planner, "graph", gj);
-    char *out = root ? json_dumps(root, JSON_COMPACT) : NULL;
-    json_decref(root);
-    if (!out)
-        af__err(err, AF_ENOMEM, "out of memory serialising graph %s", id);
-    return out;
+    const gfile_t *f = ctx;
+    if (af_file_write_all(fd, f->head, strlen(f->head)) ||
+        af_file_write_all(fd, f->text, strlen(f->text)))
+        return -1;
+    return af_file_write_all(fd, "}", 1);
 }
 
-int af__store_write(const char *state_dir, const char *id, const af_graph_t *g, const char *planner,
+int af__store_write(const char *state_dir, const char *id, const char *text, const char *planner,
                     af_error_t *err)
 {
     if (!state_dir[0])
         return 0;
-    char dir[AF__DCFG_STR + 16], tmp[AF__DCFG_STR + 64], fin[AF__DCFG_STR + 64];
-    graphs_dir(state_dir, dir, sizeof(dir));
+    char fin[AF__DCFG_STR + 64];
+    snprintf(fin, sizeof(fin), "%s/graphs/%s.json", state_dir, id);
+    char *head = file_head(id, planner);
+    if (!head)
+        return af__err(err, AF_ENOMEM, "out of memory writing %s", fin);
+    gfile_t f = {head, text};
+    int rc = af_file_write_durable_fn(fin, fill_graph_file, &f, err);
+    free(head);
+    return rc;
+}
+
+int af__store_unlink(const char *state_dir, const char *id, af_error_t *err)
+{
+    if (!state_dir[0])
+        return 0;
+    char dir[AF__DCFG_STR + 16], fin[AF__DCFG_STR + 64];
+    snprintf(dir, sizeof(dir), "%s/graphs", state_dir);
     snprintf(fin, sizeof(fin), "%s/%s.json", dir, id);
-    snprintf(tmp, sizeof(tmp), "%s/%s.json.tmp", dir, id);
-    char *text = file_text(g, id, planner, err);
-    if (!text)
-        return err ? err->code : AF_ENOMEM;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int rc = fd < 0 ? -errno : write_all(fd, text, strlen(text));
-    free(text);
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    if (fd >= 0 && close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, fin) != 0)
-        rc = -errno;
-    if (rc == 0)
-        rc = fsync_dir(dir);
-    if (rc != 0) {
-        unlink(tmp);
-        return af__err(err, AF_EIO, "cannot write %s: %s", fin, strerror(-rc));
-    }
+    if (unlink(fin) != 0 && errno != ENOENT)
+        return af__err(err, -errno, "cannot remove %s: %s", fin, strerror(errno));
+    int rc = fsync_dir(dir);
+    if (rc != 0)
+        return af__err(err, rc, "cannot fsync %s: %s", dir, strerror(-rc));
     return 0;
 }
+
+int af__store_plan_durable(const char *state_dir, uint64_t fp, af_error_t *err)
+{
+    if (!state_dir[0])
+        return 0;
+    char dir[AF__DCFG_STR + 16], path[AF__DCFG_STR + 64];
+    snprintf(dir, sizeof(dir), "%s/plans", state_dir);
+    snprintf(path, sizeof(path), "%s/%016llx.afplan", dir, (unsigned long long)fp);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+        return af__err(err, AF_EIO, "the plan file %s was not written", path);
+    int rc = fsync_dir(dir);
+    if (rc != 0)
+        return af__err(err, AF_EIO, "cannot fsync %s: %s", dir, strerror(-rc));
+    return 0;
+}
+
+/* ---- the registry ------------------------------------------------------------------------ */
 
 af__entry_t *af__store_find(af__daemon_t *d, const char *id)
 {
@@ -158,6 +176,22 @@ af__entry_t *af__store_find(af__daemon_t *d, const char *id)
         if (strcmp(d->entries[i]->id, id) == 0)
             return d->entries[i];
     return NULL;
+}
+
+af__entry_t *af__entry_new(const char *id, af_plan_cache_t *cache, const af_plan_t *plan,
+                           char *planner_taken, uint64_t held)
+{
+    af__entry_t *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    snprintf(e->id, sizeof(e->id), "%s", id);
+    e->cache = cache;
+    e->plan = plan;
+    e->graph = af_plan_graph(plan);
+    e->planner = planner_taken;
+    e->held = held;
+    e->refs = 1;
+    return e;
 }
 
 int af__store_add(af__daemon_t *d, af__entry_t *e)
@@ -170,11 +204,12 @@ int af__store_add(af__daemon_t *d, af__entry_t *e)
         d->entries = n;
         d->cap_entries = cap;
     }
-    e->refs = 1;
     e->listed = 1;
+    e->owner = d;
     if (!e->created_unix)
         e->created_unix = (uint64_t)time(NULL);
     d->entries[d->n_entries++] = e;
+    d->held_bytes += e->held;
     return 0;
 }
 
@@ -187,16 +222,13 @@ void af__entry_unref(af__entry_t *e)
 {
     if (--e->refs > 0)
         return;
-    for (int i = 0; i < 2; i++)
-        af_session_destroy(e->session[i]);
-    if (e->plan)
-        af_plan_cache_release(e->cache, e->plan);
-    af_graph_destroy(e->graph);
+    af__work_entry_release(e);
+    af__cache_release(e->owner, e->cache, e->plan);
     free(e->planner);
     free(e);
 }
 
-void af__store_remove(af__daemon_t *d, af__entry_t *e)
+void af__store_unlist(af__daemon_t *d, af__entry_t *e)
 {
     for (size_t i = 0; i < d->n_entries; i++) {
         if (d->entries[i] != e)
@@ -205,137 +237,119 @@ void af__store_remove(af__daemon_t *d, af__entry_t *e)
         d->n_entries--;
         break;
     }
-    if (d->cfg.state_dir[0]) {
-        char dir[AF__DCFG_STR + 16], fin[AF__DCFG_STR + 64];
-        graphs_dir(d->cfg.state_dir, dir, sizeof(dir));
-        snprintf(fin, sizeof(fin), "%s/%s.json", dir, e->id);
-        if (unlink(fin) != 0 && errno != ENOENT)
-            af__dlog(AF__LOG_WARN, "cannot remove %s: %s", fin, strerror(errno));
-        fsync_dir(dir);
-    }
+    d->held_bytes -= e->held;
     e->listed = 0;
     af__entry_unref(e);
 }
 
 void af__store_free_all(af__daemon_t *d)
 {
-    for (size_t i = 0; i < d->n_entries; i++) {
-        d->entries[i]->listed = 0;
-        af__entry_unref(d->entries[i]);
-    }
+    while (d->n_entries > 0)
+        af__store_unlist(d, d->entries[d->n_entries - 1]);
     free(d->entries);
     d->entries = NULL;
-    d->n_entries = d->cap_entries = 0;
+    d->cap_entries = 0;
 }
 
-/* Parses one stored file into a planned entry. NULL with a message in err. */
-static af__entry_t *load_one(af_plan_cache_t *cache, const char *path, const char *name,
-                             af_error_t *err)
+/* ---- per-id serialisation ---------------------------------------------------------------- */
+
+/* The queue of one id. Its nodes belong to the store, so an operation may free itself (its job)
+ * before or after it releases the id: the queue never reads an operation's memory again once
+ * its fn has been called. */
+typedef struct waiting {
+    af__op_t *op;
+    struct waiting *next;
+} waiting_t;
+
+struct af__idlock {
+    char id[AF__ID_LEN + 1];
+    waiting_t *head, *tail; /* head holds the id */
+    int started;            /* head's fn was called */
+    int dispatching;        /* inside dispatch(): releases only pop, dispatch starts the next */
+    af__idlock_t *next;
+};
+
+static af__idlock_t *lock_find(const af__daemon_t *d, const char *id)
 {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        af__err(err, AF_EPARSE, "%s:%d: %s", path, je.line, je.text);
-        return NULL;
-    }
-    const char *fmt = NULL, *id = NULL, *planner = NULL;
-    json_t *gj = NULL;
-    af__entry_t *e = NULL;
-    char *gtext = NULL;
-    if (json_unpack_ex(root, &je, 0, "{s:s, s:s, s:s, s:o}", "format", &fmt, "id", &id, "planner",
-                       &planner, "graph", &gj) != 0) {
-        af__err(err, AF_EPARSE, "%s: %s", path, je.text);
-        goto out;
-    }
-    if (strcmp(fmt, FORMAT_TAG) != 0 || strlen(id) != AF__ID_LEN ||
-        strncmp(name, id, AF__ID_LEN) != 0) {
-        af__err(err, AF_EPARSE, "%s: wrong format tag or id", path);
-        goto out;
-    }
-    gtext = json_dumps(gj, JSON_COMPACT);
-    af_plan_opts_t opts;
-    e = calloc(1, sizeof(*e));
-    if (!gtext || !e || !(e->planner = strdup(planner))) {
-        af__err(err, AF_ENOMEM, "out of memory loading %s", path);
-        goto fail;
-    }
-    memcpy(e->id, id, AF__ID_LEN + 1);
-    e->cache = cache;
-    if (af_graph_parse_json(gtext, strlen(gtext), &e->graph, err) != 0 ||
-        af__planner_opts_from_string(planner, &opts, err) != 0 ||
-        af_plan_cache_get(cache, e->graph, &opts, &e->plan, NULL, err) != 0 ||
-        af_plan_verify(e->plan, err) != 0)
-        goto fail;
-    struct stat sb;
-    if (stat(path, &sb) == 0)
-        e->created_unix = (uint64_t)sb.st_mtime;
-    goto out;
-fail:
-    if (e) {
-        if (e->plan)
-            af_plan_cache_release(cache, e->plan);
-        af_graph_destroy(e->graph);
-        free(e->planner);
-        free(e);
-    }
-    e = NULL;
-out:
-    free(gtext);
-    json_decref(root);
-    return e;
+    for (af__idlock_t *l = d->locks; l; l = l->next)
+        if (strcmp(l->id, id) == 0)
+            return l;
+    return NULL;
 }
 
-static int has_suffix(const char *s, const char *suf)
+static void lock_free(af__daemon_t *d, af__idlock_t *lk)
 {
-    size_t a = strlen(s), b = strlen(suf);
-    return a >= b && strcmp(s + a - b, suf) == 0;
+    for (af__idlock_t **p = &d->locks; *p; p = &(*p)->next)
+        if (*p == lk) {
+            *p = lk->next;
+            break;
+        }
+    free(lk);
 }
 
-int af__store_load_all(af__daemon_t *d)
+/* Starts operations while the head finishes synchronously (answers at once and releases); stops
+ * at one that holds the id across a work request. Iterative, so a queue of instant operations
+ * does not recurse. */
+static void dispatch(af__daemon_t *d, af__idlock_t *lk)
 {
-    if (!d->cfg.state_dir[0])
+    lk->dispatching = 1;
+    while (lk->head && !lk->started) { /* started stays 1 while the head holds the id */
+        lk->started = 1;
+        lk->head->op->fn(d, lk->head->op);
+    }
+    lk->dispatching = 0;
+    if (!lk->head)
+        lock_free(d, lk);
+}
+
+int af__id_run(af__daemon_t *d, const char *id, af__op_t *op)
+{
+    waiting_t *w = calloc(1, sizeof(*w));
+    if (!w)
+        return AF_ENOMEM;
+    w->op = op;
+    af__idlock_t *lk = lock_find(d, id);
+    if (lk) {
+        if (lk->tail)
+            lk->tail->next = w;
+        else
+            lk->head = w;
+        lk->tail = w; /* a lock's head has started: w runs when the ones before it released */
         return 0;
-    char dir[AF__DCFG_STR + 16];
-    graphs_dir(d->cfg.state_dir, dir, sizeof(dir));
-    mkdir(d->cfg.state_dir, 0755);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        af__dlog(AF__LOG_ERROR, "cannot create %s: %s", dir, strerror(errno));
-        return -1;
     }
-    DIR *dh = opendir(dir);
-    if (!dh) {
-        af__dlog(AF__LOG_ERROR, "cannot open %s: %s", dir, strerror(errno));
-        return -1;
+    lk = calloc(1, sizeof(*lk));
+    if (!lk) {
+        free(w);
+        return AF_ENOMEM;
     }
-    int loaded = 0;
-    struct dirent *de;
-    while ((de = readdir(dh)) != NULL) {
-        char path[AF__DCFG_STR + 300];
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        if (has_suffix(de->d_name, ".tmp")) {
-            af__dlog(AF__LOG_INFO, "removing unfinished write %s", path);
-            unlink(path);
-            continue;
-        }
-        if (!has_suffix(de->d_name, ".json"))
-            continue;
-        af_error_t err;
-        af_error_clear(&err);
-        af__entry_t *e = load_one(d->plans, path, de->d_name, &err);
-        if (!e) {
-            char bad[AF__DCFG_STR + 320];
-            snprintf(bad, sizeof(bad), "%s.corrupt", path);
-            af__dlog(AF__LOG_ERROR, "cannot load stored graph (kept as %s): %s", bad, err.msg);
-            rename(path, bad);
-            continue;
-        }
-        if (af__store_find(d, e->id) || af__store_add(d, e) != 0) {
-            e->refs = 1;
-            af__entry_unref(e);
-            continue;
-        }
-        loaded++;
-    }
-    closedir(dh);
-    return loaded;
+    snprintf(lk->id, sizeof(lk->id), "%s", id);
+    lk->head = lk->tail = w;
+    lk->next = d->locks;
+    d->locks = lk;
+    dispatch(d, lk);
+    return 0;
+}
+
+void af__id_release(af__daemon_t *d, const char *id)
+{
+    af__idlock_t *lk = lock_find(d, id);
+    if (!lk || !lk->head)
+        return;
+    waiting_t *w = lk->head;
+    lk->head = w->next;
+    if (!lk->head)
+        lk->tail = NULL;
+    free(w);
+    lk->started = 0;
+    if (lk->dispatching)
+        return;
+    if (lk->head)
+        dispatch(d, lk);
+    else
+        lock_free(d, lk);
+}
+
+int af__id_busy(const af__daemon_t *d, const char *id)
+{
+    return lock_find(d, id) != NULL;
 }

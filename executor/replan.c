@@ -1,7 +1,7 @@
 /*
  * Re-planning after warm-up (replan_after_warmup = N, seed 1 §5.2).
  *
- * Tensors whose size is unknown at plan time are served by the dynamic region. During the first
+ * Tensors whose size is unknown at plan time are served at run time (dynamic.c). During the first
  * N completed rounds the session records the largest size each dynamic tensor had. Then, once,
  * the graph is copied with those sizes fixed, planned again (same planner options unless the
  * session was given others) and the new program is swapped in under s->mu: rounds started
@@ -12,7 +12,9 @@
  * Lock rule: both entry points are called with s->mu held; af__replan_maybe drops it while it
  * plans (replan_state = 1 keeps other threads from planning at the same time).
  */
-#include "executor/session_int.h"
+#include "executor/executor_int.h"
+
+#include <stdio.h>
 
 void af__replan_observe(af_session_t *s, const af__round_t *r)
 {
@@ -26,83 +28,6 @@ void af__replan_observe(af_session_t *s, const af__round_t *r)
     s->warm_rounds++;
 }
 
-/* Copies g with the dynamic tensors sized from sizes[] (0 keeps a tensor dynamic). */
-int af__exec_copy_graph(const af_graph_t *g, const uint64_t *sizes, af_graph_t **out,
-                        af_error_t *err)
-{
-    af_graph_t *c = NULL;
-    int rc = af_graph_create(&c);
-    if (rc)
-        return af__err(err, rc, "re-plan: cannot create a graph");
-    if ((rc = af_graph_set_name(c, af_graph_name(g))))
-        goto fail;
-    for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        af_tensor_desc_t d = {
-            .name = ti->name,
-            .bytes = ti->bytes,
-            .dtype = ti->dtype,
-            .rank = ti->rank,
-            .shape = ti->shape,
-            .kind = ti->kind,
-            .alias_of = ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL,
-            .alias_offset = ti->alias_offset,
-        };
-        if (ti->bytes < 0 && sizes && sizes[t]) {
-            d.bytes = (int64_t)sizes[t];
-            d.rank = -1; /* the shape had unknown dims; the size is what warm-up saw */
-            d.shape = NULL;
-        }
-        if ((rc = af_graph_add_tensor(c, &d, NULL, err)))
-            goto fail;
-    }
-    const char **names = NULL;
-    size_t cap = 0;
-    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
-        const af_node_info_t *ni = af_graph_node(g, v);
-        size_t need = (size_t)ni->n_inputs + (size_t)ni->n_outputs + 1;
-        if ((rc = af__grow((void **)&names, &cap, need, sizeof(*names)))) {
-            af__free(names);
-            goto fail;
-        }
-        for (int32_t i = 0; i < ni->n_inputs; i++)
-            names[i] = af_graph_tensor(g, ni->inputs[i])->name;
-        for (int32_t k = 0; k < ni->n_outputs; k++)
-            names[ni->n_inputs + k] = af_graph_tensor(g, ni->outputs[k])->name;
-        af_node_desc_t nd = {
-            .name = ni->name,
-            .op = ni->op,
-            .inputs = names,
-            .n_inputs = ni->n_inputs,
-            .outputs = names + ni->n_inputs,
-            .n_outputs = ni->n_outputs,
-            .cost = ni->cost,
-            .inplace = ni->inplace,
-            .n_inplace = ni->n_inplace,
-        };
-        int32_t id;
-        if ((rc = af_graph_add_node(c, &nd, &id, err))) {
-            af__free(names);
-            goto fail;
-        }
-        for (int32_t a = 0; a < ni->n_attrs; a++)
-            if ((rc = af_graph_node_set_attr(c, id, &ni->attrs[a], err))) {
-                af__free(names);
-                goto fail;
-            }
-    }
-    af__free(names);
-    if ((rc = af_graph_finalize(c, err)))
-        goto fail;
-    *out = c;
-    return 0;
-fail:
-    af_graph_destroy(c);
-    if (err && !err->code)
-        af__err(err, rc, "re-plan: cannot copy the graph: %s", af_strerror(rc));
-    return rc;
-}
-
 /* Builds the re-planned program (no lock held). */
 static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes, af__prog_t **out)
 {
@@ -110,7 +35,7 @@ static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes,
     af_error_clear(&err);
     af_graph_t *g = NULL;
     af_plan_t *plan = NULL;
-    int rc = af__exec_copy_graph(old->g, sizes, &g, &err);
+    int rc = af_graph_copy(old->g, sizes, &g, &err);
     if (rc)
         return rc;
     if ((rc = af_plan_create(g, &s->replan_opts, &plan, &err)))
@@ -119,6 +44,10 @@ static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes,
         goto fail;
     if ((rc = af__prog_create(s->ex, plan, out, &err)))
         goto fail;
+    if ((rc = af__session_prepare(s, *out, &err))) {
+        af__prog_release(*out);
+        goto fail;
+    }
     (*out)->own_plan = plan;
     (*out)->own_graph = g;
     return 0;

@@ -11,7 +11,7 @@
  * (af_session_run) or the loop callback (submit) returns the slot under s->mu. uv_async_send is
  * called with s->mu held so the session cannot be destroyed between publication and the send.
  */
-#include "executor/session_int.h"
+#include "executor/executor_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -119,11 +119,21 @@ static void session_free(af_session_t *s)
     af__free(s->sc_ptr);
     af__free(s->sc_bytes);
     af__free(s->sc_flags);
+    for (int32_t t = 0; s->const_own && s->prog && t < s->prog->n_tensors; t++)
+        af__free(s->const_own[t]);
+    af__free(s->const_own);
+    af__free(s->const_ptr);
     af__free(s->consts);
     af__free(s->const_sum);
     af__free(s->last_sum);
     af__free(s->last_seq);
     af__free(s->dyn_max);
+    for (int32_t k = 0; s->kept && s->prog && k < s->prog->n_outputs; k++)
+        af__free(s->kept[k]);
+    af__free(s->kept);
+    af__free(s->kept_cap);
+    af__free(s->kept_len);
+    af__free(s->kept_valid);
     af__prog_release(s->prog);
     af__free(s);
 }
@@ -166,7 +176,6 @@ static int alloc_slots(af_session_t *s, const af__prog_t *p)
     return 0;
 }
 
-/* Constant storage: filled once with a per-tensor pattern (weights are not the subject). */
 /* The program rounds start with; s->prog changes under s->mu when a re-plan is swapped in
  * (graph inputs and outputs stay the same: the re-planned graph is a copy). */
 static const af__prog_t *cur_prog(const af_session_t *s)
@@ -180,9 +189,11 @@ static const af__prog_t *cur_prog(const af_session_t *s)
 
 static void const_sums(af_session_t *s, const af__prog_t *p)
 {
+    if (!s->verify)
+        return; /* only verify kernels compare checksums; weights are not read for nothing */
     for (int32_t t = 0; t < p->n_tensors; t++)
         if (p->loc[t] == AF__LOC_CONST)
-            s->const_sum[t] = af__exec_checksum(s->consts + p->off[t], p->bytes[t]);
+            s->const_sum[t] = af__exec_checksum(s->const_ptr[t], p->bytes[t]);
 }
 
 void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes)
@@ -193,24 +204,100 @@ void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes)
     if (tensor < 0 || tensor >= p->n_tensors || p->loc[tensor] != AF__LOC_CONST)
         return NULL;
     uv_mutex_lock(&s->mu);
+    uint8_t *ptr = s->const_ptr[tensor];
+    const void *shared = af_graph_tensor(p->g, tensor)->data;
+    if (shared && ptr == shared) { /* the graph's read-only bytes: this session gets a copy */
+        uint8_t *own = af__malloc(p->bytes[tensor] ? (size_t)p->bytes[tensor] : 1);
+        if (!own) {
+            uv_mutex_unlock(&s->mu);
+            return NULL;
+        }
+        memcpy(own, shared, (size_t)p->bytes[tensor]);
+        s->const_own[tensor] = own;
+        s->const_ptr[tensor] = ptr = own;
+    }
     s->consts_dirty = 1;
     uv_mutex_unlock(&s->mu);
     if (bytes)
         *bytes = p->bytes[tensor];
-    return s->consts + p->off[tensor];
+    return ptr;
 }
 
+/*
+ * Constant storage. A constant the graph carries data for (ONNX weights, a JSON graph's
+ * weights file) is read where the graph keeps it: zero-copy, read-only, shared by every
+ * session on the graph. The others get session storage filled once with a per-tensor
+ * deterministic pattern.
+ */
 static int alloc_consts(af_session_t *s, const af__prog_t *p)
 {
-    s->consts = af__calloc(1, p->const_bytes ? (size_t)p->const_bytes : 1);
-    s->const_sum = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
-    if (!s->consts || !s->const_sum)
-        return AF_ENOMEM;
+    size_t nt = (size_t)p->n_tensors + 1;
+    s->const_sum = af__calloc(nt, sizeof(uint64_t));
+    s->const_ptr = af__calloc(nt, sizeof(uint8_t *));
+    s->const_own = af__calloc(nt, sizeof(uint8_t *));
+    uint64_t own = 0;
     for (int32_t t = 0; t < p->n_tensors; t++)
-        if (p->loc[t] == AF__LOC_CONST)
-            af__exec_fill(s->consts + p->off[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
+        if (p->loc[t] == AF__LOC_CONST && !af_graph_tensor(p->g, t)->data)
+            own = af__align_up(own + p->bytes[t], 64);
+    s->consts = af__calloc(1, own ? (size_t)own : 1);
+    if (!s->consts || !s->const_sum || !s->const_ptr || !s->const_own)
+        return AF_ENOMEM;
+    own = 0;
+    for (int32_t t = 0; t < p->n_tensors; t++) {
+        const void *data = af_graph_tensor(p->g, t)->data;
+        if (p->loc[t] != AF__LOC_CONST)
+            continue;
+        if (data) {
+            s->const_ptr[t] = (uint8_t *)data; /* kernels only read constants */
+            continue;
+        }
+        s->const_ptr[t] = s->consts + own;
+        af__exec_fill(s->const_ptr[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
+        own = af__align_up(own + p->bytes[t], 64);
+    }
     const_sums(s, p);
     return 0;
+}
+
+/* Storage for kept outputs: the planned size of each (dynamic ones grow on first use). */
+static int alloc_kept(af_session_t *s, const af__prog_t *p)
+{
+    if (!s->opts.keep_outputs)
+        return 0;
+    size_t n = (size_t)p->n_outputs + 1;
+    s->kept = af__calloc(n, sizeof(void *));
+    s->kept_cap = af__calloc(n, sizeof(uint64_t));
+    s->kept_len = af__calloc(n, sizeof(uint64_t));
+    s->kept_valid = af__calloc(n, 1);
+    if (!s->kept || !s->kept_cap || !s->kept_len || !s->kept_valid)
+        return AF_ENOMEM;
+    for (int32_t k = 0; k < p->n_outputs; k++) {
+        uint64_t b = p->bytes[p->outputs[k]];
+        if (!(s->kept[k] = af__malloc(b ? (size_t)b : 1)))
+            return AF_ENOMEM;
+        s->kept_cap[k] = b;
+    }
+    return 0;
+}
+
+void af__session_keep_output(af_session_t *s, int32_t k, const void *src, uint64_t n)
+{
+    uv_mutex_lock(&s->mu);
+    if (n > s->kept_cap[k]) {
+        void *q = af__realloc(s->kept[k], (size_t)n);
+        if (!q) {
+            s->kept_valid[k] = 0;
+            uv_mutex_unlock(&s->mu);
+            return;
+        }
+        s->kept[k] = q;
+        s->kept_cap[k] = n;
+    }
+    if (n)
+        memcpy(s->kept[k], src, (size_t)n);
+    s->kept_len[k] = n;
+    s->kept_valid[k] = 1;
+    uv_mutex_unlock(&s->mu);
 }
 
 int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session_opts_t *opts,
@@ -245,10 +332,12 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     s->last_seq = af__calloc((size_t)p->n_nodes + 1, sizeof(uint64_t));
     s->dyn_max = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
     if (!s->sc_ptr || !s->sc_bytes || !s->sc_flags || !s->last_sum || !s->last_seq || !s->dyn_max ||
-        alloc_slots(s, p) || alloc_consts(s, p)) {
+        alloc_slots(s, p) || alloc_consts(s, p) || alloc_kept(s, p)) {
         rc = af__err(err, AF_ENOMEM, "out of memory creating a session");
         goto fail;
     }
+    if ((rc = af__session_prepare(s, s->prog, err)))
+        goto fail;
     if ((rc = uv_mutex_init(&s->mu))) {
         af__err(err, rc, "uv_mutex_init: %s", af_strerror(rc));
         goto fail;
@@ -304,6 +393,7 @@ static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *
     af__replan_maybe(s);
     if (s->consts_dirty && s->running == 0) { /* no round reads the constants right now */
         const_sums(s, s->prog);
+        af__session_consts_changed(s);
         s->consts_dirty = 0;
     }
     while (s->n_free == 0) {
@@ -438,6 +528,83 @@ int32_t af_session_output_tensor(const af_session_t *s, int32_t i)
     return i >= 0 && i < p->n_outputs ? p->outputs[i] : -1;
 }
 
+int af_session_io_info(const af_session_t *s, int output, int32_t i, af_io_info_t *out)
+{
+    if (!s || !out)
+        return AF_EINVAL;
+    const af__prog_t *p = cur_prog(s);
+    if (i < 0 || i >= (output ? p->n_outputs : p->n_inputs))
+        return AF_EINVAL;
+    int32_t t = output ? p->outputs[i] : p->inputs[i];
+    const af_tensor_info_t *ti = af_graph_tensor(p->g, t);
+    int dyn = p->loc[t] == AF__LOC_DYN || p->loc[t] == AF__LOC_ALIAS_DYN || ti->bytes < 0;
+    *out = (af_io_info_t){.name = ti->name,
+                          .tensor = t,
+                          .dtype = ti->dtype,
+                          .rank = ti->rank,
+                          .shape = ti->shape,
+                          .bytes = dyn ? 0 : p->bytes[t],
+                          .dynamic = dyn};
+    return 0;
+}
+
+static int32_t find_io(const af_session_t *s, int output, const char *name)
+{
+    const af__prog_t *p = cur_prog(s);
+    int32_t t = name ? af_graph_find_tensor(p->g, name) : -1;
+    if (t < 0)
+        return -1;
+    int32_t slot = p->slot_of[t];
+    if (output)
+        return slot <= -2 ? -2 - slot : -1;
+    return slot >= 0 ? slot : -1;
+}
+
+int32_t af_session_find_input(const af_session_t *s, const char *name)
+{
+    return s ? find_io(s, 0, name) : -1;
+}
+
+int32_t af_session_find_output(const af_session_t *s, const char *name)
+{
+    return s ? find_io(s, 1, name) : -1;
+}
+
+const void *af_session_output_data(const af_session_t *s, int32_t i, uint64_t *bytes)
+{
+    af_session_t *m = (af_session_t *)s;
+    if (!s || !s->kept || i < 0 || i >= af_session_output_count(s))
+        return NULL;
+    uv_mutex_lock(&m->mu);
+    const void *d = m->kept_valid[i] ? m->kept[i] : NULL;
+    if (bytes)
+        *bytes = d ? m->kept_len[i] : 0;
+    uv_mutex_unlock(&m->mu);
+    return d;
+}
+
+int af_session_read_output(const af_session_t *s, int32_t i, void *dst, uint64_t cap,
+                           uint64_t *bytes)
+{
+    af_session_t *m = (af_session_t *)s;
+    if (!s || (!dst && cap))
+        return AF_EINVAL;
+    if (!s->kept || i < 0 || i >= af_session_output_count(s))
+        return AF_ENOENT;
+    int rc = 0;
+    uv_mutex_lock(&m->mu);
+    if (!m->kept_valid[i])
+        rc = AF_ENOENT;
+    else if (bytes)
+        *bytes = m->kept_len[i];
+    if (!rc && m->kept_len[i] > cap)
+        rc = AF_EINVAL;
+    if (!rc && m->kept_len[i])
+        memcpy(dst, m->kept[i], (size_t)m->kept_len[i]);
+    uv_mutex_unlock(&m->mu);
+    return rc;
+}
+
 const af_plan_t *af_session_plan(const af_session_t *s)
 {
     af_session_t *m = (af_session_t *)s;
@@ -464,6 +631,7 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *o)
     o->first_failed_node = m->first_failed_node;
     o->first_failed_status = m->first_failed_status;
     o->pool_os_calls = os - m->pool_os0;
+    af__session_kernel_stats(m, o);
     uv_mutex_unlock(&m->mu);
     o->dynamic_allocs = atomic_load(&m->dyn_allocs);
 }

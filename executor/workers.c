@@ -19,135 +19,9 @@
 #include "executor/executor_int.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- options ---------------------------------------------------------------------------- */
-
-void af_executor_opts_init(af_executor_opts_t *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->threads = 0;
-    o->kernels = "verify";
-    o->max_inflight = 4;
-    o->replan_after_warmup = 0;
-    o->dynamic_default_bytes = 4096;
-    o->history = 0;
-    o->verify = -1;
-    o->pool = NULL;
-}
-
-static int parse_i32(const char *v, int32_t lo, int32_t hi, int32_t *out)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end || x < lo || x > hi)
-        return -1;
-    *out = (int32_t)x;
-    return 0;
-}
-
-static int set_threads(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 0, 1024, &o->threads);
-}
-static int set_kernels(af_executor_opts_t *o, const char *v)
-{
-    for (const char *const *n = af_kernel_set_names(); *n; n++)
-        if (strcmp(*n, v) == 0) {
-            o->kernels = *n;
-            return 0;
-        }
-    return -1;
-}
-static int set_inflight(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 1, 1024, &o->max_inflight);
-}
-static int set_replan(af_executor_opts_t *o, const char *v)
-{
-    return parse_i32(v, 0, 1 << 30, &o->replan_after_warmup);
-}
-static int set_dynbytes(af_executor_opts_t *o, const char *v)
-{
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    uint64_t mul = 1;
-    if (*end == 'K' || *end == 'k')
-        mul = 1024, end++;
-    else if (*end == 'M' || *end == 'm')
-        mul = 1024 * 1024, end++;
-    if (end == v || *end || v[0] == '-' || x == 0 || x > (1ULL << 40) / mul)
-        return -1;
-    o->dynamic_default_bytes = x * mul;
-    return 0;
-}
-static int parse_bool(const char *v, int *out)
-{
-    int32_t x;
-    if (strcmp(v, "true") == 0 || strcmp(v, "on") == 0 || strcmp(v, "yes") == 0)
-        x = 1;
-    else if (strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0)
-        x = 0;
-    else if (parse_i32(v, 0, 1, &x))
-        return -1;
-    *out = x;
-    return 0;
-}
-static int set_history(af_executor_opts_t *o, const char *v)
-{
-    return parse_bool(v, &o->history);
-}
-static int set_verify(af_executor_opts_t *o, const char *v)
-{
-    if (strcmp(v, "auto") == 0) {
-        o->verify = -1;
-        return 0;
-    }
-    return parse_bool(v, &o->verify);
-}
-
-static const struct {
-    const char *key;
-    int (*set)(af_executor_opts_t *o, const char *v);
-    const char *expect;
-} opt_table[] = {
-    {"threads", set_threads, "an integer 0..1024 (0 = all CPUs)"},
-    {"kernels", set_kernels, "verify, real or empty"},
-    {"max_inflight", set_inflight, "an integer 1..1024"},
-    {"replan_after_warmup", set_replan, "a round count >= 0"},
-    {"dynamic_default_bytes", set_dynbytes, "a positive size (K, M suffixes)"},
-    {"history", set_history, "true or false"},
-    {"verify", set_verify, "auto, true or false"},
-};
-
-int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value, af_error_t *err)
-{
-    if (!o || !key || !value)
-        return af__err(err, AF_EINVAL, "executor option: missing key or value");
-    for (size_t i = 0; i < AF_ARRAY_SIZE(opt_table); i++) {
-        if (strcmp(opt_table[i].key, key) != 0)
-            continue;
-        if (opt_table[i].set(o, value))
-            return af__err(err, AF_EINVAL, "executor option %s: '%s' is not %s", key, value,
-                           opt_table[i].expect);
-        return 0;
-    }
-    return af__err(err, AF_EINVAL, "unknown executor option '%s'", key);
-}
-
-const char *const *af_executor_opts_keys(void)
-{
-    static const char *const keys[] = {"threads",
-                                       "kernels",
-                                       "max_inflight",
-                                       "replan_after_warmup",
-                                       "dynamic_default_bytes",
-                                       "history",
-                                       "verify",
-                                       NULL};
-    return keys;
-}
 
 /* ---- deques ----------------------------------------------------------------------------- */
 
@@ -355,6 +229,13 @@ static void worker_main(void *arg)
     af__worker_t *w = arg;
     af_executor_t *ex = w->ex;
     af__task_t t;
+    af__dyn_bind(w);
+    if (ex->set && ex->set->backend) {
+        /* libgomp allocates a thread's settings the first time they are set: now, not in a
+         * round (0 allocations per round, even on the first node this worker runs). */
+        ex->set->backend->set_team(1);
+        w->team = 1;
+    }
     for (;;) {
         int spins = 0;
         while (!find_task(w, &t)) {
@@ -380,7 +261,7 @@ static void worker_main(void *arg)
 
 /* ---- executor lifecycle ----------------------------------------------------------------- */
 
-static int32_t cpu_count(void)
+int32_t af__exec_cpu_count(void)
 {
     uv_cpu_info_t *info;
     int n = 0;
@@ -389,6 +270,41 @@ static int32_t cpu_count(void)
         return n > 0 ? n : 1;
     }
     return 1;
+}
+
+/* The kernel set exists in this build and the numbers are in range. */
+static int check_opts(af_executor_opts_t *o, af_error_t *err)
+{
+    int rc = af_executor_opts_set(o, "kernels", o->kernels, err); /* to its static name */
+    if (rc)
+        return rc;
+    if (o->threads < 0 || o->max_inflight < 1 || o->replan_after_warmup < 0 ||
+        o->intra_op_threads < 0)
+        return af__err(err, AF_EINVAL, "executor options out of range");
+    return 0;
+}
+
+/* Initialises every worker's deque and release buffer; ex->started counts those done. */
+static int init_workers(af_executor_t *ex)
+{
+    for (int32_t i = 0; i < ex->n; i++) {
+        af__worker_t *w = &ex->workers[i];
+        w->ex = ex;
+        w->id = i;
+        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->team = -1; /* not set yet: the first node with a backend sets it */
+        int rc = uv_mutex_init(&w->dq.mu);
+        if (rc)
+            return rc;
+        /* Room for the successors one node releases at once: grown only past this fan-out. */
+        w->rcap = 1024;
+        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
+            uv_mutex_destroy(&w->dq.mu);
+            return AF_ENOMEM;
+        }
+        ex->started = i + 1; /* deque mutexes initialised so far */
+    }
+    return 0;
 }
 
 int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_error_t *err)
@@ -402,18 +318,20 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         af_executor_opts_init(&o);
     if (!o.kernels)
         o.kernels = "verify";
-    if (set_kernels(&o, o.kernels))
-        return af__err(err, AF_EINVAL, "unknown kernel set '%s'", o.kernels);
-    if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0)
-        return af__err(err, AF_EINVAL, "executor options out of range");
+    int rc = check_opts(&o, err);
+    if (rc)
+        return rc;
     if (o.dynamic_default_bytes == 0)
         o.dynamic_default_bytes = 4096;
-    int rc = AF_ENOMEM;
+    rc = AF_ENOMEM;
     af_executor_t *ex = af__calloc(1, sizeof(*ex));
     if (!ex)
         goto fail;
     ex->opts = o;
-    ex->n = o.threads ? o.threads : cpu_count();
+    ex->n = o.threads ? o.threads : af__exec_cpu_count();
+    ex->set = af__kernel_set(o.kernels);
+    ex->cores = o.intra_op_threads > ex->n ? o.intra_op_threads : ex->n;
+    atomic_init(&ex->cores_free, ex->cores);
     ex->workers = af__calloc((size_t)ex->n, sizeof(*ex->workers));
     if (!ex->workers)
         goto fail_ex;
@@ -423,6 +341,12 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         goto fail_mu;
     if ((rc = uv_mutex_init(&ex->kmu)))
         goto fail_cv;
+    if ((rc = uv_mutex_init(&ex->tmu)))
+        goto fail_kmu0;
+    if ((rc = uv_cond_init(&ex->tcv))) {
+        uv_mutex_destroy(&ex->tmu);
+        goto fail_kmu0;
+    }
     ex->verify = o.verify < 0 ? strcmp(o.kernels, "verify") == 0 : o.verify;
     ex->pool = o.pool;
     if (!ex->pool) {
@@ -430,24 +354,10 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
             goto fail_kmu;
         ex->own_pool = 1;
     }
-    if ((rc = af_dynregion_create(&ex->dyn, err)))
+    if ((rc = af__dyn_init(ex, err)))
         goto fail_pool;
-    for (int32_t i = 0; i < ex->n; i++) {
-        af__worker_t *w = &ex->workers[i];
-        w->ex = ex;
-        w->id = i;
-        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
-        if ((rc = uv_mutex_init(&w->dq.mu)))
-            goto fail_threads;
-        /* Room for the successors one node releases at once: grown only past this fan-out. */
-        w->rcap = 1024;
-        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
-            uv_mutex_destroy(&w->dq.mu);
-            rc = AF_ENOMEM;
-            goto fail_threads;
-        }
-        ex->started = i + 1; /* deque mutexes initialised so far */
-    }
+    if ((rc = init_workers(ex)))
+        goto fail_threads;
     for (int32_t i = 0; i < ex->n; i++) {
         if ((rc = uv_thread_create(&ex->workers[i].thread, worker_main, &ex->workers[i]))) {
             atomic_store(&ex->stop, 1);
@@ -467,11 +377,14 @@ fail_threads:
         uv_mutex_destroy(&ex->workers[i].dq.mu);
         af__free(ex->workers[i].rbuf);
     }
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
 fail_pool:
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
 fail_kmu:
+    uv_cond_destroy(&ex->tcv);
+    uv_mutex_destroy(&ex->tmu);
+fail_kmu0:
     uv_mutex_destroy(&ex->kmu);
 fail_cv:
     uv_cond_destroy(&ex->cv);
@@ -503,10 +416,12 @@ void af_executor_destroy(af_executor_t *ex)
     for (size_t i = 0; i < ex->n_kregs; i++)
         af__free(ex->kregs[i].op);
     af__free(ex->kregs);
-    af_dynregion_destroy(ex->dyn);
+    af__dyn_fini(ex);
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
     uv_mutex_destroy(&ex->kmu);
+    uv_cond_destroy(&ex->tcv);
+    uv_mutex_destroy(&ex->tmu);
     uv_cond_destroy(&ex->cv);
     uv_mutex_destroy(&ex->mu);
     af__free(ex->workers);
@@ -526,11 +441,6 @@ const af_executor_opts_t *af_executor_opts(const af_executor_t *ex)
 af_pool_t *af_executor_pool(const af_executor_t *ex)
 {
     return ex ? ex->pool : NULL;
-}
-
-af_dynregion_t *af_executor_dynregion(const af_executor_t *ex)
-{
-    return ex ? ex->dyn : NULL;
 }
 
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals)
@@ -573,7 +483,7 @@ out:
     return rc;
 }
 
-int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
+int af__exec_registered(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
 {
     uv_mutex_lock(&ex->kmu);
     for (size_t i = 0; i < ex->n_kregs; i++)
@@ -585,6 +495,52 @@ int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, 
         }
     uv_mutex_unlock(&ex->kmu);
     *user = NULL;
-    *fn = af_kernel_builtin(ex->opts.kernels, op);
-    return *fn ? 0 : AF_ENOTSUP;
+    *fn = NULL;
+    return AF_ENOTSUP;
+}
+
+/* ---- cores (OpenMP teams) ------------------------------------------------------------------
+ * A node with a team of k takes k of the executor's cores while it runs. The fast path is one
+ * CAS; a worker that finds too few cores spins a little (the holder is usually a short node),
+ * then sleeps on tcv. A giver that sees waiters broadcasts under tmu; a waiter counts itself
+ * under tmu before re-checking, so a wake-up cannot be lost (as for the sleeping workers). */
+
+static int cores_try(af_executor_t *ex, int32_t k)
+{
+    int c = atomic_load(&ex->cores_free); /* seq_cst: pairs with the giver's waiting check */
+    while (c >= k)
+        if (atomic_compare_exchange_weak_explicit(&ex->cores_free, &c, c - k, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+void af__exec_cores_take(af_executor_t *ex, int32_t k)
+{
+    if (k > ex->cores)
+        k = ex->cores;
+    for (int spin = 0; spin < 256; spin++) {
+        if (cores_try(ex, k))
+            return;
+        if (spin > 64)
+            sched_yield();
+    }
+    uv_mutex_lock(&ex->tmu);
+    atomic_fetch_add(&ex->cores_waiting, 1);
+    while (!cores_try(ex, k))
+        uv_cond_wait(&ex->tcv, &ex->tmu);
+    atomic_fetch_sub(&ex->cores_waiting, 1);
+    uv_mutex_unlock(&ex->tmu);
+}
+
+void af__exec_cores_give(af_executor_t *ex, int32_t k)
+{
+    if (k > ex->cores)
+        k = ex->cores;
+    atomic_fetch_add(&ex->cores_free, k);
+    if (atomic_load(&ex->cores_waiting) > 0) {
+        uv_mutex_lock(&ex->tmu);
+        uv_cond_broadcast(&ex->tcv);
+        uv_mutex_unlock(&ex->tmu);
+    }
 }

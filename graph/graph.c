@@ -20,7 +20,7 @@
 
 /* ---- name map ---------------------------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
+uint64_t af__graph_hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (; *s; s++) {
@@ -48,7 +48,7 @@ static int32_t map_find(const af_graph_t *g, const af__namemap_t *m, name_of_fn 
     if (m->cap == 0)
         return -1;
     size_t mask = m->cap - 1;
-    for (size_t i = hash_str(key) & mask;; i = (i + 1) & mask) {
+    for (size_t i = af__graph_hash_str(key) & mask;; i = (i + 1) & mask) {
         int32_t id = m->slots[i];
         if (id < 0)
             return -1;
@@ -69,7 +69,7 @@ static int map_insert(const af_graph_t *g, af__namemap_t *m, name_of_fn name_of,
             int32_t old = m->slots[i];
             if (old < 0)
                 continue;
-            size_t j = hash_str(name_of(g, old)) & (ncap - 1);
+            size_t j = af__graph_hash_str(name_of(g, old)) & (ncap - 1);
             while (ns[j] >= 0)
                 j = (j + 1) & (ncap - 1);
             ns[j] = old;
@@ -79,7 +79,7 @@ static int map_insert(const af_graph_t *g, af__namemap_t *m, name_of_fn name_of,
         m->cap = ncap;
     }
     size_t mask = m->cap - 1;
-    size_t j = hash_str(name_of(g, id)) & mask;
+    size_t j = af__graph_hash_str(name_of(g, id)) & mask;
     while (m->slots[j] >= 0)
         j = (j + 1) & mask;
     m->slots[j] = id;
@@ -171,9 +171,11 @@ void af_graph_destroy(af_graph_t *g)
 {
     if (!g)
         return;
+    af__graph_free_stores(g);
     for (size_t i = 0; i < g->n_tensors; i++) {
         af__free((void *)g->tensors[i].name);
         af__free((void *)g->tensors[i].shape);
+        af__free((void *)g->tensors[i].dynamic_reason);
         if (g->alias_names)
             af__free(g->alias_names[i]);
     }
@@ -197,6 +199,7 @@ void af_graph_destroy(af_graph_t *g)
     af__free(g->nodes);
     af__free(g->pending);
     af__free(g->attr_cap);
+    af__free(g->attr_slots);
     af__free(g->tmap.slots);
     af__free(g->nmap.slots);
     af__free(g->input_order);
@@ -250,7 +253,7 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_EINVAL, "graph is finalized; tensors cannot be added");
     if (!d || !d->name || !d->name[0])
         return af__err(err, AF_EINVAL, "tensor without a name");
-    if ((unsigned)d->kind > AF_TENSOR_CONSTANT)
+    if ((unsigned)d->kind > AF_TENSOR_SCRATCH)
         return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
     if (d->rank > AF_MAX_RANK || (d->rank > 0 && !d->shape))
         return af__err(err, AF_EINVAL, "tensor '%s': rank %d not supported (max %d)", d->name,
@@ -428,6 +431,78 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
     return 0;
 }
 
+/* ---- attribute-name index ----------------------------------------------------------------- */
+
+static size_t attr_hash(int32_t node, const char *name)
+{
+    return (size_t)(af__graph_hash_str(name) ^ ((uint64_t)(uint32_t)node * 0x9e3779b97f4a7c15ull));
+}
+
+static const char *slot_name(const af_graph_t *g, int64_t slot)
+{
+    return g->nodes[slot >> 32].attrs[slot & 0xffffffff].name;
+}
+
+/* Index of the node's attribute called name, or -1. */
+static int32_t attr_find(const af_graph_t *g, int32_t node, const char *name)
+{
+    const af_node_info_t *n = &g->nodes[node];
+    if (n->n_attrs <= AF__ATTR_SCAN) {
+        for (int32_t i = 0; i < n->n_attrs; i++)
+            if (strcmp(n->attrs[i].name, name) == 0)
+                return i;
+        return -1;
+    }
+    size_t mask = g->attr_slot_cap - 1;
+    for (size_t i = attr_hash(node, name) & mask; g->attr_slots[i] >= 0; i = (i + 1) & mask)
+        if (g->attr_slots[i] >> 32 == node && strcmp(slot_name(g, g->attr_slots[i]), name) == 0)
+            return (int32_t)(g->attr_slots[i] & 0xffffffff);
+    return -1;
+}
+
+static void slot_put(int64_t *slots, size_t cap, size_t h, int64_t v)
+{
+    size_t i = h & (cap - 1);
+    while (slots[i] >= 0)
+        i = (i + 1) & (cap - 1);
+    slots[i] = v;
+}
+
+/* Room for `more` entries at most half full (rehashing into a larger table). 0 or AF_ENOMEM. */
+static int attr_reserve(af_graph_t *g, size_t more)
+{
+    size_t need = g->attr_slot_count + more, cap = g->attr_slot_cap ? g->attr_slot_cap : 64;
+    if (need * 2 <= g->attr_slot_cap)
+        return 0;
+    while (need * 2 > cap)
+        cap *= 2;
+    int64_t *ns = af__malloc(cap * sizeof(*ns));
+    if (!ns)
+        return AF_ENOMEM;
+    memset(ns, 0xff, cap * sizeof(*ns));
+    for (size_t i = 0; i < g->attr_slot_cap; i++)
+        if (g->attr_slots[i] >= 0)
+            slot_put(ns, cap,
+                     attr_hash((int32_t)(g->attr_slots[i] >> 32), slot_name(g, g->attr_slots[i])),
+                     g->attr_slots[i]);
+    af__free(g->attr_slots);
+    g->attr_slots = ns;
+    g->attr_slot_cap = cap;
+    return 0;
+}
+
+/* Indexes attribute idx of node (every attribute up to idx when the node just crossed the scan
+ * threshold). The room was reserved. */
+static void attr_index(af_graph_t *g, int32_t node, int32_t idx)
+{
+    int32_t from = idx == AF__ATTR_SCAN ? 0 : idx;
+    for (int32_t i = from; i <= idx; i++) {
+        slot_put(g->attr_slots, g->attr_slot_cap, attr_hash(node, g->nodes[node].attrs[i].name),
+                 (int64_t)node << 32 | i);
+        g->attr_slot_count++;
+    }
+}
+
 int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, af_error_t *err)
 {
     /* A finalized graph may be read by many threads at once: no writer after finalize. */
@@ -470,20 +545,23 @@ int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, a
         free_attr_contents(&a);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    for (int32_t i = 0; i < n->n_attrs; i++) {
-        if (strcmp(n->attrs[i].name, a.name) == 0) {
-            free_attr_contents((af_attr_t *)&n->attrs[i]);
-            ((af_attr_t *)n->attrs)[i] = a;
-            return 0;
-        }
+    int32_t at = attr_find(g, node, a.name);
+    if (at >= 0) {
+        free_attr_contents((af_attr_t *)&n->attrs[at]);
+        ((af_attr_t *)n->attrs)[at] = a;
+        return 0;
     }
     af_attr_t *arr = (af_attr_t *)n->attrs;
-    if (af__grow((void **)&arr, &g->attr_cap[node], (size_t)n->n_attrs + 1, sizeof(*arr))) {
+    int indexed = n->n_attrs >= AF__ATTR_SCAN; /* the new one makes the node indexed */
+    int grow = af__grow((void **)&arr, &g->attr_cap[node], (size_t)n->n_attrs + 1, sizeof(*arr));
+    n->attrs = arr; /* the index's rehash reads names through it */
+    if (grow || (indexed && attr_reserve(g, n->n_attrs == AF__ATTR_SCAN ? AF__ATTR_SCAN + 1 : 1))) {
         free_attr_contents(&a);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
     arr[n->n_attrs++] = a;
-    n->attrs = arr;
+    if (indexed)
+        attr_index(g, node, n->n_attrs - 1);
     return 0;
 }
 

@@ -5,6 +5,8 @@
 #include "arenaflow/graph.h"
 #include "common/common_int.h"
 
+#include <stdatomic.h>
+
 /* Open-addressing name -> id map; keys are the names stored in the graph's records. */
 typedef struct af__namemap {
     int32_t *slots; /* id or -1 */
@@ -16,6 +18,16 @@ typedef struct af__node_pending {
     char **in_names;
     char **out_names;
 } af__node_pending_t;
+
+/* Storage constant data points into (graph/store.c): a heap block or a read-only file mapping,
+ * shared by reference count between the graphs whose tensors point into it. */
+typedef struct af__store {
+    atomic_int refs;
+    int kind;      /* heap block or file mapping */
+    void *mem;     /* what to free / unmap */
+    size_t len;    /* bytes usable from base (the file size for a mapping) */
+    uint8_t *base; /* start of the bytes; 64-byte aligned for heap blocks, page-aligned maps */
+} af__store_t;
 
 struct af_graph {
     char *name;
@@ -29,6 +41,11 @@ struct af_graph {
     size_t n_nodes, cap_nodes;
     af__node_pending_t *pending; /* per node, until finalize */
     size_t *attr_cap;            /* per node capacity of nodes[i].attrs */
+    /* Attribute names of the nodes with more than AF__ATTR_SCAN attributes, so the duplicate
+     * check of af_graph_node_set_attr stays O(1): open addressing, slot = node << 32 | index
+     * into the node's attrs, -1 empty. Fewer attributes are scanned. */
+    int64_t *attr_slots;
+    size_t attr_slot_cap, attr_slot_count;
 
     af__namemap_t tmap, nmap;
 
@@ -36,11 +53,51 @@ struct af_graph {
     int32_t *alias_root;
     int64_t *alias_root_off;
     int32_t *edge_pool; /* consumers, preds, succs arrays live here */
+
+    af__store_t **stores; /* per tensor: the store its data points into (one reference), or NULL */
+    size_t cap_stores;    /* entries of stores[] that exist (grown on demand, new ones NULL) */
 };
+
+/* FNV-1a hash of a string (name tables). */
+uint64_t af__graph_hash_str(const char *s);
+/* Min-heap of ids (validate.c): push v, pop the smallest. h holds at least *n + 1 entries. */
+void af__graph_heap_push(int32_t *h, size_t *n, int32_t v);
+int32_t af__graph_heap_pop(int32_t *h, size_t *n);
+#define AF__ATTR_SCAN 8
 
 /* The JSON format's identification (top-level "format" and "version"). */
 #define AF__GRAPH_FORMAT "arenaflow-graph"
 #define AF__GRAPH_FORMAT_VERSION 1
+
+/* A new heap store of `bytes` bytes (base 64-byte aligned), one reference. 0 or AF_ENOMEM. */
+int af__store_heap(size_t bytes, af__store_t **out);
+/* Maps the whole regular file `path` read-only, one reference. AF_EIO/AF_ESIZE/AF_ENOMEM. */
+int af__store_map(const char *path, af__store_t **out, af_error_t *err);
+/*
+ * The resolved path (af__malloc'd) of file `name` that a model or graph in directory `dir`
+ * refers to. name must be relative without a ".." component, and once symlinks are resolved the
+ * file must lie inside dir (AF_EINVAL otherwise); AF_EIO when it does not exist.
+ */
+int af__store_resolve(const char *dir, const char *name, char **out, af_error_t *err);
+/* The directory part of a file path ("." when there is none), af__malloc'd; NULL on OOM. */
+char *af__path_dir(const char *path);
+/*
+ * Tells the kernel this process no longer needs the whole pages of [p, p+len) of a mapped store
+ * (after copying them elsewhere): they leave its resident set and are read again from the file
+ * if touched. A no-op for heap stores. The bytes stay valid.
+ */
+void af__store_release_pages(af__store_t *s, const void *p, size_t len);
+void af__store_ref(af__store_t *s);
+/* Drops one reference; the last one frees the block or unmaps the file. NULL is a no-op. */
+void af__store_unref(af__store_t *s);
+/*
+ * Points constant `tensor` at data (its bytes' worth) inside store, taking a reference (store
+ * NULL: borrowed bytes). Same checks as af_graph_set_data(). Before finalize.
+ */
+int af__graph_attach(af_graph_t *g, int32_t tensor, af__store_t *store, const void *data,
+                     af_error_t *err);
+/* Releases every tensor's store reference (af_graph_destroy). */
+void af__graph_free_stores(af_graph_t *g);
 
 /* JSON spelling of a tensor kind ("input"...); shared by the JSON reader and writer. */
 const char *af__graph_kind_name(af_tensor_kind_t k);

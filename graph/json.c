@@ -29,10 +29,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parsing context: mode for the second pass after an integer overflow. */
+/* Parsing context: mode for the second pass after an integer overflow, the weights file. */
 typedef struct ctx {
     af_error_t *err;
-    int ints_as_real; /* numbers were decoded as doubles (second pass) */
+    int ints_as_real;     /* numbers were decoded as doubles (second pass) */
+    const char *dir;      /* directory of the JSON file (weights), NULL when read from memory */
+    af__store_t *weights; /* the mapped weights file, when the graph names one */
 } ctx_t;
 
 /* ---- schema helpers --------------------------------------------------------------------- */
@@ -108,8 +110,9 @@ static int read_size(const ctx_t *c, const json_t *v, const char *tensor, const 
 
 /* ---- tensors ---------------------------------------------------------------------------- */
 
-static const char *const tensor_keys[] = {"name", "bytes",    "dtype",  "shape",   "dynamic",
-                                          "kind", "alias_of", "offset", "comment", NULL};
+static const char *const tensor_keys[] = {"name",    "bytes", "dtype",          "shape",
+                                          "dynamic", "kind",  "alias_of",       "offset",
+                                          "comment", "data",  "dynamic_reason", NULL};
 
 static const struct {
     const char *name;
@@ -119,6 +122,7 @@ static const struct {
     {"input", AF_TENSOR_INPUT},
     {"output", AF_TENSOR_OUTPUT},
     {"constant", AF_TENSOR_CONSTANT},
+    {"scratch", AF_TENSOR_SCRATCH},
 };
 
 const char *af__graph_kind_name(af_tensor_kind_t k)
@@ -158,6 +162,41 @@ static int read_shape(const ctx_t *c, const json_t *shape, const char *name, int
     }
     *rank = (int)n;
     return 0;
+}
+
+/* "data": {"offset": O, "bytes": B}: the tensor's bytes in the weights file. */
+static int read_data(const ctx_t *c, af_graph_t *g, int32_t id, const char *name, const json_t *v)
+{
+    static const char *const keys[] = {"offset", "bytes", NULL};
+    int rc;
+    if (!json_is_object(v))
+        return af__err(c->err, AF_EPARSE, "tensor '%s': 'data' must be an object", name);
+    if ((rc = check_keys(v, keys, "data of tensor", name, c->err)))
+        return rc;
+    if (!c->weights)
+        return af__err(c->err, AF_EPARSE, "tensor '%s' has 'data' but the graph names no weights",
+                       name);
+    int64_t off, bytes;
+    const json_t *jo = json_object_get(v, "offset"), *jb = json_object_get(v, "bytes");
+    if (!jo || !jb)
+        return af__err(c->err, AF_EPARSE, "tensor '%s': 'data' needs 'offset' and 'bytes'", name);
+    if ((rc = read_size(c, jo, name, "data offset", &off)) ||
+        (rc = read_size(c, jb, name, "data bytes", &bytes)))
+        return rc;
+    if ((uint64_t)off > c->weights->len || (uint64_t)bytes > c->weights->len - (uint64_t)off)
+        return af__err(c->err, AF_EPARSE,
+                       "tensor '%s': data at %lld (+%lld bytes) lies outside the weights file "
+                       "(%zu bytes)",
+                       name, (long long)off, (long long)bytes, c->weights->len);
+    const af_tensor_info_t *t = &g->tensors[id];
+    if (t->bytes != bytes)
+        return af__err(c->err, AF_ESIZE, "tensor '%s': %lld bytes of data for a %lld-byte tensor",
+                       name, (long long)bytes, (long long)t->bytes);
+    const uint8_t *p = c->weights->base + off;
+    uint32_t es = af_dtype_size(t->dtype);
+    if (es > 1 && ((uintptr_t)p & (es - 1))) /* misaligned (not written by us): a copy */
+        return af_graph_set_data(g, id, p, bytes, AF_DATA_COPY, c->err);
+    return af__graph_attach(g, id, c->weights, p, c->err); /* zero-copy into the mapping */
 }
 
 static int read_tensor(const ctx_t *c, af_graph_t *g, const json_t *t, size_t idx)
@@ -241,7 +280,16 @@ static int read_tensor(const ctx_t *c, af_graph_t *g, const json_t *t, size_t id
     }
     if ((v = json_object_get(t, "comment")) && !json_is_string(v))
         return af__err(err, AF_EPARSE, "tensor '%s': 'comment' must be a string", name);
-    return af_graph_add_tensor(g, &d, NULL, err);
+    const json_t *why = json_object_get(t, "dynamic_reason");
+    if (why && !json_is_string(why))
+        return af__err(err, AF_EPARSE, "tensor '%s': 'dynamic_reason' must be a string", name);
+    int32_t id;
+    if ((rc = af_graph_add_tensor(g, &d, &id, err)))
+        return rc;
+    if (why && d.bytes == AF_BYTES_DYNAMIC &&
+        (rc = af_graph_set_dynamic_reason(g, id, json_string_value(why), err)))
+        return rc;
+    return (v = json_object_get(t, "data")) ? read_data(c, g, id, name, v) : 0;
 }
 
 /* ---- nodes ------------------------------------------------------------------------------ */
@@ -446,10 +494,42 @@ out:
 
 /* ---- top level -------------------------------------------------------------------------- */
 
-static const char *const top_keys[] = {"format", "version", "name", "tensors",
-                                       "nodes",  "comment", NULL};
+static const char *const top_keys[] = {"format", "version", "name",    "tensors",
+                                       "nodes",  "comment", "weights", NULL};
 
-static int read_graph(const ctx_t *c, const json_t *root, af_graph_t *g)
+/* "weights": {"file": NAME, "bytes": N}: maps NAME (next to the JSON file) into c->weights. */
+static int open_weights(ctx_t *c, const json_t *w)
+{
+    static const char *const keys[] = {"file", "bytes", NULL};
+    int rc;
+    if (!json_is_object(w))
+        return af__err(c->err, AF_EPARSE, "graph: 'weights' must be an object");
+    if ((rc = check_keys(w, keys, "weights", NULL, c->err)))
+        return rc;
+    const json_t *f = json_object_get(w, "file"), *b = json_object_get(w, "bytes");
+    int64_t bytes;
+    if (!json_is_string(f) || !b || get_int(c, b, &bytes) || bytes < 0)
+        return af__err(c->err, AF_EPARSE,
+                       "graph: 'weights' needs 'file' (a file name) and 'bytes' (its size)");
+    if (!c->dir)
+        return af__err(c->err, AF_ENOTSUP,
+                       "the graph's constants are in the weights file '%s': load the graph from "
+                       "its file so the weights can be found",
+                       json_string_value(f));
+    char *path = NULL;
+    if ((rc = af__store_resolve(c->dir, json_string_value(f), &path, c->err)))
+        return rc;
+    rc = af__store_map(path, &c->weights, c->err);
+    if (!rc && c->weights->len != (uint64_t)bytes)
+        rc = af__err(c->err, AF_EPARSE,
+                     "weights file '%s' has %zu bytes, the graph says %lld (not the file written "
+                     "with this graph)",
+                     path, c->weights->len, (long long)bytes);
+    af__free(path);
+    return rc;
+}
+
+static int read_graph(ctx_t *c, const json_t *root, af_graph_t *g)
 {
     af_error_t *err = c->err;
     if (!json_is_object(root))
@@ -478,6 +558,8 @@ static int read_graph(const ctx_t *c, const json_t *root, af_graph_t *g)
         if (af_graph_set_name(g, json_string_value(v)))
             return af__err(err, AF_ENOMEM, "out of memory");
     }
+    if ((v = json_object_get(root, "weights")) && (rc = open_weights(c, v)))
+        return rc;
     const json_t *tensors = json_object_get(root, "tensors");
     const json_t *nodes = json_object_get(root, "nodes");
     if (!json_is_array(tensors))
@@ -494,12 +576,14 @@ static int read_graph(const ctx_t *c, const json_t *root, af_graph_t *g)
 }
 
 /* Builds a graph from a parsed DOM; *out set only on success. */
-static int graph_from_dom(const ctx_t *c, const json_t *root, af_graph_t **out)
+static int graph_from_dom(ctx_t *c, const json_t *root, af_graph_t **out)
 {
     af_graph_t *g = NULL;
     if (af_graph_create(&g))
         return af__err(c->err, AF_ENOMEM, "out of memory");
     int rc = read_graph(c, root, g);
+    af__store_unref(c->weights); /* the tensors hold their own references */
+    c->weights = NULL;
     if (rc) {
         af_graph_destroy(g);
         return rc;
@@ -508,12 +592,13 @@ static int graph_from_dom(const ctx_t *c, const json_t *root, af_graph_t **out)
     return 0;
 }
 
-int af_graph_parse_json(const char *text, size_t len, af_graph_t **out, af_error_t *err)
+/* Parses text; dir is the directory weights files are looked up in (NULL: none). */
+static int parse(const char *text, size_t len, const char *dir, af_graph_t **out, af_error_t *err)
 {
     if (!text || !out)
         return af__err(err, AF_EINVAL, "af_graph_parse_json: NULL argument");
     json_error_t jerr;
-    ctx_t c = {err, 0};
+    ctx_t c = {err, 0, dir, NULL};
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (root) {
         int rc = graph_from_dom(&c, root, out);
@@ -541,6 +626,11 @@ int af_graph_parse_json(const char *text, size_t len, af_graph_t **out, af_error
     if (err)
         *err = second;
     return rc2;
+}
+
+int af_graph_parse_json(const char *text, size_t len, af_graph_t **out, af_error_t *err)
+{
+    return parse(text, len, NULL, out, err);
 }
 
 /* Reads a whole file (or stdin for "-") into an af__malloc'd buffer. */
@@ -585,7 +675,13 @@ int af_graph_load_json(const char *path, af_graph_t **out, af_error_t *err)
     int rc = read_file(path, &buf, &len, err);
     if (rc)
         return rc;
-    rc = af_graph_parse_json(buf, len, out, err);
+    char *dir = af__path_dir(strcmp(path, "-") ? path : "./-"); /* stdin: the cwd */
+    if (!dir) {
+        af__free(buf);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
+    rc = parse(buf, len, dir, out, err);
+    af__free(dir);
     af__free(buf);
     return rc;
 }

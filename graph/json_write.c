@@ -7,8 +7,12 @@
  * parse gives the same graph. Fields that hold their default are left out (kind intermediate,
  * no alias, cost 0); a dynamic tensor is written "dynamic": true instead of "bytes".
  *
- * Saving is atomic: the text goes to a temp file in the same directory, is fsync'ed, then
- * renamed over the target, so a reader sees the old file or the new one, never half of one.
+ * Saving goes through the library's durable write (common/file.c: a temp file unique per
+ * writer, fsync, rename, fsync of the directory), so a reader sees the old file or the new one,
+ * never half of one.
+ * A graph with constant data gets a weights file beside the JSON (GRAPH.weights), written the
+ * same way and first, holding each tensor's bytes at a 64-byte aligned offset in tensor order;
+ * the JSON names it ("weights": {"file", "bytes"}) and gives each tensor's "data" range.
  *
  * Memory: the output buffer uses the af__ hooks; the per-line DOMs use jansson's allocator
  * and are freed before returning. Threading: no shared state; a finalized graph may be written
@@ -22,8 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define AF__STR_(x) #x
 #define AF__STR(x) AF__STR_(x)
@@ -35,7 +37,15 @@ static void put(json_t *obj, const char *key, json_t *val, int *oom)
         *oom = 1;
 }
 
-static json_t *tensor_to_json(const af_graph_t *g, const af_tensor_info_t *t, int *oom)
+/* Where the weights file holds each tensor's data (save_json), or NULL (structure only). */
+typedef struct wlayout {
+    const char *file; /* the weights file's name, as the JSON records it */
+    uint64_t total;   /* its size */
+    uint64_t *off;    /* per tensor: offset of its data */
+} wlayout_t;
+
+static json_t *tensor_to_json(const af_graph_t *g, const af_tensor_info_t *t, const wlayout_t *w,
+                              int *oom)
 {
     json_t *o = json_object();
     if (!o) {
@@ -62,6 +72,16 @@ static json_t *tensor_to_json(const af_graph_t *g, const af_tensor_info_t *t, in
         put(o, "alias_of", json_string(g->tensors[t->alias_of].name), oom);
         if (t->alias_offset)
             put(o, "offset", json_integer(t->alias_offset), oom);
+    }
+    if (t->bytes == AF_BYTES_DYNAMIC && t->dynamic_reason)
+        put(o, "dynamic_reason", json_string(t->dynamic_reason), oom);
+    if (w && t->data) {
+        json_t *d = json_object();
+        if (d) {
+            put(d, "offset", json_integer((json_int_t)w->off[t - g->tensors]), oom);
+            put(d, "bytes", json_integer(t->bytes), oom);
+        }
+        put(o, "data", d, oom);
     }
     return o;
 }
@@ -246,7 +266,7 @@ static int check_utf8(const af_graph_t *g, af_error_t *err)
     return 0;
 }
 
-int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
+static int to_json(const af_graph_t *g, const wlayout_t *w, char **out, af_error_t *err)
 {
     if (!g || !out)
         return af__err(err, AF_EINVAL, "af_graph_to_json: NULL argument");
@@ -267,9 +287,20 @@ int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
     if (name)
         sbuf_json(&b, name);
     json_decref(name);
+    if (w) {
+        json_t *wj = json_object();
+        if (wj) {
+            put(wj, "file", json_string(w->file), &oom);
+            put(wj, "bytes", json_integer((json_int_t)w->total), &oom);
+            sbuf_str(&b, ",\n  \"weights\": ");
+            sbuf_json(&b, wj);
+        }
+        json_decref(wj);
+        oom |= !wj;
+    }
     sbuf_str(&b, ",\n  \"tensors\": [");
     for (size_t i = 0; i < g->n_tensors && !oom && !b.oom; i++) {
-        json_t *t = tensor_to_json(g, &g->tensors[i], &oom);
+        json_t *t = tensor_to_json(g, &g->tensors[i], w, &oom);
         sbuf_str(&b, i ? ",\n    " : "\n    ");
         if (t && !oom)
             sbuf_json(&b, t);
@@ -292,60 +323,78 @@ int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
     return 0;
 }
 
-/* Writes all of buf to fd, retrying on EINTR and short writes. */
-static int write_all(int fd, const char *buf, size_t len)
+int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err)
 {
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
+    return to_json(g, NULL, out, err);
+}
+
+typedef struct wctx {
+    const af_graph_t *g;
+    const wlayout_t *w;
+} wctx_t;
+
+/* The weights file: each tensor's data at its offset, zero padding between. */
+static int fill_weights(int fd, void *ctx)
+{
+    const wctx_t *c = ctx;
+    static const char zeros[64];
+    uint64_t at = 0;
+    for (size_t i = 0; i < c->g->n_tensors; i++) {
+        const af_tensor_info_t *t = &c->g->tensors[i];
+        if (!t->data)
+            continue;
+        if (af_file_write_all(fd, zeros, (size_t)(c->w->off[i] - at)) ||
+            af_file_write_all(fd, t->data, (size_t)t->bytes))
             return -1;
-        }
-        buf += w;
-        len -= (size_t)w;
+        at = c->w->off[i] + (uint64_t)t->bytes;
     }
-    return 0;
+    return af_file_write_all(fd, zeros, (size_t)(c->w->total - at));
+}
+
+/* PATH.json -> PATH.weights; any other name gets ".weights" appended. af__malloc'd. */
+static char *weights_path(const char *path)
+{
+    size_t n = strlen(path);
+    if (n > 5 && !strcmp(path + n - 5, ".json"))
+        n -= 5;
+    char *w = af__malloc(n + 9);
+    if (w) {
+        memcpy(w, path, n);
+        memcpy(w + n, ".weights", 9);
+    }
+    return w;
 }
 
 int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err)
 {
-    if (!path)
-        return af__err(err, AF_EINVAL, "af_graph_save_json: NULL path");
-    char *text = NULL;
-    int rc = af_graph_to_json(g, &text, err);
-    if (rc)
-        return rc;
-    size_t plen = strlen(path);
-    char *tmp = af__malloc(plen + 16);
-    if (!tmp) {
-        af__free(text);
-        return af__err(err, AF_ENOMEM, "out of memory");
+    if (!path || !g)
+        return af__err(err, AF_EINVAL, "af_graph_save_json: NULL argument");
+    wlayout_t lay = {0};
+    char *wpath = NULL, *text = NULL;
+    int rc = 0;
+    if (af_graph_data_bytes(g)) { /* the weights first: the JSON names a complete file */
+        wpath = weights_path(path);
+        lay.off = af__calloc(g->n_tensors + 1, sizeof(*lay.off));
+        if (!wpath || !lay.off) {
+            rc = af__err(err, AF_ENOMEM, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < g->n_tensors; i++)
+            if (g->tensors[i].data) {
+                lay.off[i] = af__align_up(lay.total, 64); /* every tensor 64-byte aligned */
+                lay.total = lay.off[i] + (uint64_t)g->tensors[i].bytes;
+            }
+        const char *slash = strrchr(wpath, '/');
+        lay.file = slash ? slash + 1 : wpath;
+        wctx_t wc = {g, &lay};
+        if ((rc = af_file_write_durable_fn(wpath, fill_weights, &wc, err)))
+            goto out;
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = af__err(err, AF_EIO, "cannot create a temporary file next to '%s': %s", path,
-                     strerror(errno));
-        goto out;
-    }
-    /* mkstemp creates 0600; a graph file is ordinary data. (umask() is process-wide and racy
-     * in a threaded program, so a fixed 0644 is used rather than "0666 & ~umask".) */
-    (void)fchmod(fd, 0644);
-    if (write_all(fd, text, strlen(text)) || fsync(fd)) {
-        rc = af__err(err, AF_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        goto out;
-    }
-    if (close(fd) || rename(tmp, path)) {
-        rc = af__err(err, AF_EIO, "cannot replace '%s': %s", path, strerror(errno));
-        unlink(tmp);
-        goto out;
-    }
+    if (!(rc = to_json(g, lay.off ? &lay : NULL, &text, err)))
+        rc = af_file_write_durable(path, text, strlen(text), err);
 out:
-    af__free(tmp);
     af__free(text);
+    af__free(wpath);
+    af__free(lay.off);
     return rc;
 }

@@ -3,8 +3,10 @@
  *
  * Algorithm: the model is decoded with protobuf-c (C code generated at build time from the
  * system's onnx.proto; its allocator is routed through af__malloc/af__free so the OOM tests
- * reach it). One pass over the nodes, in file order (ONNX requires topological order), keeps a
- * table of values (tensor names -> element type, shape, small folded values):
+ * reach it; the large tensor payloads are located first and left out of the unpacked copy,
+ * onnx_map.c). One pass over the nodes, in topological order (the file's, or Kahn's when the
+ * file is not sorted: onnx_order.c), keeps a table of values (tensor names -> element type,
+ * shape, small folded values, where the constant bytes are):
  *   1. initializers are constants; graph inputs take their declared types, with the user's dims
  *      ("name=1,3,224,224", or "batch_size=1" for a symbolic dim) applied on top;
  *   2. each node runs its shape rule (onnx_shape.c) and folding (onnx_fold.c); a node whose
@@ -16,8 +18,11 @@
  *      opaque_control_flow kept as one node that also reads the outer values its body reads;
  *   3. with use_declared, a shape the model declares fills what inference left unknown, and a
  *      contradiction is an error (onnx_inputs.c);
+ *   4. an output whose size stays unknown gets the reason why (onnx_dyn.c);
  * then onnx_emit.c turns every value still read by a kept node (or a graph input/output) into a
- * tensor and every kept node into a node; a view op's output becomes an alias of its input.
+ * tensor and every kept node into a node; a view op's output becomes an alias of its input;
+ * constants get their bytes (onnx_data.c: mapped in place or copied; external files through
+ * onnx_ext.c). af_onnx_load maps the file; the graph keeps the mapping while it points into it.
  *
  * Invariants: values are addressed by index (the table grows); a value has at most one
  * producer; every protobuf string is checked for NULL before use, and every tensor's data
@@ -31,9 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef AF_HAVE_ONNX
 #include "graph/onnx_int.h"
+#include "graph/onnx_wire.h"
 
 #define MAX_DEPTH 16 /* nested If branches inlined */
 
@@ -58,19 +65,12 @@ static void pb_free(void *data, void *p)
 
 /* ---- value table ---------------------------------------------------------------------- */
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
 static int32_t val_find(const imp_t *im, const char *name)
 {
     if (!im->hash_cap)
         return -1;
-    for (size_t i = hash_str(name) & (im->hash_cap - 1);; i = (i + 1) & (im->hash_cap - 1)) {
+    for (size_t i = af__graph_hash_str(name) & (im->hash_cap - 1);;
+         i = (i + 1) & (im->hash_cap - 1)) {
         int32_t id = im->hash[i];
         if (id < 0 || !strcmp(im->vals[id].name, name))
             return id;
@@ -92,7 +92,7 @@ static int hash_insert(imp_t *im, int32_t id)
             if ((int32_t)v != id)
                 hash_insert(im, (int32_t)v);
     }
-    size_t i = hash_str(im->vals[id].name) & (im->hash_cap - 1);
+    size_t i = af__graph_hash_str(im->vals[id].name) & (im->hash_cap - 1);
     while (im->hash[i] >= 0)
         i = (i + 1) & (im->hash_cap - 1);
     im->hash[i] = id;
@@ -113,7 +113,7 @@ int32_t af__onnx_val_get(af__onnx_imp_t *im, const char *name)
     memset(v, 0, sizeof(*v));
     v->name = name;
     v->rank = -1;
-    v->alias_of = v->producer = -1;
+    v->alias_of = v->producer = v->data_src = -1;
     im->n_vals++;
     if (hash_insert(im, id)) {
         im->n_vals--;
@@ -206,6 +206,14 @@ static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *
     return rc == AF_ENOMEM ? af__err(im->err, rc, "out of memory") : rc;
 }
 
+/* Records `why` for output v of node n when its size stays unknown. 0 or an error. */
+static int note_why(imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v, const char *why)
+{
+    af__onnx_ctx_t c = {.im = im, .node = n, .err = im->err};
+    snprintf(c.why, sizeof(c.why), "%s", why);
+    return af__onnx_note_dynamic(&c, v, 1) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+}
+
 /*
  * If with a condition not known at load time: both branches are imported, and the If node
  * reads the condition and both branches' outputs and produces its own. Planning then reserves
@@ -257,6 +265,10 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
                     o->dims[d] = -1;
         }
         if (im->opts->use_declared && (rc = af__onnx_merge_declared(im, o, "")))
+            return rc;
+        if ((rc = note_why(im, n, o,
+                           "If with a condition known only at run time: its branches do not "
+                           "give this output one known shape and type")))
             return rc;
     }
     return keep_node(im, n, kio, 1 + 2 * no, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
@@ -317,8 +329,12 @@ static int import_opaque(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int n
     memcpy(io, ins, (size_t)nin * sizeof(int32_t));
     memcpy(io + nin, outs, (size_t)no * sizeof(int32_t));
     for (int i = 0; i < no; i++)
-        if (io[nin + i] >= 0 && im->opts->use_declared &&
-            (rc = af__onnx_merge_declared(im, &im->vals[io[nin + i]], "")))
+        if (io[nin + i] >= 0 &&
+            ((im->opts->use_declared &&
+              (rc = af__onnx_merge_declared(im, &im->vals[io[nin + i]], ""))) ||
+             (rc = note_why(im, n, &im->vals[io[nin + i]],
+                            "control flow imported as one opaque node: output sizes depend "
+                            "on the iterations"))))
             return rc;
     return keep_node(im, n, io, nin, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
@@ -379,7 +395,8 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
                            "supported (opaque_control_flow imports it as one node)",
                            n->op_type, nname, n->attribute[i]->name);
         }
-    af__onnx_ctx_t c = {.node = n, .n_in = ni, .n_out = no, .opset = im->opset, .err = im->err};
+    af__onnx_ctx_t c = {
+        .im = im, .node = n, .n_in = ni, .n_out = no, .opset = im->opset, .err = im->err};
     for (int i = 0; i < ni + no; i++) {
         af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;
         if (i < ni)
@@ -389,7 +406,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
         if (!v && i >= ni)
             absent[i - ni] = (af__onnx_val_t){.name = "", .rank = -1, .alias_of = -1};
     }
-    rc = is_default ? af__onnx_infer(&c) : 0;
+    rc = af__onnx_infer(&c); /* custom domains: no rule, outputs unknown */
     for (int i = 0; i < no; i++)
         if (io[ni + i] < 0)
             af__free(absent[i].vals);
@@ -402,6 +419,8 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
             continue;
         if (im->opts->use_declared && (rc = af__onnx_merge_declared(im, v, "")))
             return rc;
+        if ((rc = af__onnx_note_dynamic(&c, v, is_default)))
+            return rc;
         is_out |= v->is_output;
         if (!v->is_const && !af__onnx_vals_known(v))
             folded = 0;
@@ -410,8 +429,13 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
         folded = 1;
     int view =
         is_default && af__onnx_is_view(n->op_type) && ni > 0 && io[0] >= 0 && no > 0 && io[ni] >= 0;
-    if (view && im->vals[io[0]].is_const && !im->opts->keep_folded)
-        folded = 1; /* a view of a constant is a constant */
+    int all_const = 1; /* a view of a constant is a constant when its shape input is too */
+    for (int i = 0; i < ni; i++)
+        all_const &= io[i] < 0 || im->vals[io[i]].is_const;
+    if (view && all_const && !im->opts->keep_folded) {
+        folded = 1;
+        im->vals[io[ni]].data_src = io[0];
+    }
     if (folded && !is_out) {
         for (int i = 0; i < no; i++)
             if (io[ni + i] >= 0)
@@ -421,8 +445,10 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
     if (view && !im->vals[io[0]].is_const)
         im->vals[io[ni]].alias_of = io[0];
     for (int i = 0; i < no; i++)
-        if (io[ni + i] >= 0)
+        if (io[ni + i] >= 0) {
             im->vals[io[ni + i]].is_const = 0;
+            im->vals[io[ni + i]].data_src = -1;
+        }
     return keep_node(im, n, io, ni, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
 
@@ -441,7 +467,7 @@ static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
             return af__err(im->err, AF_EPARSE, "initializer '%s' defined twice", t->name);
         af__free(v->vals);
         v->vals = NULL;
-        if ((rc = af__onnx_tensor_decode(t, v, im->err)))
+        if ((rc = af__onnx_tensor_decode(im, t, v, im->err)))
             return rc;
         v->is_const = 1;
     }
@@ -453,11 +479,16 @@ static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
         if (id >= 0 && im->opts->use_declared)
             im->vals[id].declared = af__onnx_tensor_type(vi);
     }
-    for (size_t i = 0; i < g->n_node; i++) {
-        if ((rc = check_node(im, g->node[i], i)) || (rc = run_node(im, g->node[i], depth)))
+    for (size_t i = 0; i < g->n_node; i++)
+        if ((rc = check_node(im, g->node[i], i)))
             return rc;
-    }
-    return 0;
+    int32_t *order = NULL;
+    if (g->n_node > 1 && af__onnx_node_order(g, &order))
+        return af__err(im->err, AF_ENOMEM, "out of memory");
+    for (size_t i = 0; i < g->n_node && !rc; i++)
+        rc = run_node(im, g->node[order ? (size_t)order[i] : i], depth);
+    af__free(order);
+    return rc;
 }
 
 /* ---- entry points --------------------------------------------------------------------- */
@@ -524,6 +555,64 @@ static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
     return af__onnx_emit(im, m->graph->name, out);
 }
 
+static void imp_free(imp_t *im)
+{
+    for (size_t i = 0; i < im->n_vals; i++) {
+        af__free(im->vals[i].vals);
+        af__free(im->vals[i].why);
+    }
+    for (size_t i = 0; i < im->n_nodes; i++)
+        af__free(im->nodes[i].io);
+    for (size_t i = 0; i < im->n_synth; i++)
+        af__free(im->synth[i]);
+    af__free(im->synth);
+    af__free(im->vals);
+    af__free(im->hash);
+    af__free(im->nodes);
+    af__free(im->binds);
+    af__onnx_ext_free(im);
+    af__onnx_map_free(&im->map);
+    af__store_unref(im->heap);
+}
+
+/*
+ * Imports len model bytes. store: the storage the bytes live in when the graph may point into
+ * them (a mapped file), NULL when they are only borrowed for the call. dir: the model's
+ * directory (external data), or NULL.
+ */
+static int load_bytes(const uint8_t *data, size_t len, af__store_t *store, const char *dir,
+                      const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err)
+{
+    /* Nesting depth and decoded size are checked on the original bytes, before anything
+     * (the payload locator, protobuf-c's recursive unpack) walks them. */
+    int rc = af__onnx_wire_check(data, len, err);
+    if (rc != 0)
+        return rc;
+    imp_t im = {.opts = opts, .err = err, .base_store = store, .model_dir = dir};
+    int oom = 0;
+    ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, &oom};
+    if (af__onnx_map_strip(data, len, &im.map)) {
+        imp_free(&im);
+        return af__err(err, AF_ENOMEM, "out of memory locating the model's tensor data");
+    }
+    const uint8_t *pb = im.map.stripped ? im.map.stripped : data;
+    size_t pblen = im.map.stripped ? im.map.stripped_len : len;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, pblen, pb);
+    af__onnx_map_release_stripped(&im.map); /* unpacked: the stripped copy is not needed */
+    if (!m && oom)
+        rc = af__err(err, AF_ENOMEM, "out of memory decoding the ONNX model");
+    else if (!m)
+        rc = af__err(err, AF_EPARSE,
+                     "not a valid ONNX model: protobuf decoding failed (truncated or corrupt "
+                     "file)");
+    else
+        rc = import_model(&im, m, out);
+    imp_free(&im);
+    if (m)
+        onnx__model_proto__free_unpacked(m, &pb_allocator);
+    return rc;
+}
+
 int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, af_graph_t **out,
                      af_error_t *err)
 {
@@ -534,49 +623,26 @@ int af_onnx_load_mem(const void *data, size_t len, const af_onnx_opts_t *opts, a
     }
     if (!out || (!data && len))
         return af__err(err, AF_EINVAL, "af_onnx_load_mem: NULL argument");
-    int oom = 0;
-    ProtobufCAllocator pb_allocator = {pb_alloc, pb_free, &oom};
-    Onnx__ModelProto *m = onnx__model_proto__unpack(&pb_allocator, len, data);
-    if (!m && oom)
-        return af__err(err, AF_ENOMEM, "out of memory decoding the ONNX model");
-    if (!m)
-        return af__err(err, AF_EPARSE,
-                       "not a valid ONNX model: protobuf decoding failed (truncated or corrupt "
-                       "file)");
-    imp_t im = {.opts = opts, .err = err};
-    int rc = import_model(&im, m, out);
-    for (size_t i = 0; i < im.n_vals; i++)
-        af__free(im.vals[i].vals);
-    for (size_t i = 0; i < im.n_nodes; i++)
-        af__free(im.nodes[i].io);
-    for (size_t i = 0; i < im.n_synth; i++)
-        af__free(im.synth[i]);
-    af__free(im.synth);
-    af__free(im.vals);
-    af__free(im.hash);
-    af__free(im.nodes);
-    af__free(im.binds);
-    onnx__model_proto__free_unpacked(m, &pb_allocator);
-    return rc;
+    return load_bytes(data, len, NULL, NULL, opts, out, err);
 }
 
-int af_onnx_load(const char *path, const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err)
+/* Reads a file that cannot be mapped (a pipe, /dev/stdin) into an af__malloc'd buffer. */
+static int read_all(const char *path, char **buf, size_t *len, af_error_t *err)
 {
-    if (!path || !out)
-        return af__err(err, AF_EINVAL, "af_onnx_load: NULL argument");
     FILE *f = fopen(path, "rb");
     if (!f)
         return af__err(err, AF_EIO, "%s: %s", path, strerror(errno));
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
+    size_t cap = 0;
     int rc = 0;
+    *buf = NULL;
+    *len = 0;
     for (;;) {
-        if (af__grow((void **)&buf, &cap, len + 65536, 1)) {
+        if (af__grow((void **)buf, &cap, *len + 65536, 1)) {
             rc = af__err(err, AF_ENOMEM, "out of memory reading %s", path);
             break;
         }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
+        size_t got = fread(*buf + *len, 1, cap - *len, f);
+        *len += got;
         if (got == 0) {
             if (ferror(f))
                 rc = af__err(err, AF_EIO, "%s: read error", path);
@@ -584,15 +650,45 @@ int af_onnx_load(const char *path, const af_onnx_opts_t *opts, af_graph_t **out,
         }
     }
     fclose(f);
-    if (!rc) {
-        rc = af_onnx_load_mem(buf, len, opts, out, err);
-        if (rc && err && err->msg[0] && strncmp(err->msg, path, strlen(path))) {
-            char tmp[AF_ERROR_MSG_MAX];
-            snprintf(tmp, sizeof(tmp), "%s", err->msg);
-            af__err(err, rc, "%s: %s", path, tmp);
-        }
+    if (rc) {
+        af__free(*buf);
+        *buf = NULL;
     }
+    return rc;
+}
+
+int af_onnx_load(const char *path, const af_onnx_opts_t *opts, af_graph_t **out, af_error_t *err)
+{
+    if (!path || !out)
+        return af__err(err, AF_EINVAL, "af_onnx_load: NULL argument");
+    af_onnx_opts_t def;
+    if (!opts) {
+        af_onnx_opts_init(&def);
+        opts = &def;
+    }
+    char *dir = af__path_dir(path);
+    if (!dir)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    af__store_t *st = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    af_error_t merr;
+    int rc = af__store_map(path, &st, &merr);
+    if (rc == AF_EIO && access(path, R_OK) == 0) /* not a regular file: read it */
+        rc = read_all(path, &buf, &len, err);
+    else if (rc && err)
+        *err = merr;
+    if (!rc)
+        rc = load_bytes(st ? st->base : (const uint8_t *)buf, st ? st->len : len, st, dir, opts,
+                        out, err);
+    if (rc && err && err->msg[0] && strncmp(err->msg, path, strlen(path))) {
+        char tmp[AF_ERROR_MSG_MAX];
+        snprintf(tmp, sizeof(tmp), "%s", err->msg);
+        af__err(err, rc, "%s: %s", path, tmp);
+    }
+    af__store_unref(st); /* the graph holds its own references */
     af__free(buf);
+    af__free(dir);
     return rc;
 }
 

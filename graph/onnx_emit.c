@@ -2,10 +2,12 @@
  * ONNX importer — turning the importer's kept values and nodes into a graph (graph.h).
  *
  * Every value read by a kept node, or a graph input/output, becomes a tensor: kind input,
- * constant (initializers, Constant outputs, folded values with no run-time producer), output or
- * intermediate; bytes = elements x element size when the shape is known, else AF_BYTES_DYNAMIC;
- * a view's output is an alias of its input at offset 0. Every kept node becomes a node with its
- * attributes (ints, floats, strings and their lists; tensors and graphs are not carried), named
+ * constant (initializers, Constant outputs, folded values with no run-time producer; their bytes
+ * are attached by onnx_data.c), output or intermediate; bytes = elements x element size when the
+ * shape is known, else AF_BYTES_DYNAMIC with the reason recorded; a view's output is an alias of
+ * its input at offset 0. Every kept node becomes a node with its attributes (ints, floats, strings
+ * and their lists — a list of strings as one comma-joined string, a one-element tensor as its
+ * value; other tensors and graphs are not carried), named
  * after the ONNX node (made unique with "#k" since ONNX does not require unique names), with an
  * in-place hint when an elementwise op's output has its input's size and type, and a cost
  * estimate in FLOPs (node_cost). Reentrant.
@@ -28,6 +30,13 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
         b = &im->vals[b->alias_of];
         n = af__onnx_numel(b);
     }
+    /* Every dim known but elements x element size past 2^63-1: the JSON reader's error, not a
+     * tensor of unknown size. */
+    int known = v->rank >= 0 && v->rank <= AF_MAX_RANK && sz > 0;
+    for (int i = 0; known && i < v->rank; i++)
+        known = v->dims[i] >= 0;
+    if (known && (n < 0 || (uint64_t)n > (uint64_t)INT64_MAX / (uint64_t)sz))
+        return af__err(im->err, AF_ESIZE, "tensor '%s': shape x dtype size overflows", v->name);
     af_tensor_desc_t d = {.name = v->name, .dtype = (af_dtype_t)af__onnx_dtype(v->elem)};
     d.rank = v->rank <= AF_MAX_RANK ? v->rank : -1;
     d.shape = v->dims;
@@ -42,7 +51,43 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
         d.kind = AF_TENSOR_OUTPUT;
     if (v->alias_of >= 0)
         d.alias_of = im->vals[v->alias_of].name;
-    return af_graph_add_tensor(gr, &d, NULL, im->err);
+    int32_t id;
+    int rc = af_graph_add_tensor(gr, &d, &id, im->err);
+    if (rc)
+        return rc;
+    if (d.bytes == AF_BYTES_DYNAMIC) {
+        char buf[300];
+        const char *why = v->why;
+        if (v->elem == ONNX__TENSOR_PROTO__DATA_TYPE__STRING && !v->why) {
+            why = "a string tensor (its elements have no fixed size)";
+        } else if (v->is_input) {
+            snprintf(buf, sizeof(buf),
+                     "graph input with unknown dims (give them with --input %.200s=d0,d1,...)",
+                     v->name);
+            why = buf;
+        } else if (!why && v->alias_of >= 0) {
+            snprintf(buf, sizeof(buf), "a view of '%.200s', whose size is unknown",
+                     im->vals[v->alias_of].name);
+            why = buf;
+        } else if (!why && v->is_const) {
+            why = "a constant whose shape or element type the model does not give";
+        }
+        if (why && (rc = af_graph_set_dynamic_reason(gr, id, why, im->err)))
+            return rc;
+    }
+    return af__onnx_data_attach(im, gr, id, v);
+}
+
+/* 1 when t holds exactly one numeric element, stored in *v (integers exact up to 2^53). */
+static int scalar_tensor(af__onnx_imp_t *im, const Onnx__TensorProto *t, double *v)
+{
+    af__onnx_val_t tmp = {.name = "", .rank = -1, .alias_of = -1};
+    int ok = af__onnx_tensor_decode(im, t, &tmp, NULL) == 0 && af__onnx_numel(&tmp) == 1 &&
+             af__onnx_vals_known(&tmp);
+    if (ok)
+        *v = tmp.vals[0];
+    af__free(tmp.vals);
+    return ok;
 }
 
 static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx__NodeProto *n)
@@ -75,8 +120,17 @@ static int emit_attrs(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const Onnx
                 fl[k] = a->floats[k];
             at.floats = fl;
             at.n = (int32_t)a->n_floats;
+        } else if (a->n_strings) { /* a list of strings (RNN activations): comma-joined */
+            size_t len = 0;
+            for (size_t k = 0; k < a->n_strings && len + 1 < sizeof(s); k++)
+                len += (size_t)snprintf(s + len, sizeof(s) - len, "%s%.*s", k ? "," : "",
+                                        (int)a->strings[k].len, (const char *)a->strings[k].data);
+            at.type = AF_ATTR_STRING;
+            at.s = s;
+        } else if (a->t && scalar_tensor(im, a->t, &at.f)) {
+            at.type = AF_ATTR_FLOAT; /* a one-element tensor (ConstantOfShape's value) */
         } else {
-            continue; /* tensors, graphs, types: not carried */
+            continue; /* other tensors, graphs, types: not carried */
         }
         int rc = af_graph_node_set_attr(gr, id, &at, im->err);
         af__free(fl);
@@ -112,6 +166,36 @@ static double node_cost(const af__onnx_imp_t *im, const af__onnx_knode_t *k)
         red = kd > 0 ? 2.0 * (double)kd : 1;
     }
     return (double)n * red;
+}
+
+/*
+ * An omitted optional input or output ("" in ONNX, e.g. Resize(X, "", "", sizes)) is not a
+ * tensor, so the node's lists are shorter than ONNX's: when an omission shifts a later entry,
+ * the ONNX position of every kept entry is recorded in the ints attributes
+ * "arenaflow.input_positions" / "arenaflow.output_positions" (kernels read them). Nodes whose
+ * omissions are all trailing get none.
+ */
+static int emit_positions(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const af__onnx_knode_t *k)
+{
+    for (int side = 0; side < 2; side++) {
+        int64_t pos[32];
+        int n = 0, shifted = 0, base = side ? k->n_in : 0, cnt = side ? k->n_out : k->n_in;
+        for (int i = 0; i < cnt && n < 32; i++)
+            if (k->io[base + i] >= 0) {
+                shifted |= i != n;
+                pos[n++] = i;
+            }
+        if (!shifted)
+            continue;
+        af_attr_t at = {.name = side ? "arenaflow.output_positions" : "arenaflow.input_positions",
+                        .type = AF_ATTR_INTS,
+                        .ints = pos,
+                        .n = n};
+        int rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t *k, size_t idx)
@@ -152,6 +236,15 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
         snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
         rc = af_graph_add_node(gr, &d, &id, im->err);
     }
+    if (!rc)
+        rc = emit_positions(im, gr, id, k);
+    if (!rc && im->opset < 13 &&
+        (!strcmp(n->op_type, "Softmax") || !strcmp(n->op_type, "LogSoftmax") ||
+         !strcmp(n->op_type, "Hardmax"))) {
+        /* before opset 13 these flatten the input to 2-D at `axis` (default 1) */
+        af_attr_t at = {.name = "arenaflow.opset", .type = AF_ATTR_INT, .i = im->opset};
+        rc = af_graph_node_set_attr(gr, id, &at, im->err);
+    }
     return rc ? rc : emit_attrs(im, gr, id, n);
 }
 
@@ -161,7 +254,7 @@ int af__onnx_emit(af__onnx_imp_t *im, const char *name, af_graph_t **out)
     int rc = af_graph_create(&gr);
     if (rc)
         return af__err(im->err, rc, "out of memory");
-    if (name && (rc = af_graph_set_name(gr, name)))
+    if ((name && (rc = af_graph_set_name(gr, name))) || (rc = af__onnx_data_prepare(im)))
         goto fail;
     for (size_t i = 0; i < im->n_vals; i++) {
         const af__onnx_val_t *v = &im->vals[i];

@@ -136,7 +136,7 @@ static double half_to_double(uint16_t h)
     return h & 0x8000 ? -v : v;
 }
 
-static double raw_elem(const uint8_t *p, int32_t elem)
+double af__onnx_raw_elem(const uint8_t *p, int32_t elem)
 {
     uint64_t u = 0;
     int sz = af__onnx_elem_size(elem);
@@ -214,13 +214,53 @@ static double typed_elem(const Onnx__TensorProto *t, int32_t elem, size_t i)
     case T(FLOAT16):
         return half_to_double((uint16_t)t->int32_data[i]);
     case T(BFLOAT16):
-        return raw_elem((const uint8_t *)&(uint16_t){(uint16_t)t->int32_data[i]}, elem);
+        return af__onnx_raw_elem(
+            (const uint8_t[]){(uint8_t)t->int32_data[i], (uint8_t)(t->int32_data[i] >> 8)},
+            elem); /* the bits, as little-endian bytes */
     default:
         return t->int32_data[i];
     }
 }
 
-int af__onnx_tensor_decode(const Onnx__TensorProto *t, af__onnx_val_t *v, af_error_t *err)
+/* Locates t's bytes for v: a located payload, an external file, raw_data or typed fields. */
+static int locate_data(af__onnx_imp_t *im, const Onnx__TensorProto *t, af__onnx_val_t *v,
+                       const char *name, uint64_t need, af_error_t *err)
+{
+    const uint8_t *p;
+    size_t len;
+    v->raw = NULL;
+    v->raw_len = 0;
+    v->raw_store = NULL;
+    v->tp = t;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (!im || (im->opts && im->opts->skip_data && af__onnx_numel(v) > AF__ONNX_FOLD_MAX))
+            return 1; /* shape only */
+        af__store_t *st;
+        int rc = af__onnx_external(im, t, name, need, &p, &st, err);
+        if (rc)
+            return rc;
+        v->raw = p;
+        v->raw_len = (size_t)need;
+        v->raw_store = st;
+        return 0;
+    }
+    if (im && af__onnx_map_get(&im->map, t, &p, &len)) {
+        v->raw = p;
+        v->raw_len = len;
+        v->raw_store = im->base_store;
+    } else if (t->has_raw_data) {
+        v->raw = t->raw_data.data;
+        v->raw_len = t->raw_data.len;
+    }
+    if (v->raw && v->elem != T(STRING) && (uint64_t)v->raw_len != need)
+        return af__err(err, AF_EPARSE,
+                       "tensor '%s': raw_data has %zu bytes, dims and type need %llu", name,
+                       v->raw_len, (unsigned long long)need);
+    return 0;
+}
+
+int af__onnx_tensor_decode(af__onnx_imp_t *im, const Onnx__TensorProto *t, af__onnx_val_t *v,
+                           af_error_t *err)
 {
     const char *name = t->name && t->name[0] ? t->name : v->name;
     v->elem = t->has_data_type ? t->data_type : 0;
@@ -235,17 +275,20 @@ int af__onnx_tensor_decode(const Onnx__TensorProto *t, af__onnx_val_t *v, af_err
         v->dims[i] = t->dims[i];
     }
     int64_t n = af__onnx_numel(v);
-    if (n < 0)
-        return af__err(err, AF_EPARSE, "tensor '%s': element count overflows", name);
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return 0; /* data lives in another file: shape only */
     int sz = af__onnx_elem_size(v->elem);
+    if (n < 0 || (sz && (uint64_t)n > UINT64_MAX / (uint64_t)sz))
+        return af__err(err, AF_EPARSE, "tensor '%s': element count overflows", name);
+    int rc = locate_data(im, t, v, name, (uint64_t)n * (uint64_t)sz, err);
+    if (rc)
+        return rc > 0 ? 0 : rc;
     int typed = v->elem != T(STRING) && v->elem != T(COMPLEX64) && v->elem != T(COMPLEX128);
-    if (t->has_raw_data && v->elem != T(STRING)) {
-        if (sz == 0 || (uint64_t)t->raw_data.len != (uint64_t)n * (uint64_t)sz)
-            return af__err(err, AF_EPARSE,
-                           "tensor '%s': raw_data has %zu bytes, dims and type need %llu", name,
-                           t->raw_data.len, (unsigned long long)((uint64_t)n * (uint64_t)sz));
+    if (v->raw && v->elem != T(STRING)) {
+        if (sz == 0)
+            return af__err(err, AF_EPARSE, "tensor '%s': raw_data for element type %d", name,
+                           (int)v->elem);
+    } else if (t->has_data_location &&
+               t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        return 0; /* shape only (loaded from memory without data, or skip_data) */
     } else if (typed_count(t, v->elem) != (size_t)n) {
         return af__err(err, AF_EPARSE, "tensor '%s': %zu data elements, dims need %lld", name,
                        typed_count(t, v->elem), (long long)n);
@@ -255,8 +298,8 @@ int af__onnx_tensor_decode(const Onnx__TensorProto *t, af__onnx_val_t *v, af_err
     if (!v->vals)
         return af__err(err, AF_ENOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++)
-        v->vals[i] = t->has_raw_data ? raw_elem(t->raw_data.data + i * sz, v->elem)
-                                     : typed_elem(t, v->elem, (size_t)i);
+        v->vals[i] = v->raw ? af__onnx_raw_elem(v->raw + i * sz, v->elem)
+                            : typed_elem(t, v->elem, (size_t)i);
     return 0;
 }
 
@@ -288,7 +331,7 @@ static double to_type(double v, int32_t elem)
         return trunc(v);
     if (elem == T(FLOAT))
         return (float)v;
-    return v;
+    return af__onnx_round_to(v, elem); /* fp16, bf16 */
 }
 
 typedef double (*bin_fn)(double a, double b, int isint);
@@ -569,7 +612,7 @@ static int fold_misc(af__onnx_ctx_t *c, af__onnx_val_t *o)
         const Onnx__AttributeProto *a = af__onnx_attr(c->node, "value");
         if (a && a->t) {
             af__onnx_val_t tmp = {.name = "value"};
-            if ((rc = af__onnx_tensor_decode(a->t, &tmp, c->err)))
+            if ((rc = af__onnx_tensor_decode(c->im, a->t, &tmp, c->err)))
                 return rc;
             int ok = tmp.vals && af__onnx_numel(&tmp) == 1;
             fill = ok ? tmp.vals[0] : AF__ONNX_UNK;

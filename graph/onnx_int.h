@@ -1,8 +1,13 @@
 /*
- * Private interface of the ONNX importer, shared by its three files:
- *   graph/onnx.c       protobuf reading, value table, mapping onto the graph model, If inlining;
- *   graph/onnx_shape.c per-op shape inference (one table row per op);
- *   graph/onnx_fold.c  tensor data decoding and constant folding of small integer/float tensors.
+ * Private interface of the ONNX importer, shared by its files:
+ *   graph/onnx.c        protobuf reading, value table, node order, If inlining;
+ *   graph/onnx_map.c    zero-copy location of tensor bytes in the serialized model;
+ *   graph/onnx_inputs.c graph inputs, user dims, declared types;
+ *   graph/onnx_shape.c  per-op shape inference (one table row per op), onnx_layout.c and
+ *                       onnx_quant.c hold the longer rules;
+ *   graph/onnx_fold.c   tensor decoding and constant folding of small integer/float tensors;
+ *   graph/onnx_data.c   constant data of the emitted tensors; onnx_ext.c external data files;
+ *   graph/onnx_emit.c   mapping onto the graph model.
  *
  * A "value" is one ONNX tensor name. Its shape is a rank (-1 unknown) and dims (-1 unknown).
  * Small tensors may also carry their element values (vals, one double per element; integers
@@ -14,6 +19,7 @@
 
 #include "arenaflow/onnx.h"
 #include "common/common_int.h"
+#include "graph/graph_int.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -31,6 +37,17 @@ typedef struct af__onnx_val {
     int64_t dims[AF__ONNX_RANK_MAX]; /* -1 = unknown */
     double *vals; /* NULL, or numel() element values (some may be AF__ONNX_UNK) */
     int is_const; /* initializer, Constant output or fully folded: no run-time producer */
+    /* Constant bytes (little-endian elements): raw points at raw_len bytes inside raw_store
+     * (mapped model, external file: may be pointed to as is) or, raw_store NULL, inside the
+     * protobuf message or the caller's buffer (copied at emit). tp: the TensorProto whose typed
+     * fields hold the data when raw is NULL. data_src: a view of a constant shares the bytes of
+     * value data_src (-1 otherwise). Otherwise the data, if any, are the folded vals. */
+    const uint8_t *raw;
+    size_t raw_len;
+    af__store_t *raw_store;
+    const Onnx__TensorProto *tp;
+    int data_src;
+    char *why; /* why the shape is not known (dynamic tensor), or NULL */
     int is_input, is_output;
     int used;                                /* read by a kept node, or a graph input/output */
     int alias_of;                            /* value index this one is a view of, or -1 */
@@ -39,7 +56,10 @@ typedef struct af__onnx_val {
 } af__onnx_val_t;
 
 /* What a shape rule sees: the node, its inputs (NULL for an absent optional input), outputs. */
+struct af__onnx_imp;
+
 typedef struct af__onnx_ctx {
+    struct af__onnx_imp *im;
     const Onnx__NodeProto *node;
     af__onnx_val_t *in[32];
     int n_in;
@@ -47,6 +67,7 @@ typedef struct af__onnx_ctx {
     int n_out;
     int64_t opset; /* default-domain opset version */
     af_error_t *err;
+    char why[160]; /* set by a rule (af__onnx_why) that leaves an output's dims unknown */
 } af__onnx_ctx_t;
 
 typedef struct af__onnx_knode {
@@ -59,6 +80,25 @@ typedef struct af__onnx_binding {
     const char *param;
     int64_t value;
 } af__onnx_binding_t;
+
+/* A tensor payload located in the original model bytes (onnx_map.c). */
+typedef struct af__onnx_loc {
+    size_t off, len;
+} af__onnx_loc_t;
+
+typedef struct af__onnx_map {
+    const uint8_t *base;  /* the original model bytes */
+    uint8_t *stripped;    /* the model without the located payloads (until unpacked), or NULL */
+    size_t stripped_len;  /* its size */
+    af__onnx_loc_t *locs; /* marker index -> payload location */
+    size_t n_locs;
+} af__onnx_map_t;
+
+/* An external data file, mapped once however many tensors live in it (onnx_ext.c). */
+typedef struct af__onnx_ext {
+    char *location;
+    af__store_t *store;
+} af__onnx_ext_t;
 
 /* Importer state (onnx.c builds it, onnx_emit.c turns it into a graph). */
 typedef struct af__onnx_imp {
@@ -75,6 +115,14 @@ typedef struct af__onnx_imp {
     size_t n_synth, cap_synth;
     af__onnx_binding_t *binds;
     size_t n_binds, cap_binds;
+    /* constant data */
+    const char *model_dir;   /* directory of the model file (external data), NULL from memory */
+    af__onnx_map_t map;      /* located payloads */
+    af__store_t *base_store; /* the model bytes when they outlive the import (a mapping) */
+    af__onnx_ext_t *ext;     /* external data files */
+    size_t n_ext, cap_ext;
+    af__store_t *heap; /* one block for the bytes that are copied (emit) */
+    size_t heap_used;
 } af__onnx_imp_t;
 
 /* Value table (onnx.c): id of the value called name, created unknown when new; -1 on OOM. */
@@ -141,6 +189,12 @@ int af__onnx_node_err(af__onnx_ctx_t *c, int code, const char *fmt, ...)
 #endif
     ;
 
+typedef int (*af__onnx_rule_fn)(af__onnx_ctx_t *c);
+/* Shape rules kept beside the ops they belong to, by op name (NULL when none). */
+af__onnx_rule_fn af__onnx_rule_quant(const char *op);    /* onnx_quant.c */
+af__onnx_rule_fn af__onnx_rule_misc(const char *op);     /* onnx_misc.c */
+af__onnx_rule_fn af__onnx_rule_training(const char *op); /* ai.onnx.preview.training */
+
 /* Shape helpers (onnx_shape.c). set_rank sets every dim unknown. */
 void af__onnx_set_rank(af__onnx_val_t *v, int rank);
 void af__onnx_copy_shape(af__onnx_val_t *dst, const af__onnx_val_t *src);
@@ -167,10 +221,27 @@ double af__onnx_attr_f(const Onnx__NodeProto *n, const char *name, double def);
  * names the op and node) or AF_ENOMEM.
  */
 int af__onnx_infer(af__onnx_ctx_t *c);
+/* 1 when the node's op has a shape rule. */
+int af__onnx_has_rule(const Onnx__NodeProto *n);
 /* 1 when the op (default domain) is a view: output aliases input 0. */
 int af__onnx_is_view(const char *op);
 /* 1 when the op is elementwise with output 0 shaped like input 0 (in-place candidate). */
 int af__onnx_is_inplace(const char *op);
+
+/* MatMul's numpy semantics (1-D promotion, broadcast batch dims) of a x b into o's shape. */
+int af__onnx_matmul_shape(af__onnx_ctx_t *c, const af__onnx_val_t *a, const af__onnx_val_t *b,
+                          af__onnx_val_t *o);
+
+/* A convolution or pooling window read from the node's attributes (onnx_shape.c). */
+typedef struct af__onnx_win {
+    int ns; /* spatial dims (set by the caller) */
+    int64_t k[AF__ONNX_RANK_MAX], s[AF__ONNX_RANK_MAX], d[AF__ONNX_RANK_MAX];
+    int64_t p[2 * AF__ONNX_RANK_MAX];
+    const char *auto_pad; /* "NOTSET", "SAME" (upper or lower) or "VALID" */
+} af__onnx_win_t;
+/* Kernel (attribute, else weight w's dims), strides, dilations, pads, auto_pad. 0, 1 when the
+ * kernel is not known, or AF_ESHAPE. */
+int af__onnx_read_window(af__onnx_ctx_t *c, const af__onnx_val_t *w, af__onnx_win_t *wn);
 
 /* Shape rules of the data-movement ops (onnx_layout.c), dispatched from onnx_shape.c. */
 int af__onnx_rule_reshape(af__onnx_ctx_t *c);
@@ -191,6 +262,7 @@ int af__onnx_rule_expand(af__onnx_ctx_t *c);
 int af__onnx_rule_pad(af__onnx_ctx_t *c);
 int af__onnx_rule_range(af__onnx_ctx_t *c);
 int af__onnx_rule_tile(af__onnx_ctx_t *c);
+/* onnx_misc.c */
 int af__onnx_rule_topk(af__onnx_ctx_t *c);
 int af__onnx_rule_onehot(af__onnx_ctx_t *c);
 int af__onnx_rule_depth_space(af__onnx_ctx_t *c);
@@ -198,11 +270,60 @@ int af__onnx_rule_depth_space(af__onnx_ctx_t *c);
 int64_t af__onnx_slice_len(int64_t dim, int64_t *start, int64_t end, int64_t step);
 
 /*
- * Tensor data (onnx_fold.c): decodes a TensorProto's shape into v and, when it has at most
- * AF__ONNX_FOLD_MAX elements of a numeric type, its values. Returns 0, AF_EPARSE (data size
- * disagrees with dims) or AF_ENOMEM.
+ * Tensor data (onnx_fold.c): decodes a TensorProto's shape into v, locates its bytes (v->raw /
+ * v->tp: located payload, external file through im, raw_data or typed fields) and, when it has
+ * at most AF__ONNX_FOLD_MAX elements of a numeric type, its values. im may be NULL (no located
+ * payloads, no external files: such a tensor gets its shape only). Returns 0, AF_EPARSE (data
+ * size disagrees with dims, bad external data), AF_EINVAL/AF_EIO (external file), AF_ENOMEM.
  */
-int af__onnx_tensor_decode(const Onnx__TensorProto *t, af__onnx_val_t *v, af_error_t *err);
+int af__onnx_tensor_decode(af__onnx_imp_t *im, const Onnx__TensorProto *t, af__onnx_val_t *v,
+                           af_error_t *err);
+
+/* ---- zero-copy and constant data ---- */
+
+/*
+ * Writes into m a copy of the len model bytes without the large TensorProto payloads
+ * (m->stripped; NULL when there is nothing to strip or the bytes are unusual) and where those
+ * payloads are. Returns 0 or AF_ENOMEM. af__onnx_map_free() releases it.
+ */
+int af__onnx_map_strip(const uint8_t *data, size_t len, af__onnx_map_t *m);
+/* Frees the stripped copy once it is unpacked (the locations stay). */
+void af__onnx_map_release_stripped(af__onnx_map_t *m);
+void af__onnx_map_free(af__onnx_map_t *m);
+/* The located payload of t (a marker placed by af__onnx_map_strip): 1 and *p, *len set; or 0. */
+int af__onnx_map_get(const af__onnx_map_t *m, const Onnx__TensorProto *t, const uint8_t **p,
+                     size_t *len);
+/*
+ * Locates the bytes of external-data tensor t (`need` bytes): maps its file (relative to
+ * im->model_dir; a path leaving that directory is refused) and sets *p into the mapping and
+ * *store. Errors name the tensor: AF_EPARSE (missing or bad keys, range outside the file,
+ * checksum mismatch), AF_ENOTSUP (loaded from memory), AF_EINVAL (path leaves the directory),
+ * AF_EIO, AF_ENOMEM.
+ */
+int af__onnx_external(af__onnx_imp_t *im, const Onnx__TensorProto *t, const char *name,
+                      uint64_t need, const uint8_t **p, af__store_t **store, af_error_t *err);
+void af__onnx_ext_free(af__onnx_imp_t *im);
+/* Reserves copy space for every constant value the graph will carry (before emitting). */
+int af__onnx_data_prepare(af__onnx_imp_t *im);
+/* Attaches the data of constant value v to graph tensor id (a no-op when it has none). */
+int af__onnx_data_attach(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const af__onnx_val_t *v);
+/*
+ * After a node's shapes are final: when output v's size is still unknown, records in v->why
+ * why (the rule's c->why, an unknown input, no rule for the op...). 0 or AF_ENOMEM.
+ */
+int af__onnx_note_dynamic(af__onnx_ctx_t *c, af__onnx_val_t *v, int is_default);
+/* Stable Kahn order of g's nodes (file order among ready ones): *out, g->n_node entries. */
+int af__onnx_node_order(const Onnx__GraphProto *g, int32_t **out);
+/* Records a rule's reason for leaving a dim unknown (first one wins; printf-style). */
+void af__onnx_why(af__onnx_ctx_t *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Element at p (little-endian bytes of type elem) as a double. */
+double af__onnx_raw_elem(const uint8_t *p, int32_t elem);
+/* v rounded to elem's precision for fp16/bf16 (nearest even); v itself for other types. */
+double af__onnx_round_to(double v, int32_t elem);
 /* Allocates v->vals for numel elements, all AF__ONNX_UNK. 0 or AF_ENOMEM (or 1: too big/unknown).
  */
 int af__onnx_vals_alloc(af__onnx_val_t *v);

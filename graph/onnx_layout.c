@@ -1,8 +1,9 @@
 /*
  * ONNX importer — shape rules of the data-movement and shape-computing ops: Reshape, Flatten,
  * Transpose, Concat, Split, Slice, Gather, Squeeze/Unsqueeze, Resize/Upsample, reductions,
- * Shape/Size, Constant, ConstantOfShape, Expand, Pad, Range, Tile, TopK, OneHot,
- * DepthToSpace/SpaceToDepth. The table that dispatches to them is in onnx_shape.c.
+ * Shape/Size, Constant, ConstantOfShape, Expand, Pad, Range, Tile (TopK, OneHot and
+ * DepthToSpace/SpaceToDepth are in onnx_misc.c). The table that dispatches to them is in
+ * onnx_shape.c.
  *
  * Rules take the ONNX 1.12 inference as their reference. Attributes win over inputs (older
  * opsets carry axes/pads/splits as attributes, newer ones as inputs): a rule asks
@@ -28,14 +29,22 @@ static int64_t prod_range(const af__onnx_val_t *v, int a, int b)
     return p;
 }
 
-/* Reads an input's values as a shape vector: dims[i] = value or -1 when unknown. -1 if absent. */
-static int shape_input(const af__onnx_val_t *v, int64_t *dims, int max)
+/*
+ * Reads an input's values as a shape vector: dims[i] = value or -1 when unknown. -1 if absent.
+ * Values not known at load time are noted as the reason the output stays dynamic.
+ */
+static int shape_input(af__onnx_ctx_t *c, const af__onnx_val_t *v, int64_t *dims, int max)
 {
+    if (v && (v->rank != 1 || v->dims[0] < 0))
+        af__onnx_why(c, "the %s of input '%s' are not known", v->rank == 1 ? "length" : "shape",
+                     v->name);
     if (!v || v->rank != 1 || v->dims[0] < 0 || v->dims[0] > max)
         return -1;
     int n = (int)v->dims[0];
     for (int i = 0; i < n; i++)
         dims[i] = v->vals && !isnan(v->vals[i]) ? af__onnx_d2i(v->vals[i]) : -1;
+    if (!af__onnx_vals_known(v))
+        af__onnx_why(c, "the values of input '%s' are known only at run time", v->name);
     return n;
 }
 
@@ -50,7 +59,7 @@ int af__onnx_rule_reshape(af__onnx_ctx_t *c)
     int n = af__onnx_int_list(c, "shape", -1, t, MAXV);
     int unk[MAXV] = {0};
     if (n < 0) {
-        n = shape_input(IN(1), t, MAXV);
+        n = shape_input(c, IN(1), t, MAXV);
         if (n < 0)
             return IN(1) && IN(1)->rank == 1 && IN(1)->dims[0] > MAXV
                        ? af__onnx_check_rank(c, (int)IN(1)->dims[0])
@@ -426,7 +435,7 @@ int af__onnx_rule_resize(af__onnx_ctx_t *c)
     af__onnx_set_rank(o, x->rank);
     if (sizes && af__onnx_numel(sizes) > 0) {
         int64_t d[MAXV];
-        int n = shape_input(sizes, d, MAXV);
+        int n = shape_input(c, sizes, d, MAXV);
         if (n >= 0 && n != x->rank)
             return af__onnx_node_err(c, AF_ESHAPE, "sizes has %d values for rank %d", n, x->rank);
         for (int i = 0; n >= 0 && i < n; i++)
@@ -445,8 +454,12 @@ int af__onnx_rule_resize(af__onnx_ctx_t *c)
         for (int i = 0; i < n; i++)
             sc[i] = (float)scales->vals[i];
     }
-    if (n < 0)
+    if (n < 0) {
+        const af__onnx_val_t *why = sizes && af__onnx_numel(sizes) != 0 ? sizes : scales;
+        if (why)
+            af__onnx_why(c, "the values of input '%s' are known only at run time", why->name);
         return 0;
+    }
     if (n != x->rank)
         return af__onnx_node_err(c, AF_ESHAPE, "scales has %d values for rank %d", n, x->rank);
     for (int i = 0; i < n; i++) {
@@ -557,7 +570,7 @@ int af__onnx_rule_constant(af__onnx_ctx_t *c)
         const char *nm = a->name ? a->name : "";
         int rc = 0;
         if (!strcmp(nm, "value") && a->t) {
-            rc = af__onnx_tensor_decode(a->t, o, c->err);
+            rc = af__onnx_tensor_decode(c->im, a->t, o, c->err);
         } else if (!strcmp(nm, "value_float") || !strcmp(nm, "value_int")) {
             int f = nm[6] == 'f';
             o->elem =
@@ -605,7 +618,7 @@ int af__onnx_rule_constant_of_shape(af__onnx_ctx_t *c)
     int64_t d[MAXV];
     if (s && s->rank == 1 && s->dims[0] > MAXV)
         return af__onnx_check_rank(c, (int)s->dims[0]);
-    int n = shape_input(s, d, MAXV);
+    int n = shape_input(c, s, d, MAXV);
     if (n < 0)
         return 0;
     af__onnx_set_rank(o, n);
@@ -620,7 +633,7 @@ int af__onnx_rule_expand(af__onnx_ctx_t *c)
         return 0;
     c->out[0]->elem = x->elem;
     af__onnx_val_t t = {.name = s ? s->name : "shape"};
-    int n = shape_input(s, t.dims, MAXV);
+    int n = shape_input(c, s, t.dims, MAXV);
     if (n < 0)
         return s && s->rank == 1 && s->dims[0] > MAXV ? af__onnx_check_rank(c, (int)s->dims[0]) : 0;
     t.rank = n;
@@ -677,8 +690,11 @@ int af__onnx_rule_range(af__onnx_ctx_t *c)
     double v[3];
     for (int i = 0; i < 3; i++) {
         const af__onnx_val_t *s = IN(i);
-        if (!s || af__onnx_numel(s) != 1 || !s->vals || isnan(s->vals[0]))
+        if (!s || af__onnx_numel(s) != 1 || !s->vals || isnan(s->vals[0])) {
+            if (s)
+                af__onnx_why(c, "the value of input '%s' is known only at run time", s->name);
             return 0;
+        }
         v[i] = s->vals[0];
     }
     if (v[2] == 0)
@@ -699,7 +715,7 @@ int af__onnx_rule_tile(af__onnx_ctx_t *c)
     if (x->rank < 0)
         return 0;
     int64_t r[MAXV];
-    int n = shape_input(IN(1), r, MAXV);
+    int n = shape_input(c, IN(1), r, MAXV);
     af__onnx_set_rank(c->out[0], x->rank);
     if (n < 0)
         return 0;
@@ -711,78 +727,6 @@ int af__onnx_rule_tile(af__onnx_ctx_t *c)
         else if (__builtin_mul_overflow(x->dims[i], r[i], &c->out[0]->dims[i]))
             return AF__ONNX_OVERFLOW(c);
     return 0;
-}
-
-int af__onnx_rule_topk(af__onnx_ctx_t *c)
-{
-    const af__onnx_val_t *x = IN(0);
-    if (!x)
-        return 0;
-    for (int o = 0; o < c->n_out && o < 2; o++) {
-        c->out[o]->elem = o ? ONNX__TENSOR_PROTO__DATA_TYPE__INT64 : x->elem;
-        if (x->rank < 0)
-            continue;
-        int axis, rc;
-        if ((rc = af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", -1), x->rank, &axis)))
-            return rc;
-        int64_t k[1];
-        int n = af__onnx_int_list(c, "k", 1, k, 1);
-        af__onnx_copy_shape(c->out[o], x);
-        c->out[o]->dims[axis] = n == 1 ? k[0] : -1;
-    }
-    return 0;
-}
-
-int af__onnx_rule_onehot(af__onnx_ctx_t *c)
-{
-    const af__onnx_val_t *idx = IN(0), *depth = IN(1), *vals = IN(2);
-    if (!idx || !OUT(0))
-        return 0;
-    af__onnx_val_t *o = c->out[0];
-    o->elem = vals ? vals->elem : 0;
-    if (idx->rank < 0)
-        return 0;
-    int r = idx->rank + 1, axis, rc;
-    if ((rc = af__onnx_check_rank(c, r)) ||
-        (rc = af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", -1), r, &axis)))
-        return rc;
-    af__onnx_set_rank(o, r);
-    for (int i = 0, k = 0; i < r; i++)
-        if (i != axis)
-            o->dims[i] = idx->dims[k++];
-    if (depth && af__onnx_numel(depth) == 1 && depth->vals && !isnan(depth->vals[0]))
-        o->dims[axis] = depth->vals[0] >= 0 ? af__onnx_d2i(depth->vals[0]) : -1;
-    return 0;
-}
-
-int af__onnx_rule_depth_space(af__onnx_ctx_t *c)
-{
-    const af__onnx_val_t *x = IN(0);
-    if (!x || !OUT(0))
-        return 0;
-    af__onnx_val_t *o = c->out[0];
-    o->elem = x->elem;
-    if (x->rank < 0)
-        return 0;
-    if (x->rank != 4)
-        return af__onnx_node_err(c, AF_ESHAPE, "input rank %d, want 4", x->rank);
-    int64_t b = af__onnx_attr_i(c->node, "blocksize", 0);
-    if (b <= 0)
-        return af__onnx_node_err(c, AF_ESHAPE, "blocksize must be positive");
-    int to_space = !strcmp(c->node->op_type, "DepthToSpace"), ovf = 0;
-    int64_t bb = af__onnx_mul(b, b, &ovf);
-    af__onnx_set_rank(o, 4);
-    o->dims[0] = x->dims[0];
-    if (to_space) {
-        o->dims[1] = x->dims[1] >= 0 && !ovf ? x->dims[1] / bb : -1;
-        o->dims[2] = x->dims[2] >= 0 ? af__onnx_mul(x->dims[2], b, &ovf) : -1;
-        o->dims[3] = x->dims[3] >= 0 ? af__onnx_mul(x->dims[3], b, &ovf) : -1;
-    } else {
-        o->dims[1] = x->dims[1] >= 0 ? af__onnx_mul(x->dims[1], bb, &ovf) : -1;
-        o->dims[2] = x->dims[2] >= 0 ? x->dims[2] / b : -1;
-        o->dims[3] = x->dims[3] >= 0 ? x->dims[3] / b : -1;
-    }
-    return ovf ? AF__ONNX_OVERFLOW(c) : 0;
 }
 
 #endif /* AF_HAVE_ONNX */

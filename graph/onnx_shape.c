@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef int (*rule_fn)(af__onnx_ctx_t *c);
+typedef af__onnx_rule_fn rule_fn;
 
 #define IN(i) ((i) < c->n_in ? c->in[i] : NULL)
 #define OUT(i) ((i) < c->n_out ? c->out[i] : NULL)
@@ -98,8 +98,10 @@ int af__onnx_int_list(af__onnx_ctx_t *c, const char *attr, int idx, int64_t *out
     if (!v)
         return -1;
     int64_t n = af__onnx_numel(v);
-    if (n < 0 || n > max || !v->vals || !af__onnx_vals_known(v))
+    if (n < 0 || n > max || !v->vals || !af__onnx_vals_known(v)) {
+        af__onnx_why(c, "the values of input '%s' are known only at run time", v->name);
         return -2;
+    }
     for (int64_t i = 0; i < n; i++)
         out[i] = af__onnx_d2i(v->vals[i]);
     return (int)n;
@@ -225,10 +227,15 @@ static int rule_matmul(af__onnx_ctx_t *c)
     const af__onnx_val_t *a = IN(0), *b = IN(1);
     if (!a || !b || !OUT(0))
         return 0;
-    af__onnx_val_t *o = c->out[0];
-    o->elem = a->elem;
-    if (!strcmp(c->node->op_type, "MatMulInteger") || !strcmp(c->node->op_type, "ConvInteger"))
-        o->elem = ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    c->out[0]->elem = a->elem;
+    if (!strcmp(c->node->op_type, "MatMulInteger"))
+        c->out[0]->elem = ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    return af__onnx_matmul_shape(c, a, b, c->out[0]);
+}
+
+int af__onnx_matmul_shape(af__onnx_ctx_t *c, const af__onnx_val_t *a, const af__onnx_val_t *b,
+                          af__onnx_val_t *o)
+{
     if (a->rank < 0 || b->rank < 0)
         return 0;
     if (a->rank == 0 || b->rank == 0)
@@ -332,14 +339,9 @@ static int rule_rnn(af__onnx_ctx_t *c)
 
 /* ---- convolution and pooling ---------------------------------------------------------- */
 
-typedef struct win {
-    int ns; /* spatial dims */
-    int64_t k[AF__ONNX_RANK_MAX], s[AF__ONNX_RANK_MAX], d[AF__ONNX_RANK_MAX];
-    int64_t p[2 * AF__ONNX_RANK_MAX];
-    const char *auto_pad;
-} win_t;
+typedef af__onnx_win_t win_t;
 
-static int read_window(af__onnx_ctx_t *c, const af__onnx_val_t *w, win_t *wn)
+int af__onnx_read_window(af__onnx_ctx_t *c, const af__onnx_val_t *w, win_t *wn)
 {
     int ns = wn->ns;
     int64_t tmp[2 * AF__ONNX_RANK_MAX];
@@ -411,7 +413,7 @@ static int rule_window(af__onnx_ctx_t *c)
         return af__onnx_node_err(c, AF_ESHAPE, "input '%s' has rank %d, want >= 2", x->name,
                                  x->rank);
     win_t wn = {.ns = x->rank - 2};
-    int rc = read_window(c, w, &wn);
+    int rc = af__onnx_read_window(c, w, &wn);
     if (rc)
         return rc > 0 ? 0 : rc;
     int ceil_mode = af__onnx_attr_i(c->node, "ceil_mode", 0) != 0;
@@ -460,7 +462,7 @@ static int rule_conv_transpose(af__onnx_ctx_t *c)
     if (x->rank < 2)
         return af__onnx_node_err(c, AF_ESHAPE, "input rank %d, want >= 2", x->rank);
     win_t wn = {.ns = x->rank - 2};
-    int rc = read_window(c, w, &wn);
+    int rc = af__onnx_read_window(c, w, &wn);
     if (rc)
         return rc > 0 ? 0 : rc;
     int64_t group = af__onnx_attr_i(c->node, "group", 1);
@@ -703,25 +705,36 @@ static const rule_t rules[] = {
     {"SpaceToDepth", af__onnx_rule_depth_space, 0},
 };
 
-static const rule_t *find_rule(const Onnx__NodeProto *n)
+/* The node's shape rule: this file's table, then onnx_quant.c's and onnx_misc.c's; the training
+ * ops of ai.onnx.preview.training; none for other domains (their outputs stay unknown). */
+static rule_fn find_rule(const Onnx__NodeProto *n)
 {
+    if (n->domain && !strcmp(n->domain, "ai.onnx.preview.training"))
+        return af__onnx_rule_training(n->op_type);
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx"))
-        return NULL; /* custom domains: outputs stay unknown */
+        return NULL;
     for (size_t i = 0; i < AF_ARRAY_SIZE(rules); i++)
         if (!strcmp(rules[i].op, n->op_type))
-            return &rules[i];
-    return NULL;
+            return rules[i].fn;
+    rule_fn f = af__onnx_rule_quant(n->op_type);
+    return f ? f : af__onnx_rule_misc(n->op_type);
+}
+
+int af__onnx_has_rule(const Onnx__NodeProto *n)
+{
+    return find_rule(n) != NULL;
 }
 
 int af__onnx_infer(af__onnx_ctx_t *c)
 {
-    const rule_t *r = find_rule(c->node);
+    rule_fn r = find_rule(c->node);
     if (!r)
         return 0;
-    int rc = r->fn(c);
+    int rc = r(c);
     if (rc)
         return rc;
-    return af__onnx_fold(c);
+    int is_default = !c->node->domain || !c->node->domain[0] || !strcmp(c->node->domain, "ai.onnx");
+    return is_default ? af__onnx_fold(c) : 0;
 }
 
 static int has_flag(const char *op, int flag)

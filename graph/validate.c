@@ -225,8 +225,8 @@ static int build_edges(af_graph_t *g, af_error_t *err)
     return rc;
 }
 
-/* Min-heap of node ids for Kahn's stable order. */
-static void heap_push(int32_t *h, size_t *n, int32_t v)
+/* Min-heap of node ids for Kahn's stable order (also the ONNX importer's node order). */
+void af__graph_heap_push(int32_t *h, size_t *n, int32_t v)
 {
     size_t i = (*n)++;
     while (i > 0 && h[(i - 1) / 2] > v) {
@@ -236,7 +236,7 @@ static void heap_push(int32_t *h, size_t *n, int32_t v)
     h[i] = v;
 }
 
-static int32_t heap_pop(int32_t *h, size_t *n)
+int32_t af__graph_heap_pop(int32_t *h, size_t *n)
 {
     int32_t top = h[0], last = h[--(*n)];
     size_t i = 0;
@@ -333,15 +333,15 @@ static int build_input_order(af_graph_t *g, af_error_t *err)
     for (size_t i = 0; i < nn; i++) {
         indeg[i] = g->nodes[i].n_preds;
         if (!indeg[i])
-            heap_push(heap, &hn, (int32_t)i);
+            af__graph_heap_push(heap, &hn, (int32_t)i);
     }
     while (hn) {
-        int32_t v = heap_pop(heap, &hn);
+        int32_t v = af__graph_heap_pop(heap, &hn);
         g->input_order[out++] = v;
         for (int32_t k = 0; k < g->nodes[v].n_succs; k++) {
             int32_t s = g->nodes[v].succs[k];
             if (--indeg[s] == 0)
-                heap_push(heap, &hn, s);
+                af__graph_heap_push(heap, &hn, s);
         }
     }
     int rc = 0;
@@ -356,6 +356,12 @@ static int check_producers_exist(af_graph_t *g, af_error_t *err)
 {
     for (size_t i = 0; i < g->n_tensors; i++) {
         const af_tensor_info_t *t = &g->tensors[i];
+        if (t->kind == AF_TENSOR_SCRATCH &&
+            (t->n_consumers > 0 || t->producer < 0 || t->alias_of >= 0 || t->bytes < 0))
+            return af__err(err, AF_EINVAL,
+                           "scratch tensor '%s' must be a fixed-size output of one node that no "
+                           "node reads and that is no view",
+                           t->name);
         if (t->n_consumers == 0 && t->kind != AF_TENSOR_OUTPUT)
             continue;
         /* A view without a producer holds its base's bytes: follow the chain to whoever

@@ -2,7 +2,8 @@
  * Private to the pack module (the files in pack/): the placer registry, the helpers the placers
  * share, the interval orders (pack/order.c), the time sweep (pack/sweep.c), and the
  * branch-and-bound engine of the search (pack/search.c builds the problem and drives the height
- * search, pack/search_dfs.c holds the depth-first search). Other modules use arenaflow/pack.h only.
+ * search, pack/search_part.c holds a partition's storage, pack/search_dfs.c the depth-first
+ * search). Other modules use arenaflow/pack.h only.
  */
 #ifndef ARENAFLOW_PACK_INT_H
 #define ARENAFLOW_PACK_INT_H
@@ -327,6 +328,13 @@ void af__search_random_order(af__search_part_t *sp, uint64_t k, af__search_key_t
 
 /* Monotonic clock in seconds. */
 double af__search_now(void);
+
+/* Partition storage (pack/search_part.c): the arrays sized by the n buffers and us sections
+ * (0 or AF_ENOMEM; free with af__search_part_free even on failure), the section CSR once every
+ * buffer's sec_lo/sec_hi is set (0 or AF_ENOMEM), and freeing. */
+int af__search_part_alloc(af__search_part_t *sp, size_t un, size_t us);
+int af__search_part_sections(af__search_part_t *sp);
+void af__search_part_free(af__search_part_t *sp);
 
 /*
  * Decides whether the partition fits under cap with order `order_idx` (p->order[order_idx],

@@ -161,27 +161,10 @@ void af__search_free_part(af__search_pinfo_t *pi)
     af__free(sp->frames);
 }
 
-/* Sections and overlaps of one partition; gidx is sorted by lower. */
-static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t a,
-                      af__search_key_t *keys, int64_t *times)
+/* The partition's arrays that depend only on its counts (un buffers, us sections); 0 or
+ * AF_ENOMEM (what was allocated is freed by af__search_free_part). */
+static int part_alloc(af__search_part_t *sp, size_t un, size_t us)
 {
-    af__search_part_t *sp = &pi->sp;
-    int32_t n = sp->n;
-    size_t nt = 0;
-    for (int32_t b = 0; b < n; b++) {
-        times[nt++] = iv[pi->gidx[b]].lower;
-        times[nt++] = iv[pi->gidx[b]].upper;
-    }
-    for (size_t i = 0; i < nt; i++)
-        keys[i].k[0] = af__ord64(times[i]), keys[i].idx = 0;
-    qsort(keys, nt, sizeof *keys, af__search_cmp_lower);
-    size_t nu = 0;
-    for (size_t i = 0; i < nt; i++)
-        if (nu == 0 || keys[i].k[0] != keys[nu - 1].k[0])
-            keys[nu++].k[0] = keys[i].k[0];
-    sp->nsec = (int32_t)nu - 1;
-    sp->alignment = a;
-    size_t un = (size_t)n, us = (size_t)sp->nsec;
     sp->size = af__malloc(un * sizeof *sp->size);
     sp->sec_lo = af__malloc(un * sizeof(int32_t));
     sp->sec_hi = af__malloc(un * sizeof(int32_t));
@@ -213,33 +196,15 @@ static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t 
         ok = ok && (sp->order[h] = af__malloc(un * sizeof(int32_t))) != NULL;
     for (int f = 0; f < AF__SEARCH_N_FEATURES; f++)
         ok = ok && (sp->feat[f] = af__malloc(un * sizeof(uint64_t))) != NULL;
-    if (!ok)
-        return AF_ENOMEM;
-    for (int32_t b = 0; b < n; b++) {
-        const af_interval_t *v = &iv[pi->gidx[b]];
-        sp->size[b] = v->size;
-        /* Binary search of the endpoints among the nu distinct times. */
-        for (int e = 0; e < 2; e++) {
-            uint64_t t = af__ord64(e ? v->upper : v->lower);
-            size_t lo = 0, hi = nu - 1;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (keys[mid].k[0] < t)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            (e ? sp->sec_hi : sp->sec_lo)[b] = (int32_t)lo;
-        }
-        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
-            sp->sec_init[s] += v->size; /* no overflow: total size was checked */
-    }
-    pi->lb = 0;
-    for (int32_t s = 0; s < sp->nsec; s++)
-        if (sp->sec_init[s] > pi->lb)
-            pi->lb = sp->sec_init[s];
+    return ok ? 0 : AF_ENOMEM;
+}
+
+/* Overlaps (CSR) and the sections each buffer and the ones overlapping it span. */
+static int part_overlaps(af__search_pinfo_t *pi, const af_interval_t *iv)
+{
+    af__search_part_t *sp = &pi->sp;
+    int32_t n = sp->n;
     /* Overlaps: buffers are sorted by lower, so j > i overlaps i iff lower_j < upper_i. */
-    size_t nov = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int32_t i = 0; i < n; i++) {
             for (int32_t j = i + 1; j < n && iv[pi->gidx[j]].lower < iv[pi->gidx[i]].upper; j++) {
@@ -254,7 +219,7 @@ static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t 
         if (pass == 0) {
             for (int32_t i = 0; i < n; i++)
                 sp->ov_start[i + 1] += sp->ov_start[i];
-            nov = (size_t)sp->ov_start[n];
+            size_t nov = (size_t)sp->ov_start[n];
             sp->ov = af__malloc((nov ? nov : 1) * sizeof(int32_t));
             if (!sp->ov)
                 return AF_ENOMEM;
@@ -262,8 +227,8 @@ static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t 
                 sp->rank[i] = sp->ov_start[i]; /* fill cursors */
         }
     }
-    sp->ovr_lo = af__malloc(un * sizeof(int32_t));
-    sp->ovr_hi = af__malloc(un * sizeof(int32_t));
+    sp->ovr_lo = af__malloc((size_t)n * sizeof(int32_t));
+    sp->ovr_hi = af__malloc((size_t)n * sizeof(int32_t));
     if (!sp->ovr_lo || !sp->ovr_hi)
         return AF_ENOMEM;
     for (int32_t b = 0; b < n; b++) {
@@ -275,6 +240,14 @@ static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t 
             sp->ovr_hi[b] = sp->sec_hi[c] > sp->ovr_hi[b] ? sp->sec_hi[c] : sp->ovr_hi[b];
         }
     }
+    return 0;
+}
+
+/* Buffers live in each section, and buffers by first section (CSRs). 0 or AF_ENOMEM. */
+static int part_csr(af__search_part_t *sp)
+{
+    int32_t n = sp->n;
+    size_t us = (size_t)sp->nsec;
     /* Buffers live in each section (CSR). */
     sp->sec_start = af__calloc(us + 1, sizeof(int32_t));
     if (!sp->sec_start)
@@ -303,6 +276,57 @@ static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t 
         sp->nfirst[s] = sp->first_start[s]; /* fill cursors */
     for (int32_t b = 0; b < n; b++)
         sp->first_buf[sp->nfirst[sp->sec_lo[b]]++] = b;
+    return 0;
+}
+
+/* Sections and overlaps of one partition; gidx is sorted by lower. */
+static int build_part(af__search_pinfo_t *pi, const af_interval_t *iv, uint64_t a,
+                      af__search_key_t *keys, int64_t *times)
+{
+    af__search_part_t *sp = &pi->sp;
+    int32_t n = sp->n;
+    size_t nt = 0;
+    for (int32_t b = 0; b < n; b++) {
+        times[nt++] = iv[pi->gidx[b]].lower;
+        times[nt++] = iv[pi->gidx[b]].upper;
+    }
+    for (size_t i = 0; i < nt; i++)
+        keys[i].k[0] = af__ord64(times[i]), keys[i].idx = 0;
+    qsort(keys, nt, sizeof *keys, af__search_cmp_lower);
+    size_t nu = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (nu == 0 || keys[i].k[0] != keys[nu - 1].k[0])
+            keys[nu++].k[0] = keys[i].k[0];
+    sp->nsec = (int32_t)nu - 1;
+    sp->alignment = a;
+    size_t un = (size_t)n, us = (size_t)sp->nsec;
+    if (part_alloc(sp, un, us))
+        return AF_ENOMEM;
+    for (int32_t b = 0; b < n; b++) {
+        const af_interval_t *v = &iv[pi->gidx[b]];
+        sp->size[b] = v->size;
+        /* Binary search of the endpoints among the nu distinct times. */
+        for (int e = 0; e < 2; e++) {
+            uint64_t t = af__ord64(e ? v->upper : v->lower);
+            size_t lo = 0, hi = nu - 1;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (keys[mid].k[0] < t)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            (e ? sp->sec_hi : sp->sec_lo)[b] = (int32_t)lo;
+        }
+        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
+            sp->sec_init[s] += v->size; /* no overflow: total size was checked */
+    }
+    pi->lb = 0;
+    for (int32_t s = 0; s < sp->nsec; s++)
+        if (sp->sec_init[s] > pi->lb)
+            pi->lb = sp->sec_init[s];
+    if (part_overlaps(pi, iv) || part_csr(sp))
+        return AF_ENOMEM;
     build_features(sp, iv, pi->gidx);
     af__search_static_order(pi, 0, keys); /* the skyline fallback uses order 0 */
     return 0;

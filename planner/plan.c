@@ -15,7 +15,7 @@
  * Safe mode turns reuse off: every arena tensor gets its own bytes (naive placement, no
  * in-place), the reference the diagnosis compares against.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -133,7 +133,7 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
     return 0;
 }
 
-static uint64_t any_order_bound(const af_plan_t *p)
+static uint64_t any_order_bound(af_plan_t *p)
 {
     const af_graph_t *g = p->g;
     uint64_t best = 0;
@@ -154,6 +154,8 @@ static uint64_t any_order_bound(const af_plan_t *p)
                     int32_t lim = io2 == io ? j : c2;
                     for (int32_t m = 0; m < lim && !dup; m++)
                         dup = af_graph_alias_root(g, t2[m]) == r;
+                    if (af__plan_poll(p))
+                        return 0; /* the caller sees p->stopped */
                 }
                 if (!dup)
                     sum += p->tp[r].bytes;
@@ -441,6 +443,42 @@ static int budget_error(const af_plan_t *p, af_error_t *err)
                    af_graph_node(g, p->order[s])->name, live);
 }
 
+/* Report figures: constant bytes, dynamic and arena tensors, naive bytes. */
+static void count_tensors(af_plan_t *p)
+{
+    const af_graph_t *g = p->g;
+    af_plan_report_t *r = &p->rep;
+    for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, i);
+        if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
+            r->constant_bytes += (uint64_t)ti->bytes;
+        if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
+            r->dynamic_tensors++;
+        if (p->group[i] >= 0) {
+            r->arena_tensors++;
+            r->naive_bytes += p->tp[i].bytes;
+        }
+    }
+}
+
+/* The order: the given one (restore) or the scheduler's; the report's schedule fields. */
+static int schedule_phase(af_plan_t *p, af_error_t *err)
+{
+    af__sched_result_t sres = {"restored", 0, 0};
+    if (af__plan_stop(p))
+        return af__plan_stopped_err(err);
+    uint64_t t = af_now_ns();
+    int rc;
+    if (p->given_order)
+        memcpy(p->order, p->given_order, (size_t)af_graph_node_count(p->g) * sizeof(int32_t));
+    else if ((rc = af__schedule(p->g, &p->opts, p->order, &sres, err)))
+        return rc;
+    p->rep.schedule = sres.name ? sres.name : p->opts.schedule;
+    p->rep.schedule_optimal = sres.optimal;
+    p->rep.schedule_ms = ms_since(t);
+    return af__plan_stop(p) ? af__plan_stopped_err(err) : 0;
+}
+
 static int plan_build(af_plan_t *p, af_error_t *err)
 {
     const af_graph_t *g = p->g;
@@ -449,15 +487,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     uint64_t t0 = af_now_ns(), t;
     int rc;
 
-    af__sched_result_t sres = {"restored", 0, 0};
-    t = af_now_ns();
-    if (p->given_order)
-        memcpy(p->order, p->given_order, (size_t)nn * sizeof(int32_t));
-    else if ((rc = af__schedule(g, &p->opts, p->order, &sres, err)))
+    if ((rc = schedule_phase(p, err)))
         return rc;
-    r->schedule = sres.name ? sres.name : p->opts.schedule;
-    r->schedule_optimal = sres.optimal;
-    r->schedule_ms = ms_since(t);
 
     t = af_now_ns();
     af_lifetime_t *lt = af__malloc((size_t)(nt + 1) * sizeof(*lt));
@@ -493,6 +524,8 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         rc = take_offsets(p, glast, &p->arena, &lb, err);
     else
         rc = place_groups(p, glast, safe, r->placer, &p->arena, &lb, err);
+    if (!rc && af__plan_stop(p))
+        rc = af__plan_stopped_err(err);
     if (rc)
         goto out;
     place_views(p);
@@ -501,19 +534,16 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->arena_bytes = p->arena;
     (void)af__peak_of(g, lt, p->opts.alignment, &r->peak_step, diff);
 
-    /* Report figures. */
-    for (int32_t i = 0; i < nt; i++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, i);
-        if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
-            r->constant_bytes += (uint64_t)ti->bytes;
-        if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
-            r->dynamic_tensors++;
-        if (p->group[i] >= 0) {
-            r->arena_tensors++;
-            r->naive_bytes += p->tp[i].bytes;
-        }
-    }
+    count_tensors(p);
     r->any_order_bound_bytes = any_order_bound(p);
+    if (af__plan_scratch_figure(p, r)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto out;
+    }
 
     /* strict placement needs no reuse edges by construction; the verifier re-proves that */
     if (!safe && !p->figure_only && p->opts.parallel_reuse == AF_REUSE_FENCE) {
@@ -529,6 +559,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         r->shared_object_bytes = 0; /* a report figure: skipped on huge graphs, like input order */
     else if ((rc = shared_figure(p, glast, &r->shared_object_bytes, err)))
         goto out;
+    if (af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto out;
+    }
     if (p->opts.budget && p->arena > p->opts.budget) {
         rc = budget_error(p, err);
         goto out;
@@ -659,12 +693,18 @@ static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     else if ((rc = input_order_arena(p, &p->rep.input_order_bytes, err)))
         goto fail;
     p->rep.total_ms += ms_since(t);
+    if (!rc && af__plan_stop(p)) {
+        rc = af__plan_stopped_err(err);
+        goto fail;
+    }
     if (o.verify) {
         t = af_now_ns();
         if ((rc = af_plan_verify(p, err)))
             goto fail;
         p->rep.verify_ms = ms_since(t);
     }
+    p->opts.interrupt = NULL; /* the hook's argument may not outlive this call */
+    p->opts.interrupt_arg = NULL;
     *out = p;
     return 0;
 fail:
@@ -721,12 +761,4 @@ int32_t af_plan_reuse_edge_count(const af_plan_t *p)
 const af_reuse_edge_t *af_plan_reuse_edges(const af_plan_t *p)
 {
     return p->edges;
-}
-
-int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset)
-{
-    if (tensor < 0 || tensor >= af_graph_tensor_count(p->g))
-        return AF_EINVAL;
-    p->tp[tensor].offset = offset;
-    return 0;
 }

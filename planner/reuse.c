@@ -14,12 +14,12 @@
  * Speed without changing a single edge: the bounded search runs in step space over a CSR of
  * pred steps; it is skipped where a 256-step window of exact data ancestry (bitsets built in
  * one pass in step order) shows r is no ancestor at all, and where a failed search for the same
- * target already made the very same moves (see af__dsearch_ordered). Also home of the helpers
- * the verifier shares: the address-range map, the touchers CSR, the search and the window.
+ * target already made the very same moves (see af__dsearch_ordered). The verifier re-derives
+ * every pair with code of its own (planner/verify_reuse.c) and shares none of these helpers.
  *
  * Lock rule: none; everything is per call (the search state lives in the caller's struct).
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +287,42 @@ int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n)
     return 0;
 }
 
+/* Appends edge r -> to (tenants a, b). 0 or AF_ENOMEM. */
+static int add_edge(af_plan_t *p, size_t *cap, int32_t r, int32_t to, int32_t a, int32_t b)
+{
+    if ((size_t)p->n_edges == *cap &&
+        af__grow((void **)&p->edges, cap, (size_t)p->n_edges + 1, sizeof(af_reuse_edge_t)))
+        return AF_ENOMEM;
+    p->edges[p->n_edges++] = (af_reuse_edge_t){r, to, a, b};
+    return 0;
+}
+
+/* In-place hand-overs: the node writing b over a must wait for every other reader of a (and of
+ * a's views) that data dependencies do not already order before it. */
+static int inplace_edges(af_plan_t *p, af__dsearch_t *ds, const af__window_t *win, int32_t *emitted,
+                         size_t *cap)
+{
+    const af_graph_t *g = p->g;
+    for (int32_t b = 0; b < af_graph_tensor_count(g); b++) {
+        int32_t a = p->tp[b].inplace_of;
+        if (a < 0)
+            continue;
+        int32_t v = af_graph_tensor(g, b)->producer;
+        for (int32_t t = a; t >= 0; t = t == a ? p->views[a] : p->view_next[t]) {
+            const af_tensor_info_t *ti = af_graph_tensor(g, t);
+            for (int32_t k = -1; k < ti->n_consumers; k++) {
+                int32_t r = k < 0 ? ti->producer : ti->consumers[k];
+                if (r < 0 || r == v || emitted[r] == v)
+                    continue;
+                emitted[r] = v;
+                if (!data_ordered(ds, win, p->step[r], p->step[v]) && add_edge(p, cap, r, v, a, b))
+                    return AF_ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
 int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
 {
     const af_graph_t *g = p->g;
@@ -304,87 +340,47 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         af__free(nodes);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    if (af__window_init(&win, nn, &ds)) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
     leads = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
     emitted = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
-    if (!leads || !emitted) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
+    rc = AF_ENOMEM;
+    if (af__window_init(&win, nn, &ds) || !leads || !emitted)
         goto out;
-    }
     memset(emitted, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
     for (int32_t t = 0; t < nt; t++)
         if (p->group[t] == t)
             leads[nl++] = t;
-    if (af__plan_sort_leads(p, leads, nl)) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
     /* Room for a few edges per group up front (pages never written cost nothing), so large
      * plans do not copy the array while it doubles; trimmed to size at the end. */
-    if (af__grow((void **)&p->edges, &cap_edges, 4 * nl + 16, sizeof(af_reuse_edge_t))) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
+    if (af__plan_sort_leads(p, leads, nl) ||
+        af__grow((void **)&p->edges, &cap_edges, 4 * nl + 16, sizeof(af_reuse_edge_t)))
         goto out;
-    }
     for (size_t k = 0; k < nl; k++) {
         int32_t b = leads[k];
         n_prev = 0;
         if (af__segmap_assign(&sm, p->tp[b].offset, p->tp[b].offset + p->tp[b].bytes, b, &prev,
-                              &n_prev, &cap_prev)) {
-            rc = af__err(err, AF_ENOMEM, "out of memory");
+                              &n_prev, &cap_prev))
             goto out;
-        }
         int32_t pb = af_graph_tensor(g, b)->producer;
         if (pb < 0)
             continue;
-        int32_t pbs = p->step[pb];
-        for (size_t q = 0; q < n_prev; q++) {
-            int32_t a = prev[q];
-            for (int32_t x = off[a]; x < off[a + 1]; x++) {
+        for (size_t q = 0; q < n_prev; q++)
+            for (int32_t x = off[prev[q]]; x < off[prev[q] + 1]; x++) {
                 int32_t r = nodes[x];
+                if (af__plan_poll(p)) {
+                    rc = af__plan_stopped_err(err);
+                    goto out;
+                }
                 if (emitted[r] == pb)
                     continue;
                 emitted[r] = pb;
-                if (data_ordered(&ds, &win, p->step[r], pbs))
-                    continue;
-                if ((size_t)p->n_edges == cap_edges &&
-                    af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
-                             sizeof(af_reuse_edge_t))) {
-                    rc = af__err(err, AF_ENOMEM, "out of memory");
+                if (!data_ordered(&ds, &win, p->step[r], p->step[pb]) &&
+                    add_edge(p, &cap_edges, r, pb, prev[q], b))
                     goto out;
-                }
-                p->edges[p->n_edges++] = (af_reuse_edge_t){r, pb, a, b};
             }
-        }
     }
-    /* In-place hand-overs: the node writing b over a must wait for every other reader of a
-     * (and of a's views) that data dependencies do not already order before it. */
-    for (int32_t b = 0; b < nt && !rc; b++) {
-        int32_t a = p->tp[b].inplace_of;
-        if (a < 0)
-            continue;
-        int32_t v = af_graph_tensor(g, b)->producer;
-        for (int32_t t = a; t >= 0 && !rc; t = t == a ? p->views[a] : p->view_next[t]) {
-            const af_tensor_info_t *ti = af_graph_tensor(g, t);
-            for (int32_t k = -1; k < ti->n_consumers; k++) {
-                int32_t r = k < 0 ? ti->producer : ti->consumers[k];
-                if (r < 0 || r == v || emitted[r] == v)
-                    continue;
-                emitted[r] = v;
-                if (data_ordered(&ds, &win, p->step[r], p->step[v]))
-                    continue;
-                if ((size_t)p->n_edges == cap_edges &&
-                    af__grow((void **)&p->edges, &cap_edges, (size_t)p->n_edges + 1,
-                             sizeof(af_reuse_edge_t))) {
-                    rc = af__err(err, AF_ENOMEM, "out of memory");
-                    goto out;
-                }
-                p->edges[p->n_edges++] = (af_reuse_edge_t){r, v, a, b};
-            }
-        }
-    }
+    if (inplace_edges(p, &ds, &win, emitted, &cap_edges))
+        goto out;
+    rc = 0;
     if (p->n_edges == 0) {
         af__free(p->edges);
         p->edges = NULL;
@@ -394,6 +390,8 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
             p->edges = fit;
     }
 out:
+    if (rc)
+        af__err(err, rc, "out of memory");
     af__segmap_free(&sm);
     af__free(off);
     af__free(nodes);

@@ -2,7 +2,7 @@
  * Scheduler registry and the default portfolio `best`.
  *
  * Every scheduler is one row of sched_table. All of them work on the memory model of
- * schedule_int.h (built once per call) and report the exact simulated peak of their order,
+ * planner_int.h (built once per call) and report the exact simulated peak of their order,
  * which matches af_order_peak() by construction (same lifetime rule, same alignment).
  *
  * `best` runs the portfolio members (input, lpmf, xla-list, seed, dfs, rpo, bfs) and keeps every
@@ -30,7 +30,7 @@
  *
  * Reentrant: no global mutable state (the name list is built from a constant table).
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <stdint.h>
 #include <stdio.h>

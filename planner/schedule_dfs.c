@@ -12,7 +12,7 @@
  * Both are iterative (explicit stack) so million-node chains do not overflow the C stack.
  * O(n + edges log degree).
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>

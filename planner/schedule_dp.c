@@ -20,7 +20,7 @@
  *
  * Memory: 32 bytes per state; time O(states * units * touches per unit).
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <string.h>
 

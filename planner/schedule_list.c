@@ -19,7 +19,7 @@
  * change only when a root's remaining-toucher count drops to one (its last toucher now frees
  * it): the model's callback re-keys that node if it is ready. Total O((n + touches) log n).
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>

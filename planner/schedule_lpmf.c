@@ -11,7 +11,7 @@
  * the leftmost ready leaf the second. f(v) changes when a root's last toucher becomes v: one
  * point update. Ties break on input-order position.
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>

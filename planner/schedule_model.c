@@ -1,12 +1,12 @@
 /*
- * The scheduler memory model (see schedule_int.h) and its exact simulation.
+ * The scheduler memory model (see planner_int.h) and its exact simulation.
  *
  * Construction is O(tensors + node inputs + node outputs): every node's inputs and outputs are
  * mapped to their alias roots and de-duplicated with a per-root stamp, giving the node -> roots
  * touch lists; the root -> nodes lists are the transpose. Simulation is O(touches).
  * No locks: a model is built and used by one scheduling call.
  */
-#include "planner/schedule_int.h"
+#include "planner/planner_int.h"
 
 #include <string.h>
 

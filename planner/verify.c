@@ -12,14 +12,13 @@
  *      is ordered before B's producer by data edges plus the plan's reuse edges, and every
  *      other reader of an in-place donor is ordered before the node that overwrites it.
  * Check 3 is the interval sweep of the pack module (af_intervals_find_overlap, pack/verify.c),
- * given the plan's tensors as intervals of steps and its in-place hand-overs. Check 4 proves
- * each pair by the first of: a data path within 256 steps (exact window bitsets built here from the
- * graph), a direct data edge, an explicit reuse edge, the planner's bounded search, an exhaustive
- * search over data and reuse edges. Sorting is the library's radix sort (common/sort.c).
+ * given the plan's tensors as intervals of steps and its in-place hand-overs. Check 4 (and the
+ * reuse edges' direction) is planner/verify_reuse.c, built from offsets, lifetimes and edges
+ * with no code of the edge generator (planner/reuse.c).
  *
  * Lock rule: none; everything is per call.
  */
-#include "planner/plan_int.h"
+#include "planner/planner_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -175,161 +174,6 @@ out:
     return rc;
 }
 
-/* Is r ordered before v by data edges + reuse edges? Exhaustive backward search from v over
- * nodes at steps > step(r) (every edge goes forward in the order, so this terminates). */
-static int ordered(const af_plan_t *p, const int32_t *roff, const int32_t *rsrc, af__dsearch_t *ds,
-                   const af__window_t *win, int32_t r, int32_t v, int32_t *stack, int32_t *mark,
-                   int32_t stamp)
-{
-    if (r == v)
-        return 1;
-    const af_graph_t *g = p->g;
-    /* the common cases first: a data path over a short distance (exact, one bit), a direct data
-     * edge (preds are sorted) or an explicit reuse edge */
-    if (af__window_reaches(win, p->step[r], p->step[v]) == 1)
-        return 1;
-    const af_node_info_t *vn = af_graph_node(g, v);
-    int32_t lo = 0, hi = vn->n_preds;
-    while (lo < hi) {
-        int32_t mid = (lo + hi) / 2;
-        if (vn->preds[mid] < r)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < vn->n_preds && vn->preds[lo] == r)
-        return 1;
-    for (int32_t k = roff[v]; k < roff[v + 1]; k++)
-        if (rsrc[k] == r)
-            return 1;
-    /* the planner left the edge out only when a short data path exists: look for it first (a
-     * pure reachability search with the planner's bound), then search exhaustively */
-    if (af__dsearch_ordered(ds, p->step[r], p->step[v]))
-        return 1;
-    int32_t sp = 0, rs = p->step[r];
-    stack[sp++] = v;
-    mark[v] = stamp;
-    while (sp) {
-        int32_t u = stack[--sp];
-        const af_node_info_t *nd = af_graph_node(g, u);
-        for (int pass = 0; pass < 2; pass++) {
-            int32_t cnt = pass ? roff[u + 1] - roff[u] : nd->n_preds;
-            const int32_t *src = pass ? rsrc + roff[u] : nd->preds;
-            for (int32_t k = 0; k < cnt; k++) {
-                int32_t w = src[k];
-                if (w == r)
-                    return 1;
-                if (mark[w] == stamp || p->step[w] < rs)
-                    continue;
-                mark[w] = stamp;
-                stack[sp++] = w;
-            }
-        }
-    }
-    return 0;
-}
-
-static int check_reuse(const af_plan_t *p, af_error_t *err)
-{
-    const af_graph_t *g = p->g;
-    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
-    int32_t *off = NULL, *nodes = NULL, *prev = NULL;
-    int32_t *roff = af__calloc((size_t)nn + 2, sizeof(int32_t));
-    int32_t *rsrc = af__malloc((size_t)(p->n_edges + 1) * sizeof(int32_t));
-    int32_t *leads = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
-    int32_t *stack = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
-    int32_t *mark = af__malloc((size_t)(nn + 1) * sizeof(int32_t));
-    size_t n_prev = 0, cap_prev = 0, nl = 0;
-    af__segmap_t sm = {0};
-    af__dsearch_t ds = {0};
-    af__window_t win = {0};
-    int rc = 0;
-    if (!roff || !rsrc || !leads || !stack || !mark || af__group_touchers(p, &off, &nodes) ||
-        af__dsearch_init(&ds, g, p->step) || af__window_init(&win, nn, &ds)) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (int32_t e = 0; e < p->n_edges; e++)
-        roff[p->edges[e].to + 1]++;
-    for (int32_t v = 0; v < nn; v++)
-        roff[v + 1] += roff[v];
-    {
-        int32_t *fill = stack; /* borrowed as scratch */
-        memcpy(fill, roff, (size_t)nn * sizeof(int32_t));
-        for (int32_t e = 0; e < p->n_edges; e++)
-            rsrc[fill[p->edges[e].to]++] = p->edges[e].from;
-    }
-    memset(mark, 0xff, (size_t)(nn + 1) * sizeof(int32_t));
-    for (int32_t t = 0; t < nt; t++)
-        if (p->group[t] == t)
-            leads[nl++] = t;
-    if (af__plan_sort_leads(p, leads, nl)) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
-    int32_t stamp = 0;
-    for (size_t k = 0; k < nl && !rc; k++) {
-        int32_t b = leads[k];
-        n_prev = 0;
-        if (af__segmap_assign(&sm, p->tp[b].offset, p->tp[b].offset + p->tp[b].bytes, b, &prev,
-                              &n_prev, &cap_prev)) {
-            rc = af__err(err, AF_ENOMEM, "out of memory");
-            break;
-        }
-        int32_t pb = af_graph_tensor(g, b)->producer;
-        for (size_t q = 0; q < n_prev && !rc; q++) {
-            int32_t a = prev[q];
-            for (int32_t x = off[a]; x < off[a + 1]; x++) {
-                int32_t r = nodes[x];
-                if (pb < 0 || !ordered(p, roff, rsrc, &ds, &win, r, pb, stack, mark, stamp++)) {
-                    rc = af__err(err, AF_EVERIFY,
-                                 "'%s' reuses the bytes of '%s' but its producer %s%s%s may run "
-                                 "before '%s', which uses '%s' (missing reuse edge)",
-                                 af_graph_tensor(g, b)->name, af_graph_tensor(g, a)->name,
-                                 pb < 0 ? "(none: it is a graph input)" : "'",
-                                 pb < 0 ? "" : af_graph_node(g, pb)->name, pb < 0 ? "" : "'",
-                                 af_graph_node(g, r)->name, af_graph_tensor(g, a)->name);
-                    break;
-                }
-            }
-        }
-    }
-    /* in-place hand-overs: the writer must come after every other reader of the donor */
-    for (int32_t b = 0; b < nt && !rc; b++) {
-        int32_t a = p->tp[b].inplace_of;
-        if (a < 0)
-            continue;
-        int32_t v = af_graph_tensor(g, b)->producer;
-        for (int32_t t = a; t >= 0 && !rc; t = t == a ? p->views[a] : p->view_next[t]) {
-            const af_tensor_info_t *ti = af_graph_tensor(g, t);
-            for (int32_t k = 0; k < ti->n_consumers; k++) {
-                int32_t r = ti->consumers[k];
-                if (r == v || ordered(p, roff, rsrc, &ds, &win, r, v, stack, mark, stamp++))
-                    continue;
-                rc = af__err(err, AF_EVERIFY,
-                             "'%s' overwrites '%s' in place at node '%s' while node '%s' may "
-                             "still be reading it (missing reuse edge)",
-                             af_graph_tensor(g, b)->name, af_graph_tensor(g, a)->name,
-                             af_graph_node(g, v)->name, af_graph_node(g, r)->name);
-                break;
-            }
-        }
-    }
-out:
-    af__segmap_free(&sm);
-    af__free(off);
-    af__free(nodes);
-    af__free(prev);
-    af__free(roff);
-    af__free(rsrc);
-    af__free(leads);
-    af__free(stack);
-    af__free(mark);
-    af__dsearch_free(&ds);
-    af__window_free(&win);
-    return rc;
-}
-
 /* The order: a permutation of the nodes (order[] and step[] agree) in which every node comes
  * after its predecessors. */
 static int check_order(const af_plan_t *p, af_error_t *err)
@@ -363,7 +207,7 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err)
     else if (!(rc = check_order(p, err)) && !(rc = true_ranges(p, tf, tl)) &&
              !(rc = check_tensors(p, tf, tl, err)) && !(rc = check_overlaps(p, err)) &&
              !p->opts.safe_mode)
-        rc = check_reuse(p, err);
+        rc = af__verify_reuse(p, err); /* check 4: planner/verify_reuse.c */
     af__free(tf);
     af__free(tl);
     return rc;

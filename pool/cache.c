@@ -35,15 +35,10 @@
  * (class lock). Blocks freed through a cache may have been allocated by any other cache or by
  * af_pool_alloc: a block belongs to its class, not to a cache.
  *
- * Region classes (opts.region_min, pool/region.c) have no stack (capacity 0) and neither lend nor
- * borrow: an empty stack sends alloc to the region carve, and a full one sends free to the
- * region's coalescing (a block of a region this cache owns, with plain stores) or to its owner's
- * remote stack; a fixed-class block of such a class (from af_pool_alloc) goes to its central list.
- *
  * Invariants: bins[c] holds only FREE blocks of class c; a block in a bin is in no central list;
  * bit c of `full` is set iff bins[c].n > 0; a FREE state word carries no tag.
  * Lock rule: the cache itself is single-threaded; counters other threads read are relaxed
- * atomics with one writer. Class locks are taken without glock held (rank: glock > class).
+ * atomics with one writer. Class locks are taken without glock held (ranks in common_int.h).
  */
 #include "pool/pool_int.h"
 
@@ -102,9 +97,6 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     k->gtab = p->gtab;
     k->dtab = p->dtab;
     memcpy(k->lut, p->lut, sizeof(k->lut));
-    k->region_first = p->region_first;
-    af__pool_rp_none(k);                              /* no learned round yet */
-    memset(k->heap.head, 0xff, sizeof(k->heap.head)); /* every bin empty (AF__POOL_NIL) */
 #if defined(AF_ASAN_BUILD)
     k->flags = 1; /* poison/unpoison every block */
 #else
@@ -120,9 +112,7 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     }
     for (uint32_t c = 0; c < p->nclasses; c++) {
         k->bins[c].slots = slots;
-        /* region classes keep no free blocks: a freed block coalesces at once, so a round whose
-         * blocks are all freed leaves its regions as they were (the same layout every round) */
-        k->bins[c].cap = c >= p->region_first ? 0 : p->cls[c].cache_cap;
+        k->bins[c].cap = p->cls[c].cache_cap;
         k->bins[c].near = p->cls[c].borrow_near;
         slots += p->cls[c].cache_cap;
     }
@@ -132,9 +122,12 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
             p->tags_used[t / 64] |= 1ull << (t % 64);
             k->tag = t;
         }
-    af__pool_cache_paths(k);
+    /* Without a tag or in a debug mode nothing matches `owned` (a FREE block carries no tag)
+     * and every free takes the general path; the size table must be exact for the fast path. */
+    k->fast_max = !k->flags && p->lut_exact ? p->max_size : 0;
+    k->owned = !k->flags && k->tag ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
     for (uint32_t c = 0; c < p->nclasses; c++)
-        k->bins[c].inuse = af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT);
+        k->bins[c].inuse = af__blk_tagged(af__blk_state(AF_BLOCK_INUSE, c, 0), k->tag);
     k->next = p->caches;
     if (p->caches)
         p->caches->prev = k;
@@ -143,17 +136,6 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     af__pool_gunlock(p);
     *out = k;
     return 0;
-}
-
-void af__pool_cache_paths(af_pool_cache_t *k)
-{
-    af_pool_t *p = k->pool;
-    int plain = !k->flags && !k->learn;
-    k->fast_max = plain && !k->arena && p->lut_exact ? p->max_size : 0;
-    /* A block's tag bits equal this only when this cache handed it out (FREE blocks carry no
-     * tag); without a tag, in a debug mode or while recording, nothing matches and every free
-     * takes the general path. */
-    k->owned = plain && k->tag ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
 }
 
 /* Returns the top `count` blocks of bins[c] to the central list. */
@@ -165,23 +147,10 @@ void af__pool_bin_flush(af_pool_cache_t *k, uint32_t c, uint32_t count)
     count = count < n ? count : n;
     if (!count)
         return;
-    int locked = 0;
-    for (uint32_t i = 0; i < count; i++) {
-        af__pool_block_t *b = bin->slots[n - 1 - i].b;
-        if (c >= p->region_first) { /* a region block goes back to its region's extents */
-            af__pool_chunk_t *ch = af__pool_chunk_of(p, b);
-            if (ch->cls == AF__POOL_REGION) {
-                af__pool_region_put(k, ch, b);
-                continue;
-            }
-        }
-        if (!locked)
-            af__pool_clock(p, c);
-        locked = 1;
-        af__pool_central_push(p, c, b);
-    }
-    if (locked)
-        af__pool_cunlock(p, c);
+    af__pool_clock(p, c);
+    for (uint32_t i = 0; i < count; i++)
+        af__pool_central_push(p, c, bin->slots[n - 1 - i].b);
+    af__pool_cunlock(p, c);
     AF__ST(&bin->n, n - count);
     AF__ST(&bin->moved, AF__LD(&bin->moved) - count);
     bin_mark(k, c, n - count);
@@ -198,7 +167,6 @@ void af_pool_cache_flush(af_pool_cache_t *k)
             af__pool_huge_return(k->pool, k->huge[i]);
             k->huge[i] = NULL;
         }
-    af__pool_region_flush(k);
     af__pool_idle_tick(k->pool);
 }
 
@@ -217,8 +185,6 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
         k->next->prev = k->prev;
     if (k->tag)
         p->tags_used[k->tag / 64] &= ~(1ull << (k->tag % 64));
-    af__pool_region_orphan(k);
-    af__pool_round_detach(k);
     uint64_t a = 0, f = 0;
     for (uint32_t c = 0; c < p->nclasses; c++) {
         AF__ADD(&p->cls[c].allocs, af__pool_bin_allocs(&k->bins[c]));
@@ -260,16 +226,13 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         AF__ST(&bd->n, n - 1);
         if (n == 1)
             bin_mark(k, (uint32_t)d, 0);
-        atomic_store_explicit(&b->state,
-                              af__blk_state(AF_BLOCK_BORROWED, (uint32_t)d, c) |
-                                  (k->tag << AF__POOL_TAG_SHIFT),
-                              memory_order_relaxed);
+        atomic_store_explicit(
+            &b->state, af__blk_tagged(af__blk_state(AF_BLOCK_BORROWED, (uint32_t)d, c), k->tag),
+            memory_order_relaxed);
         AF__ST(&bd->lent, AF__LD(&bd->lent) + 1);
         *out = b;
         return 0;
     }
-    if (c >= p->region_first)
-        return af__pool_region_alloc(k, c, size, out);
     AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t got = 0;
@@ -286,19 +249,15 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
         b = bin->slots[--got].b;
         AF__ST(&bin->n, got);
         bin_mark(k, c, got);
-        atomic_store_explicit(&b->state,
-                              af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT),
-                              memory_order_relaxed);
+        atomic_store_explicit(&b->state, bin->inuse, memory_order_relaxed);
         *out = b;
         return 0;
     }
-    int rc = af__pool_alloc_slow(p, c, size, k, &b);
+    int rc = af__pool_alloc_slow(p, c, size, &b);
     if (rc == 0) { /* ours alone now: tag it so this cache frees it without a CAS */
         uint32_t st = AF__LD(&b->state);
-        atomic_store_explicit(
-            &b->state, (st & ((1u << AF__POOL_TAG_SHIFT) - 1)) | (k->tag << AF__POOL_TAG_SHIFT),
-            memory_order_relaxed);
-        af__pool_bin_t *ob = &k->bins[(st >> 8) & 0xff]; /* the owner counts it */
+        atomic_store_explicit(&b->state, af__blk_tagged(st, k->tag), memory_order_relaxed);
+        af__pool_bin_t *ob = &k->bins[af__blk_owner(st)]; /* the owner counts it */
         AF__ST(&ob->direct, AF__LD(&ob->direct) + 1);
     }
     *out = b;
@@ -309,16 +268,6 @@ static int cache_miss(af_pool_cache_t *k, uint32_t c, uint64_t size, af__pool_bl
 static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
     af_pool_t *p = k->pool;
-    if (k->region_first < p->nclasses && size < (1ull << 32)) { /* carved from a region */
-        af__pool_block_t *b;
-        int rc = af__pool_region_huge(k, size, &b);
-        if (rc)
-            return rc;
-        live_add(k, (int64_t)size);
-        af__pool_on_alloc(p, b->addr, size);
-        *out = b->addr;
-        return 0;
-    }
     uint64_t bytes = af__align_up(size, AF__POOL_GRANULE);
     int best = -1;
     for (int i = 0; i < AF__POOL_CACHE_HUGE; i++) {
@@ -329,7 +278,7 @@ static int cache_huge_alloc(af_pool_cache_t *k, size_t size, void **out)
     }
     if (best < 0 || bytes < size) {
         AF__ST(&k->slow_allocs, AF__LD(&k->slow_allocs) + 1);
-        return af__pool_huge_alloc(p, size, k, out);
+        return af__pool_huge_alloc(p, size, out);
     }
     af__pool_chunk_t *ch = k->huge[best];
     k->huge[best] = NULL;
@@ -361,9 +310,7 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
         b = bin->slots[n - 1].b;
         AF__ST(&bin->n, n - 1);
         bin_mark(k, c, n - 1);
-        atomic_store_explicit(&b->state,
-                              af__blk_state(AF_BLOCK_INUSE, c, 0) | (k->tag << AF__POOL_TAG_SHIFT),
-                              memory_order_relaxed);
+        atomic_store_explicit(&b->state, bin->inuse, memory_order_relaxed);
     } else {
         int rc = cache_miss(k, c, size, &b);
         if (rc)
@@ -376,41 +323,10 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
     return 0;
 }
 
-static int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b);
-
-/* A region class whose bin is empty (always: region classes keep none): carve. */
-static AF__NOINLINE int cache_region_alloc(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
-{
-    af__pool_block_t *b;
-    int rc = af__pool_region_alloc(k, c, size, &b);
-    if (rc)
-        return rc;
-    AF__ST(&b->req, (uint32_t)size);
-    *out = b->addr;
-    return 0;
-}
-
-/* A block of a region class this cache handed out: back to its region's free extents, with
- * plain stores when this cache owns the region. */
-static AF__NOINLINE int cache_region_free(af_pool_cache_t *k, af__pool_block_t *b, uint32_t st)
-{
-    af__pool_chunk_t *ch = af__pool_chunk_of(k->pool, b);
-    if (ch->cls != AF__POOL_REGION || atomic_load_explicit(&ch->owner, memory_order_relaxed) != k)
-        return cache_free_rest(k, b);
-    atomic_store_explicit(&b->state, st & 0xff00u, memory_order_relaxed); /* FREE, owner c */
-    af__pool_bin_t *bin = &k->bins[(st >> 8) & 0xff];
-    AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
-    AF__ST(&bin->moved, AF__LD(&bin->moved) - 1);
-    af__pool_region_put(k, ch, b);
-    return 0;
-}
-
 /* Bin c of the cache is empty: lend a block of the nearest larger class from this cache (still no
  * lock), else the general path. Out of line, so the fast path needs no stack frame. */
 static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
 {
-    if (c >= k->region_first)
-        return cache_region_alloc(k, c, size, out);
     int d = next_full(k, c, k->bins[c].near);
     if (d < 0)
         return cache_alloc_rest(k, size, out);
@@ -429,35 +345,11 @@ static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, 
     return 0;
 }
 
-/* Everything but the class fast path (while a round is recorded or learned, every call): a
- * learned round's next block (pool/round.c), else the general path. */
-static AF__NOINLINE int cache_alloc_slow(af_pool_cache_t *k, size_t size, void **out)
-{
-    if (k->rp_n)
-        return af__pool_rp_alloc(k, size, out);
-    return af__pool_cache_alloc_general(k, size, out);
-}
-
-int af__pool_cache_alloc_general(af_pool_cache_t *k, size_t size, void **out)
-{
-    int rc = 1;
-    if (AF__UNLIKELY(k->learn != NULL)) /* a recorded round: a mapping of its own (round.c) */
-        rc = af__pool_direct_alloc(k, size, out);
-    if (rc > 0)
-        rc = cache_alloc_rest(k, size, out);
-    if (rc == 0 && AF__UNLIKELY(k->learn != NULL))
-        af__pool_learn_alloc(k, *out, size);
-    return rc;
-}
-
 int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
-    uint64_t s1 = size - 1; /* (s1 >> 8) = ceil(size / 256) - 1 */
-    if (AF__UNLIKELY(s1 >= k->fast_max)) {
-        if (af__pool_rp_alloc_fast(k, s1, out)) /* a learned round's next block */
-            return 0;
-        return cache_alloc_slow(k, size, out);
-    }
+    uint64_t s1 = size - 1;              /* (s1 >> 8) = ceil(size / 256) - 1 */
+    if (AF__UNLIKELY(s1 >= k->fast_max)) /* huge, size 0 (s1 wraps), or a debug mode */
+        return cache_alloc_rest(k, size, out);
     size_t c = k->lut[af__pool_lut_key(s1 >> 8)]; /* exact, or fast_max would be 0 */
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
@@ -479,11 +371,11 @@ static inline int release_state(af_pool_t *p, af__pool_block_t *b, uint32_t *old
 {
     uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
     for (;;) {
-        if (AF__UNLIKELY((st & 0xff) == AF_BLOCK_FREE)) {
+        if (AF__UNLIKELY(af__blk_kind(st) == AF_BLOCK_FREE)) {
             AF__ADD(&p->double_frees, 1);
             return AF_EDOUBLEFREE;
         }
-        uint32_t fr = af__blk_state(AF_BLOCK_FREE, (st >> 8) & 0xff, 0);
+        uint32_t fr = af__blk_freed(st);
         if (AF__LIKELY(atomic_compare_exchange_weak_explicit(
                 &b->state, &st, fr, memory_order_acq_rel, memory_order_relaxed)))
             break;
@@ -518,31 +410,11 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
         return af__pool_huge_free(p, ch);
     }
-    if (ch->cls == AF__POOL_REGION && ((st >> 8) & 0xff) == AF__POOL_HUGE_CLASS) {
-        live_add(k, -(int64_t)AF__LD(&b->req));
-        af__pool_on_free(p, b->addr, af__pool_region_bytes(p, b));
-        AF__ADD(&p->huge_frees, 1);
-        af__pool_region_put(k, ch, b); /* another cache's region: remote */
-        return 0;
-    }
     /* the owner class, also for a borrowed block (seed §5.3) */
-    uint32_t c = ch->cls >= 0 ? (uint32_t)ch->cls : (st >> 8) & 0xff;
+    uint32_t c = (uint32_t)ch->cls;
     af__pool_bin_t *bin = &k->bins[c];
     live_add(k, -(int64_t)AF__LD(&b->req));
     af__pool_on_free(p, b->addr, p->cls[c].bs);
-    if (!bin->cap) {                      /* a region class (no bin) */
-        if (ch->cls == AF__POOL_REGION) { /* to its region (another cache's: remote) */
-            AF__ST(&bin->frees, AF__LD(&bin->frees) + 1);
-            AF__ST(&bin->moved, AF__LD(&bin->moved) - 1); /* in and straight out of the bin */
-            af__pool_region_put(k, ch, b);
-        } else { /* a fixed-class block from af_pool_alloc */
-            AF__ADD(&p->cls[c].frees, 1);
-            af__pool_clock(p, c);
-            af__pool_central_push(p, c, b);
-            af__pool_cunlock(p, c);
-        }
-        return 0;
-    }
     uint32_t n = AF__LD(&bin->n);
     if (n == bin->cap) {
         AF__ST(&k->slow_frees, AF__LD(&k->slow_frees) + 1);
@@ -558,27 +430,15 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
     return 0;
 }
 
-/* Every free the fast path does not take: another arena's block, the general path; a round
- * being recorded notes the free. */
+/* Every free the fast path does not take. Out of line, so the fast path needs no stack frame. */
 static AF__NOINLINE int cache_free_slow(af_pool_cache_t *k, void *ptr, af__pool_block_t *b)
 {
-    int rc = AF_EFOREIGN;
-    if (!b) { /* outside the reservation: a learned arena's or a recorded round's block? */
-        rc = af__pool_arena_free(k->pool, ptr);
-        if (rc == AF_EFOREIGN)
-            rc = af__pool_direct_free(k->pool, ptr);
-    }
-    if (rc == AF_EFOREIGN)
-        rc = cache_free_rest(k, b);
-    if (rc == 0 && AF__UNLIKELY(k->learn != NULL))
-        af__pool_learn_free(k, ptr);
-    return rc;
+    (void)ptr;
+    return cache_free_rest(k, b);
 }
 
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
-    if (AF__UNLIKELY((uintptr_t)ptr - (uintptr_t)k->rp_base < k->rp_bytes)) /* learned arena */
-        return af__pool_rp_free_fast(k, ptr) ? 0 : af__pool_rp_free(k, ptr);
     /* af__pool_lookup with the cache's copies of the pool's fields: a block of a granule or
      * more is found with one load (dtab), a smaller one through its chunk */
     uint64_t g = (uint64_t)((uintptr_t)ptr - (uintptr_t)k->va_base) >> AF__POOL_GRANULE_SHIFT;
@@ -596,14 +456,14 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
      * names the owner class (seed §5.3: a borrowed block goes back to it); tagged blocks are
      * never huge. */
     uint32_t st = atomic_load_explicit(&b->state, memory_order_relaxed);
-    if (AF__UNLIKELY((st & ~((1u << AF__POOL_TAG_SHIFT) - 1)) != k->owned))
+    if (AF__UNLIKELY(af__blk_tag_bits(st) != k->owned))
         return cache_free_slow(k, ptr, b);
-    uint32_t c = (st >> 8) & 0xff;
+    uint32_t c = af__blk_owner(st);
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))
-        return bin->cap ? cache_free_rest(k, b) : cache_region_free(k, b, st);
-    atomic_store_explicit(&b->state, st & 0xff00u, memory_order_relaxed); /* FREE, owner c */
+        return cache_free_rest(k, b);
+    atomic_store_explicit(&b->state, af__blk_freed(st), memory_order_relaxed);
     bin->slots[n] = (af__pool_slot_t){b};
     AF__ST(&bin->n, n + 1);
     if (AF__UNLIKELY(n == 0))
@@ -619,7 +479,7 @@ int af_pool_alloc(af_pool_t *p, size_t size, void **out)
     if (!p || !out || size == 0)
         return AF_EINVAL;
     if (size > p->max_size)
-        return af__pool_huge_alloc(p, size, NULL, out);
+        return af__pool_huge_alloc(p, size, out);
     uint32_t c = (uint32_t)af__pool_class_fast(p, size);
     af__pool_clock(p, c);
     af__pool_block_t *b = af__pool_central_pop(p, c);
@@ -628,11 +488,11 @@ int af_pool_alloc(af_pool_t *p, size_t size, void **out)
         atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0), memory_order_relaxed);
         AF__ST(&b->req, (uint32_t)size);
     } else {
-        int rc = af__pool_alloc_slow(p, c, size, NULL, &b);
+        int rc = af__pool_alloc_slow(p, c, size, &b);
         if (rc)
             return rc;
     }
-    AF__ADD(&p->cls[(AF__LD(&b->state) >> 8) & 0xff].allocs, 1);
+    AF__ADD(&p->cls[af__blk_owner(AF__LD(&b->state))].allocs, 1);
     int64_t v = AF__ADD(&p->live_req, (int64_t)size) + (int64_t)size;
     if (p->exact_peak)
         af__pool_note_peak(p, (uint64_t)v);
@@ -648,11 +508,6 @@ int af_pool_free(af_pool_t *p, void *ptr)
     af__pool_chunk_t *ch;
     af__pool_block_t *b = af__pool_lookup(p, ptr, &ch);
     if (!b) {
-        int rc = af__pool_arena_free(p, ptr); /* a learned or recorded round's block? */
-        if (rc == AF_EFOREIGN)
-            rc = af__pool_direct_free(p, ptr);
-        if (rc != AF_EFOREIGN)
-            return rc;
         AF__ADD(&p->foreign_frees, 1);
         return AF_EFOREIGN;
     }
@@ -662,21 +517,10 @@ int af_pool_free(af_pool_t *p, void *ptr)
         return rc;
     if (ch->cls == -1)
         return af__pool_huge_free(p, ch);
-    if (ch->cls == AF__POOL_REGION && ((st >> 8) & 0xff) == AF__POOL_HUGE_CLASS) {
-        AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
-        af__pool_on_free(p, b->addr, af__pool_region_bytes(p, b));
-        AF__ADD(&p->huge_frees, 1);
-        af__pool_region_remote(p, ch, b);
-        return 0;
-    }
-    uint32_t c = ch->cls >= 0 ? (uint32_t)ch->cls : (st >> 8) & 0xff;
+    uint32_t c = (uint32_t)ch->cls;
     AF__SUB(&p->live_req, (int64_t)AF__LD(&b->req));
     AF__ADD(&p->cls[c].frees, 1);
     af__pool_on_free(p, b->addr, p->cls[c].bs);
-    if (ch->cls == AF__POOL_REGION) {
-        af__pool_region_remote(p, ch, b);
-        return 0;
-    }
     af__pool_clock(p, c);
     af__pool_central_push(p, c, b);
     af__pool_cunlock(p, c);

@@ -1,5 +1,5 @@
 /*
- * Address space, chunks, central free lists, borrowing, huge chunks and trimming.
+ * Address space, chunks, central free lists, huge chunks and trimming.
  *
  * The pool reserves one PROT_NONE range at creation. Chunks are whole 16 KiB granules of it,
  * taken first-fit from a sorted list of released ranges or from a bump pointer, and made usable
@@ -16,11 +16,8 @@
  * Each class keeps its free blocks on a doubly-linked central list (LIFO at the head): doubly
  * linked so trim can take out every block of an idle chunk in O(blocks).
  *
- * Slow allocation (af__pool_alloc_slow): with the global mutex, borrow one block from the
- * nearest larger class with a free central block (up to borrow_max_ratio x the size); its state
- * word records BORROWED, the owner class and the borrower class, and when freed it goes back to
- * the owner class (seed §5.3: a block returned to the borrower's class slowly drains the large
- * classes). Only when nothing can be borrowed is a chunk mapped.
+ * Borrowing across classes under the global mutex is pool/borrow.c; it calls af__pool_grow
+ * here when nothing can be borrowed.
  *
  * Invariants: a block is in exactly one place — a central list, a cache bin, or a user's hands
  * (state INUSE/BORROWED); a chunk's nfree counts its blocks on the central list; a chunk is
@@ -39,17 +36,13 @@
 
 /* ---- address space (glock) ------------------------------------------------------------- */
 
-/* Takes `n` granules from a sorted range list: best fit when best, else first fit. */
-static int rl_take(af__pool_range_t *v, size_t *nv, uint64_t n, int best, uint64_t *start)
+/* Takes `n` granules from a sorted range list, first fit. */
+static int rl_take(af__pool_range_t *v, size_t *nv, uint64_t n, uint64_t *start)
 {
     size_t pick = SIZE_MAX;
-    for (size_t i = 0; i < *nv; i++) {
-        if (v[i].len < n || (pick != SIZE_MAX && v[i].len >= v[pick].len))
-            continue;
-        pick = i;
-        if (!best || v[i].len == n)
-            break;
-    }
+    for (size_t i = 0; i < *nv && pick == SIZE_MAX; i++)
+        if (v[i].len >= n)
+            pick = i;
     if (pick == SIZE_MAX)
         return AF_ENOMEM;
     *start = v[pick].start;
@@ -93,9 +86,9 @@ static int rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start
     return 0;
 }
 
-int af__pool_va_take(af_pool_t *p, uint64_t n, uint64_t *start)
+static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 {
-    if (rl_take(p->vfree, &p->nvfree, n, 0, start) == 0)
+    if (rl_take(p->vfree, &p->nvfree, n, start) == 0)
         return 0;
     if (p->va_bump + n > p->ngranules)
         return AF_ENOMEM;
@@ -104,7 +97,7 @@ int af__pool_va_take(af_pool_t *p, uint64_t n, uint64_t *start)
     return 0;
 }
 
-void af__pool_va_give(af_pool_t *p, uint64_t start, uint64_t n)
+static void va_give(af_pool_t *p, uint64_t start, uint64_t n)
 {
     rl_give(&p->vfree, &p->nvfree, &p->cap_vfree, start, n);
     /* A free range that reaches the bump pointer folds back into it. */
@@ -116,7 +109,7 @@ void af__pool_va_give(af_pool_t *p, uint64_t start, uint64_t n)
 
 /* ---- chunks (glock) -------------------------------------------------------------------- */
 
-void af__pool_note_reserved(af_pool_t *p)
+static void note_reserved(af_pool_t *p)
 {
     uint64_t r = AF__LD(&p->reserved);
     if (r > AF__LD(&p->peak_reserved))
@@ -137,8 +130,7 @@ static void publish(af_pool_t *p, af__pool_chunk_t *ch, af__pool_chunk_t *val)
             af__pool_blk(p, ch, i)->addr = NULL;
 }
 
-/* Makes a chunk: from mapped memory that a retired chunk left (no OS call), else freshly mapped. */
-
+/* Makes a chunk: address space from the reservation, freshly mapped. */
 static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64_t bytes,
                      af__pool_chunk_t **out)
 {
@@ -166,27 +158,20 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
         ch->blocks = nbk;
         ch->cap_blocks = nb;
     }
-    char *base;
-    if (rl_take(p->mfree, &p->nmfree, ng, 1, &start) == 0) {
-        base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
-        p->mfree_bytes -= bytes;
-        AF__ADD(&p->recycled, bytes);
-    } else {
-        if (af__pool_va_take(p, ng, &start))
-            goto fail;
-        base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
-        if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-                 0) == MAP_FAILED) {
-            af__pool_va_give(p, start, ng);
-            goto fail;
-        }
-        AF__ADD(&p->os_maps, 1);
-#ifdef AF_ASAN_BUILD
-        ASAN_POISON_MEMORY_REGION(base, bytes);
-#endif
-        AF__ADD(&p->reserved, bytes);
-        af__pool_note_reserved(p);
+    if (va_take(p, ng, &start))
+        goto fail;
+    char *base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
+    if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+        MAP_FAILED) {
+        va_give(p, start, ng);
+        goto fail;
     }
+    AF__ADD(&p->os_maps, 1);
+#ifdef AF_ASAN_BUILD
+    ASAN_POISON_MEMORY_REGION(base, bytes);
+#endif
+    AF__ADD(&p->reserved, bytes);
+    note_reserved(p);
     ch->base = base;
     ch->bytes = bytes;
     ch->bs = bs;
@@ -218,24 +203,6 @@ fail:
     return rc;
 }
 
-/* Takes a chunk out of service but keeps its memory mapped, as a free range other classes can
- * be cut from without an OS call (seed §5.3's compaction). glock held; no block of it is listed. */
-static void chunk_retire(af_pool_t *p, af__pool_chunk_t *ch)
-{
-    publish(p, ch, NULL);
-    uint64_t start = (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT;
-    if (rl_give(&p->mfree, &p->nmfree, &p->cap_mfree, start, ch->bytes >> AF__POOL_GRANULE_SHIFT)) {
-        ch->hnext = NULL; /* no room to remember the range: unmap it instead */
-        publish(p, ch, ch);
-        af__pool_chunk_release(p, ch);
-        return;
-    }
-    p->mfree_bytes += ch->bytes;
-    ch->mapped = 0;
-    ch->hnext = p->spare;
-    p->spare = ch;
-}
-
 /* Unmaps a chunk none of whose blocks is on a list or in use. glock held. */
 void af__pool_chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
 {
@@ -246,35 +213,13 @@ void af__pool_chunk_release(af_pool_t *p, af__pool_chunk_t *ch)
     mmap(ch->base, ch->bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
          -1, 0);
     AF__ADD(&p->os_unmaps, 1);
-    af__pool_va_give(p, (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT,
-                     ch->bytes >> AF__POOL_GRANULE_SHIFT);
+    va_give(p, (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT,
+            ch->bytes >> AF__POOL_GRANULE_SHIFT);
     AF__SUB(&p->reserved, ch->bytes);
     AF__ADD(&p->trimmed, ch->bytes);
     ch->mapped = 0;
     ch->hnext = p->spare;
     p->spare = ch;
-}
-
-/* Unmaps the mapped-free ranges. glock held. Returns the bytes released. */
-static uint64_t release_mfree(af_pool_t *p)
-{
-    uint64_t freed = 0;
-    for (size_t i = 0; i < p->nmfree; i++) {
-        char *a = p->va_base + (p->mfree[i].start << AF__POOL_GRANULE_SHIFT);
-        uint64_t len = p->mfree[i].len << AF__POOL_GRANULE_SHIFT;
-#ifdef AF_ASAN_BUILD
-        ASAN_UNPOISON_MEMORY_REGION(a, len);
-#endif
-        mmap(a, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-        AF__ADD(&p->os_unmaps, 1);
-        af__pool_va_give(p, p->mfree[i].start, p->mfree[i].len);
-        AF__SUB(&p->reserved, len);
-        AF__ADD(&p->trimmed, len);
-        freed += len;
-    }
-    p->nmfree = 0;
-    p->mfree_bytes = 0;
-    return freed;
 }
 
 void af__pool_unmap_all(af_pool_t *p)
@@ -283,9 +228,6 @@ void af__pool_unmap_all(af_pool_t *p)
     for (size_t i = 0; i < p->nchunks; i++)
         if (p->chunks[i]->mapped)
             ASAN_UNPOISON_MEMORY_REGION(p->chunks[i]->base, p->chunks[i]->bytes);
-    for (size_t i = 0; i < p->nmfree; i++)
-        ASAN_UNPOISON_MEMORY_REGION(p->va_base + (p->mfree[i].start << AF__POOL_GRANULE_SHIFT),
-                                    p->mfree[i].len << AF__POOL_GRANULE_SHIFT);
 #else
     (void)p;
 #endif
@@ -332,44 +274,6 @@ af__pool_block_t *af__pool_central_pop(af_pool_t *p, uint32_t c)
 
 /* ---- growth and borrowing (glock) ------------------------------------------------------ */
 
-/* Retires every chunk whose blocks are all free on the central list (after flushing the
- * caller's cache, k may be NULL) into the mapped-free ranges, where neighbours coalesce and any
- * class can cut a new chunk without an OS call. glock held. */
-static void scavenge(af_pool_t *p, af_pool_cache_t *k)
-{
-    if (k)
-        for (uint32_t c = 0; c < p->nclasses; c++)
-            af__pool_bin_flush(k, c, UINT32_MAX);
-    for (size_t i = 0; i < p->nchunks; i++) {
-        af__pool_chunk_t *ch = p->chunks[i];
-        if (!ch->mapped || ch->cls < 0)
-            continue;
-        uint32_t c = (uint32_t)ch->cls;
-        if (AF__LD(&p->cls[c].nfree) < ch->nblocks) /* cheap peek; rechecked under the lock */
-            continue;
-        af__pool_clock(p, c);
-        int idle = ch->nfree == ch->nblocks;
-        if (idle) {
-            for (uint32_t j = 0; j < ch->nblocks; j++)
-                af__pool_central_unlink(p, c, af__pool_blk(p, ch, j));
-            p->cls[c].nblocks -= ch->nblocks;
-            p->cls[c].nchunks--;
-            ch->nfree = 0;
-        }
-        af__pool_cunlock(p, c);
-        if (idle)
-            chunk_retire(p, ch);
-    }
-}
-
-static int mfree_fits(const af_pool_t *p, uint64_t ng)
-{
-    for (size_t i = 0; i < p->nmfree; i++)
-        if (p->mfree[i].len >= ng)
-            return 1;
-    return 0;
-}
-
 /* Blocks in the next chunk of class c. */
 static uint64_t cl_chunk_blocks(const af_pool_t *p, uint32_t c)
 {
@@ -385,13 +289,11 @@ static uint64_t cl_chunk_bytes(const af_pool_t *p, uint32_t c)
     return af__align_up(cl_chunk_blocks(p, c) * p->cls[c].bs, AF__POOL_GRANULE);
 }
 
-int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k)
+int af__pool_grow(af_pool_t *p, uint32_t c)
 {
     af__pool_class_t *cl = &p->cls[c];
     uint64_t nb = cl_chunk_blocks(p, c);
     uint64_t bytes = cl_chunk_bytes(p, c);
-    if (p->opts.recycle && !mfree_fits(p, bytes >> AF__POOL_GRANULE_SHIFT))
-        scavenge(p, k);
     af__pool_chunk_t *ch;
     int rc = chunk_new(p, (int32_t)c, cl->bs, (uint32_t)nb, bytes, &ch);
     if (rc)
@@ -408,53 +310,9 @@ int af__pool_grow(af_pool_t *p, uint32_t c, af_pool_cache_t *k)
     return 0;
 }
 
-int af__pool_alloc_slow(af_pool_t *p, uint32_t c, uint64_t want, af_pool_cache_t *k,
-                        af__pool_block_t **blk)
-{
-    af__pool_block_t *b = NULL;
-    int rc = 0;
-    af__pool_glock(p);
-    /* Cutting an exact chunk from retired memory wastes nothing and calls no OS: first. */
-    uint64_t want_chunk = cl_chunk_bytes(p, c);
-    int fits = mfree_fits(p, want_chunk >> AF__POOL_GRANULE_SHIFT);
-    for (uint32_t d = c + 1; d <= p->cls[c].borrow_last && !b && !fits; d++) {
-        if (!AF__LD(&p->cls[d].nfree)) /* peek; rechecked under the lock */
-            continue;
-        af__pool_clock(p, d);
-        b = af__pool_central_pop(p, d);
-        af__pool_cunlock(p, d);
-        if (b) {
-            atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_BORROWED, d, c),
-                                  memory_order_relaxed);
-            AF__ADD(&p->cls[d].lent_total, 1);
-            AF__ADD(&p->borrows, 1);
-        }
-    }
-    while (!b) {
-        af__pool_clock(p, c); /* a free may have refilled our own class meanwhile */
-        b = af__pool_central_pop(p, c);
-        af__pool_cunlock(p, c);
-        if (b) {
-            atomic_store_explicit(&b->state, af__blk_state(AF_BLOCK_INUSE, c, 0),
-                                  memory_order_relaxed);
-            break;
-        }
-        int64_t live = af__pool_live_req(p) + (int64_t)want; /* the peak matters as we grow */
-        af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
-        af__pool_make_room(p, (int32_t)c, cl_chunk_bytes(p, c), live > 0 ? (uint64_t)live : 0, k);
-        if ((rc = af__pool_grow(p, c, k)))
-            break;
-    }
-    af__pool_gunlock(p);
-    if (b)
-        AF__ST(&b->req, (uint32_t)want);
-    *blk = b;
-    return rc;
-}
-
 /* ---- huge chunks (glock) --------------------------------------------------------------- */
 
-int af__pool_huge_alloc(af_pool_t *p, uint64_t size, af_pool_cache_t *k, void **out)
+int af__pool_huge_alloc(af_pool_t *p, uint64_t size, void **out)
 {
     uint64_t bytes = af__align_up(size, AF__POOL_GRANULE);
     if (bytes < size)
@@ -473,8 +331,6 @@ int af__pool_huge_alloc(af_pool_t *p, uint64_t size, af_pool_cache_t *k, void **
         ch->hnext = NULL;
         p->huge_free_bytes -= ch->bytes;
     } else {
-        int64_t live = af__pool_live_req(p) + (int64_t)size;
-        af__pool_make_room(p, -1, bytes, live > 0 ? (uint64_t)live : 0, k);
         if ((rc = chunk_new(p, -1, bytes, 1, bytes, &ch)) == 0)
             AF__ADD(&p->huge_bytes, bytes);
     }
@@ -563,7 +419,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
         freed += ch->bytes;
         af__pool_chunk_release(p, ch);
     }
-    return freed + release_mfree(p);
+    return freed;
 }
 
 static void purge_range(af_pool_t *p, char *a, uint64_t len, uint64_t *freed)
@@ -601,7 +457,7 @@ int af_pool_trim(af_pool_t *p, unsigned flags, uint64_t *released)
         return AF_EINVAL;
     af__pool_glock(p);
     if (flags & AF_POOL_TRIM_RELEASE)
-        freed += release_idle(p, UINT64_MAX) + af__pool_region_trim(p) + af__pool_arena_trim(p);
+        freed += release_idle(p, UINT64_MAX);
     if (flags & AF_POOL_TRIM_PURGE) {
         uint64_t purged = purge_free(p);
         AF__ADD(&p->trimmed, purged);

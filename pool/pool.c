@@ -42,9 +42,6 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->chunk_min = 16ull << 10;
     o->chunk_max = 128ull << 10;
     o->huge_cache_bytes = 1ull << 30;
-    o->reserve_ratio = 0; /* off: see the option's comment in pool.h */
-    o->region_min = 0;    /* opt-in: see the option's comment in pool.h */
-    o->round_max = 4096;
 }
 
 /* Appends units u to the ladder if it is larger than the last one. */
@@ -173,35 +170,7 @@ static void init_classes(af_pool_t *p)
                (double)p->units[last + 1] <= o->cache_borrow_ratio * p->units[c])
             last++;
         k->borrow_near = last;
-        /* region classes neither lend nor borrow in caches (they re-cut their regions instead) */
-        if (c >= p->region_first)
-            k->borrow_near = c;
-        else if (k->borrow_near >= p->region_first)
-            k->borrow_near = p->region_first - 1;
     }
-}
-
-/* Classes >= region_first are carved from cache regions; maps the regions' page table. */
-static int init_regions(af_pool_t *p)
-{
-    const af_pool_opts_t *o = &p->opts;
-    p->region_first = p->nclasses;
-    p->npages = p->ngranules << (AF__POOL_GRANULE_SHIFT - AF__POOL_PAGE_SHIFT);
-    if (!o->region_min || p->npages >= (1ull << 31)) /* tags hold lengths < 2^31 pages */
-        return 0;
-    uint64_t min = o->region_min < AF__POOL_GRANULE ? AF__POOL_GRANULE : o->region_min;
-    while (p->region_first > 0 && (uint64_t)p->units[p->region_first - 1] * AF_POOL_ALIGN >= min)
-        p->region_first--;
-    if (p->region_first == p->nclasses)
-        return 0;
-    void *t = mmap(NULL, p->npages * sizeof(af__pool_page_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (t == MAP_FAILED)
-        return AF_ENOMEM;
-    p->rtab = t;
-    uint64_t span = af__align_up(o->va_reserve / 32, AF__POOL_GRANULE);
-    p->region_span = span < (4ull << 20) ? (4ull << 20) : span > (1ull << 30) ? (1ull << 30) : span;
-    return 0;
 }
 
 int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
@@ -223,10 +192,6 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
         return af__err(err, AF_EINVAL,
                        "pool: need 16 KiB <= chunk_min <= chunk_max <= 2 GiB, cache_slots > 0 "
                        "and va_reserve >= 64 MiB");
-    if (opts->round_max > 65536)
-        return af__err(err, AF_EINVAL,
-                       "pool: round_max %u is above 65536 (learning a round is quadratic in it)",
-                       opts->round_max);
 
     af_pool_t *p = af__calloc(1, sizeof(*p));
     if (!p)
@@ -243,8 +208,6 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     if (!p->cls)
         goto fail_cls;
     p->ngranules = opts->va_reserve >> AF__POOL_GRANULE_SHIFT;
-    if (init_regions(p))
-        goto fail_rtab;
     init_classes(p);
 
     p->va_bytes = (p->ngranules + 1) << AF__POOL_GRANULE_SHIFT;
@@ -286,15 +249,10 @@ fail_dtab:
     af__free(p->gtab);
 fail_gtab:
     munmap(va, p->va_bytes);
-    if (p->rtab)
-        munmap(p->rtab, p->npages * sizeof(af__pool_page_t));
     af__free(p->cls);
     af__free(p);
     return af__err(err, AF_ENOMEM, "pool: out of memory for the granule table");
 fail_va:
-    if (p->rtab)
-        munmap(p->rtab, p->npages * sizeof(af__pool_page_t));
-fail_rtab:
     af__free(p->cls);
     af__free(p);
     return af__err(err, AF_ENOMEM, "pool: cannot reserve %llu bytes of address space",
@@ -312,24 +270,18 @@ void af_pool_destroy(af_pool_t *p)
     while (p->caches) {
         af_pool_cache_t *k = p->caches;
         p->caches = k->next;
-        af__pool_round_detach(k);
         af__free(k->bins[0].slots);
         af__free(k);
     }
     af__pool_unmap_all(p);
-    af__pool_arena_unmap_all(p);
-    af__pool_direct_unmap_all(p);
     for (size_t i = 0; i < p->nchunks; i++) {
         af__free(p->chunks[i]->blocks);
         af__free(p->chunks[i]);
     }
     af__free(p->chunks);
     af__free(p->vfree);
-    af__free(p->mfree);
     munmap(p->va_raw, p->va_bytes);
     munmap(p->dtab, p->ngranules * sizeof(af__pool_block_t));
-    if (p->rtab)
-        munmap(p->rtab, p->npages * sizeof(af__pool_page_t));
     af__free(p->gtab);
     for (uint32_t c = 0; c < p->nclasses; c++)
         pthread_mutex_destroy(&p->cls[c].lock);
@@ -401,17 +353,13 @@ int64_t af__pool_live_req(af_pool_t *p)
         af__pool_chunk_t *ch = p->chunks[i];
         if (!ch->mapped)
             continue;
-        if (ch->cls == AF__POOL_REGION)
-            v += af__pool_region_live(p, ch, NULL);
         for (uint32_t j = 0; j < ch->nblocks; j++) {
             af__pool_block_t *b = af__pool_blk(p, ch, j);
-            uint32_t st = AF__LD(&b->state) & 0xff;
-            if (st == AF_BLOCK_INUSE || st == AF_BLOCK_BORROWED)
+            uint32_t kind = af__blk_kind(AF__LD(&b->state));
+            if (kind == AF_BLOCK_INUSE || kind == AF_BLOCK_BORROWED)
                 v += ch->cls < 0 ? (int64_t)AF__LD(&ch->req) : (int64_t)AF__LD(&b->req);
         }
     }
-    af__pool_arena_live(p, &v, NULL);
-    af__pool_direct_live(p, &v, NULL);
     return v;
 }
 
@@ -436,21 +384,13 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
 {
     af__pool_chunk_t *ch;
     af__pool_block_t *b = p ? af__pool_lookup(p, ptr, &ch) : NULL;
-    if (!p || !info)
+    if (!p || !info || !b)
         return AF_EFOREIGN;
-    if (!b && af__pool_arena_info(p, ptr, info) == 0) /* a learned round's block */
-        return 0;
-    if (!b) /* a recorded round's block, or foreign */
-        return af__pool_direct_info(p, ptr, info);
     uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
-    info->state = (af_block_state_t)(st & 0xff);
-    int region = ch->cls == AF__POOL_REGION; /* the class is in the state word */
-    uint32_t owner = (st >> 8) & 0xff;
-    info->owner_class = !region ? ch->cls : owner == AF__POOL_HUGE_CLASS ? -1 : (int)owner;
-    info->borrower_class = info->state == AF_BLOCK_BORROWED ? (int)((st >> 16) & 0xff) : -1;
-    info->block_size = !region                        ? ch->bs
-                       : owner == AF__POOL_HUGE_CLASS ? af__pool_region_bytes(p, b)
-                                                      : p->cls[owner].bs;
+    info->state = (af_block_state_t)af__blk_kind(st);
+    info->owner_class = ch->cls;
+    info->borrower_class = info->state == AF_BLOCK_BORROWED ? (int)af__blk_borrower(st) : -1;
+    info->block_size = ch->bs;
     return 0;
 }
 
@@ -463,7 +403,7 @@ static void count_lent(af_pool_t *p, uint64_t *lent)
         if (!ch->mapped || ch->cls < 0)
             continue;
         for (uint32_t j = 0; j < ch->nblocks; j++)
-            if ((AF__LD(&af__pool_blk(p, ch, j)->state) & 0xff) == AF_BLOCK_BORROWED)
+            if (af__blk_kind(AF__LD(&af__pool_blk(p, ch, j)->state)) == AF_BLOCK_BORROWED)
                 lent[ch->cls]++;
     }
 }
@@ -477,10 +417,6 @@ static void class_stats(af_pool_t *p, uint32_t c, uint64_t lent, af_pool_class_s
     cs->blocks = k->nblocks;
     cs->blocks_free = AF__LD(&k->nfree);
     pthread_mutex_unlock(&k->lock);
-    int64_t carved = AF__LD(&k->rgn_blocks); /* region blocks: carved and not returned */
-    for (af_pool_cache_t *q = p->caches; q; q = q->next)
-        carved += AF__LD(&q->bins[c].carved);
-    cs->blocks += carved > 0 ? (uint64_t)carved : 0;
     cs->lent_total = AF__LD(&k->lent_total);
     cs->allocs = AF__LD(&k->allocs);
     cs->frees = AF__LD(&k->frees);
@@ -493,31 +429,6 @@ static void class_stats(af_pool_t *p, uint32_t c, uint64_t lent, af_pool_class_s
     cs->blocks_lent = lent;
     uint64_t held = cs->blocks_free + cs->blocks_cached;
     cs->blocks_in_use = cs->blocks > held ? cs->blocks - held : 0;
-}
-
-/* Learned rounds: hits and frees count as fast calls. glock held. */
-static void round_stats(af_pool_t *p, af_pool_stats_t *st)
-{
-    uint64_t hits = AF__LD(&p->retired_rp_hits), frees = AF__LD(&p->retired_rp_frees);
-    st->round_misses = AF__LD(&p->retired_rp_misses);
-    st->rounds_held = AF__LD(&p->retired_rp_held);
-    for (af_pool_cache_t *q = p->caches; q; q = q->next) {
-        uint64_t h, f;
-        af__pool_rp_count(q, &h, &f);
-        hits += h;
-        frees += f;
-        st->round_misses += AF__LD(&q->rp_misses);
-        st->rounds_held += AF__LD(&q->rp_held);
-    }
-    for (af__pool_arena_t *a = p->arenas; a; a = a->next)
-        st->round_arenas++;
-    st->round_arena_bytes = AF__LD(&p->arena_bytes);
-    st->rounds_learned = AF__LD(&p->rounds_learned);
-    st->round_hits = hits;
-    st->allocs += hits + AF__LD(&p->direct_allocs);
-    st->frees += frees + AF__LD(&p->arena_remote_frees) + AF__LD(&p->direct_frees);
-    st->fast_allocs += hits;
-    st->fast_frees += frees;
 }
 
 int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
@@ -548,21 +459,16 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     }
     st->fast_allocs = AF__LD(&p->retired_fast_allocs) + (cache_a - slow_a);
     st->fast_frees = AF__LD(&p->retired_fast_frees) + (cache_f - slow_f);
-    round_stats(p, st);
     int64_t live = af__pool_live_req(p);
     st->requested_bytes = live > 0 ? (uint64_t)live : 0;
     af__pool_note_peak(p, st->requested_bytes);
     uint64_t huge_live = 0;
     for (size_t i = 0; i < p->nchunks; i++) {
         af__pool_chunk_t *ch = p->chunks[i];
-        if (ch->mapped && ch->cls == AF__POOL_REGION)
-            af__pool_region_live(p, ch, &huge_live); /* its huge blocks in use */
         if (ch->mapped && ch->cls == -1 &&
-            (AF__LD(&af__pool_blk(p, ch, 0)->state) & 0xff) != AF_BLOCK_FREE)
+            af__blk_kind(AF__LD(&af__pool_blk(p, ch, 0)->state)) != AF_BLOCK_FREE)
             huge_live += ch->bytes;
     }
-    af__pool_arena_live(p, NULL, &huge_live); /* learned rounds' blocks in use */
-    af__pool_direct_live(p, NULL, &huge_live);
     pthread_mutex_unlock(&p->glock);
     st->allocated_bytes += huge_live;
     st->allocs += AF__LD(&p->huge_allocs);
@@ -579,7 +485,6 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
     st->os_unmaps = AF__LD(&p->os_unmaps);
     st->os_madvise = AF__LD(&p->os_madvise);
     st->trimmed_bytes = AF__LD(&p->trimmed);
-    st->recycled_bytes = AF__LD(&p->recycled);
     st->double_frees = AF__LD(&p->double_frees);
     st->foreign_frees = AF__LD(&p->foreign_frees);
     st->fragmentation = st->peak_requested_bytes

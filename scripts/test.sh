@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds and runs the whole test suite: the format check, then the
-# normal build (with jemalloc), an ASan+UBSan build (jemalloc off) and a TSan build, each
-# running every ctest test. Exits non-zero on the first failure.
+# Installs what is missing, builds and runs the whole test suite: the format check, the module
+# dependency check (every #include against docs/design.md's module table) and the size limits,
+# then the normal build (with jemalloc), an ASan+UBSan build (jemalloc off) and a TSan build,
+# each running every ctest test. Exits non-zero on the first failure.
 #   scripts/test.sh            everything (what CI runs)
 #   scripts/test.sh --quick    format check + normal build only
 set -euo pipefail
@@ -14,6 +15,11 @@ scripts/deps.sh
 echo "== format check (clang-format $(clang-format --version | grep -o '[0-9]*\.[0-9.]*' | head -1))"
 mapfile -t files < <(git ls-files '*.c' '*.h' 2>/dev/null || find . -name '*.[ch]' -not -path './build*')
 clang-format --dry-run --Werror "${files[@]}"
+
+echo "== include check (scripts/check_deps.sh, module table in docs/design.md)"
+scripts/check_deps.sh
+echo "== size limits (scripts/check_size.sh)"
+scripts/check_size.sh
 
 jobs=$(nproc 2>/dev/null || echo 2)
 run_build() {  # name, cmake args...

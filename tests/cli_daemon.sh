@@ -10,40 +10,9 @@
 # exposition format by a small parser below. Every wait is bounded.
 set -u
 
-SRC=${AF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
-BIN=${AF_BINARY_DIR:-$SRC/build}
-DAEMON=$BIN/arenaflowd
-[ -x "$DAEMON" ] || DAEMON=$(command -v arenaflowd || true)
-if [ -z "$DAEMON" ] || [ ! -x "$DAEMON" ]; then
-    echo "SKIP: arenaflowd is not built (needs libh2o-dev)"
-    exit 0
-fi
-PY=python3
-T=$(mktemp -d /tmp/af-daemon-test.XXXXXX)
-PID=
-cleanup() {
-    [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-LOG=$T/daemon.log
-CFG=$T/arenaflowd.ini
-STATE=$T/state
-FAILS=0
-CHECKS=0
+. "$(dirname "$0")/daemon_lib.sh"
 
-fail() {
-    echo "FAIL: $*"
-    echo "---- daemon log (tail) ----"
-    tail -n 30 "$LOG" 2>/dev/null
-    exit 1
-}
-ok() {
-    CHECKS=$((CHECKS + 1))
-    echo "ok: $*"
-}
-
-write_cfg() { # max_body max_runs [extra line]
+write_cfg() { # max_body max_runs [extra line]: this test's configurations
     cat >"$CFG" <<EOF
 [server]
 listen = 127.0.0.1:0
@@ -55,55 +24,6 @@ max_rounds = 1000000
 drain_timeout_ms = 60000
 $3
 EOF
-}
-
-sanitizer_clean() { # a sanitizer report in the log fails the test even if the daemon goes on
-    if grep -q "Sanitizer" "$LOG" 2>/dev/null; then
-        grep -A20 "Sanitizer" "$LOG" | head -40
-        fail "sanitizer report in the daemon log"
-    fi
-}
-
-start() {
-    sanitizer_clean
-    : >"$LOG"
-    "$DAEMON" --config "$CFG" --state-dir "$STATE" 2>>"$LOG" &
-    PID=$!
-    for _ in $(seq 1 200); do
-        PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$LOG" | tail -n 1)
-        [ -n "$PORT" ] && break
-        kill -0 "$PID" 2>/dev/null || fail "daemon exited at start"
-        sleep 0.05
-    done
-    [ -n "$PORT" ] || fail "daemon did not report its port"
-    AFD=http://127.0.0.1:$PORT
-}
-
-# req METHOD PATH [curl args...]: sets CODE, body in $T/body
-req() {
-    local m=$1 p=$2
-    shift 2
-    CODE=$(curl -s -o "$T/body" -w '%{http_code}' --max-time 60 -X "$m" "$@" "$AFD$p")
-}
-expect() { # CODE what
-    [ "$CODE" = "$1" ] || fail "$2: expected $1, got $CODE: $(head -c 400 "$T/body")"
-    ok "$2 -> $1"
-}
-jget() { # python expression on d = the JSON body
-    $PY -c "import json,sys; d=json.load(open('$T/body')); print($1)" 2>/dev/null
-}
-body_has() {
-    grep -q -- "$1" "$T/body" || fail "$2: body lacks '$1': $(head -c 400 "$T/body")"
-}
-metric() { # value of one sample (exact series text) in /metrics
-    curl -s --max-time 10 "$AFD/metrics" | awk -v s="$1" '$1 == s {print $2}'
-}
-wait_log() { # pattern what
-    for _ in $(seq 1 200); do
-        grep -q -- "$1" "$LOG" && return 0
-        sleep 0.05
-    done
-    fail "$2: log never said '$1'"
 }
 
 # ---- the Prometheus text format checker ------------------------------------------------------
@@ -189,6 +109,7 @@ EOF
 mkdir -p "$STATE"
 write_cfg 64K 1 ""
 start
+wait_ready
 cd "$SRC" || fail "no source dir"
 ID=
 n_doc=0
@@ -422,6 +343,7 @@ echo '{"format": "arenaflowd-graph/1", "id": "torn' >"$STATE/graphs/ffffffffffff
 echo 'not json' >"$STATE/graphs/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee.json"
 write_cfg 1M 1 ""
 start
+wait_ready
 req GET /v1/graphs
 expect 200 "list after kill -9"
 [ "$(jget 'sorted(g["id"] for g in d["graphs"]) == sorted(["'"$ID"'", "'"$ID2"'"])')" = True ] || fail "graphs lost across kill -9: $(cat "$T/body")"
@@ -452,6 +374,7 @@ for f in "$STATE"/plans/*.afplan; do # damage every plan file (one byte each)
 done
 [ "$NPLANS" -ge 2 ] || fail "expected plan files in $STATE/plans"
 start
+wait_ready
 grep -q "0 plans restored from disk, 2 re-planned, $NPLANS plan files rejected" "$LOG" ||
     fail "damaged plan files not rejected: $(grep 'loaded' "$LOG")"
 req GET /v1/graphs
@@ -525,6 +448,7 @@ ok "daemon exited 0 after draining"
 write_cfg 1M 1 ""
 sed -i 's/drain_timeout_ms = 60000/drain_timeout_ms = 200/' "$CFG"
 start
+wait_ready
 curl -s -o "$T/cut.out" -w '%{http_code}' --max-time 120 -X POST -d "{\"rounds\": $((LONG * 20)), \"verify\": true}" "$AFD/v1/graphs/$ID/run" >"$T/cut.code" &
 CURL=$!
 for _ in $(seq 1 200); do

@@ -167,6 +167,9 @@ static inline int graph_equal(const af_graph_t *a, const af_graph_t *b)
         for (int32_t k = 0; k < x->rank; k++)
             if (x->shape[k] != y->shape[k])
                 DIFF("tensor '%s' shape[%d] differs\n", x->name, k);
+        if ((x->dynamic_reason == NULL) != (y->dynamic_reason == NULL) ||
+            (x->dynamic_reason && strcmp(x->dynamic_reason, y->dynamic_reason)))
+            DIFF("tensor '%s' dynamic reason differs\n", x->name);
         for (int32_t k = 0; k < x->n_consumers; k++)
             if (x->consumers[k] != y->consumers[k])
                 DIFF("tensor '%s' consumers differ\n", x->name);

@@ -1,230 +1,31 @@
 /*
- * Random DAG generator for property tests (header-only, fixed-seed xorshift PRNG).
- *
- * Graphs have 1-3 inputs (sometimes a constant), nodes with fan-in 1-4 over any earlier tensor
- * (so tensors get several consumers on different branches), 1-2 outputs, some outputs marked as
- * graph outputs, view nodes whose output is an alias of their input (Reshape-like), and unary
- * nodes carrying an in-place hint. Sizes are log-uniform from 1 byte to 1 MiB.
+ * Terse forms of the zoo's synthetic graphs for property tests (the generators live in the
+ * library: zoo/dag.c, include/arenaflow/zoo.h): a graph or NULL, so a test reads
+ * `af_graph_t *g = rd_graph(seed, 40);` and asserts on NULL with its seed.
  */
 #ifndef ARENAFLOW_TESTS_RANDDAG_H
 #define ARENAFLOW_TESTS_RANDDAG_H
 
-#include "arenaflow/graph.h"
+#include "arenaflow/zoo.h"
 
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-typedef struct {
-    uint64_t s;
-} rd_rng_t;
-
-static inline uint64_t rd_next(rd_rng_t *r)
-{
-    uint64_t x = r->s ? r->s : 0x9e3779b97f4a7c15ull;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    r->s = x;
-    return x;
-}
-
-static inline uint64_t rd_below(rd_rng_t *r, uint64_t n)
-{
-    return n ? rd_next(r) % n : 0;
-}
-
-static inline int64_t rd_size(rd_rng_t *r)
-{
-    int bits = (int)rd_below(r, 21);
-    return (int64_t)(1 + rd_below(r, (uint64_t)1 << bits));
-}
-
-/* Builds and finalizes a random DAG with up to max_nodes nodes. Returns NULL on failure. */
 static inline af_graph_t *rd_graph(uint64_t seed, int max_nodes)
 {
-    rd_rng_t r = {seed * 2654435761ull + 12345};
-    af_graph_t *g;
-    if (af_graph_create(&g))
-        return NULL;
-    int nn = 2 + (int)rd_below(&r, (uint64_t)(max_nodes - 1));
-    int cap = 4 + 3 * nn;
-    int64_t *sizes = calloc((size_t)cap, sizeof(int64_t));
-    int nt = 0, n_in = 1 + (int)rd_below(&r, 3);
-    char name[32], name2[32];
-    for (int i = 0; i < n_in; i++) {
-        snprintf(name, sizeof name, "in%d", i);
-        af_tensor_desc_t d = {0};
-        d.name = name;
-        d.bytes = rd_size(&r);
-        d.rank = -1;
-        d.kind = (i == 0 || rd_below(&r, 4)) ? AF_TENSOR_INPUT : AF_TENSOR_CONSTANT;
-        af_graph_add_tensor(g, &d, NULL, NULL);
-        sizes[nt++] = d.bytes;
-    }
-    for (int v = 0; v < nn; v++) {
-        const char *ins[4];
-        char inbuf[4][32];
-        int fan = 1 + (int)rd_below(&r, 4);
-        /* prefer recent tensors so chains form, but reach back sometimes (long lifetimes) */
-        for (int k = 0; k < fan; k++) {
-            int t = rd_below(&r, 3) ? nt - 1 - (int)rd_below(&r, (uint64_t)(nt < 6 ? nt : 6))
-                                    : (int)rd_below(&r, (uint64_t)nt);
-            af_tensor_info_t const *ti = NULL;
-            (void)ti;
-            snprintf(inbuf[k], sizeof inbuf[k], "t%d", t);
-            if (t < n_in)
-                snprintf(inbuf[k], sizeof inbuf[k], "in%d", t);
-            ins[k] = inbuf[k];
-        }
-        int kind = (int)rd_below(&r, 10); /* 0: view, 1-2: in-place unary, else plain */
-        int nout = kind >= 3 && rd_below(&r, 4) == 0 ? 2 : 1;
-        const char *outs[2];
-        char outbuf[2][32];
-        af_inplace_t hint = {0, 0};
-        for (int o = 0; o < nout; o++) {
-            snprintf(outbuf[o], sizeof outbuf[o], "t%d", nt);
-            af_tensor_desc_t d = {0};
-            d.name = outbuf[o];
-            d.rank = -1;
-            d.bytes = rd_size(&r);
-            d.kind = rd_below(&r, 12) == 0 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE;
-            if (kind == 0) {
-                /* a view of the first input at offset 0, no larger than it */
-                d.alias_of = ins[0];
-                int base = -1;
-                if (sscanf(ins[0], "t%d", &base) != 1) {
-                    sscanf(ins[0], "in%d", &base);
-                }
-                d.bytes = 1 + (int64_t)rd_below(&r, (uint64_t)sizes[base]);
-                d.alias_offset = (int64_t)rd_below(&r, (uint64_t)(sizes[base] - d.bytes + 1));
-                d.kind = AF_TENSOR_INTERMEDIATE;
-            } else if (kind <= 2) {
-                int base = -1;
-                if (sscanf(ins[0], "t%d", &base) != 1)
-                    sscanf(ins[0], "in%d", &base);
-                d.bytes = 1 + (int64_t)rd_below(&r, (uint64_t)sizes[base]);
-            }
-            af_graph_add_tensor(g, &d, NULL, NULL);
-            sizes[nt++] = d.bytes;
-            outs[o] = outbuf[o];
-        }
-        snprintf(name2, sizeof name2, "n%d", v);
-        af_node_desc_t nd = {0};
-        nd.name = name2;
-        nd.op = kind == 0 ? "Reshape" : (kind <= 2 ? "Relu" : "Op");
-        nd.inputs = ins;
-        nd.n_inputs = fan;
-        nd.outputs = outs;
-        nd.n_outputs = nout;
-        nd.cost = (double)(1 + rd_below(&r, 1000));
-        if (kind >= 1 && kind <= 2) {
-            nd.inplace = &hint;
-            nd.n_inplace = 1;
-        }
-        af_graph_add_node(g, &nd, NULL, NULL);
-    }
-    free(sizes);
-    if (af_graph_finalize(g, NULL)) {
-        af_graph_destroy(g);
-        return NULL;
-    }
-    return g;
+    af_graph_t *g = NULL;
+    return af_zoo_random_dag(seed, max_nodes, &g, NULL) ? NULL : g;
 }
 
-/*
- * A large realistic graph: a chain of residual blocks (conv -> relu (in place) -> conv -> add
- * with the block input), with a long skip connection every 64 blocks (UNet-like), weights as
- * constants, one input and one output. About 6 tensors per block.
- */
 static inline af_graph_t *rd_layered_graph(uint64_t seed, int n_tensors)
 {
-    rd_rng_t r = {seed * 11400714819323198485ull + 7};
-    af_graph_t *g;
-    if (af_graph_create(&g))
-        return NULL;
-    int blocks = n_tensors / 6 > 1 ? n_tensors / 6 : 1;
-    char x[32], a[32], b[32], c[32], y[32], w1[32], w2[32], nm[32], skip[32];
-    af_tensor_desc_t d = {0};
-    d.rank = -1;
-    d.name = "x0";
-    d.bytes = 1 << 20;
-    d.kind = AF_TENSOR_INPUT;
-    af_graph_add_tensor(g, &d, NULL, NULL);
-    snprintf(x, sizeof x, "x0");
-    skip[0] = '\0';
-    for (int k = 0; k < blocks; k++) {
-        int64_t sz = (int64_t)(4096 + rd_below(&r, 4u << 20));
-        snprintf(a, sizeof a, "a%d", k);
-        snprintf(b, sizeof b, "b%d", k);
-        snprintf(c, sizeof c, "c%d", k);
-        snprintf(y, sizeof y, "x%d", k + 1);
-        snprintf(w1, sizeof w1, "w1_%d", k);
-        snprintf(w2, sizeof w2, "w2_%d", k);
-        const char *names[] = {a, b, c, y, w1, w2};
-        for (int i = 0; i < 6; i++) {
-            d.name = names[i];
-            d.bytes = i >= 4 ? 4096 : sz;
-            d.kind = i >= 4
-                         ? AF_TENSOR_CONSTANT
-                         : (k == blocks - 1 && i == 3 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE);
-            af_graph_add_tensor(g, &d, NULL, NULL);
-        }
-        af_inplace_t hint = {0, 0};
-        const char *i1[] = {x, w1}, *o1[] = {a};
-        const char *i2[] = {a}, *o2[] = {b};
-        const char *i3[] = {b, w2}, *o3[] = {c};
-        const char *i4[] = {c, x, skip}, *o4[] = {y};
-        af_node_desc_t nd = {0};
-        snprintf(nm, sizeof nm, "conv1_%d", k);
-        nd = (af_node_desc_t){nm, "Conv", i1, 2, o1, 1, 100.0, NULL, 0};
-        af_graph_add_node(g, &nd, NULL, NULL);
-        snprintf(nm, sizeof nm, "relu_%d", k);
-        nd = (af_node_desc_t){nm, "Relu", i2, 1, o2, 1, 10.0, &hint, 1};
-        af_graph_add_node(g, &nd, NULL, NULL);
-        snprintf(nm, sizeof nm, "conv2_%d", k);
-        nd = (af_node_desc_t){nm, "Conv", i3, 2, o3, 1, 100.0, NULL, 0};
-        af_graph_add_node(g, &nd, NULL, NULL);
-        snprintf(nm, sizeof nm, "add_%d", k);
-        nd = (af_node_desc_t){nm, "Add", i4, skip[0] && k % 64 == 63 ? 3 : 2, o4, 1, 10.0, NULL, 0};
-        af_graph_add_node(g, &nd, NULL, NULL);
-        if (k % 64 == 0)
-            snprintf(skip, sizeof skip, "%s", y);
-        snprintf(x, sizeof x, "%s", y);
-    }
-    if (af_graph_finalize(g, NULL)) {
-        af_graph_destroy(g);
-        return NULL;
-    }
-    return g;
+    af_graph_t *g = NULL;
+    return af_zoo_residual_chain(seed, n_tensors, &g, NULL) ? NULL : g;
 }
 
-/* A random topological order (Kahn with random choice among ready nodes). */
-static inline void rd_random_order(const af_graph_t *g, uint64_t seed, int32_t *order)
+/* A random topological order: 0, or AF_ENOMEM (the order is then undefined). */
+static inline int rd_random_order(const af_graph_t *g, uint64_t seed, int32_t *order)
 {
-    rd_rng_t r = {seed ^ 0x5555aaaa5555aaaaull};
-    int32_t nn = af_graph_node_count(g);
-    int32_t *indeg = calloc((size_t)nn + 1, sizeof(int32_t));
-    int32_t *ready = calloc((size_t)nn + 1, sizeof(int32_t));
-    int32_t nr = 0, out = 0;
-    for (int32_t v = 0; v < nn; v++) {
-        indeg[v] = af_graph_node(g, v)->n_preds;
-        if (!indeg[v])
-            ready[nr++] = v;
-    }
-    while (nr) {
-        int32_t k = (int32_t)rd_below(&r, (uint64_t)nr);
-        int32_t v = ready[k];
-        ready[k] = ready[--nr];
-        order[out++] = v;
-        const af_node_info_t *nd = af_graph_node(g, v);
-        for (int32_t j = 0; j < nd->n_succs; j++)
-            if (--indeg[nd->succs[j]] == 0)
-                ready[nr++] = nd->succs[j];
-    }
-    free(indeg);
-    free(ready);
+    return af_zoo_random_order(g, seed, order);
 }
 
 #endif

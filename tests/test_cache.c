@@ -315,6 +315,67 @@ static void test_cache_rejects_corrupted_and_foreign_files(void **state)
     af_graph_destroy(g);
 }
 
+/* A plan's record: encode -> decode gives back its order, offsets, counts and names; a flipped
+ * byte anywhere is refused; the canonical option string reads back to the same key. */
+static void test_cache_plan_record_round_trip(void **state)
+{
+    (void)state;
+    af_graph_t *g = rd_graph(41, 30);
+    assert_non_null(g);
+    af_plan_t *p = NULL;
+    af_error_t err;
+    assert_int_equal(af_plan_create(g, NULL, &p, &err), 0);
+    void *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(af_plan_encode(p, 1234, &buf, &len, &err), 0);
+    af_plan_record_t rec;
+    assert_int_equal(af_plan_decode(buf, len, &rec, &err), 0);
+    assert_int_equal(rec.key, 1234);
+    assert_int_equal(rec.nodes, af_graph_node_count(g));
+    assert_int_equal(rec.tensors, af_graph_tensor_count(g));
+    assert_int_equal(rec.arena_bytes, af_plan_arena_bytes(p));
+    assert_string_equal(rec.placer, af_plan_report(p)->placer);
+    assert_memory_equal(rec.order, af_plan_order(p), (size_t)rec.nodes * sizeof(int32_t));
+    for (int32_t t = 0; t < rec.tensors; t++)
+        assert_int_equal(rec.offsets[t], af_plan_tensor(p, t)->offset);
+    af_plan_t *q = NULL; /* the record rebuilds the plan */
+    assert_int_equal(af_plan_restore(g, NULL, rec.order, rec.offsets, &q, &err), 0);
+    assert_int_equal(af_plan_arena_bytes(q), af_plan_arena_bytes(p));
+    af_plan_destroy(q);
+    af_plan_record_free(&rec);
+    for (size_t at = 0; at < len; at += len / 17 + 1) {
+        ((uint8_t *)buf)[at] ^= 0x40;
+        af_plan_record_t bad;
+        assert_int_equal(af_plan_decode(buf, len, &bad, &err), AF_EPARSE);
+        ((uint8_t *)buf)[at] ^= 0x40;
+    }
+    assert_int_equal(af_plan_decode(buf, len - 1, &rec, &err), AF_EPARSE);
+    af_free(buf);
+    /* options: format -> set every key -> equal string and key */
+    af_plan_opts_t o, back;
+    af_plan_opts_init(&o);
+    o.alpha = 0.1;
+    o.placer = "greedy-size";
+    o.mode = AF_MODE_SHARED;
+    char text[512], again[512];
+    assert_int_equal(af_plan_opts_format(&o, text, sizeof text), 0);
+    af_plan_opts_init(&back);
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s", text);
+    for (char *save = NULL, *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(kv, '=');
+        assert_non_null(eq);
+        *eq = '\0';
+        assert_int_equal(af_plan_opts_set(&back, kv, eq + 1, &err), 0);
+    }
+    assert_int_equal(af_plan_opts_format(&back, again, sizeof again), 0);
+    assert_string_equal(text, again);
+    assert_true(af_plan_fingerprint(g, &o) == af_plan_fingerprint(g, &back));
+    assert_int_equal(af_plan_opts_format(&o, text, 20), AF_ESIZE);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_cache_survives_restart),
         cmocka_unit_test(test_cache_directory_follows_lru),
         cmocka_unit_test(test_cache_rejects_corrupted_and_foreign_files),
+        cmocka_unit_test(test_cache_plan_record_round_trip),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

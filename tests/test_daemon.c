@@ -5,123 +5,9 @@
  * a fixed-seed request fuzzer (mutated graphs, random methods, paths and bodies) that checks
  * every request gets exactly one well-formed answer and never a 500.
  */
-#include "daemon/daemon_int.h"
+#include "tests/daemon_testutil.h"
 
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <cmocka.h>
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-typedef struct answer {
-    int done;
-    int status;
-    char *body;
-    size_t len;
-} answer_t;
-
-static uv_loop_t loop;
-
-static void on_answer(af__dres_t *res, void *arg)
-{
-    answer_t *a = arg;
-    a->done++;
-    a->status = res->status;
-    a->len = res->body_len;
-    a->body = malloc(res->body_len + 1);
-    assert_non_null(a->body);
-    if (res->body_len)
-        memcpy(a->body, res->body, res->body_len);
-    a->body[res->body_len] = '\0';
-    af__dres_free(res);
-}
-
-/* Sends one request and runs the loop until it is answered; returns the status. */
-static int call(af__daemon_t *d, const char *method, const char *target, const char *body,
-                size_t body_len, answer_t *a)
-{
-    memset(a, 0, sizeof(*a));
-    af__dreq_t r = {0};
-    r.method = method;
-    r.method_len = strlen(method);
-    const char *q = strchr(target, '?');
-    r.path = target;
-    r.path_len = q ? (size_t)(q - target) : strlen(target);
-    if (q) {
-        r.query = q + 1;
-        r.query_len = strlen(q + 1);
-    }
-    r.body = body ? body : "";
-    r.body_len = body ? body_len : 0;
-    af__daemon_handle(d, &r, on_answer, a);
-    for (int i = 0; !a->done && i < 1000000; i++)
-        uv_run(&loop, UV_RUN_ONCE);
-    assert_int_equal(a->done, 1);
-    return a->status;
-}
-
-static int call_s(af__daemon_t *d, const char *method, const char *target, const char *body,
-                  answer_t *a)
-{
-    return call(d, method, target, body, body ? strlen(body) : 0, a);
-}
-
-static char *read_file(const char *rel, size_t *len)
-{
-    const char *src = getenv("AF_SOURCE_DIR");
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/%s", src ? src : ".", rel);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
-static af__daemon_t *make_daemon(const char *state_dir)
-{
-    af__dcfg_t cfg;
-    af__dcfg_init(&cfg);
-    snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", state_dir ? state_dir : "");
-    snprintf(cfg.log_level, sizeof(cfg.log_level), "error");
-    cfg.max_body = 64 * 1024;
-    cfg.max_graphs = 64;
-    cfg.max_rounds = 1000;
-    cfg.exec_opts.threads = 2;
-    af__daemon_t *d = NULL;
-    assert_int_equal(af__daemon_create(&loop, &cfg, &d), 0);
-    return d;
-}
-
-static void free_daemon(af__daemon_t *d)
-{
-    af__daemon_destroy(d);
-    while (uv_run(&loop, UV_RUN_NOWAIT))
-        ;
-}
-
-/* Extracts "id":"..." from a JSON answer. */
-static void get_id(const answer_t *a, char id[AF__ID_LEN + 1])
-{
-    json_t *j = json_loads(a->body, 0, NULL);
-    assert_non_null(j);
-    const char *s = json_string_value(json_object_get(j, "id"));
-    assert_non_null(s);
-    assert_int_equal(strlen(s), AF__ID_LEN);
-    memcpy(id, s, AF__ID_LEN + 1);
-    json_decref(j);
-}
+#include <fcntl.h>
 
 static void verify_entry(af__daemon_t *d, const char *id)
 {
@@ -383,10 +269,48 @@ static void test_daemon_fuzz_requests_answer_once(void **state)
     free_daemon(d);
 }
 
+/* The daemon's options are rows of the library's option tables: the defaults come from the rows,
+ * and sizes take the one size grammar in every section (64KiB was rejected in [limits] when the
+ * daemon had a parser of its own). */
+static void test_daemon_config_table(void **state)
+{
+    (void)state;
+    af__dcfg_t c;
+    af__dcfg_init(&c);
+    assert_string_equal(c.listen, "127.0.0.1:8080");
+    assert_string_equal(c.log_level, "info");
+    assert_int_equal(c.lim.max_body, 16u << 20);
+    assert_int_equal(c.lim.max_arena_bytes, 1ull << 30);
+    assert_int_equal(c.max_runs, 2);
+    assert_int_equal(c.request_timeout_ms, 10000);
+    assert_string_equal(c.fast_kernels, "empty");
+    char path[] = "/tmp/af_dcfg_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *ini = "[limits]\nmax_body = 64KiB\nmax_arena_bytes = 2G\nmax_graphs = 7\n"
+                      "[planner]\nalignment = 1KiB\n";
+    assert_int_equal(write(fd, ini, strlen(ini)), (ssize_t)strlen(ini));
+    close(fd);
+    af__dcli_t cli = {.config = path};
+    char err[512];
+    assert_int_equal(af__dcfg_load(&c, &cli, err, sizeof(err)), 0);
+    assert_int_equal(c.lim.max_body, 64u << 10);
+    assert_int_equal(c.lim.max_arena_bytes, 2ull << 30);
+    assert_int_equal(c.max_graphs, 7);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *bad = "[limits]\nmax_graphs = 7K\n"; /* counts are plain numbers */
+    assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    assert_int_equal(af__dcfg_load(&c, &cli, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "max_graphs"));
+    unlink(path);
+}
+
 int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_daemon_config_table),
         cmocka_unit_test(test_daemon_submit_hit_get_delete),
         cmocka_unit_test(test_daemon_error_statuses),
         cmocka_unit_test(test_daemon_run_rounds),

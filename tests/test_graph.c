@@ -649,6 +649,67 @@ static void test_graph_rejects_bad_files(void **state)
 }
 
 /* Random byte edits of a valid file: every result is a graph or a clean error with a message. */
+/* The copy has the same ids and content (equal fingerprint); dynamic sizes fix dynamic tensors;
+ * every change of content or salt changes the fingerprint. */
+static void test_graph_copy_and_fingerprint(void **state)
+{
+    (void)state;
+    /* in -> Relu -> d (dynamic) -> Relu -> out */
+    af_graph_t *g = NULL, *c = NULL, *fixed = NULL;
+    af_error_t err;
+    assert_int_equal(af_graph_create(&g), 0);
+    const af_tensor_desc_t td[] = {
+        {.name = "in", .bytes = 1024, .rank = -1, .kind = AF_TENSOR_INPUT},
+        {.name = "d", .bytes = AF_BYTES_DYNAMIC, .rank = -1},
+        {.name = "out", .bytes = 1024, .rank = -1, .kind = AF_TENSOR_OUTPUT}};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(af_graph_add_tensor(g, &td[i], NULL, &err), 0);
+    const char *n1in[] = {"in"}, *n1out[] = {"d"}, *n2in[] = {"d"}, *n2out[] = {"out"};
+    const af_node_desc_t nd[] = {{"a", "Relu", n1in, 1, n1out, 1, 1.0, NULL, 0},
+                                 {"b", "Relu", n2in, 1, n2out, 1, 1.0, NULL, 0}};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(af_graph_add_node(g, &nd[i], NULL, &err), 0);
+    assert_int_equal(af_graph_finalize(g, &err), 0);
+    assert_int_equal(af_graph_copy(g, NULL, &c, &err), 0);
+    assert_int_equal(af_graph_tensor_count(c), af_graph_tensor_count(g));
+    assert_int_equal(af_graph_node_count(c), af_graph_node_count(g));
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++)
+        assert_string_equal(af_graph_tensor(c, t)->name, af_graph_tensor(g, t)->name);
+    af_fingerprint_t a, b, salted;
+    assert_int_equal(af_graph_fingerprint(g, NULL, 0, &a), 0);
+    assert_int_equal(af_graph_fingerprint(c, NULL, 0, &b), 0);
+    assert_true(a.hi == b.hi && a.lo == b.lo);
+    assert_int_equal(af_graph_fingerprint(g, "x", 1, &salted), 0);
+    assert_false(a.hi == salted.hi && a.lo == salted.lo);
+    char hex[AF_FINGERPRINT_HEX];
+    af_fingerprint_hex(&a, hex);
+    assert_int_equal(strlen(hex), 32);
+    /* fixing the dynamic tensors' sizes gives another graph */
+    int32_t nt = af_graph_tensor_count(g), dyn = -1;
+    uint64_t *sizes = calloc((size_t)nt, sizeof(uint64_t));
+    assert_non_null(sizes);
+    for (int32_t t = 0; t < nt; t++)
+        if (af_graph_tensor(g, t)->bytes < 0) {
+            sizes[t] = 4096;
+            dyn = t;
+        }
+    assert_int_equal(dyn, 1);
+    assert_int_equal(af_graph_copy(g, sizes, &fixed, &err), 0);
+    assert_int_equal(af_graph_tensor(fixed, dyn)->bytes, 4096);
+    assert_int_equal(af_graph_fingerprint(fixed, NULL, 0, &b), 0);
+    assert_false(a.hi == b.hi && a.lo == b.lo);
+    free(sizes);
+    /* an unfinalized graph is refused */
+    af_graph_t *raw = NULL;
+    assert_int_equal(af_graph_create(&raw), 0);
+    assert_int_equal(af_graph_fingerprint(raw, NULL, 0, &b), AF_EINVAL);
+    assert_int_equal(af_graph_copy(raw, NULL, &c, &err), AF_EINVAL);
+    af_graph_destroy(raw);
+    af_graph_destroy(fixed);
+    af_graph_destroy(c);
+    af_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -686,6 +747,7 @@ int main(void)
         cmocka_unit_test(test_graph_rejects_wrong_field_types),
         cmocka_unit_test(test_graph_builder_rejects_cycle),
         cmocka_unit_test(test_graph_rejects_bad_files),
+        cmocka_unit_test(test_graph_copy_and_fingerprint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

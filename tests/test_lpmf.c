@@ -7,8 +7,8 @@
  * 400 nodes) so both structures and the switches are exercised. Fixed-seed PRNG; the seed is
  * printed on failure.
  */
-#include "planner/schedule_int.h"
-#include "randdag.h"
+#include "planner/planner_int.h"
+#include "tests/randdag.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,29 +71,29 @@ static void reference_lpmf(const af__smodel_t *m, int32_t *order)
  * previous two layers; sizes from a few distinct values so keys tie often. */
 static af_graph_t *layered_graph(uint64_t seed)
 {
-    rd_rng_t r = {seed * 0x9e3779b97f4a7c15ull + 7};
+    af_zoo_rng_t r = {seed * 0x9e3779b97f4a7c15ull + 7};
     af_graph_t *g;
     assert_int_equal(af_graph_create(&g), 0);
     char name[32], nn[32], ib[3][32];
-    int32_t prev_lo = 0, lo = 0, hi = 1, nt = 1, layers = 3 + (int)rd_below(&r, 10);
+    int32_t prev_lo = 0, lo = 0, hi = 1, nt = 1, layers = 3 + (int)af_zoo_rng_below(&r, 10);
     af_tensor_desc_t in = {.name = "t0", .bytes = 4096, .rank = -1, .kind = AF_TENSOR_INPUT};
     assert_int_equal(af_graph_add_tensor(g, &in, NULL, NULL), 0);
     for (int32_t l = 0; l < layers; l++) {
-        int32_t width =
-            rd_below(&r, 3) == 0 ? 1 + (int32_t)rd_below(&r, 8) : 1 + (int32_t)rd_below(&r, 400);
+        int32_t width = af_zoo_rng_below(&r, 3) == 0 ? 1 + (int32_t)af_zoo_rng_below(&r, 8)
+                                                     : 1 + (int32_t)af_zoo_rng_below(&r, 400);
         int32_t first = nt;
         for (int32_t w = 0; w < width; w++) {
             snprintf(name, sizeof name, "t%d", nt);
             af_tensor_desc_t d = {.name = name,
-                                  .bytes = 256 * (int64_t)(1 + rd_below(&r, 6)),
+                                  .bytes = 256 * (int64_t)(1 + af_zoo_rng_below(&r, 6)),
                                   .rank = -1,
                                   .kind =
                                       l == layers - 1 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE};
             assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
             const char *ins[3];
-            int fan = 1 + (int)rd_below(&r, 3);
+            int fan = 1 + (int)af_zoo_rng_below(&r, 3);
             for (int k = 0; k < fan; k++) {
-                int32_t t = prev_lo + (int32_t)rd_below(&r, (uint64_t)(hi - prev_lo));
+                int32_t t = prev_lo + (int32_t)af_zoo_rng_below(&r, (uint64_t)(hi - prev_lo));
                 snprintf(ib[k], sizeof ib[k], "t%d", t);
                 ins[k] = ib[k];
             }

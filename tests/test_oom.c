@@ -15,7 +15,7 @@
  * Covered: graph construction through the API and the MiniMalloc CSV reader (JSON file loading
  * is covered the same way in tests/test_graph_json.c and ONNX loading in tests/test_onnx.c),
  * af_plan_create with the default options and with every placer (and the shared mode and safe
- * mode), af_pool_create / af_pool_cache_create / af_dynregion_create, af_executor_create, and
+ * mode), af_pool_create / af_pool_cache_create, af_executor_create, and
  * af_session_create followed by a first round.
  *
  * The hooks are installed once for the whole program (so every pointer is allocated and freed by
@@ -377,18 +377,6 @@ static int op_pool(void *ctx)
     return rc;
 }
 
-static int op_dynregion(void *ctx)
-{
-    (void)ctx;
-    af_dynregion_t *dr = SENTINEL;
-    af_error_t err;
-    int rc = af_dynregion_create(&dr, &err);
-    rc = check_out(rc, dr);
-    if (rc == 0)
-        af_dynregion_destroy(dr);
-    return rc;
-}
-
 static void test_oom_pool_create(void **state)
 {
     (void)state;
@@ -403,9 +391,7 @@ static void test_oom_pool_create(void **state)
     o.ladder = AF_POOL_LADDER_CUSTOM;
     o.classes = classes;
     o.nclasses = 3;
-    o.recycle = 1;
-    run_oom("af_pool_create+cache custom, recycle", op_pool, &o, 1);
-    run_oom("af_dynregion_create", op_dynregion, NULL, 0);
+    run_oom("af_pool_create+cache custom", op_pool, &o, 1);
 }
 
 /* ---- executor and session ------------------------------------------------------------------ */

@@ -1,5 +1,5 @@
 /*
- * Tests of the buffer pool (pool/) and the dynamic region.
+ * Tests of the buffer pool (pool/).
  *
  * Stress tests draw from a fixed-seed PRNG (xorshift64*) and print the seed on failure. Every
  * live block carries a pattern derived from its id, checked before it is freed, so a block handed
@@ -334,47 +334,6 @@ static void test_pool_borrow_returns_to_owner_class_cached(void **state)
     borrow_roundtrip(1);
 }
 
-/* Free chunks of one class are re-cut for another class from the still-mapped memory (no OS
- * call), neighbours coalescing: seed §5.3's compaction. */
-static void test_pool_free_chunks_recycled_across_classes(void **state)
-{
-    (void)state;
-    af_pool_opts_t o;
-    af_pool_opts_init(&o);
-    o.recycle = 1;
-    o.borrow_max_ratio = 0; /* no borrowing: only recycling can avoid a new mapping */
-    o.cache_borrow_ratio = 0;
-    af_pool_t *p = make_pool(&o);
-    af_pool_cache_t *k;
-    assert_int_equal(af_pool_cache_create(p, &k), 0);
-    void *a[4], *big;
-    for (int i = 0; i < 4; i++) { /* four adjacent 1 MiB single-block chunks */
-        assert_int_equal(af_pool_cache_alloc(k, 1u << 20, &a[i]), 0);
-        memset(a[i], i + 1, 1u << 20);
-    }
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(af_pool_cache_free(k, a[i]), 0);
-    af_pool_stats_t st0, st;
-    af_pool_stats(p, &st0);
-    assert_int_equal(af_pool_cache_alloc(k, 3u << 20, &big), 0); /* needs 3 of them merged */
-    af_pool_stats(p, &st);
-    assert_int_equal(st.os_maps, st0.os_maps);
-    assert_int_equal(st.reserved_bytes, st0.reserved_bytes);
-    assert_true(st.recycled_bytes >= (3u << 20));
-    int c = af_pool_class_of(p, 3u << 20);
-    af_pool_block_info_t bi;
-    assert_int_equal(af_pool_block_info(p, big, &bi), 0);
-    assert_int_equal(bi.owner_class, c);
-    assert_int_equal(bi.state, AF_BLOCK_INUSE);
-    memset(big, 0x77, 3u << 20);
-    assert_ptr_equal(big, a[0]); /* cut from the coalesced range where the first chunk began */
-    assert_int_equal(af_pool_cache_free(k, a[1]), AF_EFOREIGN); /* now inside `big` */
-    assert_int_equal(af_pool_cache_free(k, a[3]), AF_EFOREIGN); /* retired, not re-cut yet */
-    assert_int_equal(af_pool_cache_free(k, big), 0);
-    af_pool_cache_destroy(k);
-    af_pool_destroy(p);
-}
-
 static void test_pool_huge_reused_then_trimmed(void **state)
 {
     (void)state;
@@ -535,7 +494,8 @@ static void test_pool_idle_policy_releases(void **state)
     (void)state;
     af_pool_opts_t o;
     af_pool_opts_init(&o);
-    o.idle_trim_ms = 5;
+    o.idle_trim_ms = 500; /* far above what a loaded machine or TSan puts between two calls:
+                             at 5 ms the "too early" check failed under TSan with load 12 */
     af_pool_t *p = make_pool(&o);
     void *a[8];
     for (int i = 0; i < 8; i++)
@@ -548,7 +508,7 @@ static void test_pool_idle_policy_releases(void **state)
     assert_int_equal(af_pool_maintain(p), 0); /* too early: nothing is idle long enough */
     af_pool_stats(p, &st);
     assert_true(st.reserved_bytes >= 16u << 20);
-    struct timespec ts = {0, 20 * 1000 * 1000};
+    struct timespec ts = {0, 700 * 1000 * 1000};
     nanosleep(&ts, NULL);
     assert_int_equal(af_pool_maintain(p), 0);
     af_pool_stats(p, &st);
@@ -556,7 +516,7 @@ static void test_pool_idle_policy_releases(void **state)
     af_pool_destroy(p);
 }
 
-/* ---- debug poisoning, out of memory, dynamic region ------------------------------------ */
+/* ---- debug poisoning, out of memory ------------------------------------------------------ */
 
 static void test_pool_poison_patterns(void **state)
 {
@@ -650,42 +610,6 @@ static void test_pool_oom_every_allocation(void **state)
     assert_true(succeeded);
 }
 
-static void test_pool_dynregion_alloc_free_and_errors(void **state)
-{
-    (void)state;
-    af_dynregion_t *dr;
-    assert_int_equal(af_dynregion_create(&dr, NULL), 0);
-    void *a[100];
-    uint64_t total = 0;
-    for (int i = 0; i < 100; i++) {
-        size_t s = 1000 + (size_t)i * 4099;
-        assert_int_equal(af_dynregion_alloc(dr, s, &a[i]), 0);
-        assert_int_equal((uintptr_t)a[i] % 64, 0);
-        fill(a[i], s, (uint64_t)i);
-        total += s;
-    }
-    af_dynregion_stats_t st;
-    af_dynregion_stats(dr, &st);
-    assert_int_equal(st.live_bytes, total);
-    assert_int_equal(st.allocs, 100);
-#ifdef AF_HAVE_JEMALLOC
-    assert_int_equal(st.jemalloc, 1);
-#else
-    assert_int_equal(st.jemalloc, 0);
-#endif
-    for (int i = 0; i < 100; i += 2) {
-        assert_true(check(a[i], 1000 + (size_t)i * 4099, (uint64_t)i));
-        assert_int_equal(af_dynregion_free(dr, a[i]), 0);
-    }
-    int local;
-    assert_int_equal(af_dynregion_free(dr, a[0]), AF_EDOUBLEFREE);
-    assert_int_equal(af_dynregion_free(dr, &local), AF_EFOREIGN);
-    assert_int_equal(af_dynregion_free(dr, (char *)a[1] + 64), AF_EFOREIGN);
-    af_dynregion_stats(dr, &st);
-    assert_int_equal(st.frees, 50);
-    af_dynregion_destroy(dr); /* frees the 50 still live */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,7 +622,6 @@ int main(void)
         cmocka_unit_test(test_pool_foreign_pointer_detected),
         cmocka_unit_test(test_pool_borrow_returns_to_owner_class),
         cmocka_unit_test(test_pool_borrow_returns_to_owner_class_cached),
-        cmocka_unit_test(test_pool_free_chunks_recycled_across_classes),
         cmocka_unit_test(test_pool_huge_reused_then_trimmed),
         cmocka_unit_test(test_pool_cache_fast_path_takes_no_lock),
         cmocka_unit_test(test_pool_cache_keeps_huge_chunks),
@@ -708,7 +631,6 @@ int main(void)
         cmocka_unit_test(test_pool_poison_patterns),
         cmocka_unit_test(test_pool_asan_poisons_free_blocks),
         cmocka_unit_test(test_pool_oom_every_allocation),
-        cmocka_unit_test(test_pool_dynregion_alloc_free_and_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,15 +165,13 @@ static void *stress_worker(void *arg)
     return NULL;
 }
 
-static void stress_multi_thread(uint64_t seed0, int recycle, long ops)
+static void stress_multi_thread(uint64_t seed0, int idle_trim, long ops)
 {
     af_pool_opts_t o;
     af_pool_opts_init(&o);
     o.cache_slots = 8; /* small caches: exercise refill, flush and central borrowing */
-    if (recycle) {     /* and chunks retired, re-cut and released while others allocate */
-        o.recycle = 1;
+    if (idle_trim)     /* and idle chunks released while others allocate */
         o.idle_trim_ms = 1;
-    }
     shared_t sh;
     memset(&sh, 0, sizeof(sh));
     sh.pool = make_pool(&o);
@@ -223,7 +221,7 @@ static void test_pool_stress_multi_thread_cross_free(void **state)
     stress_multi_thread(0x5eed0002, 0, 250000 / SCALE); /* x 4 threads: 10^6 operations */
 }
 
-static void test_pool_stress_multi_thread_recycle_and_idle_trim(void **state)
+static void test_pool_stress_multi_thread_idle_trim(void **state)
 {
     (void)state;
     stress_multi_thread(0x5eed0003, 1, 30000 / SCALE);
@@ -236,7 +234,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_stress_single_thread),
         cmocka_unit_test(test_pool_stress_multi_thread_cross_free),
-        cmocka_unit_test(test_pool_stress_multi_thread_recycle_and_idle_trim),
+        cmocka_unit_test(test_pool_stress_multi_thread_idle_trim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@
 #include "arenaflow/plan.h"
 #include "arenaflow/pack.h"
 #include "tests/randdag.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

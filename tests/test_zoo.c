@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "arenaflow/plan.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -41,49 +41,7 @@ int cli_parse_long(const char *s, long *out)
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (!s || *s == '-')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        break;
-    case '\0':
-        break;
-    default:
-        return -1;
-    }
-    if (shift) {
-        end++;
-        if (*end == 'i' || *end == 'I')
-            end++;
-        if (*end == 'b' || *end == 'B')
-            end++;
-    }
-    if (*end)
-        return -1;
-    if (shift && v > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
+    return af_parse_size(s, out) ? -1 : 0; /* the library's one size grammar */
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -21,10 +21,11 @@ int cmd_gen_tight(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_diagnose(int argc, char **argv);
+int cmd_onnx_test(int argc, char **argv);
 
 /* Prints "arenaflow: <msg>" for an error to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Parses a byte count with optional K/M/G/T suffix (binary). Returns 0 or -1. */
+/* Parses a byte count in the library's size grammar (af_parse_size: 64K, 64KiB, 2G...). 0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* Parses a non-negative integer. Returns 0 or -1. */
 int cli_parse_long(const char *s, long *out);

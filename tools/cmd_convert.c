@@ -1,7 +1,9 @@
 /*
  * arenaflow convert — imports an ONNX model (graph/onnx.c) and writes it in the JSON graph
- * format, or as a table of inferred shapes (--shapes, used by tests/onnx_shapes.py to compare
- * with ONNX's own shape inference).
+ * format (with a weights file beside it when the model has constant data), or as a table of
+ * inferred shapes (--shapes, used by tests/onnx_shapes.py to compare with ONNX's own shape
+ * inference), or as a table of constant-data checksums (--data-sums, used by
+ * tests/onnx_data.py to compare the weights with onnx.numpy_helper's).
  */
 #include "arenaflow/onnx.h"
 #include "tools/cli.h"
@@ -15,32 +17,36 @@ static void usage(FILE *f)
     fprintf(
         f,
         "usage: arenaflow convert MODEL.onnx [--input NAME=d0,d1,...]... [--out GRAPH.json]\n"
-        "                         [--shapes FILE] [--dynamic] [--no-declared] [--keep-folded]\n\n"
+        "                         [--shapes FILE] [--data-sums FILE] [--dynamic] [--no-declared]\n"
+        "                         [--keep-folded] [--opaque-loops] [--copy-data] [--skip-data]\n\n"
         "Imports an ONNX model with static shape inference and writes the graph as JSON\n"
-        "(to stdout when --out is not given).\n\n"
+        "(to stdout when --out is not given). With --out, the model's weights go to a weights\n"
+        "file beside the JSON (GRAPH.weights) that the JSON references, so the converted graph\n"
+        "runs with the same constants; on stdout only the structure is written.\n\n"
         "  --input NAME=DIMS  dims of graph input NAME (\"NAME=\" for a scalar), or the value of\n"
         "                     a symbolic dim (\"batch_size=1\"); may be repeated\n"
         "  --out FILE         JSON output file ('-' = stdout)\n"
         "  --shapes FILE      write 'name kind dtype rank dims bytes' lines instead ('-' = "
         "stdout)\n"
+        "  --data-sums FILE   write 'name dtype bytes checksum' lines, one per constant with\n"
+        "                     data ('-' = stdout; checksum: see tests/onnx_data.py)\n"
         "  --dynamic          allow inputs with unknown dims (their tensors become dynamic)\n"
         "  --no-declared      ignore the shapes the model declares; inferred shapes only\n"
-        "  --keep-folded      keep the nodes whose outputs fold to constants\n");
+        "  --keep-folded      keep the nodes whose outputs fold to constants\n"
+        "  --opaque-loops     import Loop/Scan as one opaque node (dynamic outputs)\n"
+        "  --copy-data        copy the weights into memory instead of mapping the model file\n"
+        "  --skip-data        do not load the weights at all (shapes only)\n");
 }
 
 static const char *kind_name(af_tensor_kind_t k)
 {
-    static const char *names[] = {"intermediate", "input", "output", "constant"};
-    return (unsigned)k < 4 ? names[k] : "?";
+    static const char *names[] = {"intermediate", "input", "output", "constant", "scratch"};
+    return (unsigned)k < 5 ? names[k] : "?";
 }
 
-static int write_shapes(const af_graph_t *g, const char *path)
+/* 'name kind dtype rank dims bytes' per tensor. */
+static void put_shapes(const af_graph_t *g, FILE *f)
 {
-    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-    if (!f) {
-        cli_error("%s: cannot open for writing", path);
-        return CLI_FAIL;
-    }
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
         const af_tensor_info_t *t = af_graph_tensor(g, i);
         fprintf(f, "%s\t%s\t%s\t%d\t", t->name, kind_name(t->kind), af_dtype_name(t->dtype),
@@ -49,6 +55,41 @@ static int write_shapes(const af_graph_t *g, const char *path)
             fprintf(f, "%s%lld", k ? "," : "", (long long)t->shape[k]);
         fprintf(f, "\t%lld\n", (long long)t->bytes);
     }
+}
+
+/* 'name dtype bytes checksum' per constant with data. */
+static void put_sums(const af_graph_t *g, FILE *f)
+{
+    for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
+        const af_tensor_info_t *t = af_graph_tensor(g, i);
+        if (!t->data)
+            continue;
+        /* tests/onnx_data.py computes the same with numpy: zero-padded little-endian words w_i,
+         * h = bytes ^ sum (w_i ^ w_i >> 29) * (2i + 1) * K mod 2^64. */
+        uint64_t h = 0;
+        const unsigned char *p = t->data;
+        for (int64_t k = 0; k < t->bytes; k += 8) {
+            uint64_t w = 0;
+            for (int64_t j = 0; j < 8 && k + j < t->bytes; j++)
+                w |= (uint64_t)p[k + j] << (8 * j);
+            h += (w ^ (w >> 29)) * (((uint64_t)k / 8 * 2 + 1) * 0x9E3779B97F4A7C15ull);
+        }
+        h ^= (uint64_t)t->bytes;
+        fprintf(f, "%s\t%s\t%lld\t%016llx\n", t->name, af_dtype_name(t->dtype), (long long)t->bytes,
+                (unsigned long long)h);
+    }
+}
+
+/* Writes a table with put() to path ('-' = stdout). */
+static int write_table(const af_graph_t *g, const char *path,
+                       void (*put)(const af_graph_t *, FILE *))
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+    if (!f) {
+        cli_error("%s: cannot open for writing", path);
+        return CLI_FAIL;
+    }
+    put(g, f);
     int bad = ferror(f);
     if (f != stdout && fclose(f))
         bad = 1;
@@ -61,7 +102,7 @@ static int write_shapes(const af_graph_t *g, const char *path)
 
 int cmd_convert(int argc, char **argv)
 {
-    const char *model = NULL, *out = NULL, *shapes = NULL;
+    const char *model = NULL, *out = NULL, *shapes = NULL, *sums = NULL;
     af_onnx_opts_t o;
     af_onnx_opts_init(&o);
     const char **inputs = calloc((size_t)argc + 1, sizeof(*inputs));
@@ -84,6 +125,8 @@ int cmd_convert(int argc, char **argv)
             out = argv[++i];
         } else if (!strcmp(a, "--shapes") && i + 1 < argc) {
             shapes = argv[++i];
+        } else if (!strcmp(a, "--data-sums") && i + 1 < argc) {
+            sums = argv[++i];
         } else if (!strcmp(a, "--dynamic")) {
             o.allow_dynamic = 1;
         } else if (!strcmp(a, "--no-declared")) {
@@ -92,6 +135,10 @@ int cmd_convert(int argc, char **argv)
             o.keep_folded = 1;
         } else if (!strcmp(a, "--opaque-loops")) {
             o.opaque_control_flow = 1;
+        } else if (!strcmp(a, "--copy-data")) {
+            o.copy_data = 1;
+        } else if (!strcmp(a, "--skip-data")) {
+            o.skip_data = 1;
         } else if (a[0] == '-' && a[1]) {
             cli_error("convert: unknown option '%s'", a);
             usage(stderr);
@@ -117,8 +164,10 @@ int cmd_convert(int argc, char **argv)
         rc = CLI_FAIL;
         goto done;
     }
-    if (shapes) {
-        rc = write_shapes(g, shapes);
+    if (shapes || sums) {
+        rc = shapes ? write_table(g, shapes, put_shapes) : CLI_OK;
+        if (sums && rc == CLI_OK)
+            rc = write_table(g, sums, put_sums);
     } else if (!out || !strcmp(out, "-")) {
         char *json = NULL;
         r = af_graph_to_json(g, &json, &err);
@@ -126,6 +175,11 @@ int cmd_convert(int argc, char **argv)
             fputs(json, stdout);
         af_free(json);
         rc = r ? CLI_FAIL : CLI_OK;
+        if (!r && af_graph_data_bytes(g))
+            fprintf(stderr,
+                    "arenaflow: note: %llu bytes of constant data were not written (stdout gets "
+                    "the structure only; --out FILE.json also writes FILE.weights)\n",
+                    (unsigned long long)af_graph_data_bytes(g));
     } else {
         r = af_graph_save_json(g, out, &err);
         rc = r ? CLI_FAIL : CLI_OK;

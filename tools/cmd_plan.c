@@ -1,8 +1,11 @@
 /*
- * arenaflow plan GRAPH: plan a graph and print its memory report (text or one JSON object).
+ * arenaflow plan GRAPH: plan a graph and print its memory report (text or one JSON object),
+ * with every tensor the arena does not cover because its size is unknown: its op, dtype, the
+ * dims known so far and the reason the importer recorded, so nothing is dynamic silently.
  */
 #include "arenaflow/pack.h"
 #include "tools/cli.h"
+#include "tools/run_util.h"
 
 #include "arenaflow/render.h"
 
@@ -37,6 +40,9 @@ static void usage(FILE *f)
                "  --config FILE      read planner options from an INI file ([planner] section);\n"
                "                     command-line options override it\n"
                "  --input NAME=DIMS  ONNX: fix a symbolic input shape, e.g. input=1,3,224,224\n"
+               "  --kernels SET      plan for kernel set SET (onednn, reference, real...): the\n"
+               "                     kernels' working memory (scratch) becomes planned tensors\n"
+               "                     and the report says how many arena bytes it takes\n"
                "  --events FILE      write the event table (CSV) to FILE ('-' = stdout)\n"
                "  --svg FILE         write the memory map (steps x arena offset) as SVG\n"
                "  --html FILE        the same map in a self-contained HTML page (hover, zoom)\n"
@@ -46,27 +52,93 @@ static void usage(FILE *f)
                "exit status: 0 planned, 1 rejected input or failed plan, 2 usage error\n");
 }
 
-static void human_bytes(char *out, size_t n, uint64_t b)
+/* The dynamic tensors the arena leaves to run time (roots; their views follow them). */
+static int is_uncovered(const af_graph_t *g, const af_plan_t *p, int32_t t)
 {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
+    return af_plan_tensor(p, t)->where == AF_WHERE_DYNAMIC && af_graph_tensor(g, t)->alias_of < 0;
+}
+
+/* "f32 [?,3,224,224]" and the bytes the known dims give per unit of the unknown ones (0: none
+ * known, the dtype or rank is unknown). */
+static uint64_t describe(const af_tensor_info_t *t, char *out, size_t n)
+{
+    size_t len = (size_t)snprintf(out, n, "%s ", af_dtype_name(t->dtype));
+    uint64_t known = af_dtype_size(t->dtype);
+    if (t->rank < 0) {
+        snprintf(out + len, n - len, "[rank unknown]");
+        return 0;
     }
-    snprintf(out, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
+    len += (size_t)snprintf(out + len, n - len, "[");
+    for (int32_t i = 0; i < t->rank && len < n; i++) {
+        if (t->shape[i] >= 0) {
+            len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? "," : "",
+                                    (long long)t->shape[i]);
+            known *= (uint64_t)t->shape[i];
+        } else {
+            len += (size_t)snprintf(out + len, n - len, "%s?", i ? "," : "");
+        }
+    }
+    if (len < n)
+        snprintf(out + len, n - len, "]");
+    return known;
+}
+
+static const char *producer_op(const af_graph_t *g, const af_tensor_info_t *t)
+{
+    return t->producer >= 0 ? af_graph_node(g, t->producer)->op : "(input)";
+}
+
+static void print_dynamic(const af_graph_t *g, const af_plan_t *p)
+{
+    const af_plan_report_t *r = af_plan_report(p);
+    if (!r->dynamic_tensors)
+        return;
+    printf("not in the arena  %d dynamic tensors, sizes unknown until run time (served by the "
+           "dynamic region):\n",
+           r->dynamic_tensors);
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
+        if (!is_uncovered(g, p, t))
+            continue;
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        char shape[200];
+        uint64_t per = describe(ti, shape, sizeof shape);
+        printf("  %-24s %-12s %s", ti->name, producer_op(g, ti), shape);
+        if (per && ti->rank >= 0)
+            printf(" = %llu bytes x the unknown dims", (unsigned long long)per);
+        printf("\n    why: %s\n", af_graph_dynamic_reason(g, t));
+    }
+}
+
+/* The same list as JSON objects. NULL when out of memory. */
+static json_t *dynamic_json(const af_graph_t *g, const af_plan_t *p)
+{
+    json_t *arr = json_array();
+    for (int32_t t = 0; arr && t < af_graph_tensor_count(g); t++) {
+        if (!is_uncovered(g, p, t))
+            continue;
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        char shape[200];
+        uint64_t per = describe(ti, shape, sizeof shape);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:s}", "tensor", ti->name, "op",
+                              producer_op(g, ti), "type", shape, "known_bytes_per_unknown",
+                              (json_int_t)per, "reason", af_graph_dynamic_reason(g, t));
+        if (!o || json_array_append_new(arr, o)) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
 }
 
 static void print_text(const af_graph_t *g, const af_plan_report_t *r)
 {
     char a[32], b[32], c[32], d[32], e[32], f[32];
-    human_bytes(a, sizeof a, r->naive_bytes);
-    human_bytes(b, sizeof b, r->input_order_bytes);
-    human_bytes(c, sizeof c, r->shared_object_bytes);
-    human_bytes(d, sizeof d, r->arena_bytes);
-    human_bytes(e, sizeof e, r->lower_bound_bytes);
-    human_bytes(f, sizeof f, r->any_order_bound_bytes);
+    af_format_bytes(a, sizeof a, r->naive_bytes);
+    af_format_bytes(b, sizeof b, r->input_order_bytes);
+    af_format_bytes(c, sizeof c, r->shared_object_bytes);
+    af_format_bytes(d, sizeof d, r->arena_bytes);
+    af_format_bytes(e, sizeof e, r->lower_bound_bytes);
+    af_format_bytes(f, sizeof f, r->any_order_bound_bytes);
     printf("graph             %s\n", af_graph_name(g)[0] ? af_graph_name(g) : "(unnamed)");
     printf("tensors           %d (%d in the arena, %d dynamic)\n", r->tensors, r->arena_tensors,
            r->dynamic_tensors);
@@ -92,15 +164,25 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
     printf("arena / naive     %.4f\n",
            r->naive_bytes ? (double)r->arena_bytes / (double)r->naive_bytes : 1.0);
     printf("peak step         %d\n", r->peak_step);
-    printf("constants         %llu bytes (outside the arena)\n",
-           (unsigned long long)r->constant_bytes);
+    printf("constants         %llu bytes (outside the arena; %llu bytes of data carried by the "
+           "graph)\n",
+           (unsigned long long)r->constant_bytes, (unsigned long long)af_graph_data_bytes(g));
+    if (r->scratch_tensors) {
+        char sb[32];
+        af_format_bytes(sb, sizeof sb, r->scratch_bytes);
+        printf("scratch           %12llu  %s of the arena host kernel working memory (%d "
+               "tensors, largest %llu bytes)\n",
+               (unsigned long long)r->scratch_bytes, sb, r->scratch_tensors,
+               (unsigned long long)r->scratch_max_bytes);
+    }
     printf("reuse edges       %d\n", r->reuse_edges);
     printf("planning time     %.3f ms (schedule %.3f, lifetimes %.3f, place %.3f, verify %.3f)\n",
            r->total_ms + r->verify_ms, r->schedule_ms, r->lifetime_ms, r->place_ms, r->verify_ms);
 }
 
-static int print_json(const af_graph_t *g, const af_plan_report_t *r)
+static int print_json(const af_graph_t *g, const af_plan_t *p)
 {
+    const af_plan_report_t *r = af_plan_report(p);
     json_t *o = json_pack(
         "{s:s, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:i, s:I, "
         "s:i, s:f, s:f, s:f, s:f, s:f, s:f}",
@@ -116,8 +198,17 @@ static int print_json(const af_graph_t *g, const af_plan_report_t *r)
         r->reuse_edges, "planning_ms", r->total_ms + r->verify_ms, "schedule_ms", r->schedule_ms,
         "lifetime_ms", r->lifetime_ms, "place_ms", r->place_ms, "verify_ms", r->verify_ms,
         "arena_over_naive", r->naive_bytes ? (double)r->arena_bytes / (double)r->naive_bytes : 1.0);
-    if (!o)
+    if (!o ||
+        json_object_set_new(o, "constant_data_bytes",
+                            json_integer((json_int_t)af_graph_data_bytes(g))) ||
+        json_object_set_new(o, "scratch_tensors", json_integer(r->scratch_tensors)) ||
+        json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)r->scratch_bytes)) ||
+        json_object_set_new(o, "scratch_max_bytes",
+                            json_integer((json_int_t)r->scratch_max_bytes)) ||
+        json_object_set_new(o, "dynamic", dynamic_json(g, p))) {
+        json_decref(o);
         return -1;
+    }
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!s)
@@ -189,7 +280,7 @@ static const struct {
 
 int cmd_plan(int argc, char **argv)
 {
-    const char *path = NULL, *config = NULL, *events = NULL;
+    const char *path = NULL, *config = NULL, *events = NULL, *kernels = NULL;
     const char *svg = NULL, *html = NULL, *compare = NULL;
     const char *set_key[16], *set_val[16];
     char *inputs[MAX_INPUTS];
@@ -210,12 +301,15 @@ int cmd_plan(int argc, char **argv)
             }
             set_key[n_set] = flag_keys[k].key;
             set_val[n_set++] = argv[++i];
-        } else if (!strcmp(a, "--config") || !strcmp(a, "--events") || !strcmp(a, "--input")) {
+        } else if (!strcmp(a, "--config") || !strcmp(a, "--events") || !strcmp(a, "--input") ||
+                   !strcmp(a, "--kernels")) {
             if (i + 1 >= argc) {
                 cli_error("plan: %s needs a value", a);
                 return CLI_USAGE;
             }
-            if (!strcmp(a, "--config"))
+            if (!strcmp(a, "--kernels"))
+                kernels = argv[++i];
+            else if (!strcmp(a, "--config"))
                 config = argv[++i];
             else if (!strcmp(a, "--events"))
                 events = argv[++i];
@@ -265,6 +359,8 @@ int cmd_plan(int argc, char **argv)
         opts.inplace = 0;
 
     af_graph_t *g = cli_load_graph(path, inputs, n_inputs);
+    if (g && kernels)
+        g = run_lower_graph(g, kernels, 0);
     if (!g)
         return CLI_FAIL;
     af_plan_t *p = NULL;
@@ -295,12 +391,13 @@ int cmd_plan(int argc, char **argv)
         status = write_pictures(g, p, &opts, compare, svg, html);
     if (!events || strcmp(events, "-")) {
         if (json) {
-            if (print_json(g, af_plan_report(p))) {
+            if (print_json(g, p)) {
                 cli_error("out of memory");
                 status = CLI_FAIL;
             }
         } else {
             print_text(g, af_plan_report(p));
+            print_dynamic(g, p);
         }
     }
     af_plan_destroy(p);

@@ -4,14 +4,20 @@
  * throughput, system allocator calls per round and, with --verify, the number of corrupted
  * tensors the verify kernels caught (text, or one JSON object with --json).
  *
+ * With real data (--input NAME=FILE.npy|FILE.pb), the files are bound to the graph inputs (their
+ * dims fixed at import), real kernels run by default, and every graph output is summarised
+ * (dtype, shape, min/max/mean, first values) beside the memory report and, with --output-dir,
+ * written as DIR/<output name>.npy.
+ *
  * System allocator calls are counted through the library's allocator hooks (every heap call
  * of the library), plus the pool's OS calls (mmap/munmap/madvise) and dynamic-region
  * allocations during the timed rounds.
  */
+#include "tools/run_data.h"
 #include "tools/run_util.h"
 
 #include "arenaflow/cache.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -49,18 +55,6 @@ uint64_t run_alloc_calls(void)
     return __atomic_load_n(&alloc_calls, __ATOMIC_RELAXED);
 }
 
-void run_human_bytes(char *out, size_t n, uint64_t b)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
-    }
-    snprintf(out, n, i ? "%.2f %s" : "%.0f %s", v, u[i]);
-}
-
 af_graph_t *run_load_graph(const char *path, int32_t batch)
 {
     if (strncmp(path, "zoo:", 4) != 0)
@@ -90,11 +84,31 @@ int run_load_exec_config(const char *path, af_executor_opts_t *opts)
 
 /* ---- the command ------------------------------------------------------------------------ */
 
+#define RUN_MAX_INPUTS 64
+
 typedef struct run_args {
-    const char *path, *config, *kernels, *reuse, *cache;
+    const char *path, *config, *kernels, *reuse, *cache, *output_dir;
     long rounds, threads, inflight, warmup, batch;
     int verify, safe, json, compare;
+    const char *in_args[RUN_MAX_INPUTS];
+    int n_in_args;
 } run_args_t;
+
+/* Real data of a run: dims specs for the importer, tensors for the inputs, kept outputs. */
+typedef struct run_data {
+    char *specs[RUN_MAX_INPUTS]; /* "NAME=dims" for the importer: the user's, then the files' */
+    int n_specs, n_user_specs;
+    data_in_t ins[RUN_MAX_INPUTS]; /* tensors read from files */
+    const char *files[RUN_MAX_INPUTS];
+    char *names[RUN_MAX_INPUTS];
+    int n_ins;
+    af_buffer_t *bufs; /* per session input */
+    af_tensor_t *outs; /* copies of the outputs of the last round */
+    char **out_names;
+    int32_t n_outs;
+    int32_t n_pattern; /* session inputs no file was given for */
+    char first_pattern[256];
+} run_data_t;
 
 static void usage(FILE *f)
 {
@@ -104,14 +118,27 @@ static void usage(FILE *f)
             "default " RUN_DEFAULT_GRAPH ") and executes it for a number of rounds on a pool of\n"
             "worker threads, several rounds in flight, each in its own arena from the pool.\n\n"
             "options:\n"
-            "  --rounds N         timed rounds (default 20)\n"
+            "  --rounds N         timed rounds (default 20; 1 with --input files)\n"
             "  --warmup N         untimed rounds first (default 2 x inflight: every arena and\n"
-            "                     deque has reached its size before the timed rounds)\n"
+            "                     deque has reached its size before the timed rounds; 1 with\n"
+            "                     --input files)\n"
             "  --threads N        worker threads (default: all CPUs)\n"
             "  --inflight N       rounds in flight at once (default 4)\n"
             "  --verify           verify kernels: every input checked against the checksum its\n"
             "                     producer recorded; exit 1 if any tensor was corrupted\n"
-            "  --kernels SET      verify (default), real (f32 kernels) or empty\n"
+            "  --input NAME=FILE  bind a .npy or ONNX .pb tensor file to graph input NAME (its\n"
+            "                     dims fix the input's shape); inputs not given are filled with\n"
+            "                     a pattern\n"
+            "  --input NAME=DIMS  ONNX: fix a symbolic input shape (input=1,3,224,224) or a\n"
+            "                     symbolic dim (batch_size=1); may be repeated\n"
+            "  --output-dir DIR   write every graph output as DIR/<output name>.npy (bytes\n"
+            "                     outside [A-Za-z0-9._-] and a leading '.' become '_'; a name\n"
+            "                     that sanitises like an earlier one gets _<index>)\n"
+            "  --kernels SET      real (the fastest built in: onednn when built with oneDNN;\n"
+            "                     the default with --input files), onednn (oneDNN where it\n"
+            "                     computes the op exactly, reference otherwise), reference\n"
+            "                     (naive C kernels, the oracle), verify (pattern kernels\n"
+            "                     checking every input; the default without files) or empty\n"
             "  --safe             plan in safe mode (no reuse: every tensor its own bytes)\n"
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
@@ -121,15 +148,18 @@ static void usage(FILE *f)
             "  --config FILE      INI file: [planner] and [executor] sections\n"
             "  --json             print one JSON object\n"
             "  -h, --help         this help\n\n"
+            "With real data the outputs are summarised (name, dtype, shape, min/max/mean,\n"
+            "first values) after the memory report; a model whose ops lack kernels is refused\n"
+            "with every missing op and unsupported node listed at once.\n\n"
             "exit status: 0 ok, 1 rejected input, failed round or corrupted tensor, 2 usage\n");
 }
 
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
-    *a = (run_args_t){.rounds = 20, .warmup = -1, .threads = -1, .inflight = -1};
-    static const char *const with_value[] = {"--rounds",  "--threads",        "--inflight",
-                                             "--warmup",  "--batch",          "--config",
-                                             "--kernels", "--parallel-reuse", "--cache"};
+    *a = (run_args_t){.rounds = -1, .warmup = -1, .threads = -1, .inflight = -1};
+    static const char *const with_value[] = {
+        "--rounds",  "--threads",        "--inflight", "--warmup", "--batch",     "--config",
+        "--kernels", "--parallel-reuse", "--cache",    "--input",  "--output-dir"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -161,6 +191,14 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->kernels = v;
         } else if (!strcmp(s, "--cache")) {
             a->cache = v;
+        } else if (!strcmp(s, "--output-dir")) {
+            a->output_dir = v;
+        } else if (!strcmp(s, "--input")) {
+            if (a->n_in_args >= RUN_MAX_INPUTS) {
+                cli_error("run: more than %d --input options", RUN_MAX_INPUTS);
+                return CLI_USAGE;
+            }
+            a->in_args[a->n_in_args++] = v;
         } else if (!strcmp(s, "--parallel-reuse")) {
             a->reuse = v;
         } else if (!strcmp(s, "--verify")) {
@@ -181,7 +219,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             return CLI_USAGE;
         }
     }
-    if (a->rounds < 1 || a->inflight == 0) {
+    if (a->rounds == 0 || a->inflight == 0) {
         cli_error("run: --rounds and --inflight must be at least 1");
         return CLI_USAGE;
     }
@@ -208,15 +246,123 @@ static void on_round(af_session_t *s, uint64_t round, int status, void *user)
     }
 }
 
-/* Runs n rounds pipelined on the loop. */
-static void run_rounds(af_session_t *s, uv_loop_t *loop, long n, loop_ctx_t *c)
+/* Runs n rounds pipelined on the loop (inputs: one buffer per session input, or NULL). */
+static void run_rounds(af_session_t *s, uv_loop_t *loop, long n, loop_ctx_t *c,
+                       const af_buffer_t *inputs)
 {
     long submitted = 0, target = c->done + n;
     while (c->done < target) {
-        while (submitted < n && af_session_submit(s, NULL, NULL, on_round, c, NULL) == 0)
+        while (submitted < n && af_session_submit(s, inputs, NULL, on_round, c, NULL) == 0)
             submitted++;
         uv_run(loop, UV_RUN_ONCE);
     }
+}
+
+/* ---- real data -------------------------------------------------------------------------- */
+
+static void data_free(run_data_t *d)
+{
+    for (int i = 0; i < d->n_specs; i++)
+        free(d->specs[i]);
+    for (int i = 0; i < d->n_ins; i++) {
+        af_tensor_clear(&d->ins[i].t);
+        free(d->names[i]);
+    }
+    for (int32_t i = 0; i < d->n_outs; i++) {
+        free(d->outs[i].data);
+        free(d->out_names[i]);
+    }
+    free(d->outs);
+    free(d->out_names);
+    free(d->bufs);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Reads the --input arguments: the user's dims specs first (the importer gets them), then the
+ * files into tensors, each adding the dims spec of its tensor. */
+static int data_load(const run_args_t *a, run_data_t *d)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < a->n_in_args; i++) {
+            data_arg_t da;
+            char why[512];
+            if (data_parse_arg(a->in_args[i], &da, why, sizeof why)) {
+                cli_error("run: %s", why);
+                return CLI_USAGE;
+            }
+            if (!pass && !da.file) {
+                d->specs[d->n_specs++] = strdup(a->in_args[i]);
+                d->n_user_specs++;
+            }
+            if (!pass || !da.file)
+                continue;
+            af_error_t err;
+            af_error_clear(&err);
+            data_in_t *in = &d->ins[d->n_ins];
+            if (af_tensor_load(da.file, &in->t, &err)) {
+                cli_error("run: --input %s: %s", da.name, err.msg);
+                return CLI_FAIL;
+            }
+            d->names[d->n_ins] = strdup(da.name); /* the command line's name, not the file's */
+            in->name = d->names[d->n_ins];
+            d->files[d->n_ins++] = da.file;
+            char spec[600];
+            data_dims_spec(da.name, &in->t, spec, sizeof spec);
+            d->specs[d->n_specs++] = strdup(spec);
+        }
+    return 0;
+}
+
+/* Copies the kept outputs of the last round into d->outs and writes them to --output-dir. */
+static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *d)
+{
+    int32_t n = af_session_output_count(s);
+    d->outs = calloc((size_t)n + 1, sizeof(*d->outs));
+    d->out_names = calloc((size_t)n + 1, sizeof(char *));
+    if (!d->outs || !d->out_names)
+        return CLI_FAIL;
+    int rc = 0;
+    for (int32_t i = 0; i < n; i++) {
+        af_tensor_t v;
+        af_io_info_t io;
+        char why[512];
+        af_session_io_info(s, 1, i, &io);
+        if (data_output(s, i, &v, why, sizeof why)) {
+            cli_error("run: %s", why);
+            rc = CLI_FAIL;
+            continue;
+        }
+        af_tensor_t *o = &d->outs[d->n_outs];
+        *o = v;
+        o->name = NULL;
+        o->data = malloc(v.bytes ? (size_t)v.bytes : 1);
+        if (!o->data)
+            return CLI_FAIL;
+        memcpy(o->data, v.data, (size_t)v.bytes);
+        d->out_names[d->n_outs++] = strdup(io.name);
+        if (!a->output_dir)
+            continue;
+        char file[256], path[4096];
+        data_file_name(io.name, (int)i, file, sizeof file);
+        for (int32_t k = 0; k + 1 < d->n_outs; k++) { /* names that sanitise alike: _<i> */
+            char other[256];
+            data_file_name(d->out_names[k], (int)k, other, sizeof other);
+            if (!strcmp(other, file)) {
+                file[strlen(file) - 4] = 0;
+                snprintf(other, sizeof other, "%.200s_%d.npy", file, (int)i);
+                snprintf(file, sizeof file, "%s", other);
+                break;
+            }
+        }
+        snprintf(path, sizeof path, "%s/%s", a->output_dir, file);
+        af_error_t err;
+        af_error_clear(&err);
+        if (af_tensor_save_npy(path, o, &err)) {
+            cli_error("run: output '%s': %s", io.name, err.msg);
+            rc = CLI_FAIL;
+        }
+    }
+    return rc;
 }
 
 typedef struct reuse_cmp {
@@ -248,7 +394,8 @@ typedef struct run_result {
     const char *kernels;
     double cp_cost;
     int32_t cp_nodes;
-    int cache_hit; /* -1: no cache */
+    int cache_hit;    /* -1: no cache */
+    run_data_t *data; /* inputs given and outputs kept (real data) */
 } run_result_t;
 
 static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t *p,
@@ -276,6 +423,26 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
     if (r->cache_hit >= 0)
         json_object_set_new(o, "plan_cache_hit", json_boolean(r->cache_hit));
     json_object_set_new(o, "plan_swaps", json_integer((json_int_t)r->st.plan_swaps));
+    json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)rep->scratch_bytes));
+    json_object_set_new(o, "unplanned_scratch_bytes",
+                        json_integer((json_int_t)r->st.unplanned_scratch_bytes));
+    json_object_set_new(o, "prepacked_bytes", json_integer((json_int_t)r->st.prepacked_bytes));
+    const run_data_t *d = r->data;
+    if (d->n_ins) {
+        json_t *ins = json_array();
+        for (int i = 0; ins && i < d->n_ins; i++)
+            json_array_append_new(
+                ins, json_pack("{s:s, s:s}", "name", d->ins[i].name, "file", d->files[i]));
+        json_object_set_new(o, "inputs", ins ? ins : json_null());
+    }
+    if (d->outs) {
+        json_t *outs = json_array();
+        for (int32_t i = 0; outs && i < d->n_outs; i++)
+            json_array_append_new(outs, data_summary_json(d->out_names[i], &d->outs[i]));
+        json_object_set_new(o, "outputs", outs ? outs : json_null());
+        if (a->output_dir)
+            json_object_set_new(o, "output_dir", json_string(a->output_dir));
+    }
     if (cmp) {
         for (int m = 0; m < 2; m++)
             if (cmp[m].ok)
@@ -299,8 +466,8 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
 {
     const af_plan_report_t *rep = af_plan_report(p);
     char nb[32], ab[32];
-    run_human_bytes(nb, sizeof nb, rep->naive_bytes);
-    run_human_bytes(ab, sizeof ab, r->st.arena_bytes);
+    af_format_bytes(nb, sizeof nb, rep->naive_bytes);
+    af_format_bytes(ab, sizeof ab, r->st.arena_bytes);
     printf("graph          %s (%d nodes, %d tensors)\n",
            af_graph_name(g)[0] ? af_graph_name(g) : a->path, rep->nodes, rep->tensors);
     printf("plan           %s%s, schedule %s, placer %s, %d reuse edges, %.1f ms\n",
@@ -308,6 +475,11 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
            a->safe ? " (safe mode)" : "", rep->schedule, rep->placer, rep->reuse_edges, r->plan_ms);
     printf("memory         naive %s -> arena %s (%.2fx less)\n", nb, ab,
            r->st.arena_bytes ? (double)rep->naive_bytes / (double)r->st.arena_bytes : 1.0);
+    if (rep->scratch_tensors || r->st.unplanned_scratch_bytes)
+        printf("scratch        %llu bytes of the arena host kernel working memory (%d tensors); "
+               "%llu outside it\n",
+               (unsigned long long)rep->scratch_bytes, rep->scratch_tensors,
+               (unsigned long long)r->st.unplanned_scratch_bytes);
     if (r->st.plan_swaps)
         printf("re-planned     %llu time(s) after warm-up (dynamic tensors sized from the rounds "
                "seen; naive figure is the first plan's)\n",
@@ -323,11 +495,22 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
     if (cmp)
         for (int m = 0; m < 2; m++) {
             char b[32];
-            run_human_bytes(b, sizeof b, cmp[m].arena);
+            af_format_bytes(b, sizeof b, cmp[m].arena);
             if (cmp[m].ok)
                 printf("%-14s arena %s, critical path %d nodes, cost %.4g\n",
                        m ? "strict" : "fence", b, cmp[m].cp_nodes, cmp[m].cp_cost);
         }
+    const run_data_t *d = r->data;
+    if (d->outs) {
+        printf("inputs         %d from files", d->n_ins);
+        if (d->n_pattern)
+            printf(", %d filled with a pattern (first: '%s')", (int)d->n_pattern, d->first_pattern);
+        printf("\n");
+        printf("outputs        %d%s%s%s\n", (int)d->n_outs, a->output_dir ? " written to " : "",
+               a->output_dir ? a->output_dir : "", a->output_dir ? " as <name>.npy" : "");
+        for (int32_t i = 0; i < d->n_outs; i++)
+            data_print_summary(stdout, d->out_names[i], &d->outs[i]);
+    }
     if (r->st.failed_rounds)
         printf("failed rounds  %llu\n", (unsigned long long)r->st.failed_rounds);
     if (a->verify)
@@ -352,24 +535,37 @@ static int execute(const run_args_t *a, const af_plan_t *p, const af_executor_op
             uv_loop_close(&loop);
         return CLI_FAIL;
     }
-    af_session_opts_t so = {0};
-    so.loop = &loop;
-    if ((rc = af_session_create(ex, p, &so, &s, &err))) {
-        cli_error("run: %s", err.msg);
+    run_data_t *d = r->data;
+    int keep = d->n_ins > 0 || a->output_dir;
+    af_session_opts_t so = {.loop = &loop, .keep_outputs = keep};
+    char why[512];
+    if ((rc = af_session_create(ex, p, &so, &s, &err)) ||
+        !(d->bufs = calloc((size_t)af_session_input_count(s) + 1, sizeof(af_buffer_t))) ||
+        data_bind(s, d->ins, d->n_ins, d->bufs, why, sizeof why)) {
+        cli_error("run: %s", rc ? err.msg : d->bufs ? why : "out of memory");
+        af_session_destroy(s);
+        uv_run(&loop, UV_RUN_NOWAIT);
         af_executor_destroy(ex);
         uv_loop_close(&loop);
         return CLI_FAIL;
+    }
+    for (int32_t i = 0; i < af_session_input_count(s); i++) {
+        af_io_info_t io;
+        if (d->bufs[i].data || af_session_io_info(s, 0, i, &io))
+            continue;
+        if (!d->n_pattern++)
+            snprintf(d->first_pattern, sizeof d->first_pattern, "%s", io.name);
     }
     r->threads = af_executor_threads(ex);
     r->inflight = eo->max_inflight;
     r->kernels = eo->kernels;
     loop_ctx_t c = {0};
-    run_rounds(s, &loop, a->warmup, &c);
+    run_rounds(s, &loop, a->warmup, &c, d->bufs);
     af_session_stats_t st0;
     af_session_stats(s, &st0);
     uint64_t heap0 = run_alloc_calls();
     uint64_t t0 = af_now_ns();
-    run_rounds(s, &loop, a->rounds, &c);
+    run_rounds(s, &loop, a->rounds, &c, d->bufs);
     uint64_t t1 = af_now_ns();
     r->heap_calls = run_alloc_calls() - heap0;
     af_session_stats(s, &r->st);
@@ -388,11 +584,73 @@ static int execute(const run_args_t *a, const af_plan_t *p, const af_executor_op
                   fn >= 0 ? "', op " : "", fn >= 0 ? af_graph_node(g, fn)->op : "",
                   fn >= 0 ? ")" : "");
     }
+    if (keep && !c.failed)
+        rc = data_collect(a, s, d);
     af_session_destroy(s);
     uv_run(&loop, UV_RUN_NOWAIT);
     af_executor_destroy(ex);
     uv_loop_close(&loop);
+    return rc;
+}
+
+/* Planner and executor options from the config file and the command line; 0 or an exit code. */
+static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
+                      af_executor_opts_t *eo)
+{
+    af_plan_opts_init(po);
+    af_executor_opts_init(eo);
+    eo->verify = 0;
+    if (a->config && (cli_load_config(a->config, po) || run_load_exec_config(a->config, eo)))
+        return CLI_FAIL;
+    af_error_t err;
+    af_error_clear(&err);
+    if (a->reuse && af_plan_opts_set(po, "parallel_reuse", a->reuse, &err)) {
+        cli_error("run: %s", err.msg);
+        return CLI_USAGE;
+    }
+    if (a->kernels && af_executor_opts_set(eo, "kernels", a->kernels, &err)) {
+        cli_error("run: %s", err.msg);
+        return CLI_USAGE;
+    }
+    if (a->verify) {
+        eo->verify = 1;
+        if (!a->kernels)
+            eo->kernels = "verify";
+    } else if (d->n_ins && !a->kernels) {
+        eo->kernels = "real"; /* real data: real kernels unless told otherwise */
+    }
+    /* the executor's rule for verify = auto: on with the verify kernels */
+    a->verify = eo->verify > 0 || (eo->verify < 0 && strcmp(eo->kernels, "verify") == 0);
+    if (a->threads >= 0)
+        eo->threads = (int32_t)a->threads;
+    if (a->inflight > 0)
+        eo->max_inflight = (int32_t)a->inflight;
+    if (a->rounds < 0)
+        a->rounds = d->n_ins ? 1 : 20;
+    if (a->warmup < 0)
+        a->warmup = d->n_ins ? 1
+                             : 2L * eo->max_inflight +
+                                   (eo->replan_after_warmup > 0
+                                        ? eo->replan_after_warmup + 2L * eo->max_inflight
+                                        : 0);
+    if (a->safe)
+        po->safe_mode = 1;
     return 0;
+}
+
+/* ONNX models get every dims spec (the files' dims too); JSON graphs have fixed shapes, so only
+ * the user's dims specs are passed on (and refused there), the files are bound as they are. */
+static af_graph_t *load_graph(const run_args_t *a, run_data_t *d)
+{
+    size_t n = strlen(a->path);
+    int onnx = n > 5 && !strcmp(a->path + n - 5, ".onnx");
+    if (strncmp(a->path, "zoo:", 4) != 0)
+        return cli_load_graph(a->path, d->specs, onnx ? d->n_specs : d->n_user_specs);
+    if (d->n_specs) {
+        cli_error("run: --input applies to graph files, not to %s", a->path);
+        return NULL;
+    }
+    return run_load_graph(a->path, (int32_t)a->batch);
 }
 
 int cmd_run(int argc, char **argv)
@@ -402,42 +660,22 @@ int cmd_run(int argc, char **argv)
     if (rc)
         return rc == 1 ? CLI_OK : rc;
     run_count_allocs();
+    run_data_t d = {0};
     af_plan_opts_t po;
-    af_plan_opts_init(&po);
     af_executor_opts_t eo;
-    af_executor_opts_init(&eo);
-    eo.verify = 0;
-    if (a.config && (cli_load_config(a.config, &po) || run_load_exec_config(a.config, &eo)))
-        return CLI_FAIL;
     af_error_t err;
     af_error_clear(&err);
-    if (a.reuse && af_plan_opts_set(&po, "parallel_reuse", a.reuse, &err)) {
-        cli_error("run: %s", err.msg);
-        return CLI_USAGE;
+    if ((rc = data_load(&a, &d)) || (rc = setup_opts(&a, &d, &po, &eo))) {
+        data_free(&d);
+        return rc;
     }
-    if (a.kernels && af_executor_opts_set(&eo, "kernels", a.kernels, &err)) {
-        cli_error("run: %s", err.msg);
-        return CLI_USAGE;
-    }
-    if (a.verify) {
-        eo.verify = 1;
-        if (!a.kernels)
-            eo.kernels = "verify";
-    }
-    /* the executor's rule for verify = auto: on with the verify kernels */
-    a.verify = eo.verify > 0 || (eo.verify < 0 && strcmp(eo.kernels, "verify") == 0);
-    if (a.threads >= 0)
-        eo.threads = (int32_t)a.threads;
-    if (a.inflight > 0)
-        eo.max_inflight = (int32_t)a.inflight;
-    if (a.warmup < 0)
-        a.warmup = 2L * eo.max_inflight +
-                   (eo.replan_after_warmup > 0 ? eo.replan_after_warmup + 2L * eo.max_inflight : 0);
-    if (a.safe)
-        po.safe_mode = 1;
-    af_graph_t *g = run_load_graph(a.path, (int32_t)a.batch);
-    if (!g)
+    af_graph_t *g = load_graph(&a, &d);
+    if (g && strcmp(eo.kernels, "verify") && strcmp(eo.kernels, "empty"))
+        g = run_lower_graph(g, eo.kernels, eo.threads); /* kernel working memory planned */
+    if (!g) {
+        data_free(&d);
         return CLI_FAIL;
+    }
     const af_plan_t *p = NULL;
     af_plan_t *own = NULL;
     af_plan_cache_t *cache = NULL;
@@ -459,9 +697,10 @@ int cmd_run(int argc, char **argv)
         cli_error("run: %s", err.msg);
         af_plan_cache_destroy(cache);
         af_graph_destroy(g);
+        data_free(&d);
         return CLI_FAIL;
     }
-    run_result_t r = {0};
+    run_result_t r = {.data = &d};
     r.cache_hit = cache ? hit : -1;
     r.plan_ms = (double)(af_now_ns() - t0) / 1e6;
     af_executor_critical_path(p, &r.cp_cost, &r.cp_nodes);
@@ -489,5 +728,6 @@ int cmd_run(int argc, char **argv)
     }
     af_plan_destroy(own);
     af_graph_destroy(g);
+    data_free(&d);
     return rc;
 }

@@ -1,11 +1,11 @@
 /*
- * `arenaflow zoo`: writes a model-zoo graph (bench/models) as JSON, or lists the models.
+ * `arenaflow zoo`: writes a model-zoo graph (zoo/, arenaflow/zoo.h) as JSON, or lists the models.
  *
  *   arenaflow zoo --list
  *   arenaflow zoo NAME [--batch N] [--seq N] [--seed N] --out FILE   (FILE "-" = stdout)
  */
 #include "tools/cli.h"
-#include "zoo.h"
+#include "arenaflow/zoo.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -15,6 +15,7 @@ static const struct {
     {"place", cmd_place, "place MiniMalloc-style CSV intervals (id,lower,upper,size)"},
     {"run", cmd_run, "plan and execute a graph for a number of rounds"},
     {"diagnose", cmd_diagnose, "run safe and planned, name the first polluted tensor"},
+    {"onnx-test", cmd_onnx_test, "run ONNX backend test directories and compare the outputs"},
     {"zoo", cmd_zoo, "write a model-zoo graph (ResNet-50, BERT, ...) as JSON"},
     {"convert", cmd_convert, "convert an ONNX model to the JSON graph format"},
     {"gen-tight", cmd_gen_tight, "generate a tight placement instance with a known optimum"},

@@ -10,6 +10,7 @@
  *   pool.h      size-class buffer pool and dynamic region
  *   executor.h  worker pool, sessions, kernels
  *   cache.h     plan cache
+ *   zoo.h       model zoo and synthetic graphs (random DAGs, residual chains)
  */
 #ifndef ARENAFLOW_ARENAFLOW_H
 #define ARENAFLOW_ARENAFLOW_H
@@ -23,5 +24,6 @@
 #include "arenaflow/pool.h"
 #include "arenaflow/executor.h"
 #include "arenaflow/cache.h"
+#include "arenaflow/zoo.h"
 
 #endif

@@ -90,6 +90,103 @@ uint64_t af_now_ns(void);
 /* Library version string, e.g. "0.1.0". */
 const char *af_version(void);
 
+/* ---- files (common/file.c) ---------------------------------------------------------------- */
+
+/*
+ * Replaces the file at path with data[0, len) durably: the bytes go to a temp file in the same
+ * directory whose name is unique per writer (<path>.<pid>.<thread>.<counter>.tmp, created with
+ * O_EXCL, so two writers of one path, in one process or in two, never share a temp file), which
+ * is fsync'd, renamed over path (atomic: a reader sees the whole old file or the whole new one),
+ * and the directory is fsync'd so the rename survives a crash. On failure the temp file is
+ * removed and path is untouched. Concurrent writers of one path: the last rename wins, each
+ * file complete. Returns 0 or AF_EIO (err names the path and the system error), AF_EINVAL (NULL
+ * path), AF_ENOMEM. Thread-safe. A leftover temp file (a crash between create and rename) ends
+ * in ".tmp": owners of a directory may remove those at start.
+ */
+int af_file_write_durable(const char *path, const void *data, size_t len, af_error_t *err);
+
+/*
+ * The same durable replace with the content streamed by a writer: fill(fd, ctx) writes the temp
+ * file (af_file_write_all helps) and returns 0, or -1 with errno set. For content too large to
+ * build in memory first (a graph's weights file).
+ */
+typedef int (*af_file_fill_fn)(int fd, void *ctx);
+int af_file_write_durable_fn(const char *path, af_file_fill_fn fill, void *ctx, af_error_t *err);
+/* Writes all of data to fd, retrying short writes and EINTR. 0, or -1 with errno set. */
+int af_file_write_all(int fd, const void *data, size_t len);
+
+/*
+ * Reads a whole regular file of at most max_bytes. On success *out (NUL-terminated, release with
+ * af_free) holds *len bytes. Errors: AF_EIO (cannot open or read: err names the path and the
+ * system error; a file of more than max_bytes is AF_ESIZE), AF_ENOMEM. Thread-safe.
+ */
+int af_file_read(const char *path, size_t max_bytes, char **out, size_t *len, af_error_t *err);
+
+/* ---- value grammar and option tables (common/options.c) ------------------------------------ */
+
+/*
+ * The one size grammar of the library, the CLI and config files: decimal digits, then optionally
+ * K, M, G or T (binary multiples, any case), optionally followed by "i" and "B" ("64K", "64KiB",
+ * "64kb", "2G", "4096"). No sign, no spaces, no overflow. Returns 0 or AF_EINVAL.
+ */
+int af_parse_size(const char *s, uint64_t *out);
+/* The one bool grammar: 1, true, yes, on / 0, false, no, off (any case). 0 or AF_EINVAL. */
+int af_parse_bool(const char *s, int *out);
+/* Writes a byte count for people: "512 B", "1.50 KiB", "3.25 GiB" (binary units). */
+void af_format_bytes(char *out, size_t n, uint64_t bytes);
+
+/* Option types: how the value is spelt and where it goes. */
+typedef enum {
+    AF_OPT_BOOL,      /* int: af_parse_bool */
+    AF_OPT_AUTO_BOOL, /* int: "auto" -> -1, else af_parse_bool */
+    AF_OPT_SIZE,      /* uint64_t: af_parse_size, within [min, max] */
+    AF_OPT_UINT,      /* uint64_t: plain decimal, within [min, max] */
+    AF_OPT_INT,       /* int32_t: plain decimal, within [min, max] */
+    AF_OPT_INT64,     /* int64_t: plain decimal, within [min, max] */
+    AF_OPT_DOUBLE,    /* double: finite, >= 0 */
+    AF_OPT_NAME,      /* const char *: one of names(), stored as the list's own (static) string */
+    AF_OPT_ENUM,      /* int: the index of the value in names() */
+    AF_OPT_STRING,    /* char[size]: copied, shorter than size */
+} af_opt_type_t;
+
+#define AF_OPT_POW2 1u /* flags: a size that must be a power of two */
+
+/*
+ * One option: a row of a component's table (Redis's static_configs[] is the model). The
+ * default sits in the row, spelt as in a config file, and goes through the same parser, so
+ * what --help prints, what a config file may say and what a fresh struct holds cannot drift.
+ */
+typedef struct af_opt {
+    const char *key;
+    af_opt_type_t type;
+    size_t offset;                     /* of the field in the options struct */
+    const char *def;                   /* default value, in the option's own spelling */
+    int64_t min, max;                  /* integer types (min <= max) and sizes (max 0: any) */
+    const char *const *(*names)(void); /* AF_OPT_NAME / AF_OPT_ENUM: NULL-terminated */
+    size_t size;                       /* AF_OPT_STRING: bytes of the buffer */
+    unsigned flags;                    /* AF_OPT_POW2 */
+    const char *help;
+} af_opt_t;
+
+/* Sets every field of a table to its row's default. Returns 0, or AF_EINVAL when a row's
+ * default does not parse (a bug in the table: tests call this for every table). */
+int af_opts_defaults(const af_opt_t *table, size_t n, void *opts, af_error_t *err);
+/*
+ * Sets option `key` from its text. Errors: AF_EINVAL with a message naming `scope` (e.g.
+ * "planner"), the key, the value and what it should be; opts is untouched then. Thread-safe
+ * for distinct opts.
+ */
+int af_opts_set(const af_opt_t *table, size_t n, void *opts, const char *scope, const char *key,
+                const char *value, af_error_t *err);
+/* The row for a key, or NULL. */
+const af_opt_t *af_opts_find(const af_opt_t *table, size_t n, const char *key);
+/*
+ * Canonical spelling of every option in table order, "key=value" joined by ';', each value as
+ * af_opts_set reads it back (doubles with 17 significant digits). 0, or AF_ESIZE when buf is too
+ * small.
+ */
+int af_opts_format(const af_opt_t *table, size_t n, const void *opts, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,10 @@
  * threads at once.
  *
  * Ownership: the graph copies every string and array it is given. Pointers returned by the
- * accessors belong to the graph and stay valid until af_graph_destroy().
+ * accessors belong to the graph and stay valid until af_graph_destroy(). Constant data (weights)
+ * is the exception that avoids copies: see af_graph_set_data() — the graph either owns a copy,
+ * borrows the caller's bytes, or holds a counted reference on storage it shares with other
+ * graphs (a mapped model file, a copy made by the ONNX importer), freed with the last of them.
  */
 #ifndef ARENAFLOW_GRAPH_H
 #define ARENAFLOW_GRAPH_H
@@ -31,6 +34,10 @@ typedef enum {
     AF_TENSOR_INPUT = 1,
     AF_TENSOR_OUTPUT = 2,
     AF_TENSOR_CONSTANT = 3, /* weights: live outside the activation arena */
+    /* Working memory of one node (a kernel's scratchpad, layout-reorder buffers): an output of
+     * that node that nobody reads, so it lives during the node's step only. Kernels receive it
+     * as af_kernel_args_t.scratch, not as an output. Added by af_kernels_lower(). */
+    AF_TENSOR_SCRATCH = 4,
 } af_tensor_kind_t;
 
 /* name, JSON spelling, bytes per element */
@@ -143,6 +150,50 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
 /* Sets (or replaces) an attribute on a node; strings and arrays are copied. */
 int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, af_error_t *err);
 
+/* ---- constant data (weights) and dynamic sizes -------------------------------------------- */
+
+typedef enum {
+    AF_DATA_COPY = 0,   /* the graph copies the bytes into storage it owns (64-byte aligned) */
+    AF_DATA_BORROW = 1, /* the graph points at the caller's bytes, which must stay valid and
+                           unchanged until every graph sharing them is destroyed */
+} af_data_mode_t;
+
+/*
+ * Attaches the bytes of constant tensor `tensor` (before finalize). `bytes` must equal the
+ * tensor's size and `data` (BORROW) be aligned to its element size. Replaces earlier data.
+ * Errors: AF_EINVAL (not a constant, an alias, finalized graph, NULL data, misaligned), AF_ESIZE
+ * (size differs or the tensor is dynamic), AF_ENOMEM. Not thread-safe (a builder call).
+ */
+int af_graph_set_data(af_graph_t *g, int32_t tensor, const void *data, int64_t bytes,
+                      af_data_mode_t mode, af_error_t *err);
+
+/*
+ * Gives dst's tensor the data of src's tensor without copying (before dst is finalized): storage
+ * the source owns is shared by reference count and stays alive until both graphs are destroyed;
+ * borrowed bytes stay borrowed. Used by graph copies (re-planning, the plan cache). src must be
+ * finalized; it is only read, so it may be shared with other threads. A source tensor without
+ * data is a no-op. Errors as af_graph_set_data().
+ */
+int af_graph_share_data(af_graph_t *dst, int32_t dst_tensor, const af_graph_t *src,
+                        int32_t src_tensor, af_error_t *err);
+
+/*
+ * Records why tensor `tensor`'s size is unknown (before finalize; the text is copied), e.g. "op
+ * NonZero, node 'nz': the output size depends on the input's values". Importers call it for
+ * every dynamic tensor so nothing is dynamic silently. Errors: AF_EINVAL, AF_ENOMEM.
+ */
+int af_graph_set_dynamic_reason(af_graph_t *g, int32_t tensor, const char *reason, af_error_t *err);
+
+/*
+ * Why a tensor of a finalized graph is dynamic: the recorded reason, or (none recorded) a
+ * generic one ("a view of dynamic tensor 'x'", "size not given"). NULL when the size is known or
+ * the id is out of range. The text belongs to the graph. Thread-safe.
+ */
+const char *af_graph_dynamic_reason(const af_graph_t *g, int32_t tensor);
+
+/* Sum of the bytes of constant data the graph carries (0 when none). */
+uint64_t af_graph_data_bytes(const af_graph_t *g);
+
 /*
  * Validates the graph and builds the derived tables. Rejects, with a message naming the culprit:
  * unknown tensor names, a tensor produced twice, a tensor read but never produced (unless it is
@@ -167,6 +218,15 @@ typedef struct af_tensor_info {
     int32_t producer;         /* node id, or -1 */
     int32_t n_consumers;      /* distinct consumer nodes */
     const int32_t *consumers; /* node ids, ascending */
+    /*
+     * Constant tensors: their bytes (`bytes` of them, little-endian elements, aligned to the
+     * element size), read-only; NULL when the graph carries no data for the tensor (executors
+     * then fill it themselves). Always NULL for other kinds.
+     */
+    const void *data;
+    /* Why the size is unknown (bytes == AF_BYTES_DYNAMIC), when the builder said; else NULL.
+     * af_graph_dynamic_reason() always gives a text for a dynamic tensor. */
+    const char *dynamic_reason;
 } af_tensor_info_t;
 
 typedef struct af_node_info {
@@ -207,19 +267,91 @@ int32_t af_graph_alias_root(const af_graph_t *g, int32_t tensor);
 /* Byte offset of a tensor inside its alias root (0 when not an alias). */
 int64_t af_graph_alias_root_offset(const af_graph_t *g, int32_t tensor);
 
+/*
+ * Copies a finalized graph: same tensor and node ids, names, sizes, shapes, views, in-place hints,
+ * costs, attributes, constant data (shared with g: reference-counted storage, not copied) and
+ * dynamic reasons; the copy is finalized and owned by the caller. With dynamic_sizes (NULL:
+ * none), every dynamic tensor t with dynamic_sizes[t] > 0 gets that fixed size (and an unknown
+ * shape) instead — how a graph is re-planned once warm-up rounds have shown the real sizes.
+ * Errors: AF_EINVAL (g not finalized), AF_ENOMEM; *out set only on success. Thread-safe on a
+ * finalized graph (it is only read).
+ */
+int af_graph_copy(const af_graph_t *g, const uint64_t *dynamic_sizes, af_graph_t **out,
+                  af_error_t *err);
+
+/*
+ * Called by af_graph_copy_extend() for every node v of the source graph, in id order: returns 1
+ * after filling *desc with one more output tensor for the copy of v (added right before the
+ * node, so its id follows the tensors added so far; desc's strings need only live until the
+ * call returns), 0 for none, or a negative AF_E* code that fails the copy.
+ */
+typedef int (*af_graph_extra_output_fn)(void *user, const af_graph_t *g, int32_t node,
+                                        af_tensor_desc_t *desc);
+/*
+ * af_graph_copy() that can give nodes one more output each (how kernels' working memory becomes
+ * planned tensors): ids of the source graph's tensors and nodes are kept, the extra tensors'
+ * ids follow them. extra NULL: same as af_graph_copy(). Errors as af_graph_copy() plus the
+ * callback's; *out set only on success. Thread-safe on a finalized graph.
+ */
+int af_graph_copy_extend(const af_graph_t *g, const uint64_t *dynamic_sizes,
+                         af_graph_extra_output_fn extra, void *user, af_graph_t **out,
+                         af_error_t *err);
+
+/* ---- identity -------------------------------------------------------------------------------- */
+
+/* A 128-bit fingerprint (XXH3-128); hi and lo are its two halves. */
+typedef struct af_fingerprint {
+    uint64_t hi, lo;
+} af_fingerprint_t;
+
+/* Hex digits of a fingerprint: hi then lo, 32 lowercase digits and a NUL. */
+#define AF_FINGERPRINT_HEX 33
+
+/*
+ * The graph's identity: XXH3-128 over salt[0, salt_len) (what else the caller's key depends on,
+ * e.g. the planner options; may be NULL with 0) followed by everything planning and execution
+ * read from the graph — its name; every tensor's name, size, dtype, shape, kind, view and
+ * constant data; every node's name, op, inputs, outputs, cost, in-place hints and attributes,
+ * in id order. Two graphs
+ * built the same way have the same fingerprint on every machine of the same byte order; the
+ * formatting of the JSON they came from does not matter. Returns 0, or AF_EINVAL (g not
+ * finalized, or out NULL). Thread-safe.
+ */
+int af_graph_fingerprint(const af_graph_t *g, const void *salt, size_t salt_len,
+                         af_fingerprint_t *out);
+/* Writes fp as AF_FINGERPRINT_HEX - 1 hex digits and a NUL into out. */
+void af_fingerprint_hex(const af_fingerprint_t *fp, char out[AF_FINGERPRINT_HEX]);
+
 /* ---- JSON format (docs/graph-format.md) --------------------------------------------------- */
 
 /*
  * Parses a JSON graph from memory (len bytes, need not be NUL-terminated) and finalizes it.
  * Malformed JSON gives AF_EPARSE with line and column in err; validation errors as for
- * af_graph_finalize(). *out set only on success; the caller owns it.
+ * af_graph_finalize(); a graph that references a weights file is AF_ENOTSUP (text from memory
+ * has no directory to find it in: use af_graph_load_json). *out set only on success; the
+ * caller owns it.
  */
 int af_graph_parse_json(const char *text, size_t len, af_graph_t **out, af_error_t *err);
-/* Same, from a file. AF_EIO when the file cannot be read. */
+/*
+ * Same, from a file. AF_EIO when the file cannot be read. A referenced weights file is looked
+ * up in the JSON file's directory (a name that leaves it is AF_EINVAL), mapped read-only, and
+ * the constants point into the mapping (zero-copy; copied when misaligned); a file whose size
+ * differs from the one recorded, or a tensor range outside it, is AF_EPARSE.
+ */
 int af_graph_load_json(const char *path, af_graph_t **out, af_error_t *err);
-/* Serialises a finalized graph to a NUL-terminated JSON string the caller frees with af_free(). */
+/*
+ * Serialises a finalized graph to a NUL-terminated JSON string the caller frees with af_free().
+ * The text holds the structure only: constant data is not written (af_graph_save_json writes it
+ * to a weights file), so a graph read back from this text has constants without data.
+ */
 int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err);
-/* Writes the JSON to a file (atomically: temp file + rename). */
+/*
+ * Writes the JSON to a file durably (af_file_write_durable: unique temp file, fsync, rename,
+ * fsync of the directory). When the graph carries constant data, the bytes go first to a
+ * weights file next to it (PATH with ".json" replaced by ".weights", or PATH + ".weights"),
+ * written the same way, and the JSON references it by file name with each tensor's offset and
+ * size (docs/graph-format.md).
+ */
 int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err);
 
 #ifdef __cplusplus

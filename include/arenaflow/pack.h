@@ -105,8 +105,8 @@ int af_intervals_parse_csv(const char *text, size_t len, af_interval_t **iv, cha
  * Shared-object placement (seed 1's interval colouring): gives each interval a buffer index
  * (buf[i]); a buffer's size is the max size of its tenants (aligned up to alignment), buffers are
  * stacked in index order and iv[i].offset is its buffer's start, so *total (the sum of the buffer
- * sizes) is the arena of the stacked buffers. algo: "naive", "color-end", "greedy-size" or
- * "firstfit-start". buf has n entries; *n_bufs gets the buffer count. Errors: AF_EINVAL (unknown
+ * sizes) is the arena of the stacked buffers. algo: "naive", "color-end" or "greedy-size". buf
+ * has n entries; *n_bufs gets the buffer count. Errors: AF_EINVAL (unknown
  * algorithm, lower >= upper), AF_ENOMEM. Reentrant.
  */
 int af_place_shared(af_interval_t *iv, size_t n, const char *algo, uint64_t alignment, int32_t *buf,

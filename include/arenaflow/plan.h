@@ -58,6 +58,13 @@ typedef struct af_plan_opts {
      * with the portfolio's packing, in search nodes per 100 tensors placed (af_place_opts_t);
      * 0 = off; default AF_PLAN_SEARCH_EFFORT. */
     uint64_t search_effort;
+    /* Interruption (not part of the fingerprint, not kept in the plan): when set, planning calls
+     * interrupt(interrupt_arg) between its phases and now and then inside its long loops (the
+     * any-order bound, reuse edges, placement); a non-zero answer stops it with AF_ECANCELED.
+     * Once it has answered non-zero it must keep doing so. Called on the planning thread;
+     * NULL (default) = never interrupted. */
+    int (*interrupt)(void *arg);
+    void *interrupt_arg;
 } af_plan_opts_t;
 
 /* Default af_plan_opts_t.search_effort: one and a half dives' worth of search nodes. */
@@ -76,6 +83,13 @@ void af_plan_opts_init(af_plan_opts_t *o);
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
 /* NULL-terminated list of option keys, for --help and config docs. */
 const char *const *af_plan_opts_keys(void);
+/*
+ * The options' canonical spelling: every key in af_plan_opts_keys() order as "key=value", joined
+ * by ';', each value as af_plan_opts_set() reads it back (doubles with 17 significant digits).
+ * Equal options give equal strings. Returns 0, or AF_ESIZE when buf (len bytes) is too small
+ * (512 bytes always suffice). Thread-safe.
+ */
+int af_plan_opts_format(const af_plan_opts_t *o, char *buf, size_t len);
 
 typedef struct af_plan_report {
     int32_t tensors, nodes;
@@ -97,6 +111,11 @@ typedef struct af_plan_report {
     int schedule_optimal;           /* 1 when the order's peak is proven minimal */
     int32_t reuse_edges;            /* number of write-after-read edges emitted */
     double schedule_ms, lifetime_ms, place_ms, verify_ms, total_ms;
+    /* Kernel working memory (AF_TENSOR_SCRATCH tensors, af_kernels_lower()): how many, the
+     * bytes of the arena that host one at some step (union of their ranges), and the largest. */
+    int32_t scratch_tensors;
+    uint64_t scratch_bytes;
+    uint64_t scratch_max_bytes;
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */
@@ -170,6 +189,23 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err);
  */
 int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset);
 
+/* Test hook: the ways a broken planner could get a plan wrong, one per verifier check, so tests
+ * can show each check catches its bug (mutation testing). Not for production. */
+typedef enum {
+    AF_PLAN_BREAK_ORDER = 0,    /* nodes a and b trade steps (b may then run before its preds) */
+    AF_PLAN_BREAK_LIFETIME = 1, /* tensor a: planned lifetime ends one step early */
+    AF_PLAN_BREAK_BYTES = 2,    /* tensor a: reserves one byte less than its size */
+    AF_PLAN_BREAK_ALIGN = 3,    /* tensor a: offset + 1 */
+    AF_PLAN_BREAK_BOUNDS = 4,   /* tensor a: moved to end past the arena */
+    AF_PLAN_BREAK_VIEW = 5,     /* view a: offset + 1 (no longer where its base puts it) */
+    AF_PLAN_BREAK_OVERLAP = 6,  /* tensor a: moved onto tensor b's offset */
+    AF_PLAN_BREAK_INPLACE = 7,  /* tensor a: claims an in-place hand-over from tensor b */
+    AF_PLAN_BREAK_EDGE = 8,     /* reuse edge a dropped */
+    AF_PLAN_BREAK_EDGE_DIR = 9, /* reuse edge a reversed */
+} af_plan_break_t;
+/* Applies one break. Returns 0, or AF_EINVAL when a or b is out of range. */
+int af_plan_debug_break(af_plan_t *p, af_plan_break_t how, int32_t a, int32_t b);
+
 /*
  * The event table (seed 1 §4.1) as CSV with header
  *   event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes
@@ -177,6 +213,47 @@ int af_plan_debug_set_offset(af_plan_t *p, int32_t tensor, uint64_t offset);
  * last consumer, FENCE for each reuse edge (before the ALLOC it guards). Returns 0 or AF_EIO.
  */
 int af_plan_write_events_csv(const af_plan_t *p, FILE *f, af_error_t *err);
+
+/* ---- identity and serialised plans (planner/serialize.c) ------------------------------------ */
+
+/*
+ * A plan's key: the graph's fingerprint (af_graph_fingerprint) salted with every planner option
+ * in canonical form (af_plan_opts_format); opts may be NULL (defaults). Equal graphs planned with
+ * equal options have equal keys. Returns 0 or AF_EINVAL (g not finalized). Thread-safe.
+ */
+int af_plan_key(const af_graph_t *g, const af_plan_opts_t *opts, af_fingerprint_t *out);
+/* The low 64 bits of af_plan_key() (the plan cache's key and file name); 0 when g is not
+ * finalized. Thread-safe. */
+uint64_t af_plan_fingerprint(const af_graph_t *g, const af_plan_opts_t *opts);
+
+#define AF_PLAN_NAME_MAX 32 /* scheduler / placer name bytes in a record, NUL included */
+
+/* A decoded plan record: what af_plan_restore() rebuilds a plan from. */
+typedef struct af_plan_record {
+    uint64_t key; /* the key it was encoded with (e.g. af_plan_fingerprint) */
+    int32_t tensors, nodes;
+    uint64_t arena_bytes;
+    char schedule[AF_PLAN_NAME_MAX], placer[AF_PLAN_NAME_MAX]; /* that made the plan */
+    int32_t *order;                                            /* `nodes` node ids by step */
+    uint64_t *offsets; /* `tensors` offsets (only arena tensors' are meaningful) */
+} af_plan_record_t;
+
+/*
+ * Serialises a plan's order and offsets with key, its counts, arena size and the names of its
+ * scheduler and placer, behind a format version and byte-order mark and ahead of an XXH3-64
+ * checksum of the whole. On success *out (release with af_free) holds *len bytes. Errors:
+ * AF_EINVAL, AF_ENOMEM. Thread-safe.
+ */
+int af_plan_encode(const af_plan_t *p, uint64_t key, void **out, size_t *len, af_error_t *err);
+/*
+ * Parses bytes from af_plan_encode into *rec (rec->order and rec->offsets are the caller's:
+ * af_plan_record_free). Every field is checked (magic, version, byte order, sizes against the
+ * length, checksum, names terminated); AF_EPARSE names the first failed check in err, AF_ENOMEM.
+ * The record is not trusted: rebuild the plan with af_plan_restore(), which verifies it.
+ */
+int af_plan_decode(const void *buf, size_t len, af_plan_record_t *rec, af_error_t *err);
+/* Frees a record's arrays (not rec itself). NULL is a no-op. */
+void af_plan_record_free(af_plan_record_t *rec);
 
 /* ---- lower-level pieces ------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /*
  * arenaflow — the buffer pool: size-class blocks carved from mmap'd chunks, per-worker caches,
- * cross-class borrowing, trimming, statistics; and the dynamic region (jemalloc arena) for
- * tensors whose size is unknown at plan time.
+ * cross-class borrowing, trimming, statistics. The executor takes each round's arena from it
+ * (af_pool_alloc) and its workers serve dynamic tensors (size known only at run time) from one
+ * cache each (executor/dynamic.c).
  *
  * Model (seed 1, §4.2–4.3, §5.3):
  *   - The pool reserves one range of address space at creation and maps chunks inside it on
@@ -16,16 +17,11 @@
  *     lock), then moves a batch from the class's central free list (per-class lock), then
  *     borrows from the next larger non-empty central list (global mutex). A borrowed block
  *     always returns to the class it came from when freed (the seed's §5.3 fragmentation bug is
- *     a regression test). Only then is a chunk made: cut from memory that retired chunks left
- *     mapped (opts.recycle), else mapped.
+ *     a regression test). Only then is a chunk mapped.
  *   - Frees may come from any thread (any cache, or no cache). Double frees and pointers the
  *     pool does not own are reported (AF_EDOUBLEFREE / AF_EFOREIGN), never crash.
  *   - Trim returns idle chunks (every block free in the central lists) to the OS, by call or by
  *     an idle policy.
- *   - Opt-in regions (opts.region_min): in caches, classes of at least that size (and huge
- *     requests) are carved from per-cache regions (best fit, split on demand, coalesced on free)
- * instead of fixed-class chunks, so memory is re-cut between classes without a lock; a region grows
- * under the global mutex only when its free extents cannot serve a request. See pool/region.c.
  *
  * Threading: a pool is thread-safe except where noted. A cache is owned by one thread at a time
  * (not thread-safe); any thread may free into any pool, with or without a cache.
@@ -79,33 +75,9 @@ typedef struct af_pool_opts {
     uint64_t huge_cache_bytes; /* freed huge chunks kept for reuse up to this; default 1 GiB */
     uint32_t idle_trim_ms;     /* idle policy: chunks idle this long are released during slow
                                   paths and af_pool_maintain(); 0 = off (default) */
-    int recycle;    /* before mapping a chunk, retire every fully free chunk (flushing the calling
-                       cache first) into coalescing mapped ranges and cut the new chunk from them:
-                       lower reserved/peak, but in steady state it trades blocks between classes
-                       under the global lock instead of keeping them cached; default 0 */
-    int poison;     /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
-    int exact_peak; /* keep one shared atomic of live bytes for an exact peak (costs
-                       one atomic add per op); default 0 */
-    /* Reserve budget (pool/room.c): before mapping, idle memory that cannot serve the request
-     * (cached huge chunks, free chunks of other classes in the central lists and in the calling
-     * cache) is unmapped until reserved + the new chunk <= reserve_ratio x the peak of requested
-     * bytes in use. Re-cuts memory between classes, at the price of OS calls and global-mutex
-     * slow paths in every round whose working set moves between classes; 0 = off (default). */
-    double reserve_ratio;
-    /* Regions (pool/region.c): classes of at least region_min bytes (>= 16 KiB), and huge requests
-     * below 4 GiB, are carved, in caches, from per-cache regions: memory is re-cut between classes
-     * (split on demand, coalesced when freed) with no lock, and a region grows under the global
-     * mutex only when its free extents cannot serve a request. Blocks keep their class size; such
-     * classes neither lend nor borrow in caches (no free-block bins either: a freed block coalesces
-     * at once, so each round of a repeated plan starts from the same layout). Calls without a cache
-     * still use fixed-class chunks. Lower reserved/peak on most plans, but every region-class
-     * alloc+free costs a best-fit carve and a coalesce (~3x the bin fast path). 0 = off (default).
-     */
-    uint64_t region_min;
-    /* Learned rounds (pool/round.c, af_pool_cache_round): most requests a cache records in one
-     * round to lay them out as an arena (at most 65536: learning is quadratic in it); 0 = never
-     * learn. Default 4096. */
-    uint32_t round_max;
+    int poison;                /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
+    int exact_peak;            /* keep one shared atomic of live bytes for an exact peak (costs
+                                  one atomic add per op); default 0 */
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
@@ -158,36 +130,6 @@ int af_pool_cache_alloc(af_pool_cache_t *cache, size_t size, void **out);
 int af_pool_cache_free(af_pool_cache_t *cache, void *ptr);
 /* Returns every block the cache holds to the central lists (so trim can see them). */
 void af_pool_cache_flush(af_pool_cache_t *cache);
-
-/*
- * Learned rounds (seed 1, §6.1: a graph driven many rounds caches its first round's plan and
- * follows it). A caller that repeats the same work round after round (an executor's worker, a
- * stream stage) marks each round's end with af_pool_cache_round. The first call starts
- * recording: the next round's requests are recorded (size, order of allocs and frees) and served
- * as they come, those of 16 KiB or more by a mapping of their own that is unmapped when freed (so
- * the recorded round reserves about what it has live), smaller ones by the size classes. At the end
- * of a recorded round in which every block the cache allocated was freed through it (at most
- * opts.round_max allocations, each < 4 GiB), the cache lays that round's blocks out in one arena
- * with the planner's interval placement (af_place_intervals, "portfolio": blocks that are never
- * live at once share bytes, so the arena is close to the round's peak of live bytes), returns its
- * idle class blocks and the pool's idle chunks to the OS (af_pool_trim), and maps the arena (one OS
- * call, counted in reserved bytes). From then on the i-th allocation of a round gets the i-th
- * recorded block's place, with no lock and no atomic read-modify-write, when it fits (size <= the
- * recorded size rounded up to 256 bytes) and every earlier block of the round sharing its bytes has
- * been freed; any other request (larger, extra, or one whose place is still taken because frees
- * came in another order) is served by the size classes as before, so a round that departs from the
- * recorded one stays correct. A round starting with a block of the arena still in use (kept across
- * the boundary) is served by the classes entirely. Frees of arena blocks: plain stores from this
- * cache; a CAS under the global mutex from other threads and af_pool_free. Double frees and
- * interior pointers are reported as for other blocks. A round that cannot be learned (a block not
- * freed in it, too many requests) is recorded again, up to 3 times, then learning stops (a round
- * without requests does not count). A cache learns once; destroying it releases the arena (kept
- * until its last block is freed if some are in use). Debug modes (poison, exact_peak, ASan) apply.
- * Returns 0, or AF_EINVAL (cache NULL). Cost: a recorded round is slower (every call takes the
- * general path; two OS calls per block of 16 KiB or more); learning plans once (milliseconds for
- * hundreds of blocks).
- */
-int af_pool_cache_round(af_pool_cache_t *cache);
 
 /* Trim modes. */
 #define AF_POOL_TRIM_RELEASE                                                                       \
@@ -256,16 +198,8 @@ typedef struct af_pool_stats {
     uint64_t class_locks; /* per-class lock acquisitions (cache refill/flush, no-cache) */
     uint64_t os_maps, os_unmaps, os_madvise; /* OS calls */
     uint64_t trimmed_bytes;                  /* total released by trim / idle policy */
-    uint64_t recycled_bytes; /* free chunks of one class re-cut for another, no OS call */
-    uint64_t double_frees, foreign_frees; /* bad frees reported */
+    uint64_t double_frees, foreign_frees;    /* bad frees reported */
     double fragmentation; /* peak_reserved_bytes / peak_requested_bytes (0 if none) */
-    /* learned rounds (af_pool_cache_round) */
-    uint64_t round_arenas, round_arena_bytes; /* arenas mapped now, their bytes (in reserved) */
-    uint64_t round_hits;                      /* requests served from an arena */
-    uint64_t round_misses; /* requests of a replayed round served by the classes instead (a held
-                          round's requests are not counted here: see rounds_held) */
-    uint64_t rounds_learned,
-        rounds_held; /* arenas built; rounds begun with an arena block in use */
     uint32_t nclasses;
     af_pool_class_stats_t classes[AF_POOL_MAX_CLASSES];
 } af_pool_stats_t;
@@ -277,34 +211,6 @@ typedef struct af_pool_stats {
 int af_pool_stats(af_pool_t *pool, af_pool_stats_t *st);
 /* Restarts the peak counters at the current values. Thread-safe. */
 void af_pool_reset_peak(af_pool_t *pool);
-
-/* ---------------------------------------------------------------------------------------- */
-/*
- * Dynamic region: tensors whose size is known only at run time (the seed's conservative
- * branch). With jemalloc (AF_HAVE_JEMALLOC) it is a dedicated jemalloc arena
- * (mallctl "arenas.create", mallocx/dallocx with MALLOCX_ARENA | MALLOCX_TCACHE_NONE); without
- * it, the library's allocator hooks. Each block carries a small header so foreign pointers and
- * double frees are reported. Thread-safe.
- */
-typedef struct af_dynregion af_dynregion_t;
-
-typedef struct af_dynregion_stats {
-    uint64_t live_bytes, peak_bytes; /* requested bytes */
-    uint64_t allocs, frees;
-    int jemalloc;          /* 1 when backed by a jemalloc arena */
-    unsigned arena_index;  /* jemalloc arena index (when jemalloc) */
-    uint64_t arena_mapped; /* jemalloc stats.arenas.<i>.mapped when available, else 0 */
-} af_dynregion_stats_t;
-
-/* Returns 0 and sets *out, or AF_ENOMEM / AF_EIO (jemalloc refused an arena; message in err). */
-int af_dynregion_create(af_dynregion_t **out, af_error_t *err);
-/* Frees the region and every block still allocated in it. NULL is a no-op. */
-void af_dynregion_destroy(af_dynregion_t *dr);
-/* 64-byte aligned. Returns 0, AF_EINVAL (size 0), AF_ESIZE, AF_ENOMEM. */
-int af_dynregion_alloc(af_dynregion_t *dr, size_t size, void **out);
-/* Returns 0, AF_EDOUBLEFREE, AF_EFOREIGN (best effort: checks the header magic). */
-int af_dynregion_free(af_dynregion_t *dr, void *ptr);
-int af_dynregion_stats(af_dynregion_t *dr, af_dynregion_stats_t *st);
 
 #ifdef __cplusplus
 }

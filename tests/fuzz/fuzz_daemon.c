@@ -133,7 +133,7 @@ int AF_FUZZ_ENTRY(const uint8_t *data, size_t size)
     af__dcfg_t cfg;
     af__dcfg_init(&cfg);
     snprintf(cfg.log_level, sizeof(cfg.log_level), "error");
-    cfg.max_body = 64 * 1024;
+    cfg.lim.max_body = 64 * 1024;
     cfg.max_graphs = 4;
     cfg.max_rounds = 4;
     cfg.exec_opts.threads = 1;
@@ -142,6 +142,8 @@ int AF_FUZZ_ENTRY(const uint8_t *data, size_t size)
     af__daemon_t *d = NULL;
     if (af__daemon_create(&loop, &cfg, &d) != 0)
         AF_FUZZ_FAIL("af__daemon_create");
+    while (!d->ready && uv_run(&loop, UV_RUN_ONCE)) /* the (empty) state loads in the background */
+        ;
     char last_id[AF__ID_LEN + 1] = "";
     const char *p = (const char *)data, *end = p + size;
     for (int i = 0; i < FUZZ_D_MAX_REQ && p < end; i++) {
