@@ -326,6 +326,34 @@ const int32_t *af__search_static_order(af__search_pinfo_t *pi, int h, af__search
 void af__search_random_order(af__search_part_t *sp, uint64_t k, af__search_key_t *keys,
                              int8_t *spec);
 
+/* The search state of a fresh run in order ord (every buffer unplaced, fixed ones at their
+ * offsets as minimum, one piece; pack/search_dfs.c, shared by both engines). */
+void af__search_reset(af__search_part_t *p, const int32_t *ord);
+
+/* After frame `frame` placed b (the skyline engine: b < 0 when it left a gap) in `piece`: splits
+ * the piece at the boundaries the placement freed, or moves to the next pending piece; the piece
+ * the next frame places in, -1 when none is left, -2 when the piece array is full
+ * (pack/search_dfs.c, shared by both engines). */
+int32_t af__search_next_piece(af__search_part_t *p, int32_t piece, int32_t frame, int32_t b,
+                              uint64_t o, int32_t rank);
+
+/* The undo log of both engines: a word written, and the log unwound back to a mark. */
+static inline void af__search_set_word(af__search_part_t *p, uint64_t *w, uint64_t v)
+{
+    p->log[p->nlog].p = w;
+    p->log[p->nlog].old = *w;
+    p->nlog++;
+    *w = v;
+}
+
+static inline void af__search_undo_to(af__search_part_t *p, size_t mark)
+{
+    while (p->nlog > mark) {
+        p->nlog--;
+        *p->log[p->nlog].p = p->log[p->nlog].old;
+    }
+}
+
 /* Monotonic clock in seconds. */
 double af__search_now(void);
 

@@ -55,22 +55,6 @@ double af__search_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void set_word(af__search_part_t *p, uint64_t *w, uint64_t v)
-{
-    p->log[p->nlog].p = w;
-    p->log[p->nlog].old = *w;
-    p->nlog++;
-    *w = v;
-}
-
-static void undo_to(af__search_part_t *p, size_t mark)
-{
-    while (p->nlog > mark) {
-        p->nlog--;
-        *p->log[p->nlog].p = p->log[p->nlog].old;
-    }
-}
-
 /*
  * Places buffer b at its minimum offset and propagates: floors and totals of its sections, the
  * cuts between them, the minimum offsets of the unplaced buffers overlapping it. Sets *hatless
@@ -88,8 +72,8 @@ static int place(af__search_part_t *p, int32_t b, int *hatless)
     p->nfirst[p->sec_lo[b]]--;
     for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++) {
         if (p->floor[s] < top)
-            set_word(p, &p->floor[s], top);
-        set_word(p, &p->total[s], p->total[s] - p->size[b]);
+            af__search_set_word(p, &p->floor[s], top);
+        af__search_set_word(p, &p->total[s], p->total[s] - p->size[b]);
     }
     for (int32_t s = p->sec_lo[b]; s + 1 < p->sec_hi[b]; s++)
         p->cut[s]--;
@@ -102,7 +86,7 @@ static int place(af__search_part_t *p, int32_t b, int *hatless)
         none = 0;
         p->nov_left[c]--;
         if (p->minoff[c] < raised) {
-            set_word(p, &p->minoff[c], raised);
+            af__search_set_word(p, &p->minoff[c], raised);
             p->fixed_fail |= p->fixed && p->fixed[c] != AF__SEARCH_UNPLACED;
         }
     }
@@ -351,18 +335,20 @@ static int32_t pick(af__search_part_t *p, frame_t *f, int *strict)
 }
 
 /*
- * After frame f placed b at o in its piece: when the placement left zero-cut boundaries inside
- * b's sections, splits the piece into its parts that still hold unplaced buffers (when there
- * are two or more), makes the first the current one and pushes the others (searched later,
- * left to right); when the piece is complete, takes the next pending piece. Returns the piece
- * the next frame places in, -1 when nothing is left (a packing), or -2 when the pieces array
- * is full (cannot happen: at most 2n - 1 pieces are alive).
+ * After frame `frame` placed b at o in its piece (the pieces it makes remember o and rank): when
+ * the placement left zero-cut boundaries inside b's sections, splits the piece into its parts that
+ * still hold unplaced buffers (when there are two or more), makes the first the current one and
+ * pushes the others (searched later, left to right); when the piece is complete, takes the next
+ * pending piece. Returns the piece the next frame places in, -1 when nothing is left (a packing),
+ * or -2 when the pieces array is full (cannot happen: at most 2n - 1 pieces are alive).
  */
-static int32_t next_piece(af__search_part_t *p, const frame_t *f, int32_t b, uint64_t o)
+int32_t af__search_next_piece(af__search_part_t *p, int32_t piece, int32_t frame, int32_t b,
+                              uint64_t o, int32_t rank)
 {
-    piece_t *pc = &p->pieces[f->piece];
+    piece_t *pc = &p->pieces[piece];
     int split = 0;
-    for (int32_t s = p->sec_lo[b]; pc->left > 1 && !split && s + 1 < p->sec_hi[b]; s++)
+    for (int32_t s = b >= 0 ? p->sec_lo[b] : 0;
+         b >= 0 && pc->left > 1 && !split && s + 1 < p->sec_hi[b]; s++)
         split = p->cut[s] == 0;
     if (split) {
         int32_t at = p->npieces, start = pc->slo, count = 0;
@@ -373,8 +359,7 @@ static int32_t next_piece(af__search_part_t *p, const frame_t *f, int32_t b, uin
             if (count) {
                 if (p->npieces >= 2 * p->n + 1)
                     return -2;
-                p->pieces[p->npieces++] =
-                    (piece_t){start, s + 1, count, (int32_t)(f - p->frames), o, p->rank[b]};
+                p->pieces[p->npieces++] = (piece_t){start, s + 1, count, frame, o, rank};
             }
             start = s + 1;
             count = 0;
@@ -387,11 +372,11 @@ static int32_t next_piece(af__search_part_t *p, const frame_t *f, int32_t b, uin
         p->npieces = at; /* one part: the piece goes on as it is */
     }
     if (pc->left > 0)
-        return f->piece;
+        return piece;
     return p->npend ? p->pend[--p->npend] : -1;
 }
 
-static void reset_state(af__search_part_t *p, const int32_t *ord)
+void af__search_reset(af__search_part_t *p, const int32_t *ord)
 {
     for (int32_t i = 0; i < p->n; i++) {
         p->minoff[i] = p->fixed && p->fixed[i] != AF__SEARCH_UNPLACED ? p->fixed[i] : 0;
@@ -419,7 +404,7 @@ static void reset_state(af__search_part_t *p, const int32_t *ord)
 /* Undoes the placement of frame f (its words, its piece count, the pieces it made). */
 static void undo_frame(af__search_part_t *p, frame_t *f)
 {
-    undo_to(p, f->log_mark);
+    af__search_undo_to(p, f->log_mark);
     while (p->nrlog > f->rlog_mark) {
         p->nrlog--;
         p->rank[p->rlog[p->nrlog].b] = p->rlog[p->nrlog].old;
@@ -548,7 +533,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, const int8_t *spec, uint
     const int32_t *ord = p->order[order_idx];
     for (int i = 0; i < 3; i++)
         p->spec[i] = spec[i];
-    reset_state(p, ord);
+    af__search_reset(p, ord);
     for (int32_t s = 0; s < p->nsec; s++)
         if (p->sec_init[s] > cap)
             return AF__SEARCH_INFEASIBLE;
@@ -603,7 +588,7 @@ int af__search_dfs(af__search_part_t *p, int order_idx, const int8_t *spec, uint
         }
         if (!check(p, &p->pieces[f->piece], b, o, p->rank[b], cap, depth == 0, depth > 0 && strict))
             continue;
-        int32_t pc = next_piece(p, f, b, o);
+        int32_t pc = af__search_next_piece(p, f->piece, (int32_t)(f - p->frames), b, o, p->rank[b]);
         if (pc == -2) {
             rc = AF_ENOMEM;
             break;

@@ -35,22 +35,6 @@ typedef af__search_piece_t piece_t;
 
 #define WASTE INT32_MIN /* candidate entry: the lowest point stays empty */
 
-static void set_word(af__search_part_t *p, uint64_t *w, uint64_t v)
-{
-    p->log[p->nlog].p = w;
-    p->log[p->nlog].old = *w;
-    p->nlog++;
-    *w = v;
-}
-
-static void undo_to(af__search_part_t *p, size_t mark)
-{
-    while (p->nlog > mark) {
-        p->nlog--;
-        *p->log[p->nlog].p = p->log[p->nlog].old;
-    }
-}
-
 /* The lowest point of piece pc: the leftmost section s of least floor among those with unplaced
  * buffers, and the last section t of its valley. 0 when the piece has no unplaced buffer. */
 static int lowest(const af__search_part_t *p, const piece_t *pc, int32_t *s_out, int32_t *t_out)
@@ -152,7 +136,7 @@ static int raise_all(af__search_part_t *p, const int32_t *list, int32_t count, u
         if (p->off[c] != AF__SEARCH_UNPLACED)
             continue;
         if (p->minoff[c] < lv)
-            set_word(p, &p->minoff[c], lv);
+            af__search_set_word(p, &p->minoff[c], lv);
         *lo = p->sec_lo[c] < *lo ? p->sec_lo[c] : *lo;
         *hi = p->sec_hi[c] > *hi ? p->sec_hi[c] : *hi;
     }
@@ -169,8 +153,8 @@ static int place(af__search_part_t *p, int32_t c, int32_t *lo, int32_t *hi)
     p->off[c] = o;
     p->nfirst[p->sec_lo[c]]--;
     for (int32_t s = p->sec_lo[c]; s < p->sec_hi[c]; s++) {
-        set_word(p, &p->floor[s], top);
-        set_word(p, &p->total[s], p->total[s] - p->size[c]);
+        af__search_set_word(p, &p->floor[s], top);
+        af__search_set_word(p, &p->total[s], p->total[s] - p->size[c]);
     }
     for (int32_t s = p->sec_lo[c]; s + 1 < p->sec_hi[c]; s++)
         p->cut[s]--;
@@ -216,67 +200,9 @@ static int check(af__search_part_t *p, const piece_t *pc, int32_t lo, int32_t hi
     return 1;
 }
 
-/* Splits f's piece after c was placed, or moves on when it is complete: as next_piece() in
- * pack/search_dfs.c. */
-static int32_t next_piece(af__search_part_t *p, const frame_t *f, int32_t c)
-{
-    piece_t *pc = &p->pieces[f->piece];
-    int split = 0;
-    for (int32_t s = p->sec_lo[c]; c >= 0 && pc->left > 1 && !split && s + 1 < p->sec_hi[c]; s++)
-        split = p->cut[s] == 0;
-    if (split) {
-        int32_t at = p->npieces, start = pc->slo, count = 0;
-        for (int32_t s = pc->slo; s < pc->shi; s++) {
-            count += p->nfirst[s];
-            if (s + 1 < pc->shi && (s < p->sec_lo[c] || s + 1 >= p->sec_hi[c] || p->cut[s]))
-                continue;
-            if (count) {
-                if (p->npieces >= 2 * p->n + 1)
-                    return -2;
-                p->pieces[p->npieces++] =
-                    (piece_t){start, s + 1, count, (int32_t)(f - p->frames), 0, -1};
-            }
-            start = s + 1;
-            count = 0;
-        }
-        if (p->npieces - at >= 2) {
-            for (int32_t k = p->npieces - 1; k > at; k--)
-                p->pend[p->npend++] = k;
-            return at;
-        }
-        p->npieces = at;
-    }
-    if (pc->left > 0)
-        return f->piece;
-    return p->npend ? p->pend[--p->npend] : -1;
-}
-
-static void reset_state(af__search_part_t *p, const int32_t *ord)
-{
-    for (int32_t i = 0; i < p->n; i++) {
-        p->minoff[i] = 0;
-        p->off[i] = AF__SEARCH_UNPLACED;
-        p->rank[ord[i]] = i;
-    }
-    for (int32_t s = 0; s < p->nsec; s++) {
-        p->floor[s] = 0;
-        p->total[s] = p->sec_init[s];
-        p->cut[s] = 0;
-        p->nfirst[s] = p->first_start[s + 1] - p->first_start[s];
-    }
-    for (int32_t b = 0; b < p->n; b++)
-        for (int32_t s = p->sec_lo[b]; s + 1 < p->sec_hi[b]; s++)
-            p->cut[s]++;
-    p->nlog = 0;
-    p->ncand = 0;
-    p->pieces[0] = (piece_t){0, p->nsec, p->n, -1, 0, -1};
-    p->npieces = 1;
-    p->npend = 0;
-}
-
 static void undo_frame(af__search_part_t *p, frame_t *f)
 {
-    undo_to(p, f->log_mark);
+    af__search_undo_to(p, f->log_mark);
     if (f->placed >= 0) {
         unplace(p, f->placed);
         p->pieces[f->piece].left++;
@@ -306,7 +232,7 @@ static int enter(af__search_part_t *p, frame_t *f, int32_t pc, int first, uint64
 
 int af__search_sky(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *out)
 {
-    reset_state(p, p->order[order_idx]);
+    af__search_reset(p, p->order[order_idx]);
     for (int32_t s = 0; s < p->nsec; s++)
         if (p->sec_init[s] > cap)
             return AF__SEARCH_INFEASIBLE;
@@ -343,7 +269,7 @@ int af__search_sky(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
                 rc = AF_ENOMEM;
                 break;
             }
-            set_word(p, &p->floor[s], f->waste_level);
+            af__search_set_word(p, &p->floor[s], f->waste_level);
             lo = hi = s;
             rc = raise_all(p, p->sec_buf + p->sec_start[s], p->sec_start[s + 1] - p->sec_start[s],
                            f->waste_level, &lo, &hi);
@@ -366,7 +292,9 @@ int af__search_sky(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
         }
         if (!check(p, &p->pieces[f->piece], lo, hi, cap))
             continue;
-        int32_t pc = c == WASTE ? f->piece : next_piece(p, f, c);
+        int32_t pc = c == WASTE
+                         ? f->piece
+                         : af__search_next_piece(p, f->piece, (int32_t)(f - p->frames), c, 0, -1);
         if (pc == -2) {
             rc = AF_ENOMEM;
             break;
