@@ -11,7 +11,7 @@
  * them. A packing still above the bound is handed to the peak repair (pack/repair.c), which
  * re-places small time windows around its highest places. Last, when still above the bound on a
  * moderate instance, the search (pack/search.c) in its work-bounded mode (search_work units, by
- * default about 0.1 s of search; or search_effort x n / 100 nodes) seeded with that packing,
+ * default 0.1-0.2 s of search; or search_effort x n / 100 nodes) seeded with that packing,
  * which it keeps unless it finds a lower one. Nothing reads the clock: the result is
  * deterministic.
  *

@@ -23,7 +23,9 @@ static void usage(FILE *f)
             "written; the report says 'capacity N: fits' (exit 0) or 'capacity N: does not\n"
             "fit' with the height, and whether that is proven (the lower bound exceeds N, or the\n"
             "search exhausted every packing) or only what this placer found (exit 1). The\n"
-            "search stops as soon as a packing fits; the other placers do not aim at N.\n\n"
+            "search stops as soon as a packing fits; the other placers do not aim at N.\n"
+            "The search starts from the default placer's packing, so with a limit of 1 s or more\n"
+            "(or --nodes) it never writes a higher one; its limit includes that start.\n\n"
             "  --algo NAME       placement algorithm (default portfolio):");
     for (const char *const *n = af_place_names(); *n; n++)
         fprintf(f, " %s", *n);
@@ -33,7 +35,7 @@ static void usage(FILE *f)
                "  --nodes N         bound --algo search by N search nodes instead of the clock\n"
                "                    (the same result on any machine)\n"
                "  --search-work W   the portfolio's last member, a search bounded by W work\n"
-               "                    units (no clock; default 67108864, about 0.1 s; 0 = off)\n"
+               "                    units (no clock; default 67108864, 0.1-0.2 s; 0 = off)\n"
                "  --alignment N     offsets are multiples of N (default 1)\n"
                "  --out FILE        write the placed CSV to FILE instead of stdout\n");
 }

@@ -48,7 +48,7 @@ typedef struct af_place_opts {
     /* For "portfolio": when > 0 (it takes precedence over search_effort), the last member is
      * the same work-bounded search with a budget of work units instead: search_work / (m + t)
      * nodes for m intervals and t distinct interval ends (a node costs about m + t), when one
-     * dive fits in it and m is at most 4,096. AF_PLACE_SEARCH_WORK is about 0.1 s of search on a
+     * dive fits in it and m is at most 4,096. AF_PLACE_SEARCH_WORK is 0.1-0.2 s of search on a
      * 2020s server core: the default of af_place_intervals without options and of `arenaflow
      * place`. Deterministic: no clock. 0 = use search_effort. */
     uint64_t search_work;
