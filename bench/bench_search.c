@@ -17,6 +17,9 @@
  * --minimalloc-bin or AF_MINIMALLOC_BIN; column skipped when absent) with the same time limit; its
  * CPU time is the child's (getrusage), and its output is read back and verified like ours.
  *
+ * The search's limits are CPU time (af_place_opts_t.cpu_time): on a shared machine a wall-clock
+ * limit would give it whatever CPU the load leaves. MiniMalloc's --timeout is wall time.
+ *
  * Every packing is checked with af_intervals_verify; a checksum of all heights and offsets is
  * printed so a fast wrong answer shows. Times are process CPU seconds (the machine is shared).
  * One warm-up instance runs first; the search is deterministic given the instance and its
@@ -64,8 +67,11 @@ typedef struct cfg {
 static uint64_t run_algo(af_interval_t *iv, size_t n, const char *algo, uint64_t cap, double limit,
                          uint64_t effort, double *secs, int *fit)
 {
-    af_place_opts_t po = {
-        .alignment = 1, .time_limit_s = limit, .capacity = cap, .search_work = effort};
+    af_place_opts_t po = {.alignment = 1,
+                          .time_limit_s = limit,
+                          .capacity = cap,
+                          .search_work = effort,
+                          .cpu_time = 1};
     af_error_t err;
     uint64_t h = 0;
     double c0 = cpu_s();

@@ -263,8 +263,8 @@ typedef struct af__search_part {
     size_t memo_size;        /* slots, a power of two */
     /* limits */
     uint64_t nodes, node_limit;
-    double deadline; /* monotonic seconds; only read when use_clock */
-    int use_clock;   /* 0 in the work-bounded mode: the clock is never read */
+    double deadline; /* seconds of af__search_now(use_clock == 2); only read when use_clock */
+    int use_clock;   /* 0 in the work-bounded mode (the clock is never read), 1 wall, 2 CPU */
 } af__search_part_t;
 
 #define AF__SEARCH_UNPLACED UINT64_MAX
@@ -354,8 +354,8 @@ static inline void af__search_undo_to(af__search_part_t *p, size_t mark)
     }
 }
 
-/* Monotonic clock in seconds. */
-double af__search_now(void);
+/* Monotonic clock in seconds, or with cpu the calling thread's CPU time. */
+double af__search_now(int cpu);
 
 /* Partition storage (pack/search_part.c): the arrays sized by the n buffers and us sections
  * (0 or AF_ENOMEM; free with af__search_part_free even on failure), the section CSR once every

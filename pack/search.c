@@ -69,6 +69,7 @@ typedef struct search_ctx {
     uint64_t alignment;
     const af_interval_t *given; /* the incumbent's offsets, or NULL: place the portfolio */
     uint64_t work;              /* node budget of the work-bounded mode; 0 = anytime mode */
+    int cpu;                    /* anytime mode: the limit is the thread's CPU time */
     uint64_t max_dive;          /* > 0: not run unless a dive costs at most this */
     uint64_t max_part;          /* buffers of the largest partition */
     uint64_t used;              /* nodes explored so far (work-bounded mode) */
@@ -138,7 +139,7 @@ static uint64_t luby(uint64_t i)
 
 static int out_of_work(const search_ctx_t *c, const limit_t *l)
 {
-    return c->work ? c->used >= l->node_end : af__search_now() > l->deadline;
+    return c->work ? c->used >= l->node_end : af__search_now(c->cpu) > l->deadline;
 }
 
 /*
@@ -156,7 +157,7 @@ static int solve_part(search_ctx_t *c, af__search_pinfo_t *pi, uint64_t cap, con
         return AF__SEARCH_INFEASIBLE;
     af__search_part_t *sp = &pi->sp;
     sp->deadline = lim->deadline;
-    sp->use_clock = c->work == 0;
+    sp->use_clock = c->work ? 0 : c->cpu ? 2 : 1;
     uint64_t base = 24 * (uint64_t)sp->n + 64;
     for (uint64_t i = 1;; i++) {
         if (i > 1 && out_of_work(c, lim))
@@ -246,7 +247,7 @@ static int minimise(search_ctx_t *c, const limit_t *total)
                 break;
             pl.node_end = c->used + left;
         } else {
-            double now = af__search_now();
+            double now = af__search_now(c->cpu);
             if (now >= total->deadline)
                 break;
             pl.deadline = now + share * (total->deadline - now);
@@ -321,7 +322,7 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
     size_t maxn = 0;
     /* the limit counts from here: building and the incumbent are part of it */
     double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
-    double start = c->work ? 0 : af__search_now();
+    double start = c->work ? 0 : af__search_now(c->cpu);
     if (rc == 0)
         rc = af__search_build_parts(c->iv, c->n, c->alignment, c->fixed, &c->parts, &c->nparts,
                                     &maxn, keys, times);
@@ -464,6 +465,7 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
                       .given = given ? iv : NULL,
                       .work = o ? o->search_nodes : 0,
                       .max_dive = max_dive,
+                      .cpu = o && o->cpu_time,
                       .fixed = fixed};
     int rc = run(&c, iv, o, height, err);
     for (int32_t k = 0; k < c.nparts; k++)

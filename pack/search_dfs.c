@@ -48,10 +48,10 @@
 typedef af__search_frame_t frame_t;
 typedef af__search_piece_t piece_t;
 
-double af__search_now(void)
+double af__search_now(int cpu)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -582,7 +582,8 @@ int af__search_dfs(af__search_part_t *p, int order_idx, const int8_t *spec, uint
             rc = AF__SEARCH_ABORTED;
             break;
         }
-        if (p->use_clock && (p->nodes & 255) == 0 && af__search_now() > p->deadline) {
+        if (p->use_clock && (p->nodes & 255) == 0 &&
+            af__search_now(p->use_clock == 2) > p->deadline) {
             rc = AF__SEARCH_TIMEOUT;
             break;
         }

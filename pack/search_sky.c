@@ -286,7 +286,8 @@ int af__search_sky(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *
             rc = AF__SEARCH_ABORTED;
             break;
         }
-        if (p->use_clock && (p->nodes & 255) == 0 && af__search_now() > p->deadline) {
+        if (p->use_clock && (p->nodes & 255) == 0 &&
+            af__search_now(p->use_clock == 2) > p->deadline) {
             rc = AF__SEARCH_TIMEOUT;
             break;
         }

@@ -19,6 +19,13 @@ grep -q "height $opt " "$tmp/rep.txt" || fail "search missed the optimum: $(cat 
 
 arenaflow place "$tmp/t.csv" --algo search --capacity "$opt" --time-limit 5 \
     --out "$tmp/p2.csv" >/dev/null || fail "capacity = optimum should fit"
+# the same with the limit in CPU time; a shape other than guillotine cuts
+arenaflow place "$tmp/t.csv" --algo search --capacity "$opt" --time-limit 5 --cpu-time \
+    --out "$tmp/p2.csv" >/dev/null || fail "capacity = optimum should fit (--cpu-time)"
+arenaflow gen-tight --buffers 60 --seed 3 --shape staircase --out "$tmp/st.csv" 2>"$tmp/st.txt"
+sopt=$(sed -n 's/^optimum \([0-9]*\).*/\1/p' "$tmp/st.txt")
+arenaflow place "$tmp/st.csv" --algo search --capacity "$sopt" --time-limit 5 --cpu-time \
+    --out "$tmp/p4.csv" >/dev/null || fail "staircase: capacity = optimum should fit"
 if arenaflow place "$tmp/t.csv" --algo search --capacity $((opt - 1)) --time-limit 5 \
     --out "$tmp/p3.csv" >"$tmp/err.txt" 2>&1; then
     fail "capacity = optimum - 1 should not fit"

@@ -12,7 +12,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: arenaflow place FILE.csv [--algo NAME] [--capacity N] [--time-limit S]\n"
-            "                       [--nodes N] [--search-work W] [--alignment N] [--out FILE]\n\n"
+            "                       [--cpu-time] [--nodes N] [--search-work W] [--alignment N]\n"
+            "                       [--out FILE]\n\n"
             "Reads buffers in MiniMalloc's CSV format (one buffer per line, lifetime [lower,\n"
             "upper); a header naming the columns - id,lower,upper,size in any order, 'end' for\n"
             "an inclusive upper - or none; ids are kept as written, e.g. b1), gives each an\n"
@@ -32,6 +33,7 @@ static void usage(FILE *f)
     fprintf(f, "\n"
                "  --capacity N      report whether the buffers fit in N bytes (exit 1 if not)\n"
                "  --time-limit S    time limit for --algo search, seconds (default 10)\n"
+               "  --cpu-time        --time-limit counts this thread's CPU time, not wall time\n"
                "  --nodes N         bound --algo search by N search nodes instead of the clock\n"
                "                    (the same result on any machine)\n"
                "  --search-work W   the portfolio's last member, a search bounded by W work\n"
@@ -113,6 +115,8 @@ int cmd_place(int argc, char **argv)
                 cli_error("place: --alignment must be a power of two");
                 return CLI_USAGE;
             }
+        } else if (!strcmp(a, "--cpu-time")) {
+            po.cpu_time = 1;
         } else if (!strcmp(a, "--search-work") && has_val) {
             if (cli_parse_size(argv[++i], &po.search_work)) {
                 cli_error("place: bad --search-work '%s'", argv[i]);

@@ -52,6 +52,9 @@ typedef struct af_place_opts {
      * 2020s server core: the default of af_place_intervals without options and of `arenaflow
      * place`. Deterministic: no clock. 0 = use search_effort. */
     uint64_t search_work;
+    /* For "search": when nonzero, time_limit_s counts the calling thread's CPU time instead of
+     * wall time (a benchmark on a shared machine gets the same search whatever the load). */
+    int cpu_time;
 } af_place_opts_t;
 
 /* The default work budget of the portfolio's search member (see search_work). */
