@@ -309,6 +309,10 @@ int af__search_cmp_lower(const void *a, const void *b);
 /* The static orders' features (indices into feat[]), in the order the restarts try them. */
 extern const int8_t af__search_order_spec[AF__SEARCH_N_ORDERS][3];
 
+/* The intervals of positive size into keys[] (idx, k[0] = ordered lower), sorted by lower;
+ * returns their count. */
+size_t af__search_sort_positive(const af_interval_t *iv, size_t n, af__search_key_t *keys);
+
 /*
  * Splits the intervals of positive size (sizes already aligned to a) into partitions and builds
  * each one's problem (fixed: NULL, or per interval 1 when it must keep its offset): *parts (grown

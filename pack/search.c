@@ -87,17 +87,10 @@ typedef struct search_ctx {
 static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, uint64_t a,
                       af__search_key_t *keys)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         if (a > 1 && off[i] % a)
             return -1;
-        if (iv[i].size == 0)
-            continue;
-        keys[m].k[0] = af__ord64(iv[i].lower);
-        keys[m].idx = (int32_t)i;
-        m++;
-    }
-    qsort(keys, m, sizeof *keys, af__search_cmp_lower);
+    size_t m = af__search_sort_positive(iv, n, keys);
     for (size_t x = 0; x < m; x++) {
         const af_interval_t *p = &iv[keys[x].idx];
         uint64_t po = off[keys[x].idx];

@@ -349,9 +349,7 @@ static int fixed_offsets(af__search_pinfo_t *pi, const af_interval_t *iv, const 
     return 0;
 }
 
-int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a, const uint8_t *fixed,
-                           af__search_pinfo_t **parts, int32_t *nparts, size_t *maxn_out,
-                           af__search_key_t *keys, int64_t *times)
+size_t af__search_sort_positive(const af_interval_t *iv, size_t n, af__search_key_t *keys)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -362,6 +360,14 @@ int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a, const 
         m++;
     }
     qsort(keys, m, sizeof *keys, af__search_cmp_lower);
+    return m;
+}
+
+int af__search_build_parts(const af_interval_t *iv, size_t n, uint64_t a, const uint8_t *fixed,
+                           af__search_pinfo_t **parts, int32_t *nparts, size_t *maxn_out,
+                           af__search_key_t *keys, int64_t *times)
+{
+    size_t m = af__search_sort_positive(iv, n, keys);
     int32_t *sorted = af__malloc((m ? m : 1) * sizeof *sorted);
     if (!sorted)
         return AF_ENOMEM;
