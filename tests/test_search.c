@@ -259,7 +259,7 @@ static void test_csv_minimalloc_example(void **state)
     assert_int_equal(n, 5);
     static const int64_t want[5][3] = {{0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}};
     for (size_t i = 0; i < n; i++) {
-        char id[8];
+        char id[32];
         snprintf(id, sizeof id, "b%zu", i + 1);
         assert_string_equal(ids[i], id);
         assert_int_equal(iv[i].lower, want[i][0]);
