@@ -1,31 +1,45 @@
 /*
- * bench_search: the anytime placement search on generated tight instances (known optimum).
+ * bench_search: the placement search on tight instances with a known optimum and on MiniMalloc's
+ * published hard set, beside the peer (MiniMalloc itself) and the default placer, in one run.
  *
- * 50 instances of 150-450 buffers from af_tight_generate (seeds 1..50). Per instance it prints
- * the lower bound (= the optimum by construction), the portfolio's height (the reference, same
- * run), the search's height, wall and cpu time, and whether it reached the optimum. Then the hit
- * rate, the median and max search time, the mean search/portfolio height ratio and a checksum
- * of all offsets (so a fast wrong answer cannot pass unnoticed). Every packing is checked with
- * af_intervals_verify. One warm-up instance runs first. The search is deterministic given the
- * instance and the time limit, so each instance runs once.
+ * Part 1 (generated): af_tight_generate over shapes x sizes x seeds x jitters (defaults: every
+ * shape; 250, 500, 1000 buffers; seeds 1..3; jitter 0 and 0.1). Per instance: the optimum (= the
+ * lower bound by construction), the default placer's height (portfolio with its default
+ * search_work) and the search's with capacity = optimum, the search's CPU seconds and
+ * whether it reached the optimum within the limit. A summary per shape follows.
  *
- * Usage: bench_search [--time-limit S] [--count N] [--min B] [--max B] [--jitter J]
- * Single-threaded. Target (issue 4): optimum on >= 90% of instances within 10 s each.
+ * Part 2 (hard set): every *.csv in the directory given by --minimalloc-dir or
+ * AF_MINIMALLOC_BENCH_DIR (MiniMalloc's benchmarks/challenging; the capacity is the number in
+ * the file name, e.g. A.1048576.csv), skipped with a note when absent. Per instance: the lower
+ * bound, the default placer's height / lower bound (portfolio, default search_work), what the
+ * search reaches in 100 ms (minimising, no capacity), and the CPU seconds of the search and of
+ * MiniMalloc to fit the capacity. MiniMalloc runs as a child process (its binary from
+ * --minimalloc-bin or AF_MINIMALLOC_BIN; column skipped when absent) with the same time limit; its
+ * CPU time is the child's (getrusage), and its output is read back and verified like ours.
+ *
+ * The search's limits are CPU time (af_place_opts_t.cpu_time): on a shared machine a wall-clock
+ * limit would give it whatever CPU the load leaves. MiniMalloc's --timeout is wall time.
+ *
+ * Every packing is checked with af_intervals_verify; a checksum of all heights and offsets is
+ * printed so a fast wrong answer shows. Times are process CPU seconds (the machine is shared).
+ * One warm-up instance runs first; the search is deterministic given the instance and its
+ * limit's outcome, so each instance runs once.
+ *
+ * usage: bench_search [--time-limit S] [--shapes a,b] [--sizes 250,500] [--seeds N]
+ *                     [--jitters 0,0.1] [--minimalloc-dir DIR] [--minimalloc-bin PATH]
+ *                     [--no-generated] [--quick]
  */
-#include "arenaflow/plan.h"
+
 #include "arenaflow/pack.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include <unistd.h>
 
 static double cpu_s(void)
 {
@@ -34,123 +48,345 @@ static double cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int cmp_double(const void *a, const void *b)
+static uint64_t checksum = 1469598103934665603ull;
+
+static void mix(uint64_t v)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    checksum = (checksum ^ v) * 1099511628211ull;
 }
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2);
-    return h;
-}
+typedef struct cfg {
+    double limit;
+    const char *shapes, *sizes, *jitters, *mm_dir, *mm_bin;
+    int seeds, generated;
+} cfg_t;
 
-/* Places with algo, verifies; returns 0 and fills *h, *secs, or prints and returns -1. */
-static int run_one(af_interval_t *iv, size_t n, const char *algo, double limit, uint64_t *h,
-                   double *secs, double *cpu, uint64_t *sum)
+/* Places with algo (capacity cap, 0 = minimise), verifies and mixes the result into the
+ * checksum. Returns the height, 0 on failure (printed); *secs gets the CPU time, *fit whether the
+ * capacity was met. */
+static uint64_t run_algo(af_interval_t *iv, size_t n, const char *algo, uint64_t cap, double limit,
+                         uint64_t effort, double *secs, int *fit)
 {
-    af_place_opts_t po = {.alignment = 1, .time_limit_s = limit, .capacity = 0};
+    af_place_opts_t po = {.alignment = 1,
+                          .time_limit_s = limit,
+                          .capacity = cap,
+                          .search_work = effort,
+                          .cpu_time = 1};
     af_error_t err;
-    double t0 = now_s(), c0 = cpu_s();
-    int rc = af_place_intervals(iv, n, algo, &po, h, &err);
-    *secs = now_s() - t0;
-    *cpu = cpu_s() - c0;
-    if (rc == 0)
-        rc = af_intervals_verify(iv, n, *h, 1, &err);
-    if (rc) {
-        fprintf(stderr, "bench_search: %s failed: %s\n", algo, err.msg);
-        return -1;
+    uint64_t h = 0;
+    double c0 = cpu_s();
+    int rc = af_place_intervals(iv, n, algo, &po, &h, &err);
+    *secs = cpu_s() - c0;
+    *fit = rc == 0 && (!cap || h <= cap);
+    if ((rc == 0 || rc == AF_EBUDGET || rc == AF_ETIMEDOUT) &&
+        af_intervals_verify(iv, n, h, 1, &err) == 0) {
+        mix(h);
+        for (size_t i = 0; i < n; i++)
+            mix(iv[i].offset);
+        return h;
     }
-    for (size_t i = 0; i < n; i++)
-        *sum = mix(*sum, iv[i].offset);
+    fprintf(stderr, "bench_search: %s failed: %s\n", algo, err.msg);
     return 0;
+}
+
+/* Splits a comma list into at most max entries; returns the count. */
+static int split_list(const char *s, char out[][32], int max)
+{
+    int k = 0;
+    while (s && *s && k < max) {
+        size_t len = strcspn(s, ",");
+        snprintf(out[k++], 32, "%.*s", (int)(len < 31 ? len : 31), s);
+        s += len + (s[len] == ',');
+    }
+    return k;
+}
+
+static int generated(const cfg_t *c)
+{
+    char shapes[8][32], sizes[8][32], jits[8][32];
+    int ns = split_list(c->shapes, shapes, 8), nz = split_list(c->sizes, sizes, 8);
+    int nj = split_list(c->jitters, jits, 8), failures = 0;
+    uint64_t effort = AF_PLACE_SEARCH_WORK;
+    printf("## generated tight instances: search with capacity = optimum, time limit %.1f s\n",
+           c->limit);
+    printf("%-10s %-7s %-6s %-4s %-10s %-10s %-10s %-9s %s\n", "shape", "buffers", "jitter", "seed",
+           "optimum", "default", "search", "cpu_s", "optimal");
+    for (int a = 0; a < ns; a++) {
+        int shape = -1, hits = 0, count = 0;
+        double worst = 0, total = 0;
+        for (int k = 0; af_tight_shape_names()[k]; k++)
+            if (!strcmp(shapes[a], af_tight_shape_names()[k]))
+                shape = k;
+        if (shape < 0) {
+            fprintf(stderr, "bench_search: unknown shape '%s'\n", shapes[a]);
+            return 1;
+        }
+        for (int z = 0; z < nz; z++)
+            for (int j = 0; j < nj; j++)
+                for (int seed = 1; seed <= c->seeds; seed++) {
+                    af_tight_opts_t to;
+                    af_tight_opts_init(&to);
+                    to.shape = (af_tight_shape_t)shape;
+                    to.buffers = (size_t)atol(sizes[z]);
+                    to.jitter = atof(jits[j]);
+                    to.seed = (uint64_t)seed;
+                    af_interval_t *iv;
+                    size_t n;
+                    uint64_t opt;
+                    af_error_t err;
+                    if (af_tight_generate(&to, &iv, &n, &opt, &err)) {
+                        fprintf(stderr, "bench_search: %s\n", err.msg);
+                        return 1;
+                    }
+                    double ts, td;
+                    int fit, dfit;
+                    uint64_t hd = run_algo(iv, n, "portfolio", 0, c->limit, effort, &td, &dfit);
+                    uint64_t hs = run_algo(iv, n, "search", opt, c->limit, 0, &ts, &fit);
+                    failures += !hd || !hs;
+                    int hit = hs && hs <= opt;
+                    hits += hit;
+                    count++;
+                    total += ts;
+                    worst = ts > worst ? ts : worst;
+                    printf("%-10s %-7zu %-6s %-4d %-10llu %-10llu %-10llu %-9.3f %s\n", shapes[a],
+                           n, jits[j], seed, (unsigned long long)opt, (unsigned long long)hd,
+                           (unsigned long long)hs, ts, hit ? "yes" : "no");
+                    fflush(stdout);
+                    af_tight_free(iv);
+                }
+        printf("# %s: optimum on %d/%d within %.1f s; search cpu mean %.3f s, max %.3f s\n",
+               shapes[a], hits, count, c->limit, count ? total / count : 0, worst);
+    }
+    return failures;
+}
+
+/* Reads a MiniMalloc CSV file. */
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
+    *len = buf ? fread(buf, 1, (size_t)sz, f) : 0;
+    fclose(f);
+    return buf;
+}
+
+/*
+ * Runs MiniMalloc on path with capacity cap; returns its CPU seconds (negative when it failed or
+ * timed out) and checks its packing: the offsets of its output, in input order, must verify.
+ */
+static double run_peer(const char *bin, const char *path, uint64_t cap, double limit,
+                       const af_interval_t *iv, size_t n, int *valid)
+{
+    char out[] = "/tmp/bench_search_mmXXXXXX", a1[64], a2[4200], a3[4200], a4[64];
+    int fd = mkstemp(out);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    snprintf(a1, sizeof a1, "--capacity=%llu", (unsigned long long)cap);
+    snprintf(a2, sizeof a2, "--input=%s", path);
+    snprintf(a3, sizeof a3, "--output=%s", out);
+    snprintf(a4, sizeof a4, "--timeout=%.0fs", limit);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr) || !freopen("/dev/null", "w", stdout))
+            _exit(126);
+        execl(bin, bin, a1, a2, a3, a4, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
+        return -1;
+    double secs = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+                  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    size_t len = 0;
+    char *text = slurp(out, &len);
+    unlink(out);
+    *valid = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !text) {
+        free(text);
+        return -secs - 1e-9;
+    }
+    text[len] = '\0';
+    af_interval_t *cp = malloc((n ? n : 1) * sizeof *cp);
+    size_t k = 0;
+    uint64_t h = 0;
+    for (char *line = strtok(text, "\n"); cp && line; line = strtok(NULL, "\n")) {
+        char *comma = strrchr(line, ',');
+        if (!comma || !strncmp(line, "id,", 3) || k >= n)
+            continue;
+        cp[k] = iv[k];
+        cp[k].offset = strtoull(comma + 1, NULL, 10);
+        h = cp[k].offset + cp[k].size > h ? cp[k].offset + cp[k].size : h;
+        k++;
+    }
+    af_error_t err;
+    *valid = cp && k == n && h <= cap && af_intervals_verify(cp, n, h, 1, &err) == 0;
+    free(cp);
+    free(text);
+    return secs;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One hard-set instance: prints its row; returns 1 when something failed. */
+static int hard_one(const cfg_t *c, const char *path, const char *name, int *won, int *solved)
+{
+    size_t len;
+    char *text = slurp(path, &len);
+    af_interval_t *iv = NULL;
+    char **ids = NULL;
+    size_t n = 0;
+    af_error_t err;
+    if (!text || af_intervals_parse_csv(text, len, &iv, &ids, &n, &err)) {
+        fprintf(stderr, "bench_search: %s: %s\n", path, text ? err.msg : "cannot read");
+        free(text);
+        return 1;
+    }
+    free(text);
+    const char *dot = strchr(name, '.');
+    uint64_t cap = dot ? strtoull(dot + 1, NULL, 10) : 0, lb = af_intervals_lower_bound(iv, n, 1);
+    double td, t100, ts, tp = -1;
+    int dfit, fit100, fit, valid = 0;
+    uint64_t hd = run_algo(iv, n, "portfolio", 0, c->limit, AF_PLACE_SEARCH_WORK, &td, &dfit);
+    uint64_t h100 = run_algo(iv, n, "search", 0, 0.1, 0, &t100, &fit100);
+    uint64_t hs = run_algo(iv, n, "search", cap, c->limit, 0, &ts, &fit);
+    if (c->mm_bin)
+        tp = run_peer(c->mm_bin, path, cap, c->limit, iv, n, &valid);
+    int ok = hs && hs <= cap;
+    *solved += ok;
+    *won += ok && (!c->mm_bin || tp < 0 || !valid || ts < tp);
+    char peer[48] = "-";
+    if (c->mm_bin)
+        snprintf(peer, sizeof peer,
+                 tp < 0  ? "failed (%.3f)"
+                 : valid ? "%.3f"
+                         : "invalid (%.3f)",
+                 tp < 0 ? -tp : tp);
+    printf("%-16s %-7zu %-9llu %-10llu %-9.4f %-9.4f %-9.4f %-10s %-9.3f %-14s %s\n", name, n,
+           (unsigned long long)cap, (unsigned long long)lb, lb ? (double)hd / (double)lb : 1,
+           lb ? (double)h100 / (double)lb : 1, lb ? (double)hs / (double)lb : 1, ok ? "yes" : "no",
+           ts, peer, c->mm_bin && tp > 0 && valid && ok ? (ts < tp ? "ours" : "peer") : "");
+    fflush(stdout);
+    af_free(iv);
+    af_free(ids);
+    return !hd || !h100 || !hs;
+}
+
+static int hard_set(const cfg_t *c)
+{
+    printf("\n## MiniMalloc's hard set (capacity from the file name), time limit %.1f s each\n",
+           c->limit);
+    DIR *d = c->mm_dir ? opendir(c->mm_dir) : NULL;
+    if (!d) {
+        printf("skipped: no directory (--minimalloc-dir or AF_MINIMALLOC_BENCH_DIR: MiniMalloc's "
+               "benchmarks/challenging)\n");
+        return 0;
+    }
+    if (!c->mm_bin)
+        printf("peer column skipped: no MiniMalloc binary (--minimalloc-bin or "
+               "AF_MINIMALLOC_BIN)\n");
+    char *names[256];
+    int nn = 0, failures = 0, won = 0, solved = 0;
+    for (struct dirent *e; (e = readdir(d)) && nn < 256;)
+        if (strlen(e->d_name) > 4 && !strcmp(e->d_name + strlen(e->d_name) - 4, ".csv"))
+            names[nn++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof *names, cmp_str);
+    printf("%-16s %-7s %-9s %-10s %-9s %-9s %-9s %-10s %-9s %-14s %s\n", "instance", "buffers",
+           "capacity", "lower_bnd", "default", "srch100ms", "search", "fits", "search_s",
+           "minimalloc_s", "faster");
+    printf("# default, srch100ms, search: height / lower bound (default: the default portfolio; "
+           "srch100ms: search minimising for 100 ms; search: with the "
+           "capacity); *_s: CPU seconds to fit the capacity\n");
+    for (int i = 0; i < nn; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", c->mm_dir, names[i]);
+        failures += hard_one(c, path, names[i], &won, &solved);
+        free(names[i]);
+    }
+    printf("# hard set: %d/%d fit the capacity; faster than MiniMalloc on %d/%d%s\n", solved, nn,
+           won, nn, c->mm_bin ? "" : " (no peer: not compared)");
+    return failures;
 }
 
 int main(int argc, char **argv)
 {
-    double limit = 10.0, jit = -1;
-    int count = 50;
-    size_t bmin = 150, bmax = 450;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--time-limit") == 0)
-            limit = atof(argv[i + 1]);
-        else if (strcmp(argv[i], "--count") == 0)
-            count = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--min") == 0)
-            bmin = (size_t)atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--max") == 0)
-            bmax = (size_t)atol(argv[i + 1]);
-        else if (strcmp(argv[i], "--jitter") == 0)
-            jit = atof(argv[i + 1]);
+    cfg_t c = {60.0,
+               "guillotine,sweep,staircase,equal,giants",
+               "250,500,1000",
+               "0,0.1",
+               getenv("AF_MINIMALLOC_BENCH_DIR"),
+               getenv("AF_MINIMALLOC_BIN"),
+               3,
+               1};
+    double gen_limit = 10.0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-generated")) {
+            c.generated = 0;
+        } else if (!strcmp(a, "--quick")) {
+            c.sizes = "150,300";
+            c.seeds = 1;
+            gen_limit = 2;
+            c.limit = 10;
+        } else if (v && !strcmp(a, "--time-limit")) {
+            gen_limit = c.limit = atof(argv[++i]);
+        } else if (v && !strcmp(a, "--shapes")) {
+            c.shapes = argv[++i];
+        } else if (v && !strcmp(a, "--sizes")) {
+            c.sizes = argv[++i];
+        } else if (v && !strcmp(a, "--seeds")) {
+            c.seeds = atoi(argv[++i]);
+        } else if (v && !strcmp(a, "--jitters")) {
+            c.jitters = argv[++i];
+        } else if (v && !strcmp(a, "--minimalloc-dir")) {
+            c.mm_dir = argv[++i];
+        } else if (v && !strcmp(a, "--minimalloc-bin")) {
+            c.mm_bin = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_search [--time-limit S] [--shapes a,b] [--sizes "
+                            "250,500] [--seeds N] [--jitters 0,0.1] [--minimalloc-dir DIR] "
+                            "[--minimalloc-bin PATH] [--no-generated] [--quick]\n");
+            return 2;
+        }
     }
-    if (count < 1 || bmin < 1 || bmax < bmin) {
-        fprintf(stderr, "usage: bench_search [--time-limit S] [--count N] [--min B] [--max B] "
-                        "[--jitter J]\n");
-        return 2;
+    if (c.mm_bin && access(c.mm_bin, X_OK) != 0) {
+        printf("peer binary '%s' is not executable: column skipped\n", c.mm_bin);
+        c.mm_bin = NULL;
     }
-    double *times = calloc((size_t)count, sizeof *times);
-    if (!times)
-        return 1;
-    uint64_t checksum = 0;
-    int hits = 0, failures = 0;
-    double ratio_sum = 0, port_time = 0, cpu_sum = 0, wall_sum = 0;
-    af_tight_opts_t defaults;
-    af_tight_opts_init(&defaults);
-    printf("# bench_search: %d tight instances (af_tight_generate, seeds 1..%d, jitter %.2f), "
-           "%zu-%zu buffers, time limit %.1f s, single-threaded\n",
-           count, count, jit >= 0 ? jit : defaults.jitter, bmin, bmax, limit);
-    printf("%-4s %-7s %-10s %-10s %-10s %-9s %-9s %-9s %s\n", "inst", "buffers", "lower_bnd",
-           "portfolio", "search", "port_ms", "search_s", "cpu_s", "optimal");
-    for (int k = -1; k < count; k++) { /* k = -1: warm-up */
+    printf("# bench_search: placement search vs MiniMalloc and the default placer; CPU seconds, "
+           "single-threaded\n");
+    { /* warm-up */
         af_tight_opts_t to;
         af_tight_opts_init(&to);
-        to.buffers =
-            count > 1 ? bmin + (bmax - bmin) * (size_t)(k < 0 ? 0 : k) / (size_t)(count - 1) : bmin;
-        to.seed = (uint64_t)(k < 0 ? 1000 : k + 1);
-        if (jit >= 0)
-            to.jitter = jit;
         af_interval_t *iv;
         size_t n;
-        uint64_t opt, hp, hs;
-        af_error_t err;
-        if (af_tight_generate(&to, &iv, &n, &opt, &err)) {
-            fprintf(stderr, "bench_search: %s\n", err.msg);
-            return 1;
-        }
-        uint64_t lb = af_intervals_lower_bound(iv, n, 1);
-        double tp, ts, cp, cs;
-        uint64_t sum = 0;
-        if (run_one(iv, n, "portfolio", limit, &hp, &tp, &cp, &sum) ||
-            run_one(iv, n, "search", limit, &hs, &ts, &cs, &sum)) {
-            failures++;
+        uint64_t opt;
+        double s;
+        int fit;
+        if (af_tight_generate(&to, &iv, &n, &opt, NULL) == 0) {
+            run_algo(iv, n, "search", opt, 1.0, 0, &s, &fit);
             af_tight_free(iv);
-            continue;
         }
-        af_tight_free(iv);
-        if (k < 0)
-            continue;
-        checksum = mix(checksum, sum);
-        int hit = hs == opt;
-        hits += hit;
-        times[k] = ts;
-        port_time += tp;
-        ratio_sum += (double)hs / (double)hp;
-        printf("%-4d %-7zu %-10llu %-10llu %-10llu %-9.2f %-9.3f %s%s\n", k, n,
-               (unsigned long long)lb, (unsigned long long)hp, (unsigned long long)hs, tp * 1e3, ts,
-               hit ? "yes" : "no", lb != opt ? " (lower bound != optimum!)" : "");
-        fflush(stdout);
     }
-    qsort(times, (size_t)count, sizeof *times, cmp_double);
-    printf("hit rate: %d/%d = %.1f%% (target >= 90%% within %.1f s each)\n", hits, count,
-           100.0 * hits / count, limit);
-    printf("search time: median %.3f s, max %.3f s; portfolio mean %.2f ms\n", times[count / 2],
-           times[count - 1], port_time / count * 1e3);
-    printf("height ratio search/portfolio: mean %.4f\n", ratio_sum / count);
-    printf("search cpu/wall: %.2f (below 1: the machine was shared and the wall-clock limit gave "
-           "less cpu)\n",
-           wall_sum > 0 ? cpu_sum / wall_sum : 1.0);
+    int failures = 0;
+    double hard_limit = c.limit;
+    if (c.generated) {
+        c.limit = gen_limit;
+        failures += generated(&c);
+    }
+    c.limit = hard_limit;
+    failures += hard_set(&c);
     printf("checksum: %016llx, failures: %d\n", (unsigned long long)checksum, failures);
-    free(times);
     return failures ? 1 : 0;
 }

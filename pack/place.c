@@ -13,15 +13,8 @@
  *                  stacked to get offsets (pack/shared.c).
  *   greedy-size    TFLite/XLA: by decreasing size, put each in the smallest gap between the
  *                  already placed intervals that overlap it in time (best fit), else on top.
- *   portfolio      the default: a time sweep through a coalescing best-fit allocator
- *                  (pack/sweep.c, O(n log n)), then several orders (size, conflict
- *                  count, size x length, lifetime length, start) x {best fit, first fit} through
- *                  the engine below; keeps the lowest; stops as soon as a result equals the
- *                  lower bound. The engine members run within a budget of comparisons (their
- *                  cost grows with the overlap), so dense instances run fewer of them. Last,
- *                  when still above the bound on a moderate instance, the search below in its
- *                  work-bounded mode (search_effort x n / 100 nodes, no clock: deterministic),
- *                  seeded with that packing, which it keeps unless it finds a lower one.
+ *   portfolio      the default (pack/portfolio.c): a time sweep, several orders through the
+ *                  engine below, a peak repair and a work-bounded search; keeps the lowest.
  *   search         anytime branch-and-bound (pack/search.c), seeded by the portfolio.
  *
  * The ordered-greedy engine finds the placed intervals overlapping a new one with a segment tree
@@ -83,11 +76,6 @@ uint64_t *af__pack_sizes(const af_interval_t *iv, size_t n, uint64_t a)
         for (size_t i = 0; i < n; i++)
             sz[i] = af__align_up(iv[i].size, a);
     return sz;
-}
-
-static uint64_t align_of(const af_place_opts_t *o)
-{
-    return o && o->alignment > 1 ? o->alignment : 1;
 }
 
 /* ---- lower bound ------------------------------------------------------------------------- */
@@ -155,7 +143,7 @@ uint64_t af_intervals_lower_bound(const af_interval_t *iv, size_t n, uint64_t al
 static int place_naive(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                        af_error_t *err)
 {
-    uint64_t a = align_of(o), top = 0;
+    uint64_t a = af__align_of(o), top = 0;
     for (size_t i = 0; i < n; i++) {
         iv[i].offset = top;
         top += af__align_up(iv[i].size, a);
@@ -173,7 +161,7 @@ typedef struct {
 static int place_firstfit_start(af_interval_t *iv, size_t n, const af_place_opts_t *o,
                                 uint64_t *height, af_error_t *err)
 {
-    uint64_t a = align_of(o);
+    uint64_t a = af__align_of(o);
     uint64_t *sz = af__pack_sizes(iv, n, a);
     int32_t *by_start = af__malloc((n + 1) * sizeof(int32_t));
     int32_t *by_end = af__malloc((n + 1) * sizeof(int32_t));
@@ -232,21 +220,7 @@ static int place_firstfit_start(af_interval_t *iv, size_t n, const af_place_opts
 
 /* ---- ordered greedy engine ----------------------------------------------------------------- */
 
-typedef struct {
-    size_t n;
-    const af_interval_t *iv;
-    const uint64_t *sz;
-    int32_t *by_start; /* interval ids sorted by lower */
-    int32_t *pos;      /* position of an id in by_start */
-    int64_t *lowers;   /* lowers in by_start order, for binary search */
-    size_t leaves;     /* power of two >= n */
-    int64_t *tree;     /* max upper of placed leaves; INT64_MIN when none */
-    int32_t *hits;     /* scratch: overlapping placed ids */
-    size_t *stack;
-    af__kv_t *spans, *spans_tmp; /* scratch: overlapping placed ids keyed by offset */
-} engine_t;
-
-static void engine_free(engine_t *e)
+void af__engine_free(af__engine_t *e)
 {
     af__free(e->by_start);
     af__free(e->pos);
@@ -256,9 +230,67 @@ static void engine_free(engine_t *e)
     af__free(e->stack);
     af__free(e->spans);
     af__free(e->spans_tmp);
+    af__free(e->placed);
+    af__free(e->cls_id);
+    af__free(e->cls_lower);
 }
 
-static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uint64_t *sz)
+static int length_class(const af_interval_t *v)
+{
+    return 63 - __builtin_clzll((uint64_t)(v->upper - v->lower) | 1);
+}
+
+/*
+ * Builds the length-class index when a query would scan few intervals: per class c, about
+ * n_c x 2^(c+1) / span entries fall in a query's window. Chosen when their sum is at most 64
+ * (AF__CLASS_SCAN_MAX; long thin instances: a graph's tensors, a few live at a time); dense
+ * instances keep the tree,
+ * which skips the unplaced. Returns 0 or AF_ENOMEM.
+ */
+double af__class_scan(const af_interval_t *iv, size_t n, size_t *count)
+{
+    if (n < 4096)
+        return 1e300;
+    int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        count[length_class(&iv[i])]++;
+        tmin = iv[i].lower < tmin ? iv[i].lower : tmin;
+        tmax = iv[i].upper > tmax ? iv[i].upper : tmax;
+    }
+    double span = (double)tmax - (double)tmin + 1, scan = 0;
+    for (int c = 0; c < 64; c++)
+        scan += (double)count[c] * (double)(UINT64_C(2) << c) / span;
+    return scan;
+}
+
+static int engine_classes(af__engine_t *e)
+{
+    size_t n = e->n, count[65] = {0};
+    double scan = af__class_scan(e->iv, n, count);
+    e->scan = scan;
+    if (scan > AF__CLASS_SCAN_MAX)
+        return 0;
+    e->placed = af__calloc(n + 1, 1);
+    e->cls_id = af__malloc((n + 1) * sizeof(int32_t));
+    e->cls_lower = af__malloc((n + 1) * sizeof(int64_t));
+    if (!e->placed || !e->cls_id || !e->cls_lower)
+        return AF_ENOMEM;
+    e->cls_start[0] = 0;
+    for (int c = 0; c < 64; c++)
+        e->cls_start[c + 1] = e->cls_start[c] + (int32_t)count[c];
+    int32_t fill[64];
+    memcpy(fill, e->cls_start, sizeof fill);
+    for (size_t i = 0; i < n; i++) { /* by_start order: each class stays sorted by lower */
+        int32_t id = e->by_start[i];
+        int32_t at = fill[length_class(&e->iv[id])]++;
+        e->cls_id[at] = id;
+        e->cls_lower[at] = e->iv[id].lower;
+    }
+    e->use_classes = 1;
+    return 0;
+}
+
+int af__engine_init(af__engine_t *e, const af_interval_t *iv, size_t n, const uint64_t *sz)
 {
     memset(e, 0, sizeof(*e));
     e->n = n;
@@ -277,28 +309,40 @@ static int engine_init(engine_t *e, const af_interval_t *iv, size_t n, const uin
     e->spans_tmp = af__malloc((n + 1) * sizeof(af__kv_t));
     if (!e->by_start || !e->pos || !e->lowers || !e->tree || !e->hits || !e->stack || !e->spans ||
         !e->spans_tmp) {
-        engine_free(e);
+        af__engine_free(e);
         return AF_ENOMEM;
     }
     if (af__sort_by_start(iv, sz, n, e->by_start)) {
-        engine_free(e);
+        af__engine_free(e);
         return AF_ENOMEM;
     }
     for (size_t i = 0; i < n; i++) {
         e->pos[e->by_start[i]] = (int32_t)i;
         e->lowers[i] = iv[e->by_start[i]].lower;
     }
+    if (engine_classes(e)) {
+        af__engine_free(e);
+        return AF_ENOMEM;
+    }
     return 0;
 }
 
-static void engine_reset(engine_t *e)
+static void engine_reset(af__engine_t *e)
 {
+    if (e->use_classes) {
+        memset(e->placed, 0, e->n);
+        return;
+    }
     for (size_t i = 0; i < 2 * e->leaves; i++)
         e->tree[i] = INT64_MIN;
 }
 
-static void engine_mark_placed(engine_t *e, int32_t id)
+static void engine_mark_placed(af__engine_t *e, int32_t id)
 {
+    if (e->use_classes) {
+        e->placed[id] = 1;
+        return;
+    }
     size_t i = e->leaves + (size_t)e->pos[id];
     e->tree[i] = e->iv[id].upper;
     for (i /= 2; i >= 1; i /= 2) {
@@ -310,8 +354,34 @@ static void engine_mark_placed(engine_t *e, int32_t id)
 }
 
 /* Placed intervals overlapping [l, u): lower < u and upper > l. Returns their count in hits. */
-static size_t engine_overlaps(engine_t *e, int64_t l, int64_t u)
+static size_t class_overlaps(af__engine_t *e, int64_t l, int64_t u)
 {
+    size_t k = 0;
+    for (int c = 0; c < 64; c++) {
+        int32_t lo = e->cls_start[c], hi = e->cls_start[c + 1];
+        if (lo == hi)
+            continue;
+        int64_t from = l - (int64_t)(UINT64_C(2) << c); /* lower > from, or it ends before l */
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (e->cls_lower[mid] <= from)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int32_t i = lo; i < e->cls_start[c + 1] && e->cls_lower[i] < u; i++) {
+            int32_t id = e->cls_id[i];
+            if (e->placed[id] && e->iv[id].upper > l)
+                e->hits[k++] = id;
+        }
+    }
+    return k;
+}
+
+static size_t engine_overlaps(af__engine_t *e, int64_t l, int64_t u)
+{
+    if (e->use_classes)
+        return class_overlaps(e, l, u);
     /* hi = number of intervals with lower < u */
     size_t lo = 0, hi = e->n;
     while (lo < hi) {
@@ -350,8 +420,8 @@ static size_t engine_overlaps(engine_t *e, int64_t l, int64_t u)
 }
 
 /* Places intervals in the given order; best_fit chooses the smallest fitting gap, else first. */
-static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *order, int best_fit,
-                             uint64_t give_up_above)
+uint64_t af__engine_place(af__engine_t *e, af_interval_t *out, const int32_t *order, int best_fit,
+                          uint64_t give_up_above)
 {
     engine_reset(e);
     uint64_t height = 0;
@@ -400,190 +470,25 @@ static uint64_t engine_place(engine_t *e, af_interval_t *out, const int32_t *ord
 static int place_greedy_size(af_interval_t *iv, size_t n, const af_place_opts_t *o,
                              uint64_t *height, af_error_t *err)
 {
-    uint64_t *sz = af__pack_sizes(iv, n, align_of(o));
+    uint64_t *sz = af__pack_sizes(iv, n, af__align_of(o));
     int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
-    engine_t e;
-    if (!sz || !ord || engine_init(&e, iv, n, sz)) {
+    af__engine_t e;
+    if (!sz || !ord || af__engine_init(&e, iv, n, sz)) {
         af__free(sz);
         af__free(ord);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
     if (af__sort_by_key_desc(iv, sz, NULL, n, ord)) {
-        engine_free(&e);
+        af__engine_free(&e);
         af__free(sz);
         af__free(ord);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    *height = engine_place(&e, iv, ord, 1, UINT64_MAX);
-    engine_free(&e);
+    *height = af__engine_place(&e, iv, ord, 1, UINT64_MAX);
+    af__engine_free(&e);
     af__free(sz);
     af__free(ord);
     return 0;
-}
-
-/* ---- portfolio ----------------------------------------------------------------------------- */
-
-enum { KEY_SIZE, KEY_LENGTH, KEY_AREA, KEY_START, KEY_CONFLICTS, KEY_COUNT_ };
-
-static size_t count_below(const int64_t *v, size_t n, int64_t x, int inclusive)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (v[mid] < x || (inclusive && v[mid] == x))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int conflict_counts(const af_interval_t *iv, size_t n, uint64_t *key)
-{
-    int64_t *lo = af__malloc((n + 1) * sizeof(int64_t));
-    int64_t *up = af__malloc((n + 1) * sizeof(int64_t));
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(af__kv_t));
-    if (!lo || !up || !kv) {
-        af__free(lo);
-        af__free(up);
-        af__free(kv);
-        return AF_ENOMEM;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t *out = pass ? up : lo;
-        for (size_t i = 0; i < n; i++)
-            kv[i] = (af__kv_t){af__key_i64(pass ? iv[i].upper : iv[i].lower), (int32_t)i};
-        af__sort_kv(kv, n, kv + n);
-        for (size_t i = 0; i < n; i++)
-            out[i] = (int64_t)(kv[i].key ^ (1ull << 63));
-    }
-    af__free(kv);
-    for (size_t i = 0; i < n; i++) {
-        /* intervals with lower < upper_i minus those with upper <= lower_i, minus itself */
-        size_t started = count_below(lo, n, iv[i].upper, 0);
-        size_t ended = count_below(up, n, iv[i].lower, 1);
-        key[i] = (uint64_t)(started - ended - 1);
-    }
-    af__free(lo);
-    af__free(up);
-    return 0;
-}
-
-/* Engine members in the order they run: TFLite's size order with best fit first (so the
- * portfolio is never worse than greedy-size), then the other orders and fits. */
-static const struct {
-    int key, best_fit;
-} members[] = {
-    {KEY_SIZE, 1}, {KEY_CONFLICTS, 1}, {KEY_AREA, 1}, {KEY_LENGTH, 1}, {KEY_START, 1},
-    {KEY_SIZE, 0}, {KEY_CONFLICTS, 0}, {KEY_AREA, 0}, {KEY_LENGTH, 0}, {KEY_START, 0},
-};
-
-/*
- * The last member: the work-bounded search (pack/search.c) from the packing of the others,
- * when that packing is above the lower bound by more than 1/1024 (below that it cannot gain
- * anything worth its cost). Its budget is effort/100 dives (effort x n / 100 search nodes): on
- * tight instances the first dive at the lower bound usually succeeds. A search node scans the
- * buffers and time sections of its partition, so a dive costs about n x (n + sections): the
- * member runs only when that is at most AF__SEARCH_MEMBER_DIVE (about 3 ms) and n is at most
- * AF__SEARCH_MEMBER_MAX. Deterministic (a node count, no clock), and optional: when it cannot
- * allocate it is skipped and the packing of the others stands.
- */
-#define AF__SEARCH_MEMBER_MAX 1024
-#define AF__SEARCH_MEMBER_DIVE 1000000
-static void search_member(af_interval_t *iv, size_t n, uint64_t a, uint64_t effort, uint64_t lb,
-                          uint64_t *best)
-{
-    uint64_t m = 0; /* intervals the search places (positive size), counted up to the cap */
-    for (size_t i = 0; i < n && m <= AF__SEARCH_MEMBER_MAX; i++)
-        m += iv[i].size != 0;
-    if (m == 0 || m > AF__SEARCH_MEMBER_MAX || *best - lb <= lb / 1024)
-        return;
-    uint64_t h = *best, nodes = effort > UINT64_MAX / m ? UINT64_MAX : effort * m / 100;
-    if (af__search_improve(iv, n, a, nodes, AF__SEARCH_MEMBER_DIVE, &h, NULL) == 0 && h < *best)
-        *best = h;
-}
-
-/* An engine member costs about sum over intervals of k log k (k = placed intervals overlapping
- * it). The portfolio runs as many members as fit in this budget of comparisons (at least one
- * when the instance is only moderately dense); the sweep alone is O(n log n) whatever the
- * overlap, so dense million-interval instances stay fast. */
-#define AF__ENGINE_BUDGET 30000000.0
-int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
-                        af_error_t *err)
-{
-    uint64_t a = align_of(o);
-    uint64_t *sz = af__pack_sizes(iv, n, a);
-    uint64_t *key = af__malloc((n + 1) * sizeof(uint64_t));
-    uint64_t *conf = af__malloc((n + 1) * sizeof(uint64_t));
-    int32_t *ord = af__malloc((n + 1) * sizeof(int32_t));
-    af_interval_t *tmp = af__malloc((n + 1) * sizeof(af_interval_t));
-    engine_t e;
-    int eng = -1, rc = 0; /* eng: 0 once the engine is set up (only when a member runs) */
-    if (!sz || !key || !conf || !ord || !tmp) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
-    if (n) /* iv may be NULL when there is nothing to place */
-        memcpy(tmp, iv, n * sizeof(*iv));
-    uint64_t lb = af_intervals_lower_bound(iv, n, a), overlaps = 0;
-    /* member 0: the time sweep */
-    uint64_t pairs = 0;
-    uint64_t best = af__place_sweep(iv, n, sz, key, &pairs);
-    if (best == UINT64_MAX) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++)
-        iv[i].offset = key[i];
-    overlaps = 2 * pairs; /* each interval's conflict count, summed */
-    double avg = n ? (double)overlaps / (double)n : 0;
-    double cost = (double)overlaps * (1.0 + log2(1.0 + avg)) + (double)n * log2(2.0 + (double)n);
-    size_t runs = (size_t)(AF__ENGINE_BUDGET / (cost > 1 ? cost : 1));
-    if (runs == 0 && cost <= 4 * AF__ENGINE_BUDGET)
-        runs = 1;
-    if (runs > AF_ARRAY_SIZE(members))
-        runs = AF_ARRAY_SIZE(members);
-    if (runs && best > lb && ((eng = engine_init(&e, iv, n, sz)) || conflict_counts(iv, n, conf))) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
-        goto out;
-    }
-    for (size_t m = 0; m < runs && best > lb; m++) {
-        int k = members[m].key;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t len = (uint64_t)(iv[i].upper - iv[i].lower);
-            key[i] = k == KEY_SIZE        ? sz[i]
-                     : k == KEY_LENGTH    ? len
-                     : k == KEY_AREA      ? (sz[i] / a) * len
-                     : k == KEY_CONFLICTS ? conf[i]
-                                          : 0;
-        }
-        /* radix orders: at 10^6 intervals a qsort here cost more than the placement itself */
-        if (k == KEY_START ? af__sort_by_start(iv, sz, n, ord)
-                           : af__sort_by_key_desc(iv, sz, key, n, ord)) {
-            rc = af__err(err, AF_ENOMEM, "out of memory");
-            goto out;
-        }
-        uint64_t h = engine_place(&e, tmp, ord, members[m].best_fit, best);
-        if (h < best) {
-            best = h;
-            for (size_t i = 0; i < n; i++)
-                iv[i].offset = tmp[i].offset;
-        }
-    }
-    if (o && o->search_effort && n && best > lb)
-        search_member(iv, n, a, o->search_effort, lb, &best);
-    if (n == 0)
-        best = 0;
-    *height = best;
-out:
-    if (!eng)
-        engine_free(&e);
-    af__free(sz);
-    af__free(key);
-    af__free(conf);
-    af__free(ord);
-    af__free(tmp);
-    return rc;
 }
 
 /* ---- registry ------------------------------------------------------------------------------ */
@@ -626,7 +531,7 @@ int af_place_intervals(af_interval_t *iv, size_t n, const char *algo, const af_p
     int rc = af__pack_check(iv, n, err);
     if (rc)
         return rc;
-    af_place_opts_t o = {.alignment = 1, .time_limit_s = 10.0};
+    af_place_opts_t o = {.alignment = 1, .time_limit_s = 10.0, .search_work = AF_PLACE_SEARCH_WORK};
     if (opts)
         o = *opts;
     if (o.alignment == 0)

@@ -3,18 +3,23 @@
  * intervals within a time limit, or whether they fit under a given capacity.
  *
  * Story. Greedy placers stop 25-40% above the optimum on tightly packed instances; exact search
- * closes the gap. We follow MiniMalloc (Moffitt, ASPLOS 2023): the problem is split at time
- * points where nothing is live across (partitions are independent: the arena height is the
- * maximum of theirs), and each partition's "fits under capacity C?" question is answered by a
- * depth-first branch and bound over canonical packings (pack/search_dfs.c). The static
- * order that breaks ties between buffers at the same offset decides how the search sweeps:
- * time sweeps (start first, end first, outward from the largest cross-section) fill tight
- * instances level by level from one side and backtrack locally, MiniMalloc's orders (largest
- * cross-section, length, area) suit other shapes. Search times are heavy-tailed (a run either
- * dives to a packing with little backtracking or thrashes), so a partition is solved by
- * restarts with Luby-scaled node limits (24n x 1 1 2 1 1 2 4 ...), alternating the static orders
- * and randomised sweep orders (from a fixed seed); no order can eat the whole budget. A run that
- * ends below its node limit is a proof either way (the canonical search is complete).
+ * closes the gap. The problem is split at time points where nothing is live across (partitions
+ * are independent: the arena height is the maximum of theirs; pack/search_build.c), and each
+ * partition's "fits under capacity C?" question is answered by one of two complete branch and
+ * bound engines: the canonical search after MiniMalloc (Moffitt, ASPLOS 2023; pack/search_dfs.c:
+ * buffers in (offset, rank) order, each at its minimum offset) and a skyline search that fills
+ * the lowest free point or leaves it empty (pack/search_sky.c). Both split the partition further
+ * as the search goes (a piece whose buffers no longer cross a section boundary splits in two,
+ * searched one after the other, re-ranked on its own cross-sections) and remember the pieces
+ * that have no packing (pack/search_memo.c), so the same dead end is not searched twice. The
+ * static order decides how the search sweeps: time sweeps (start first, end first, outward from
+ * the largest cross-section) fill tight instances level by level from one side, MiniMalloc's
+ * orders (largest cross-section, length, area) suit other shapes. Search times are heavy-tailed
+ * (a run either dives to a packing with little backtracking or thrashes), so a partition is
+ * solved by restarts with Luby-scaled node limits (24n x 1 1 2 1 1 2 4 ...), alternating the
+ * static orders and randomised sweep orders (from a fixed seed) and, two restarts each, the two
+ * engines; no order or engine can eat the whole budget. A run that ends below its node limit is
+ * a proof either way (both engines are complete).
  *
  * Height search. The portfolio placer gives the incumbent (its packing per partition). Probes
  * then ask for capacity = the best lower bound first (the max cross-section: often optimal on
@@ -40,8 +45,9 @@
  *
  * With o->capacity != 0: returns 0 as soon as a packing of height <= capacity is known. Otherwise
  * iv holds the best packing found, *height its height, and the result is AF_EBUDGET when the
- * capacity is proven too small (below the lower bound or search space exhausted) or
- * AF_ETIMEDOUT when the time limit ran out before an answer.
+ * capacity is proven too small (below the lower bound or search space exhausted; what is left of
+ * the limit then minimises the height, so the packing written is as low as without a capacity)
+ * or AF_ETIMEDOUT when the limit ran out before an answer.
  */
 #include "pack/pack_int.h"
 
@@ -49,20 +55,6 @@
 #include <string.h>
 
 #define DEFAULT_TIME_LIMIT_S 10.0
-
-typedef struct part_info {
-    af__search_part_t sp;
-    uint8_t sorted[AF__SEARCH_N_ORDERS]; /* static order h is built (sorted on first use) */
-    int32_t *gidx;                       /* local -> global index */
-    uint64_t lb;                         /* max cross-section of the partition */
-    uint64_t best_h;                     /* height of the partition's packing in best[] */
-    uint64_t proven;                     /* smallest capacity not proven infeasible */
-} part_info_t;
-
-typedef struct sort_key {
-    uint64_t k[3];
-    int32_t idx;
-} sort_key_t;
 
 /* Where a probe stops: at a deadline (anytime mode), or once the search has explored node_end
  * nodes in total (work-bounded mode). */
@@ -77,56 +69,28 @@ typedef struct search_ctx {
     uint64_t alignment;
     const af_interval_t *given; /* the incumbent's offsets, or NULL: place the portfolio */
     uint64_t work;              /* node budget of the work-bounded mode; 0 = anytime mode */
+    int cpu;                    /* anytime mode: the limit is the thread's CPU time */
     uint64_t max_dive;          /* > 0: not run unless a dive costs at most this */
     uint64_t max_part;          /* buffers of the largest partition */
     uint64_t used;              /* nodes explored so far (work-bounded mode) */
+    const uint8_t *fixed;       /* NULL, or per interval 1 when it keeps its offset */
     uint64_t *best;             /* n: best packing's offsets */
-    part_info_t *parts;
+    af__search_pinfo_t *parts;
     int32_t nparts;
-    uint64_t *scratch; /* max partition size */
-    sort_key_t *keys;  /* max partition size */
+    uint64_t *scratch;      /* max partition size */
+    af__search_key_t *keys; /* max partition size */
 } search_ctx_t;
-
-static int cmp_desc(const void *a, const void *b)
-{
-    const sort_key_t *x = a, *y = b;
-    for (int i = 0; i < 3; i++)
-        if (x->k[i] != y->k[i])
-            return x->k[i] > y->k[i] ? -1 : 1;
-    return x->idx - y->idx;
-}
-
-static int cmp_lower(const void *a, const void *b)
-{
-    const sort_key_t *x = a, *y = b;
-    if (x->k[0] != y->k[0])
-        return x->k[0] < y->k[0] ? -1 : 1;
-    return x->idx - y->idx;
-}
-
-/* int64 -> uint64 preserving order. */
-static uint64_t ord64(int64_t v)
-{
-    return (uint64_t)v ^ (UINT64_C(1) << 63);
-}
 
 /* ---- independent checker ------------------------------------------------------------------ */
 
 /* 0 when no two intervals overlap in both time and space and all offsets are aligned. */
 static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, uint64_t a,
-                      sort_key_t *keys)
+                      af__search_key_t *keys)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++)
         if (a > 1 && off[i] % a)
             return -1;
-        if (iv[i].size == 0)
-            continue;
-        keys[m].k[0] = ord64(iv[i].lower);
-        keys[m].idx = (int32_t)i;
-        m++;
-    }
-    qsort(keys, m, sizeof *keys, cmp_lower);
+    size_t m = af__search_sort_positive(iv, n, keys);
     for (size_t x = 0; x < m; x++) {
         const af_interval_t *p = &iv[keys[x].idx];
         uint64_t po = off[keys[x].idx];
@@ -139,249 +103,9 @@ static int packing_ok(const af_interval_t *iv, const uint64_t *off, size_t n, ui
     return 0;
 }
 
-/* ---- building the partitions -------------------------------------------------------------- */
-
-/*
- * Per-buffer features the static orders sort by (descending): 0 the largest cross-section the
- * buffer takes part in (tot), 1 its lifetime length (width), 2 size x width (area), 3 size,
- * 4 start time (earliest first, stored complemented), 5 end time (latest first), 6 distance in
- * sections from the largest cross-section (nearest first, complemented).
- */
-static void build_features(af__search_part_t *sp, const af_interval_t *iv, const int32_t *gidx)
-{
-    int32_t crit = 0; /* the (first) section with the largest cross-section */
-    for (int32_t s = 1; s < sp->nsec; s++)
-        if (sp->sec_init[s] > sp->sec_init[crit])
-            crit = s;
-    for (int32_t b = 0; b < sp->n; b++) {
-        const af_interval_t *v = &iv[gidx[b]];
-        uint64_t tot = 0, width = (uint64_t)(v->upper - v->lower), area;
-        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
-            if (sp->sec_init[s] > tot)
-                tot = sp->sec_init[s];
-        if (!af__mul_u64(width, v->size, &area))
-            area = UINT64_MAX;
-        sp->feat[0][b] = tot;
-        sp->feat[1][b] = width;
-        sp->feat[2][b] = area;
-        sp->feat[3][b] = v->size;
-        sp->feat[4][b] = ~ord64(v->lower);
-        sp->feat[5][b] = ord64(v->upper);
-        int32_t dist = crit < sp->sec_lo[b]    ? sp->sec_lo[b] - crit
-                       : crit >= sp->sec_hi[b] ? crit - sp->sec_hi[b] + 1
-                                               : 0;
-        sp->feat[6][b] = ~(uint64_t)dist;
-    }
-}
-
-/* Sorts into order[h] by the features spec[0..2], ties by tie[b] then index. */
-static void sort_order(af__search_part_t *sp, int h, const int8_t *spec, const uint64_t *tie,
-                       sort_key_t *keys)
-{
-    for (int32_t b = 0; b < sp->n; b++) {
-        for (int i = 0; i < 3; i++)
-            keys[b].k[i] = spec[i] < 0 ? (tie ? tie[b] : 0) : sp->feat[spec[i]][b];
-        keys[b].idx = b;
-    }
-    qsort(keys, (size_t)sp->n, sizeof *keys, cmp_desc);
-    for (int32_t b = 0; b < sp->n; b++)
-        sp->order[h][b] = keys[b].idx;
-}
-
-/*
- * The static orders: time sweeps first (start first, end first, outward from the largest
- * cross-section: they solve guillotine-like tight instances), then MiniMalloc's preorders
- * (total, width, area) and size first.
- */
-static const int8_t order_spec[AF__SEARCH_N_ORDERS][3] = {
-    {4, 3, 1}, {5, 3, 1}, {6, 3, 1}, {4, 1, 3}, {5, 1, 3}, {6, 1, 3},
-    {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {2, 0, 1}, {3, 1, 0},
-};
-
-/* Order h of partition pi, sorted on first use: a search that ends in its first dives (the
- * common case when the lower bound is reached) sorts one or two orders, not all of them. */
-static const int32_t *static_order(part_info_t *pi, int h, sort_key_t *keys)
-{
-    if (!pi->sorted[h]) {
-        sort_order(&pi->sp, h, order_spec[h], NULL, keys);
-        pi->sorted[h] = 1;
-    }
-    return pi->sp.order[h];
-}
-
-/* A randomised order for restart number k: two random features, then random ties. */
-static void random_order(af__search_part_t *sp, uint64_t k, sort_key_t *keys, uint64_t *tie)
-{
-    uint64_t st = k * UINT64_C(0x9E3779B97F4A7C15) + (uint64_t)sp->n;
-    for (int32_t b = 0; b < sp->n; b++) {
-        st = st * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-        tie[b] = st >> 17;
-    }
-    int8_t spec[3];
-    spec[0] = (int8_t)(4 + ((st >> 33) & 1)); /* sweeps: start first or end first */
-    spec[1] = (int8_t)((st >> 41) % AF__SEARCH_N_FEATURES);
-    spec[2] = -1;
-    sort_order(sp, AF__SEARCH_RANDOM_ORDER, spec, tie, keys);
-}
-
-static void free_part(part_info_t *pi)
-{
-    af__free(pi->gidx);
-    af__search_part_free(&pi->sp);
-}
-
-/* Overlaps (CSR): buffers are sorted by lower, so j > i overlaps i iff lower_j < upper_i; then
- * the sections each buffer and its overlapping ones span. */
-static int part_overlaps(part_info_t *pi, const af_interval_t *iv)
-{
-    af__search_part_t *sp = &pi->sp;
-    int32_t n = sp->n;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t i = 0; i < n; i++) {
-            for (int32_t j = i + 1; j < n && iv[pi->gidx[j]].lower < iv[pi->gidx[i]].upper; j++) {
-                if (pass == 0) {
-                    sp->ov_start[i + 1]++, sp->ov_start[j + 1]++;
-                } else {
-                    sp->ov[sp->rank[i]++] = j;
-                    sp->ov[sp->rank[j]++] = i;
-                }
-            }
-        }
-        if (pass == 0) {
-            for (int32_t i = 0; i < n; i++)
-                sp->ov_start[i + 1] += sp->ov_start[i];
-            size_t nov = (size_t)sp->ov_start[n];
-            sp->ov = af__malloc((nov ? nov : 1) * sizeof(int32_t));
-            if (!sp->ov)
-                return AF_ENOMEM;
-            for (int32_t i = 0; i < n; i++)
-                sp->rank[i] = sp->ov_start[i]; /* fill cursors */
-        }
-    }
-    sp->ovr_lo = af__malloc((size_t)n * sizeof(int32_t));
-    sp->ovr_hi = af__malloc((size_t)n * sizeof(int32_t));
-    if (!sp->ovr_lo || !sp->ovr_hi)
-        return AF_ENOMEM;
-    for (int32_t b = 0; b < n; b++) {
-        sp->ovr_lo[b] = sp->sec_lo[b];
-        sp->ovr_hi[b] = sp->sec_hi[b];
-        for (int32_t k = sp->ov_start[b]; k < sp->ov_start[b + 1]; k++) {
-            int32_t c = sp->ov[k];
-            sp->ovr_lo[b] = sp->sec_lo[c] < sp->ovr_lo[b] ? sp->sec_lo[c] : sp->ovr_lo[b];
-            sp->ovr_hi[b] = sp->sec_hi[c] > sp->ovr_hi[b] ? sp->sec_hi[c] : sp->ovr_hi[b];
-        }
-    }
-    return 0;
-}
-
-/* Sections and overlaps of one partition; gidx is sorted by lower. */
-static int build_part(part_info_t *pi, const af_interval_t *iv, uint64_t a, sort_key_t *keys,
-                      int64_t *times)
-{
-    af__search_part_t *sp = &pi->sp;
-    int32_t n = sp->n;
-    size_t nt = 0;
-    for (int32_t b = 0; b < n; b++) {
-        times[nt++] = iv[pi->gidx[b]].lower;
-        times[nt++] = iv[pi->gidx[b]].upper;
-    }
-    for (size_t i = 0; i < nt; i++)
-        keys[i].k[0] = ord64(times[i]), keys[i].idx = 0;
-    qsort(keys, nt, sizeof *keys, cmp_lower);
-    size_t nu = 0;
-    for (size_t i = 0; i < nt; i++)
-        if (nu == 0 || keys[i].k[0] != keys[nu - 1].k[0])
-            keys[nu++].k[0] = keys[i].k[0];
-    sp->nsec = (int32_t)nu - 1;
-    sp->alignment = a;
-    if (af__search_part_alloc(sp, (size_t)n, (size_t)sp->nsec))
-        return AF_ENOMEM;
-    for (int32_t b = 0; b < n; b++) {
-        const af_interval_t *v = &iv[pi->gidx[b]];
-        sp->size[b] = v->size;
-        /* Binary search of the endpoints among the nu distinct times. */
-        for (int e = 0; e < 2; e++) {
-            uint64_t t = ord64(e ? v->upper : v->lower);
-            size_t lo = 0, hi = nu - 1;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (keys[mid].k[0] < t)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            (e ? sp->sec_hi : sp->sec_lo)[b] = (int32_t)lo;
-        }
-        for (int32_t s = sp->sec_lo[b]; s < sp->sec_hi[b]; s++)
-            sp->sec_init[s] += v->size; /* no overflow: total size was checked */
-    }
-    pi->lb = 0;
-    for (int32_t s = 0; s < sp->nsec; s++)
-        if (sp->sec_init[s] > pi->lb)
-            pi->lb = sp->sec_init[s];
-    if (part_overlaps(pi, iv) || af__search_part_sections(sp))
-        return AF_ENOMEM;
-    build_features(sp, iv, pi->gidx);
-    static_order(pi, 0, keys); /* the skyline fallback uses order 0 */
-    return 0;
-}
-
-/* Splits the positive-size intervals at time points nothing is live across. */
-static int build_parts(search_ctx_t *c, sort_key_t *keys, int64_t *times)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        if (c->iv[i].size == 0)
-            continue;
-        keys[m].k[0] = ord64(c->iv[i].lower);
-        keys[m].idx = (int32_t)i;
-        m++;
-    }
-    qsort(keys, m, sizeof *keys, cmp_lower);
-    int32_t *sorted = af__malloc((m ? m : 1) * sizeof *sorted);
-    if (!sorted)
-        return AF_ENOMEM;
-    for (size_t i = 0; i < m; i++)
-        sorted[i] = keys[i].idx;
-    int rc = 0;
-    size_t cap = 0, maxn = 0;
-    for (size_t i = 0; i < m && rc == 0;) {
-        size_t start = i;
-        int64_t reach = c->iv[sorted[i++]].upper;
-        while (i < m && c->iv[sorted[i]].lower < reach) {
-            if (c->iv[sorted[i]].upper > reach)
-                reach = c->iv[sorted[i]].upper;
-            i++;
-        }
-        rc = af__grow((void **)&c->parts, &cap, (size_t)c->nparts + 1, sizeof *c->parts);
-        if (rc)
-            break;
-        part_info_t *pi = &c->parts[c->nparts++];
-        memset(pi, 0, sizeof *pi);
-        pi->sp.n = (int32_t)(i - start);
-        pi->gidx = af__malloc((i - start) * sizeof(int32_t));
-        if (!pi->gidx) {
-            rc = AF_ENOMEM;
-            break;
-        }
-        memcpy(pi->gidx, sorted + start, (i - start) * sizeof(int32_t));
-        rc = build_part(pi, c->iv, c->alignment, keys, times);
-        if (i - start > maxn)
-            maxn = i - start;
-    }
-    af__free(sorted);
-    if (rc == 0) {
-        c->scratch = af__malloc((maxn ? maxn : 1) * sizeof(uint64_t));
-        c->keys = af__malloc((maxn ? maxn : 1) * sizeof *c->keys);
-        if (!c->scratch || !c->keys)
-            rc = AF_ENOMEM;
-    }
-    return rc;
-}
-
 /* ---- the height search -------------------------------------------------------------------- */
 
-static uint64_t part_height(const search_ctx_t *c, const part_info_t *pi)
+static uint64_t part_height(const search_ctx_t *c, const af__search_pinfo_t *pi)
 {
     uint64_t h = 0;
     for (int32_t b = 0; b < pi->sp.n; b++) {
@@ -408,7 +132,7 @@ static uint64_t luby(uint64_t i)
 
 static int out_of_work(const search_ctx_t *c, const limit_t *l)
 {
-    return c->work ? c->used >= l->node_end : af__search_now() > l->deadline;
+    return c->work ? c->used >= l->node_end : af__search_now(c->cpu) > l->deadline;
 }
 
 /*
@@ -418,7 +142,7 @@ static int out_of_work(const search_ctx_t *c, const limit_t *l)
  * proof. In the work-bounded mode a run's node limit is also clipped to what the limit leaves,
  * and every node explored is charged to c->used.
  */
-static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, const limit_t *lim)
+static int solve_part(search_ctx_t *c, af__search_pinfo_t *pi, uint64_t cap, const limit_t *lim)
 {
     if (pi->best_h <= cap)
         return AF__SEARCH_FOUND;
@@ -426,16 +150,18 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, const limi
         return AF__SEARCH_INFEASIBLE;
     af__search_part_t *sp = &pi->sp;
     sp->deadline = lim->deadline;
-    sp->use_clock = c->work == 0;
+    sp->use_clock = c->work ? 0 : c->cpu ? 2 : 1;
     uint64_t base = 24 * (uint64_t)sp->n + 64;
     for (uint64_t i = 1;; i++) {
         if (i > 1 && out_of_work(c, lim))
             return AF__SEARCH_TIMEOUT;
         int slot = (int)((i - 1) / 2 % AF__SEARCH_N_ORDERS);
-        if (i % 2)
-            static_order(pi, slot, c->keys);
-        else {
-            random_order(sp, i, c->keys, c->scratch);
+        int8_t spec[3];
+        if (i % 2) {
+            af__search_static_order(pi, slot, c->keys);
+            memcpy(spec, af__search_order_spec[slot], sizeof spec);
+        } else {
+            af__search_random_order(sp, i, c->keys, spec);
             slot = AF__SEARCH_RANDOM_ORDER;
         }
         uint64_t l = luby(i);
@@ -446,7 +172,8 @@ static int solve_part(search_ctx_t *c, part_info_t *pi, uint64_t cap, const limi
             if (sp->node_limit == 0 || sp->node_limit > left)
                 sp->node_limit = left;
         }
-        int r = af__search_dfs(sp, slot, cap, c->scratch);
+        int r = (i / 2) % 2 && !sp->fixed ? af__search_sky(sp, slot, cap, c->scratch)
+                                          : af__search_dfs(sp, slot, spec, cap, c->scratch);
         c->used += sp->nodes;
         if (r == AF__SEARCH_ABORTED)
             continue;
@@ -513,7 +240,7 @@ static int minimise(search_ctx_t *c, const limit_t *total)
                 break;
             pl.node_end = c->used + left;
         } else {
-            double now = af__search_now();
+            double now = af__search_now(c->cpu);
             if (now >= total->deadline)
                 break;
             pl.deadline = now + share * (total->deadline - now);
@@ -530,15 +257,21 @@ static int minimise(search_ctx_t *c, const limit_t *total)
     return 0;
 }
 
-/* Incumbent: the given packing or the portfolio's, or a skyline fallback if it is unavailable. */
-static int seed_incumbent(search_ctx_t *c, sort_key_t *keys, af_error_t *err)
+/*
+ * Incumbent: the given packing or the default placer's (the portfolio with its work-bounded
+ * search member, whose budget shrinks with a time limit under 1 s: the search never writes a
+ * packing above the default's), or a skyline fallback if it is unavailable.
+ */
+static int seed_incumbent(search_ctx_t *c, af__search_key_t *keys, double limit, af_error_t *err)
 {
     af_interval_t *copy = af__malloc((c->n ? c->n : 1) * sizeof *copy);
     if (!copy)
         return AF_ENOMEM;
     memcpy(copy, c->given ? c->given : c->iv, c->n * sizeof *copy);
-    /* search_effort 0: the portfolio must not run the search it seeds */
-    af_place_opts_t po = {.alignment = c->alignment};
+    uint64_t work = AF_PLACE_SEARCH_WORK;
+    if (!c->work && limit < 1.0)
+        work = (uint64_t)((double)work * limit);
+    af_place_opts_t po = {.alignment = c->alignment, .search_work = work ? work : 1};
     uint64_t h = 0;
     int rc = c->given ? 0 : af__place_portfolio(copy, c->n, &po, &h, NULL);
     if (rc == 0) {
@@ -575,17 +308,28 @@ static int seed_incumbent(search_ctx_t *c, sort_key_t *keys, af_error_t *err)
 static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, uint64_t *height,
                af_error_t *err)
 {
-    sort_key_t *keys = af__malloc(3 * (c->n ? c->n : 1) * sizeof *keys);
+    af__search_key_t *keys = af__malloc(3 * (c->n ? c->n : 1) * sizeof *keys);
     int64_t *times = af__malloc(2 * (c->n ? c->n : 1) * sizeof *times);
     c->best = af__calloc(c->n ? c->n : 1, sizeof *c->best);
     int rc = keys && times && c->best ? 0 : AF_ENOMEM;
+    size_t maxn = 0;
+    /* the limit counts from here: building and the incumbent are part of it */
+    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
+    double start = c->work ? 0 : af__search_now(c->cpu);
     if (rc == 0)
-        rc = build_parts(c, keys, times);
+        rc = af__search_build_parts(c->iv, c->n, c->alignment, c->fixed, &c->parts, &c->nparts,
+                                    &maxn, keys, times);
+    if (rc == 0) {
+        c->scratch = af__malloc((maxn ? maxn : 1) * sizeof(uint64_t));
+        c->keys = af__malloc((maxn ? maxn : 1) * sizeof *c->keys);
+        if (!c->scratch || !c->keys)
+            rc = AF_ENOMEM;
+    }
     for (int32_t k = 0; rc == 0 && k < c->nparts; k++)
         if ((uint64_t)c->parts[k].sp.n > c->max_part)
             c->max_part = (uint64_t)c->parts[k].sp.n;
     if (rc == 0)
-        rc = seed_incumbent(c, keys, err);
+        rc = seed_incumbent(c, keys, limit, err);
     af__free(times);
     if (rc) {
         af__free(keys);
@@ -601,12 +345,14 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
         c->parts[k].best_h = part_height(c, &c->parts[k]);
         c->parts[k].proven = c->parts[k].lb;
     }
-    double limit = o && o->time_limit_s > 0 ? o->time_limit_s : DEFAULT_TIME_LIMIT_S;
     limit_t lim = {0, c->work};
     if (!c->work)
-        lim.deadline = af__search_now() + limit;
+        lim.deadline = start + limit;
     uint64_t cap = o ? o->capacity : 0;
     int r = cap ? probe(c, cap, &lim) : minimise(c, &lim);
+    /* A capacity proven out of reach: the rest of the limit lowers the packing that is written. */
+    if (cap && r == AF__SEARCH_INFEASIBLE && !c->fixed)
+        r = minimise(c, &lim);
     if (r >= 0 && packing_ok(c->iv, c->best, c->n, c->alignment, keys) != 0)
         memcpy(c->best, incumbent, c->n * sizeof *incumbent); /* never return a bad packing */
     af__free(incumbent);
@@ -625,16 +371,17 @@ static int run(search_ctx_t *c, af_interval_t *out, const af_place_opts_t *o, ui
         return 0;
     if (proven > cap)
         return af__err(err, AF_EBUDGET,
-                       "the intervals do not fit in %llu bytes: at least %llu are needed (best "
+                       "proven: no packing fits in %llu bytes, at least %llu are needed (best "
                        "packing found: %llu)",
                        (unsigned long long)cap, (unsigned long long)proven, (unsigned long long)h);
     if (c->work)
         return af__err(err, AF_ETIMEDOUT,
-                       "no packing within %llu bytes found in %llu search nodes (best packing "
-                       "found: %llu)",
+                       "not proven: no packing within %llu bytes found in %llu search nodes (best "
+                       "packing found: %llu)",
                        (unsigned long long)cap, (unsigned long long)c->work, (unsigned long long)h);
     return af__err(err, AF_ETIMEDOUT,
-                   "no packing within %llu bytes found in %.3g s (best packing found: %llu)",
+                   "not proven: no packing within %llu bytes found in %.3g s (best packing found: "
+                   "%llu)",
                    (unsigned long long)cap, limit, (unsigned long long)h);
 }
 
@@ -649,7 +396,7 @@ static int cmp_i64(const void *a, const void *b)
  * dive through m buffers costs m x (m + sections). Counted as one partition (an upper bound
  * when there are several). Returns UINT64_MAX when out of memory.
  */
-static uint64_t dive_cost(const af_interval_t *iv, size_t n)
+static uint64_t dive_cost(const af_interval_t *iv, size_t n, uint64_t *per_node)
 {
     int64_t *t = af__malloc(2 * (n ? n : 1) * sizeof *t);
     if (!t)
@@ -664,13 +411,15 @@ static uint64_t dive_cost(const af_interval_t *iv, size_t n)
     for (size_t i = 0; i < k; i++)
         d += i == 0 || t[i] != t[i - 1];
     af__free(t);
-    return (uint64_t)m * (uint64_t)(m + (d ? d - 1 : 0));
+    *per_node = (uint64_t)(m + (d ? d - 1 : 0));
+    return (uint64_t)m * *per_node;
 }
 
 /* given: the incumbent's offsets are iv's (a valid packing), else the portfolio places one.
  * max_dive > 0: returns 1 at once when a dive would cost more (see dive_cost()). */
 static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, int given,
-                       uint64_t max_dive, uint64_t *height, af_error_t *err)
+                       uint64_t max_dive, uint64_t work_units, const uint8_t *fixed,
+                       uint64_t *height, af_error_t *err)
 {
     uint64_t a = o && o->alignment ? o->alignment : 1, sum = 0;
     if (n > (size_t)INT32_MAX / 4)
@@ -682,12 +431,19 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
         if (!af__add_u64(sum, af__align_up(iv[i].size, a), &sum) || sum > (UINT64_MAX >> 2))
             return af__err(err, AF_ESIZE, "interval sizes overflow at interval %zu", i);
     }
-    /* A dive too costly for the caller: skipped before anything is built. */
-    uint64_t cost = max_dive ? dive_cost(iv, n) : 0;
+    /* A dive too costly for the caller, or a work budget that does not pay for one dive: skipped
+     * before anything is built. */
+    uint64_t per_node = 1, cost = max_dive || work_units ? dive_cost(iv, n, &per_node) : 0;
     if (cost == UINT64_MAX)
         return af__err(err, AF_ENOMEM, "out of memory in placement search");
-    if (cost > max_dive)
+    if ((max_dive && cost > max_dive) || (work_units && cost > work_units))
         return 1;
+    af_place_opts_t wo;
+    if (work_units) {
+        wo = *o;
+        wo.search_nodes = work_units / (per_node ? per_node : 1);
+        o = &wo;
+    }
     /* The search works on aligned sizes (footprints), as every placer does. */
     af_interval_t *work = af__malloc((n ? n : 1) * sizeof *work);
     if (!work)
@@ -701,10 +457,12 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
                       .alignment = a,
                       .given = given ? iv : NULL,
                       .work = o ? o->search_nodes : 0,
-                      .max_dive = max_dive};
+                      .max_dive = max_dive,
+                      .cpu = o && o->cpu_time,
+                      .fixed = fixed};
     int rc = run(&c, iv, o, height, err);
     for (int32_t k = 0; k < c.nparts; k++)
-        free_part(&c.parts[k]);
+        af__search_free_part(&c.parts[k]);
     af__free(c.parts);
     af__free(c.scratch);
     af__free(c.keys);
@@ -716,12 +474,22 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
 int af__place_search(af_interval_t *iv, size_t n, const af_place_opts_t *o, uint64_t *height,
                      af_error_t *err)
 {
-    return search_main(iv, n, o, 0, 0, height, err);
+    return search_main(iv, n, o, 0, 0, 0, NULL, height, err);
 }
 
 int af__search_improve(af_interval_t *iv, size_t n, uint64_t alignment, uint64_t nodes,
-                       uint64_t max_dive, uint64_t *height, af_error_t *err)
+                       uint64_t work, uint64_t max_dive, uint64_t *height, af_error_t *err)
 {
     af_place_opts_t o = {.alignment = alignment ? alignment : 1, .search_nodes = nodes ? nodes : 1};
-    return search_main(iv, n, &o, 1, max_dive, height, err);
+    return search_main(iv, n, &o, 1, max_dive, work, NULL, height, err);
+}
+
+int af__search_window(af_interval_t *iv, size_t n, const uint8_t *fixed, uint64_t a, uint64_t cap,
+                      uint64_t nodes)
+{
+    af_place_opts_t o = {
+        .alignment = a ? a : 1, .capacity = cap, .search_nodes = nodes ? nodes : 1};
+    uint64_t h = 0;
+    int rc = search_main(iv, n, &o, 1, 0, 0, fixed, &h, NULL);
+    return rc == AF_ENOMEM ? rc : rc == 0 && h <= cap ? 0 : 1;
 }

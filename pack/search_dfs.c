@@ -1,6 +1,7 @@
 /*
  * Depth-first branch and bound for one partition of the placement problem (does it fit under a
- * capacity?), after MiniMalloc (Moffitt, ASPLOS 2023).
+ * capacity?). The search space and the first three prunings are MiniMalloc's (Moffitt, ASPLOS
+ * 2023); the rest is ours.
  *
  * Canonical solutions: in some optimal packing every buffer sits at 0 or on the top of a buffer
  * that overlaps it in time (push everything down), so a buffer is only ever placed at its
@@ -13,13 +14,31 @@
  * Cross-section inference: in each section (time slot) every unplaced buffer lies above the
  * section's floor (the top of the placed buffers there, which all overlap it) and above the
  * offset just placed (monotone order), and they stack, so max(floor, offset) + unplaced total
- * must stay within the capacity; otherwise backtrack at once.
+ * must stay within the capacity; otherwise backtrack at once. The check goes further than
+ * MiniMalloc's: the lowest unplaced buffer of a section must be able to start at or below
+ * capacity - total, which its minimum offset and the canonical order may forbid (eff() below),
+ * and the same limits filter the candidates before they are placed (push_candidates()).
+ * Fixed buffers (a window re-placed around others, pack/repair.c), as MiniMalloc has them: a
+ * fixed buffer starts at its offset as its minimum offset, is placed when the sequence reaches it,
+ * and a placement that raises it fails; it fills no gap (not in the dominance test) and, like a
+ * settled buffer, kills the node once the sequence passes it.
+ * Hatless: a placement that raised no unplaced buffer's minimum offset (nothing overlapping it is
+ * left) cannot be undone by any later candidate of the same frame, which would have to place it
+ * again at the same offset after a higher one; so once it fails the frame fails.
+ * Pieces (dynamic decomposition): once no unplaced buffer is live across a section boundary, the
+ * unplaced buffers on each side only meet the placed ones, so the piece splits; its parts are
+ * searched one after the other, and when one has no packing the search goes straight back to the
+ * placement that split them (the other parts cannot help). Unlike MiniMalloc, a part keeps the
+ * canonical order where the split left it (its buffers still follow the splitting placement), so
+ * no packing is searched twice, and the inference and the candidate filter look at the part's
+ * sections only.
  *
  * The recursion is an explicit stack of frames (one per placed buffer) and an undo log of every
  * word changed, so depth is not limited by the thread's stack. Invariants between iterations:
- * off[b] != UNPLACED exactly for the buffers placed by frames 0..depth; minoff, floor and total
- * are those implied by that partial packing; the undo log holds, in order, the old values needed
- * to unwind each frame. No locks: the state belongs to one call.
+ * off[b] != UNPLACED exactly for the buffers placed by frames 0..depth; minoff, floor, total,
+ * cut, nfirst, nov_left and the pieces' left counts are those implied by that partial packing;
+ * the undo log holds, in order, the old values needed to unwind each frame; unplaced buffers
+ * never cross a boundary of the piece they are in. No locks: the state belongs to one call.
  */
 #include "pack/pack_int.h"
 
@@ -27,37 +46,21 @@
 #include <time.h>
 
 typedef af__search_frame_t frame_t;
+typedef af__search_piece_t piece_t;
 
-double af__search_now(void)
+double af__search_now(int cpu)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void set_word(af__search_part_t *p, uint64_t *w, uint64_t v)
-{
-    p->log[p->nlog].p = w;
-    p->log[p->nlog].old = *w;
-    p->nlog++;
-    *w = v;
-}
-
-static void undo_to(af__search_part_t *p, size_t mark)
-{
-    while (p->nlog > mark) {
-        p->nlog--;
-        *p->log[p->nlog].p = p->log[p->nlog].old;
-    }
 }
 
 /*
  * Places buffer b at its minimum offset and propagates: floors and totals of its sections, the
- * minimum offsets of the unplaced buffers overlapping it, and then the floors of the sections
- * those buffers live in (no unplaced buffer of a section can go below the lowest minimum offset
- * among them). Returns 0 or AF_ENOMEM (undo log).
+ * cuts between them, the minimum offsets of the unplaced buffers overlapping it. Sets *hatless
+ * when no unplaced buffer overlaps b. Returns 0 or AF_ENOMEM (undo log).
  */
-static int place(af__search_part_t *p, int32_t b)
+static int place(af__search_part_t *p, int32_t b, int *hatless)
 {
     size_t need = p->nlog + 2 * (size_t)(p->sec_hi[b] - p->sec_lo[b]) +
                   (size_t)(p->ov_start[b + 1] - p->ov_start[b]);
@@ -65,31 +68,43 @@ static int place(af__search_part_t *p, int32_t b)
         return AF_ENOMEM;
     uint64_t o = p->minoff[b], top = o + p->size[b];
     p->off[b] = o;
-    int32_t r = p->rank[b]; /* out of the unplaced list (restored by unplace(), LIFO) */
-    p->unext[p->uprev[r]] = p->unext[r];
-    p->uprev[p->unext[r]] = p->uprev[r];
+    p->fixed_fail = 0;
+    p->nfirst[p->sec_lo[b]]--;
     for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++) {
         if (p->floor[s] < top)
-            set_word(p, &p->floor[s], top);
-        set_word(p, &p->total[s], p->total[s] - p->size[b]);
+            af__search_set_word(p, &p->floor[s], top);
+        af__search_set_word(p, &p->total[s], p->total[s] - p->size[b]);
     }
+    for (int32_t s = p->sec_lo[b]; s + 1 < p->sec_hi[b]; s++)
+        p->cut[s]--;
     uint64_t raised = af__align_up(top, p->alignment);
+    int none = 1;
     for (int32_t k = p->ov_start[b]; k < p->ov_start[b + 1]; k++) {
         int32_t c = p->ov[k];
-        if (p->off[c] == AF__SEARCH_UNPLACED && p->minoff[c] < raised)
-            set_word(p, &p->minoff[c], raised);
+        if (p->off[c] != AF__SEARCH_UNPLACED)
+            continue;
+        none = 0;
+        p->nov_left[c]--;
+        if (p->minoff[c] < raised) {
+            af__search_set_word(p, &p->minoff[c], raised);
+            p->fixed_fail |= p->fixed && p->fixed[c] != AF__SEARCH_UNPLACED;
+        }
     }
+    *hatless = none;
     return 0;
 }
 
 /* Undoes place(b) after its words were restored from the undo log (placements are undone in
- * reverse order, so b's neighbours in the unplaced list are the ones it left). */
+ * reverse order, so the unplaced buffers overlapping b are the ones place() saw). */
 static void unplace(af__search_part_t *p, int32_t b)
 {
-    int32_t r = p->rank[b];
-    p->unext[p->uprev[r]] = r;
-    p->uprev[p->unext[r]] = r;
     p->off[b] = AF__SEARCH_UNPLACED;
+    p->nfirst[p->sec_lo[b]]++;
+    for (int32_t s = p->sec_lo[b]; s + 1 < p->sec_hi[b]; s++)
+        p->cut[s]++;
+    for (int32_t k = p->ov_start[b]; k < p->ov_start[b + 1]; k++)
+        if (p->off[p->ov[k]] == AF__SEARCH_UNPLACED)
+            p->nov_left[p->ov[k]]++;
 }
 
 /*
@@ -102,24 +117,33 @@ static void unplace(af__search_part_t *p, int32_t b)
 static uint64_t eff(const af__search_part_t *p, int32_t c, uint64_t o, int32_t last)
 {
     uint64_t e = p->minoff[c];
-    if (e < o || (e == o && p->rank[c] < last))
+    if (e < o || (e == o && p->rank[c] < last)) {
+        if (p->nov_left[c] == 0 || (p->fixed && p->fixed[c] != AF__SEARCH_UNPLACED))
+            return UINT64_MAX; /* settled below the sequence: it can never be placed */
         e = p->rank[c] > last ? o : o + 1;
+    }
     return e;
 }
 
-static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint64_t cap, int full,
-                 int inside)
+static int check(af__search_part_t *p, const piece_t *pc, int32_t b, uint64_t o, int32_t last,
+                 uint64_t cap, int full, int inside)
 {
     /*
      * Outside [lo, hi) (the sections of b and of every buffer overlapping it) nothing changed
-     * since the parent node passed this check, except o and last. There a section's lowest
-     * unplaced buffer had eff <= lim, and eff grew to at most max(its old eff, o + 1), so the
-     * section still passes while o < lim: only the O(1) test is needed. When the candidate
-     * filter already showed o < lim in every section outside b's own (inside), those sections
-     * are not visited at all. The root has no parent check: full.
+     * since the piece's previous placement passed this check, except o and last. There a
+     * section's lowest unplaced buffer had eff <= lim, and eff grew to at most max(its old eff,
+     * o + 1), so the section still passes while o < lim: only the O(1) test is needed. When the
+     * candidate filter already showed o < lim in every section outside b's own (inside), those
+     * sections are not visited at all. The first placement of the search has no previous check:
+     * full. Sections outside the piece belong to other pieces, which this placement cannot
+     * affect.
      */
-    int32_t lo = full ? 0 : p->ovr_lo[b], hi = full ? p->nsec : p->ovr_hi[b];
-    int32_t s0 = inside ? lo : 0, s1 = inside ? hi : p->nsec;
+    if (p->fixed_fail)
+        return 0; /* a fixed buffer was raised above its offset */
+    int32_t lo = full ? pc->slo : p->ovr_lo[b], hi = full ? pc->shi : p->ovr_hi[b];
+    lo = lo < pc->slo ? pc->slo : lo;
+    hi = hi > pc->shi ? pc->shi : hi;
+    int32_t s0 = inside ? lo : pc->slo, s1 = inside ? hi : pc->shi;
     for (int32_t s = s0; s < s1; s++) {
         uint64_t f = p->floor[s], t = p->total[s];
         if (f > cap)
@@ -151,37 +175,33 @@ static int check(af__search_part_t *p, int32_t b, uint64_t o, int32_t last, uint
     return 1;
 }
 
-/*
- * Pushes the candidates that may follow a placement at (last_off, last_rank) onto the candidate
- * stack, in rank order; fills *f. They are tried in (minimum offset, rank) order, picked one at
- * a time (pick()): a dive that does not backtrack tries one candidate per frame, so sorting
- * them all would be wasted.
- */
 static uint64_t sec_limit(const af__search_part_t *p, int32_t s, uint64_t cap)
 {
     return p->total[s] ? cap - p->total[s] : UINT64_MAX;
 }
 
 /*
- * The limit arrays (see push_candidates()). When `changed` >= 0 they hold the state before
- * buffer `changed` was placed and nothing else changed since: only its sections' limits went
- * up, so pre is recomputed from its first section on and suf from its last one down, each until
- * it stops changing past the buffer's sections. Otherwise everything is recomputed.
+ * The limit arrays of piece pc (see push_candidates()): pre[s + 1] = min of the limits of the
+ * sections [slo, s], suf[s] = min over [s, shi). When `changed` >= 0 they hold the state before
+ * buffer `changed` was placed in the same piece and nothing else changed since: only its
+ * sections' limits went up, so pre is recomputed from its first section on and suf from its last
+ * one down, each until it stops changing past the buffer's sections. Otherwise the piece's
+ * sections are recomputed.
  */
-static void update_limits(af__search_part_t *p, uint64_t cap, int32_t changed)
+static void update_limits(af__search_part_t *p, const piece_t *pc, uint64_t cap, int32_t changed)
 {
     uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
-    int32_t lo = changed >= 0 ? p->sec_lo[changed] : 0;
-    int32_t hi = changed >= 0 ? p->sec_hi[changed] : p->nsec;
-    pre[0] = UINT64_MAX;
-    for (int32_t s = lo; s < p->nsec; s++) {
+    int32_t lo = changed >= 0 ? p->sec_lo[changed] : pc->slo;
+    int32_t hi = changed >= 0 ? p->sec_hi[changed] : pc->shi;
+    pre[pc->slo] = UINT64_MAX;
+    for (int32_t s = lo; s < pc->shi; s++) {
         uint64_t u = sec_limit(p, s, cap), v = u < pre[s] ? u : pre[s];
         if (changed >= 0 && s >= hi && pre[s + 1] == v)
             break;
         pre[s + 1] = v;
     }
-    suf[p->nsec] = UINT64_MAX;
-    for (int32_t s = hi - 1; s >= 0; s--) {
+    suf[pc->shi] = UINT64_MAX;
+    for (int32_t s = hi - 1; s >= pc->slo; s--) {
         uint64_t u = sec_limit(p, s, cap), v = u < suf[s + 1] ? u : suf[s + 1];
         if (changed >= 0 && s < lo && suf[s] == v)
             break;
@@ -190,32 +210,19 @@ static void update_limits(af__search_part_t *p, uint64_t cap, int32_t changed)
     p->lim_id++;
 }
 
-static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t last_off,
-                           int32_t last_rank, uint64_t cap, frame_t *f, int32_t changed)
+/*
+ * A section of the piece whose limit is exactly last_off must get its lowest unplaced buffer at
+ * last_off, from a buffer with minimum offset <= last_off and a rank above the next placement's
+ * (the check's eff). So when such sections exist, only candidates at last_off with rank <= the
+ * returned rank, the smallest over them of the highest rank able to do that, can pass: a
+ * higher-ranked one is not live in the section (else it would count), and one above last_off
+ * leaves a gap there. INT32_MAX when no section is at its limit.
+ */
+static int32_t limit_rank(const af__search_part_t *p, const piece_t *pc, uint64_t last_off,
+                          uint64_t cap)
 {
-    /*
-     * A placement at offset m fails the cross-section check in any section s it does not touch
-     * once m > cap - total[s] (the lowest unplaced buffer there would start above m). pre[s] and
-     * suf[s] are the minima of that limit over sections < s and >= s, so a candidate's limit
-     * outside its own sections is min(pre[lo], suf[hi]); candidates above it are not tried.
-     */
-    update_limits(p, cap, changed);
-    f->lim_id = p->lim_id;
-    uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
-    /* Some section's limit is last_off (see below). Every limit is >= last_off here (the check
-     * of the placement at last_off passed, and the root has last_off 0), so that is when the
-     * smallest limit, pre[nsec], equals it. */
-    int at_limit = pre[p->nsec] == last_off;
-    /*
-     * A section whose limit is exactly last_off must get its lowest unplaced buffer at
-     * last_off, from a buffer with minimum offset <= last_off and a rank above the next
-     * placement's (the check's eff). So when such sections exist, only candidates at last_off
-     * with rank <= max_rank, the smallest over them of the highest rank able to do that, can
-     * pass: a higher-ranked one is not live in the section (else it would count), and one above
-     * last_off leaves a gap there.
-     */
     int32_t max_rank = INT32_MAX;
-    for (int32_t s = 0; at_limit && s < p->nsec; s++) {
+    for (int32_t s = pc->slo; s < pc->shi; s++) {
         if (p->total[s] == 0 || cap - p->total[s] != last_off)
             continue;
         int32_t r = -1;
@@ -227,33 +234,74 @@ static int push_candidates(af__search_part_t *p, const int32_t *ord, uint64_t la
         if (r < max_rank)
             max_rank = r;
     }
-    /* At most every unplaced buffer is a candidate. One pass collects those that pass the tests
-     * below and the lowest top of an unplaced buffer (min_height); then those at or above it are
-     * dropped (dominance, see the file comment). */
-    if (af__grow((void **)&p->cand, &p->capcand, p->ncand + (size_t)p->n, sizeof *p->cand))
+    return max_rank;
+}
+
+/*
+ * Pushes the candidates that may follow a placement at (f->last_off, f->last_rank) in f's piece
+ * onto the candidate stack. They are tried in (minimum offset, rank) order, picked one at a time
+ * (pick()): a dive that does not backtrack tries one candidate per frame, so sorting them all
+ * would be wasted.
+ */
+static int push_candidates(af__search_part_t *p, frame_t *f, uint64_t cap, int32_t changed)
+{
+    const piece_t *pc = &p->pieces[f->piece];
+    uint64_t last_off = f->last_off;
+    int32_t last_rank = f->last_rank;
+    /*
+     * A placement at offset m fails the cross-section check in any section s of the piece it
+     * does not touch once m > cap - total[s] (the lowest unplaced buffer there would start above
+     * m). pre[s] and suf[s] are the minima of that limit over the piece's sections < s and
+     * >= s, so a candidate's limit outside its own sections is min(pre[lo], suf[hi]); candidates
+     * above it are not tried.
+     */
+    update_limits(p, pc, cap, changed);
+    f->lim_id = p->lim_id;
+    uint64_t *pre = p->lim, *suf = p->lim + p->nsec + 1;
+    /* Every limit is >= last_off here (the check of the placement at last_off passed, and the
+     * root has last_off 0), so some section is at its limit when the smallest limit equals it. */
+    int32_t max_rank = pre[pc->shi] == last_off ? limit_rank(p, pc, last_off, cap) : INT32_MAX;
+    /* At most every unplaced buffer of the piece is a candidate. One pass collects those that
+     * pass the tests below and the lowest top of an unplaced buffer (min_height); then those at
+     * or above it are dropped (dominance, see the file comment). */
+    if (af__grow((void **)&p->cand, &p->capcand, p->ncand + (size_t)pc->left, sizeof *p->cand))
         return AF_ENOMEM;
     f->cand_begin = p->ncand;
     uint64_t min_height = UINT64_MAX;
     size_t k = p->ncand;
-    for (int32_t i = p->unext[p->n]; i != p->n; i = p->unext[i]) {
-        int32_t b = ord[i];
-        uint64_t m = p->minoff[b];
-        if (m + p->size[b] < min_height)
-            min_height = m + p->size[b];
-        /* m >= min_height so far: dropped below anyway (min_height only decreases) */
-        if (m < last_off || (m == last_off && i < last_rank) || m >= min_height)
+    int dead = 0;
+    for (int32_t s = pc->slo; s < pc->shi; s++) {
+        if (p->nfirst[s] == 0)
             continue;
-        if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
-            continue;
-        if (max_rank != INT32_MAX && (m != last_off || i > max_rank))
-            continue;
-        /* ~b marks a candidate not strictly below every limit outside its sections */
-        p->cand[k++] = m < pre[p->sec_lo[b]] && m < suf[p->sec_hi[b]] ? b : ~b;
+        for (int32_t j = p->first_start[s]; j < p->first_start[s + 1]; j++) {
+            int32_t b = p->first_buf[j];
+            if (p->off[b] != AF__SEARCH_UNPLACED)
+                continue;
+            uint64_t m = p->minoff[b];
+            int32_t i = p->rank[b];
+            int fixed = p->fixed && p->fixed[b] != AF__SEARCH_UNPLACED;
+            if (m + p->size[b] < min_height && !fixed)
+                min_height = m + p->size[b];
+            /* A settled buffer (nothing left to raise it) or a fixed one that the sequence has
+             * passed can never be placed: the node is dead (no candidate is kept). */
+            if ((p->nov_left[b] == 0 || fixed) &&
+                (m < last_off || (m == last_off && i < last_rank)))
+                dead = 1;
+            /* m >= min_height so far: dropped below anyway (min_height only decreases) */
+            if (m < last_off || (m == last_off && i < last_rank) || (m >= min_height && !fixed))
+                continue;
+            if (m > pre[p->sec_lo[b]] || m > suf[p->sec_hi[b]])
+                continue;
+            if (max_rank != INT32_MAX && (m != last_off || i > max_rank))
+                continue;
+            /* ~b marks a candidate not strictly below every limit outside its sections */
+            p->cand[k++] = m < pre[p->sec_lo[b]] && m < suf[p->sec_hi[b]] ? b : ~b;
+        }
     }
-    for (size_t j = f->cand_begin; j < k; j++) {
+    for (size_t j = f->cand_begin; j < k && !dead; j++) {
         int32_t b = p->cand[j] < 0 ? ~p->cand[j] : p->cand[j];
-        if (p->minoff[b] < min_height)
-            p->cand[p->ncand++] = p->cand[j];
+        if (p->minoff[b] < min_height || (p->fixed && p->fixed[b] != AF__SEARCH_UNPLACED))
+            p->cand[p->ncand++] = p->cand[j]; /* a fixed buffer cannot be moved into a gap */
     }
     f->cand_end = p->ncand;
     f->next = f->cand_begin;
@@ -286,84 +334,278 @@ static int32_t pick(af__search_part_t *p, frame_t *f, int *strict)
     return b;
 }
 
-static void reset_state(af__search_part_t *p, const int32_t *ord)
+/*
+ * After frame `frame` placed b at o in its piece (the pieces it makes remember o and rank): when
+ * the placement left zero-cut boundaries inside b's sections, splits the piece into its parts that
+ * still hold unplaced buffers (when there are two or more), makes the first the current one and
+ * pushes the others (searched later, left to right); when the piece is complete, takes the next
+ * pending piece. Returns the piece the next frame places in, -1 when nothing is left (a packing),
+ * or -2 when the pieces array is full (cannot happen: at most 2n - 1 pieces are alive).
+ */
+int32_t af__search_next_piece(af__search_part_t *p, int32_t piece, int32_t frame, int32_t b,
+                              uint64_t o, int32_t rank)
+{
+    piece_t *pc = &p->pieces[piece];
+    int split = 0;
+    for (int32_t s = b >= 0 ? p->sec_lo[b] : 0;
+         b >= 0 && pc->left > 1 && !split && s + 1 < p->sec_hi[b]; s++)
+        split = p->cut[s] == 0;
+    if (split) {
+        int32_t at = p->npieces, start = pc->slo, count = 0;
+        for (int32_t s = pc->slo; s < pc->shi; s++) {
+            count += p->nfirst[s];
+            if (s + 1 < pc->shi && (s < p->sec_lo[b] || s + 1 >= p->sec_hi[b] || p->cut[s]))
+                continue; /* not a boundary of a part */
+            if (count) {
+                if (p->npieces >= 2 * p->n + 1)
+                    return -2;
+                p->pieces[p->npieces++] = (piece_t){start, s + 1, count, frame, o, rank};
+            }
+            start = s + 1;
+            count = 0;
+        }
+        if (p->npieces - at >= 2) {
+            for (int32_t k = p->npieces - 1; k > at; k--)
+                p->pend[p->npend++] = k;
+            return at;
+        }
+        p->npieces = at; /* one part: the piece goes on as it is */
+    }
+    if (pc->left > 0)
+        return piece;
+    return p->npend ? p->pend[--p->npend] : -1;
+}
+
+void af__search_reset(af__search_part_t *p, const int32_t *ord)
 {
     for (int32_t i = 0; i < p->n; i++) {
-        p->minoff[i] = 0;
+        p->minoff[i] = p->fixed && p->fixed[i] != AF__SEARCH_UNPLACED ? p->fixed[i] : 0;
         p->off[i] = AF__SEARCH_UNPLACED;
         p->rank[ord[i]] = i;
-    }
-    for (int32_t i = 0; i <= p->n; i++) {
-        p->unext[i] = i == p->n ? 0 : i + 1;
-        p->uprev[i] = i == 0 ? p->n : i - 1;
+        p->nov_left[i] = p->ov_start[i + 1] - p->ov_start[i];
     }
     for (int32_t s = 0; s < p->nsec; s++) {
         p->floor[s] = 0;
         p->total[s] = p->sec_init[s];
+        p->cut[s] = 0;
+        p->nfirst[s] = p->first_start[s + 1] - p->first_start[s];
     }
+    for (int32_t b = 0; b < p->n; b++)
+        for (int32_t s = p->sec_lo[b]; s + 1 < p->sec_hi[b]; s++)
+            p->cut[s]++;
     p->nlog = 0;
     p->ncand = 0;
+    p->pieces[0] = (piece_t){0, p->nsec, p->n, -1, 0, -1};
+    p->npieces = 1;
+    p->npend = 0;
+    p->nrlog = 0;
 }
 
-int af__search_dfs(af__search_part_t *p, int order_idx, uint64_t cap, uint64_t *out)
+/* Undoes the placement of frame f (its words, its piece count, the pieces it made). */
+static void undo_frame(af__search_part_t *p, frame_t *f)
+{
+    af__search_undo_to(p, f->log_mark);
+    while (p->nrlog > f->rlog_mark) {
+        p->nrlog--;
+        p->rank[p->rlog[p->nrlog].b] = p->rlog[p->nrlog].old;
+    }
+    unplace(p, f->placed);
+    p->pieces[f->piece].left++;
+    p->npieces = f->npieces;
+    p->npend = f->npend;
+    f->placed = -1;
+}
+
+/* The value of feature `ft` of buffer b for the re-ranking of piece pc, whose largest current
+ * cross-section is section crit: tot and the distance from the largest cross-section are
+ * recomputed on the piece's unplaced buffers, the others do not change. */
+static uint64_t feature(const af__search_part_t *p, int ft, int32_t b, int32_t crit)
+{
+    if (ft < 0)
+        return p->tie[b];
+    if (ft == 0) {
+        uint64_t tot = 0;
+        for (int32_t s = p->sec_lo[b]; s < p->sec_hi[b]; s++)
+            tot = p->total[s] > tot ? p->total[s] : tot;
+        return tot;
+    }
+    if (ft == 6) {
+        int32_t d = crit < p->sec_lo[b]    ? p->sec_lo[b] - crit
+                    : crit >= p->sec_hi[b] ? crit - p->sec_hi[b] + 1
+                                           : 0;
+        return ~(uint64_t)d;
+    }
+    return p->feat[ft][b];
+}
+
+static int cmp_rkey(const void *a, const void *b)
+{
+    const af__search_rkey_t *x = a, *y = b;
+    for (int i = 0; i < 3; i++)
+        if (x->k[i] != y->k[i])
+            return x->k[i] > y->k[i] ? -1 : 1;
+    return x->rank - y->rank;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    return *(const int32_t *)a - *(const int32_t *)b;
+}
+
+/*
+ * Re-ranks the unplaced buffers of a piece just split off by the order's features computed on
+ * the piece alone (MiniMalloc sorts each sub-partition again; the largest cross-section a buffer
+ * takes part in is the feature that changes most once its neighbours are placed): the piece's
+ * buffers take the same set of ranks, in the new order (ties keep the old one), so ranks stay
+ * distinct across pieces. Changes go to the rank log. Returns 0 or AF_ENOMEM.
+ */
+static int rerank(af__search_part_t *p, const piece_t *pc)
+{
+    int dyn = 0;
+    for (int i = 0; i < 3; i++)
+        dyn |= p->spec[i] == 0 || p->spec[i] == 6;
+    if (!dyn)
+        return 0;
+    int32_t crit = pc->slo, m = 0;
+    for (int32_t s = pc->slo; s < pc->shi; s++)
+        crit = p->total[s] > p->total[crit] ? s : crit;
+    af__search_rkey_t *rk = p->rkey;
+    for (int32_t s = pc->slo; s < pc->shi; s++)
+        for (int32_t j = p->first_start[s]; p->nfirst[s] && j < p->first_start[s + 1]; j++) {
+            int32_t b = p->first_buf[j];
+            if (p->off[b] != AF__SEARCH_UNPLACED)
+                continue;
+            for (int i = 0; i < 3; i++)
+                rk[m].k[i] = feature(p, p->spec[i], b, crit);
+            rk[m].rank = p->rank[b];
+            rk[m++].b = b;
+        }
+    if (af__grow((void **)&p->rlog, &p->caprlog, p->nrlog + (size_t)m, sizeof *p->rlog))
+        return AF_ENOMEM;
+    /* The new order, then the old ranks in increasing order handed out along it. */
+    qsort(rk, (size_t)m, sizeof *rk, cmp_rkey);
+    int32_t *ranks = p->cand + p->ncand; /* scratch: room for the piece's candidates */
+    for (int32_t i = 0; i < m; i++)
+        ranks[i] = rk[i].rank;
+    qsort(ranks, (size_t)m, sizeof *ranks, cmp_i32);
+    for (int32_t i = 0; i < m; i++) {
+        int32_t b = rk[i].b;
+        if (p->rank[b] == ranks[i])
+            continue;
+        p->rlog[p->nrlog++] = (af__search_rundo_t){b, p->rank[b]};
+        p->rank[b] = ranks[i];
+    }
+    return 0;
+}
+
+/* Sets up frame f to place in piece pc after (last_off, last_rank), or at the start of the
+ * piece when first, and pushes its candidates. A piece split off is re-ranked first; its
+ * canonical sequence then starts at any rank at the splitting placement's offset. */
+static int enter_frame(af__search_part_t *p, frame_t *f, int32_t pc, int first, uint64_t last_off,
+                       int32_t last_rank, uint64_t cap, int32_t changed)
+{
+    f->piece = pc;
+    f->first = (uint8_t)first;
+    f->hatless = 0;
+    f->last_off = first ? p->pieces[pc].last_off : last_off;
+    f->last_rank = first ? p->pieces[pc].last_rank : last_rank;
+    if (first && pc > 0) {
+        af__search_piece_sig(p, &p->pieces[pc], &f->sig1, &f->sig2);
+        if (af__search_memo_failed(p, f->sig1, f->sig2, cap, f->last_off)) {
+            f->cand_begin = f->next = f->cand_end = p->ncand;
+            f->placed = -1;
+            f->log_mark = p->nlog;
+            f->lim_id = 0;
+            return 0;
+        }
+        if (af__grow((void **)&p->cand, &p->capcand, p->ncand + (size_t)p->pieces[pc].left,
+                     sizeof *p->cand) ||
+            rerank(p, &p->pieces[pc]))
+            return AF_ENOMEM;
+        f->last_rank = -1;
+    }
+    return push_candidates(p, f, cap, changed);
+}
+
+int af__search_dfs(af__search_part_t *p, int order_idx, const int8_t *spec, uint64_t cap,
+                   uint64_t *out)
 {
     const int32_t *ord = p->order[order_idx];
-    reset_state(p, ord);
+    for (int i = 0; i < 3; i++)
+        p->spec[i] = spec[i];
+    af__search_reset(p, ord);
     for (int32_t s = 0; s < p->nsec; s++)
         if (p->sec_init[s] > cap)
             return AF__SEARCH_INFEASIBLE;
     frame_t *fr = p->frames;
-    int32_t depth = 0, placed = 0;
-    int rc = push_candidates(p, ord, 0, -1, cap, &fr[0], -1);
+    int32_t depth = 0;
+    int rc = enter_frame(p, &fr[0], 0, 1, 0, -1, cap, -1);
     while (rc == 0) {
         frame_t *f = &fr[depth];
         if (f->placed >= 0) {
-            undo_to(p, f->log_mark);
-            unplace(p, f->placed);
-            f->placed = -1;
-            placed--;
+            undo_frame(p, f);
+            if (f->hatless)
+                f->next = f->cand_end;
         }
         if (f->next == f->cand_end) {
-            p->ncand = f->cand_begin;
             if (depth == 0) {
                 rc = AF__SEARCH_INFEASIBLE;
                 break;
             }
-            depth--;
+            /* The first frame of a piece failing means the piece has no packing: back to the
+             * placement that split it off, past the parts searched since (they cannot help). */
+            if (f->first)
+                af__search_memo_add(p, f->sig1, f->sig2, cap, f->last_off);
+            int32_t to = f->first ? p->pieces[f->piece].origin : depth - 1;
+            for (int32_t d = depth - 1; d > to; d--)
+                undo_frame(p, &fr[d]);
+            p->ncand = fr[to + 1].cand_begin;
+            depth = to;
             continue;
         }
-        int strict;
+        int strict, hatless;
         int32_t b = pick(p, f, &strict);
         uint64_t o = p->minoff[b];
         f->log_mark = p->nlog;
-        if (place(p, b)) {
+        f->npieces = p->npieces;
+        f->npend = p->npend;
+        f->rlog_mark = p->nrlog;
+        if (place(p, b, &hatless)) {
             rc = AF_ENOMEM;
             break;
         }
         f->placed = b;
-        placed++;
+        f->hatless = (uint8_t)hatless;
+        p->pieces[f->piece].left--;
         p->nodes++;
         if (p->node_limit && p->nodes >= p->node_limit) {
             rc = AF__SEARCH_ABORTED;
             break;
         }
-        if (p->use_clock && (p->nodes & 255) == 0 && af__search_now() > p->deadline) {
+        if (p->use_clock && (p->nodes & 255) == 0 &&
+            af__search_now(p->use_clock == 2) > p->deadline) {
             rc = AF__SEARCH_TIMEOUT;
             break;
         }
-        if (!check(p, b, o, p->rank[b], cap, depth == 0, depth > 0 && strict))
+        if (!check(p, &p->pieces[f->piece], b, o, p->rank[b], cap, depth == 0, depth > 0 && strict))
             continue;
-        if (placed == p->n) {
+        int32_t pc = af__search_next_piece(p, f->piece, (int32_t)(f - p->frames), b, o, p->rank[b]);
+        if (pc == -2) {
+            rc = AF_ENOMEM;
+            break;
+        }
+        if (pc == -1) {
             for (int32_t i = 0; i < p->n; i++)
                 out[i] = p->off[i];
             rc = AF__SEARCH_FOUND;
             break;
         }
-        /* the limits are incremental when they still hold this frame's state (nothing deeper
-         * recomputed them since): placing b is then the only change */
-        int32_t changed = p->lim_id == f->lim_id ? b : -1;
+        /* the limits are incremental when they still hold this frame's state in the same piece
+         * (nothing deeper recomputed them since): placing b is then the only change */
+        int same = pc == f->piece;
+        int32_t changed = same && p->lim_id == f->lim_id ? b : -1;
         depth++;
-        rc = push_candidates(p, ord, o, p->rank[b], cap, &fr[depth], changed);
+        rc = enter_frame(p, &fr[depth], pc, !same, o, p->rank[b], cap, changed);
     }
     return rc;
 }

@@ -256,7 +256,7 @@ static int op_csv_parse(void *ctx)
 {
     const char *text = ctx;
     af_interval_t *iv = SENTINEL;
-    int64_t *ids = SENTINEL;
+    char **ids = SENTINEL;
     size_t n = 0;
     af_error_t err;
     int rc = af_intervals_parse_csv(text, strlen(text), &iv, &ids, &n, &err);

@@ -470,7 +470,7 @@ static void test_plan_csv_parse_errors(void **state)
 {
     (void)state;
     af_interval_t *iv;
-    int64_t *ids;
+    char **ids;
     size_t n;
     af_error_t err;
     const char *good = "id,lower,upper,size\n0,0,4,16\n1,2,5,8\n";

@@ -208,7 +208,7 @@ static void test_search_optimal_small_brute_force(void **state)
         uint64_t a, opt = small_case(seed * 104729, 7, iv, &n, &a);
         af_interval_t p[8];
         memcpy(p, iv, n * sizeof *iv);
-        uint64_t hp = place_ok(p, n, "portfolio", a, 0, seed);
+        uint64_t hp = place_ok(p, n, "greedy-size", a, 0, seed);
         uint64_t hs = place_ok(iv, n, "search", a, 2.0, seed);
         if (hs != opt)
             fprintf(stderr, "seed %llu: search %llu, brute force %llu\n", (unsigned long long)seed,
@@ -230,27 +230,162 @@ static void test_search_optimal_small_brute_force(void **state)
         assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), 0);
         assert_true(h <= opt);
     }
-    /* The small instances must include some where the greedy portfolio is not optimal, or this
+    /* The small instances must include some where a greedy placer is not optimal, or this
      * test would not show anything about the search. */
     assert_true(improved > 0);
+}
+
+/* ---- the CSV reader (issue 20): no row is ever dropped ------------------------------------- */
+
+static void parse_ok(const char *text, af_interval_t **iv, char ***ids, size_t *n)
+{
+    af_error_t err;
+    int rc = af_intervals_parse_csv(text, strlen(text), iv, ids, n, &err);
+    if (rc)
+        fprintf(stderr, "parse: %s\n", err.msg);
+    assert_int_equal(rc, 0);
+}
+
+/* MiniMalloc's own example (README, benchmarks/examples/input.12.csv): string ids b1..b5, fits
+ * in 12 and not in 11; before, the rows were taken for headers and 0 buffers "fit". */
+static void test_csv_minimalloc_example(void **state)
+{
+    (void)state;
+    const char *text = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
+    af_interval_t *iv;
+    char **ids;
+    size_t n;
+    parse_ok(text, &iv, &ids, &n);
+    assert_int_equal(n, 5);
+    static const int64_t want[5][3] = {{0, 3, 4}, {3, 9, 4}, {0, 9, 4}, {9, 21, 4}, {0, 21, 4}};
+    for (size_t i = 0; i < n; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "b%zu", i + 1);
+        assert_string_equal(ids[i], id);
+        assert_int_equal(iv[i].lower, want[i][0]);
+        assert_int_equal(iv[i].upper, want[i][1]);
+        assert_int_equal(iv[i].size, (uint64_t)want[i][2]);
+    }
+    assert_null(ids[n]);
+    assert_int_equal(af_intervals_lower_bound(iv, n, 1), 12);
+    af_place_opts_t po = {.alignment = 1, .time_limit_s = 5, .capacity = 12};
+    uint64_t h = 0;
+    af_error_t err;
+    assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), 0);
+    assert_int_equal(h, 12);
+    assert_int_equal(check_packing(iv, n, h, 1), 0);
+    po.capacity = 11; /* does not fit: proven, and the best packing is still written */
+    for (size_t i = 0; i < n; i++)
+        iv[i].offset = 999;
+    assert_int_equal(af_place_intervals(iv, n, "search", &po, &h, &err), AF_EBUDGET);
+    assert_int_equal(h, 12);
+    assert_int_equal(check_packing(iv, n, h, 1), 0);
+    assert_non_null(strstr(err.msg, "proven"));
+    af_free(iv);
+    af_free(ids);
+}
+
+/* The issue's three rows without a header, two with string ids: all three read (the lower bound
+ * is 17), so capacity 7 does not fit with any placer, and the search says it is proven. */
+static void test_csv_three_rows_capacity(void **state)
+{
+    (void)state;
+    af_interval_t *iv;
+    char **ids;
+    size_t n;
+    parse_ok("b1,0,10,5\nb2,5,15,5\n3,0,20,7\n", &iv, &ids, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(ids[0], "b1");
+    assert_string_equal(ids[1], "b2");
+    assert_string_equal(ids[2], "3");
+    assert_int_equal(af_intervals_lower_bound(iv, n, 1), 17);
+    for (const char *const *a = af_place_names(); *a; a++) {
+        af_place_opts_t po = {.alignment = 1, .time_limit_s = 5, .capacity = 7};
+        uint64_t h = 0;
+        af_error_t err;
+        int rc = af_place_intervals(iv, n, *a, &po, &h, &err);
+        assert_int_equal(rc, strcmp(*a, "search") ? 0 : AF_EBUDGET);
+        assert_true(h >= 17);
+        assert_int_equal(check_packing(iv, n, h, 1), 0);
+    }
+    af_free(iv);
+    af_free(ids);
+}
+
+/* The header is recognised by its column names, in any order; "end" is inclusive; without an id
+ * column the ids are row numbers; a header-like line after the first row, an unknown or
+ * refused column, a wrong field count are errors naming the line, never skipped rows. */
+static void test_csv_header_by_name(void **state)
+{
+    (void)state;
+    af_interval_t *iv;
+    char **ids;
+    size_t n;
+    parse_ok("# comment\r\n\r\nSize , upper,lower,id\r\n8,4,1, x y \r\n", &iv, &ids, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(ids[0], "x y");
+    assert_int_equal(iv[0].lower, 1);
+    assert_int_equal(iv[0].upper, 4);
+    assert_int_equal(iv[0].size, 8);
+    af_free(iv);
+    af_free(ids);
+    parse_ok("buffer,begin,end,size,hint\n7,0,3,1,5\n", &iv, &ids, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(iv[0].upper, 4); /* end 3 is inclusive */
+    af_free(iv);
+    af_free(ids);
+    parse_ok("lower,upper,size\n0,2,1\n1,3,1\n", &iv, &ids, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(ids[1], "1");
+    af_free(iv);
+    af_free(ids);
+    parse_ok("0,0,2,1,64\n", &iv, &ids, &n); /* headerless with an offset column */
+    assert_int_equal(n, 1);
+    af_free(iv);
+    af_free(ids);
+    static const char *const bad[] = {
+        "b1,0,3,4\nid,lower,upper,size\n",  /* a header after a row is a bad row */
+        "id,lower,upper,weight\n1,0,2,3\n", /* unknown column */
+        "id,lower,upper,size,gaps\n1,0,2,3,\n", "id,lower,upper\n1,0,2\n", /* no size column */
+        "id,lower,upper,size\n1,0,2\n",                                    /* a field short */
+        "id,lower,upper,size\n,0,2,3\n",                                   /* empty id */
+        "id,lower,upper,size\nb,0,2,0x10\n",                               /* not a plain decimal */
+    };
+    for (size_t i = 0; i < N_OF(bad); i++) {
+        af_error_t err;
+        iv = (af_interval_t *)&n;
+        assert_int_equal(af_intervals_parse_csv(bad[i], strlen(bad[i]), &iv, &ids, &n, &err),
+                         AF_EPARSE);
+        assert_ptr_equal(iv, (af_interval_t *)&n); /* untouched */
+        assert_non_null(strstr(err.msg, "line"));
+    }
 }
 
 static void test_tight_generator_invariants(void **state)
 {
     (void)state;
-    for (uint64_t seed = 1; seed <= 40; seed++) {
+    /* every shape: the packing it returns has height = its lower bound = the optimum */
+    for (uint64_t seed = 1; seed <= 40 * AF_TIGHT_N_SHAPES; seed++) {
         af_tight_opts_t o;
         af_tight_opts_init(&o);
-        o.buffers = 10 + seed * 5;
+        o.shape = (af_tight_shape_t)(seed % AF_TIGHT_N_SHAPES);
+        assert_non_null(af_tight_shape_names()[o.shape]);
+        o.buffers = 10 + seed / AF_TIGHT_N_SHAPES * 5;
         o.seed = seed;
-        o.jitter = seed % 2 ? 0.25 : 0.0;
+        o.jitter = seed / AF_TIGHT_N_SHAPES % 2 ? 0.25 : 0.0;
         af_interval_t *iv = NULL, *again = NULL;
         size_t n = 0, n2 = 0;
         uint64_t opt = 0, opt2 = 0;
         af_error_t err;
         assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, &err), 0);
-        assert_int_equal(n, o.buffers);
-        assert_int_equal(opt, o.capacity);
+        if (o.shape == AF_TIGHT_GUILLOTINE)
+            assert_int_equal(n, o.buffers);
+        else /* the other tilings may end a few pieces short */
+            assert_true(n <= o.buffers && n >= o.buffers / 2);
+        if (o.shape == AF_TIGHT_EQUAL)
+            assert_true(opt <= o.capacity && opt > o.capacity / 2);
+        else
+            assert_int_equal(opt, o.capacity);
         assert_int_equal(af_intervals_lower_bound(iv, n, 1), opt);
         assert_int_equal(check_packing(iv, n, opt, 1), 0);
         for (size_t i = 0; i < n; i++)
@@ -273,6 +408,11 @@ static void test_tight_generator_invariants(void **state)
     uint64_t opt;
     assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, NULL), AF_EINVAL);
     assert_null(iv);
+    o.buffers = 10;
+    o.shape = AF_TIGHT_N_SHAPES;
+    assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, NULL), AF_EINVAL);
+    assert_null(iv);
+    assert_null(af_tight_shape_names()[AF_TIGHT_N_SHAPES]);
 }
 
 static void test_search_reaches_optimum_on_small_tight(void **state)
@@ -485,6 +625,38 @@ static uint64_t place_effort(af_interval_t *iv, size_t n, uint64_t effort, uint6
     assert_int_equal(check_packing(iv, n, h, a), 0);
     assert_int_equal(af_intervals_verify(iv, n, h, a, NULL), 0);
     return h;
+}
+
+/* The search starts from the default placer's packing: with a capacity it cannot meet, or
+ * without one, it never writes a packing above the default's (issue 20). */
+static void test_search_never_above_default(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        af_tight_opts_t o;
+        af_tight_opts_init(&o);
+        o.shape = AF_TIGHT_SWEEP;
+        o.buffers = 250;
+        o.jitter = 0.1;
+        o.seed = seed;
+        af_interval_t *iv = NULL;
+        size_t n = 0;
+        uint64_t opt = 0, hd = 0, hs = 0;
+        af_error_t err;
+        assert_int_equal(af_tight_generate(&o, &iv, &n, &opt, NULL), 0);
+        assert_int_equal(af_place_intervals(iv, n, "portfolio", NULL, &hd, &err), 0);
+        assert_true(hd >= opt);
+        af_place_opts_t po = {.alignment = 1, .time_limit_s = 1.0, .capacity = opt - 1};
+        int rc = af_place_intervals(iv, n, "search", &po, &hs, &err);
+        assert_int_equal(rc, AF_EBUDGET); /* below the lower bound: proven at once */
+        assert_true(hs <= hd && hs >= opt);
+        assert_int_equal(af_intervals_verify(iv, n, hs, 1, &err), 0);
+        po.capacity = 0;
+        po.time_limit_s = 1.0; /* under 1 s the seed gets less work */
+        assert_int_equal(af_place_intervals(iv, n, "search", &po, &hs, &err), 0);
+        assert_true(hs <= hd && hs >= opt);
+        af_tight_free(iv);
+    }
 }
 
 /* The member: valid, never above the portfolio without it, at or above the lower bound, and
@@ -719,6 +891,9 @@ static void test_search_member_out_of_memory(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_csv_minimalloc_example),
+        cmocka_unit_test(test_csv_three_rows_capacity),
+        cmocka_unit_test(test_csv_header_by_name),
         cmocka_unit_test(test_search_never_invalid_random),
         cmocka_unit_test(test_search_optimal_small_brute_force),
         cmocka_unit_test(test_tight_generator_invariants),
@@ -728,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_search_out_of_memory),
         cmocka_unit_test(test_search_nodes_deterministic),
         cmocka_unit_test(test_search_nodes_proves_optimum),
+        cmocka_unit_test(test_search_never_above_default),
         cmocka_unit_test(test_search_member_never_worse),
         cmocka_unit_test(test_search_member_zoo_within_bound),
         cmocka_unit_test(test_search_effort_option),

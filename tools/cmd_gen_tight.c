@@ -1,6 +1,7 @@
 /*
- * arenaflow gen-tight: writes a tight placement instance with a known optimum (guillotine cuts
- * of a full time x capacity rectangle, include/arenaflow/pack.h) in MiniMalloc's CSV format.
+ * arenaflow gen-tight: writes a tight placement instance with a known optimum (a tiling of a full
+ * time x capacity rectangle in one of several shapes, include/arenaflow/pack.h) in MiniMalloc's
+ * CSV format.
  */
 #include "arenaflow/pack.h"
 #include "tools/cli.h"
@@ -13,20 +14,26 @@
 static void usage(FILE *f)
 {
     fprintf(
-        f, "usage: arenaflow gen-tight --buffers N --seed S [--capacity N] [--horizon T]\n"
-           "                           [--jitter F] [--out FILE]\n\n"
-           "Cuts the rectangle [0, T) x [0, capacity) into N pieces by guillotine cuts and writes\n"
-           "them as buffers in MiniMalloc's CSV format (header id,lower,upper,size; buffer i\n"
-           "lives in [lower, upper)). The pieces fill every time point exactly, so the optimum\n"
-           "arena height equals the lower bound, the capacity; jitter shrinks a fraction F of the\n"
-           "pieces not live at one witness time, which keeps that optimum provable. The optimum\n"
-           "is printed on stderr ('optimum N').\n\n"
-           "  --buffers N     number of buffers (default 200)\n"
-           "  --seed S        random seed (default 1)\n"
-           "  --capacity N    the optimum in bytes, K/M/G suffixes (default 1M)\n"
-           "  --horizon T     time span (default 4 x buffers)\n"
-           "  --jitter F      fraction 0..1 of eligible pieces shrunk (default 0)\n"
-           "  --out FILE      write to FILE instead of stdout\n");
+        f,
+        "usage: arenaflow gen-tight --buffers N --seed S [--shape NAME] [--capacity N]\n"
+        "                           [--horizon T] [--jitter F] [--out FILE]\n\n"
+        "Tiles the rectangle [0, T) x [0, capacity) with N pieces and writes them as buffers in\n"
+        "MiniMalloc's CSV format (header id,lower,upper,size; buffer i lives in [lower,\n"
+        "upper)). The pieces fill every time point exactly, so the optimum arena height equals\n"
+        "the lower bound, the capacity; jitter shrinks a fraction F of the pieces not live at\n"
+        "one witness time, which keeps that optimum provable. The optimum is printed on\n"
+        "stderr ('optimum N').\n\n"
+        "Shapes: guillotine (recursive cuts), sweep (pieces end and the gaps are refilled, left\n"
+        "to right), staircase (bands of pieces, joints shifted band to band), equal (lanes of\n"
+        "one size; the optimum is the capacity rounded down to a multiple of the lanes), giants\n"
+        "(a few long pieces of 10-30%% of the capacity, small ones around them).\n\n"
+        "  --shape NAME    guillotine (default), sweep, staircase, equal, giants\n"
+        "  --buffers N     number of buffers (default 200)\n"
+        "  --seed S        random seed (default 1)\n"
+        "  --capacity N    the optimum in bytes, K/M/G suffixes (default 1M)\n"
+        "  --horizon T     time span (default 4 x buffers)\n"
+        "  --jitter F      fraction 0..1 of eligible pieces shrunk (default 0)\n"
+        "  --out FILE      write to FILE instead of stdout\n");
 }
 
 static int parse_double(const char *s, double *out)
@@ -68,6 +75,13 @@ static int parse_args(int argc, char **argv, af_tight_opts_t *o, const char **ou
         } else if (!strcmp(a, "--horizon")) {
             bad = cli_parse_long(v, &l) || l < 1;
             o->horizon = l;
+        } else if (!strcmp(a, "--shape")) {
+            bad = 1;
+            for (int k = 0; af_tight_shape_names()[k]; k++)
+                if (!strcmp(v, af_tight_shape_names()[k])) {
+                    o->shape = (af_tight_shape_t)k;
+                    bad = 0;
+                }
         } else if (!strcmp(a, "--jitter")) {
             bad = parse_double(v, &o->jitter);
         } else if (!strcmp(a, "--out")) {

@@ -26,7 +26,7 @@ int AF_FUZZ_ENTRY(const uint8_t *data, size_t size);
 int AF_FUZZ_ENTRY(const uint8_t *data, size_t size)
 {
     af_interval_t *iv = NULL;
-    int64_t *ids = NULL;
+    char **ids = NULL;
     size_t n = 0;
     af_error_t err;
     int rc = af_intervals_parse_csv((const char *)data, size, &iv, &ids, &n, &err);
