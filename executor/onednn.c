@@ -285,7 +285,7 @@ int af__odn_md_as(odn_build_t *b, int32_t t, int nd, const dnnl_dims_t dims, dnn
 
 int af__odn_md(odn_build_t *b, int32_t t, dnnl_memory_desc_t *md)
 {
-    int nd;
+    int nd = 0;
     dnnl_dims_t dims;
     int rc = af__odn_shape(b, t, &nd, dims);
     return rc ? rc : af__odn_md_as(b, t, nd, dims, md);
