@@ -110,8 +110,8 @@ static int is_ref(dnnl_primitive_desc_t pd)
  * (a 258-channel depthwise 1-D convolution of silero VAD: 520 us on oneDNN, 62 us on the
  * reference kernel): that runs the node — when its tensors are in ONNX order, as the reference
  * kernel reads them. A node with a channels-last tensor keeps oneDNN's ref: the layout pass
- * decided on the answer for plain tensors, and the reference kernel would misread them (silero
- * VAD's depthwise convolutions are such: jit on channels-last, ref on mixed layouts). */
+ * decided on the answer for plain tensors, and the reference kernel would misread them (only when
+ * no channels-last or oneDNN-picked layout has a direct kernel: conv_choose tries those first). */
 static int ref_instead(odn_build_t *b, dnnl_primitive_desc_t *pd)
 {
     const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
@@ -161,25 +161,42 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
                              : af__odn_nosup(b, "convolution descriptor");
 }
 
-/* Picks the layout: the tensors' own, unless only a slow kernel exists for it. */
+/* A fast (not slow) pd with src and dst in format `tag` (any, or both channels-last: depthwise
+ * convolutions have a jit kernel there and only ref on mixed layouts), or NULL. */
+static dnnl_primitive_desc_t conv_try(odn_build_t *b, const conv_io_t *io, int transposed,
+                                      dnnl_format_tag_t tag)
+{
+    dnnl_memory_desc_t xa, ya;
+    dnnl_primitive_desc_t alt = NULL;
+    if (dnnl_memory_desc_init_by_tag(&xa, io->x.ndims, io->x.dims, io->x.data_type, tag) !=
+            dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&ya, io->y.ndims, io->y.dims, io->y.data_type, tag) !=
+            dnnl_success ||
+        conv_pd(b, io, transposed, &xa, &ya, &alt))
+        return NULL;
+    if (is_slow(alt)) {
+        dnnl_primitive_desc_destroy(alt);
+        return NULL;
+    }
+    return alt;
+}
+
+/* Picks the layout: the tensors' own, unless only a slow kernel exists for it; then both
+ * channels-last, then oneDNN's choice. */
 static int conv_choose(odn_build_t *b, const conv_io_t *io, int transposed,
                        dnnl_primitive_desc_t *pd)
 {
     int rc = conv_pd(b, io, transposed, &io->x, &io->y, pd);
     if (rc || !is_slow(*pd))
         return rc;
-    dnnl_memory_desc_t xa = io->x, ya = io->y;
-    dnnl_primitive_desc_t alt = NULL;
-    if (dnnl_memory_desc_init_by_tag(&xa, io->x.ndims, io->x.dims, io->x.data_type,
-                                     dnnl_format_tag_any) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&ya, io->y.ndims, io->y.dims, io->y.data_type,
-                                     dnnl_format_tag_any) != dnnl_success ||
-        conv_pd(b, io, transposed, &xa, &ya, &alt))
+    static const dnnl_format_tag_t last[] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
+    int nd = io->x.ndims;
+    dnnl_primitive_desc_t alt =
+        nd >= 3 && nd <= 5 ? conv_try(b, io, transposed, last[nd - 3]) : NULL;
+    if (!alt)
+        alt = conv_try(b, io, transposed, dnnl_format_tag_any);
+    if (!alt)
         return is_ref(*pd) ? ref_instead(b, pd) : 0; /* else keep the slow one */
-    if (is_slow(alt)) {
-        dnnl_primitive_desc_destroy(alt);
-        return is_ref(*pd) ? ref_instead(b, pd) : 0;
-    }
     dnnl_primitive_desc_destroy(*pd);
     *pd = alt;
     return 0;
