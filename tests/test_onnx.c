@@ -156,9 +156,8 @@ static void add_iota_weight(pb_t *g, const char *name, int64_t rows, int64_t col
  * folds at import into bytes: only t is emitted, with t[j] = (W[0][j], W[1][j]). A Gather that
  * would repeat rows past the size of its input (w2[9,3000] from W) is not folded.
  */
-static void test_onnx_fold_bytes(void **state)
+static pb_t graph_fold_bytes(void)
 {
-    (void)state;
     pb_t g = {0};
     int64_t xd[] = {1, 3000}, one = 1, three = 3, zero = 0, rows[] = {2, 0},
             rep[] = {0, 1, 2, 3, 0, 1, 2, 3, 0};
@@ -180,6 +179,13 @@ static void test_onnx_fold_bytes(void **state)
     add_node(&g, "MatMul", "mm2", "x,t2", "y2", NULL, 0, NULL);
     add_output(&g, "y", F32);
     add_output(&g, "y2", F32);
+    return g;
+}
+
+static void test_onnx_fold_bytes(void **state)
+{
+    (void)state;
+    pb_t g = graph_fold_bytes();
     af_graph_t *gr = load_graph_ok(&g);
     const char *gone[] = {"s", "r", "c", "g", "t"};
     for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
@@ -594,6 +600,10 @@ static void test_onnx_oom_clean(void **state)
     free(m.b);
     m = model_control("If", 1); /* inlined branch */
     assert_true(oom_run("constant If", m.b, m.n, NULL, NULL, 0) > 20);
+    free(m.b);
+    pb_t g = graph_fold_bytes(); /* byte folds */
+    m = make_model(&g);
+    assert_true(oom_run("byte folds", m.b, m.n, NULL, NULL, 0) > 20);
     free(m.b);
 }
 
