@@ -150,6 +150,26 @@ static int reorder_step(odn_build_t *b, odn_arg_t from, odn_arg_t to)
     return af__odn_step(b, pd, 2, a);
 }
 
+int af__odn_ref_instead(odn_build_t *b, dnnl_primitive_desc_t *pd)
+{
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl);
+    if (impl && strncmp(impl, "ref", 3))
+        return 0;
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    const uint8_t *lay = b->in->layout;
+    int plain = 1;
+    for (int32_t i = 0; lay && i < ni->n_inputs; i++)
+        plain &= lay[ni->inputs[i]] != AF__LAYOUT_CHANNELS_LAST;
+    for (int32_t i = 0; lay && i < ni->n_outputs; i++)
+        plain &= lay[ni->outputs[i]] != AF__LAYOUT_CHANNELS_LAST;
+    if (!plain)
+        return 0;
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+    return af__odn_nosup(b, "oneDNN has only its ref implementation for this %s", ni->op);
+}
+
 int af__odn_main(odn_build_t *b, dnnl_primitive_desc_t pd, int n, odn_arg_t *args)
 {
     const char *impl = NULL;

@@ -87,6 +87,14 @@ void af__odn_release(void *state);
 int af__odn_layouts(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout);
 void af__odn_channels_last(int nd, const dnnl_dims_t dims, dnnl_dims_t st);
 
+/* oneDNN's ref implementations are loop nests several times slower than the reference kernels
+ * (a 258-channel depthwise 1-D convolution of silero VAD: 520 us on oneDNN, 62 us on the
+ * reference kernel; its 129-channel mean over channels: 25-33 us): when *pd is one and the
+ * node's tensors are all in ONNX order, as the reference kernels read them, destroys *pd (NULL)
+ * and returns AF_ENOTSUP, so the node runs on the reference kernel. A node with a channels-last
+ * tensor keeps oneDNN's ref (the layout pass decided on the answer; the reference kernel would
+ * misread it): 0, *pd kept. */
+int af__odn_ref_instead(odn_build_t *b, dnnl_primitive_desc_t *pd);
 /* AF_ENOTSUP with a reason (always returns AF_ENOTSUP). */
 int af__odn_nosup(odn_build_t *b, const char *fmt, ...);
 /* oneDNN's data type for a tensor's dtype; dnnl_data_type_undef when it has none. */

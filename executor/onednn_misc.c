@@ -366,9 +366,14 @@ int af__odn_reduce(odn_build_t *b)
         (rc = af__odn_md_as(b, ni->outputs[0], nx, dd, &my)))
         return rc;
     dnnl_reduction_desc_t d;
+    dnnl_primitive_desc_t pd;
     if (dnnl_reduction_desc_init(&d, r->alg, &mx, &my, r->p, 0.0f) != dnnl_success)
         return af__odn_nosup(b, "reduction descriptor");
-    return simple(b, &d, &mx, &my, 0, NULL);
+    if ((rc = af__odn_pd(b, &d, NULL, &pd)) || (rc = af__odn_ref_instead(b, &pd)))
+        return rc;
+    odn_arg_t args[2] = {af__odn_arg(DNNL_ARG_SRC, ODN_IN, 0, 0, &mx),
+                         af__odn_arg(DNNL_ARG_DST, ODN_OUT, 0, 0, &my)};
+    return af__odn_main(b, pd, 2, args);
 }
 
 int af__odn_concat(odn_build_t *b)

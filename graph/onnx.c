@@ -407,6 +407,8 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
             absent[i - ni] = (af__onnx_val_t){.name = "", .rank = -1, .alias_of = -1};
     }
     rc = af__onnx_infer(&c); /* custom domains: no rule, outputs unknown */
+    if (!rc && is_default && !im->opts->keep_folded)
+        rc = af__onnx_fold_bytes(&c);
     for (int i = 0; i < no; i++)
         if (io[ni + i] < 0)
             af__free(absent[i].vals);
@@ -573,6 +575,9 @@ static void imp_free(imp_t *im)
     af__onnx_ext_free(im);
     af__onnx_map_free(&im->map);
     af__store_unref(im->heap);
+    for (size_t i = 0; i < im->n_folded; i++)
+        af__free(im->folded[i]);
+    af__free(im->folded);
 }
 
 /*

@@ -251,6 +251,26 @@ static void fill(uint8_t *dst, const af__onnx_val_t *v, const af__onnx_val_t *s,
     }
 }
 
+int af__onnx_const_bytes(const af__onnx_imp_t *im, const af__onnx_val_t *v, const uint8_t **p,
+                         uint8_t **owned, uint64_t *bytes)
+{
+    *owned = NULL;
+    *bytes = val_bytes(v);
+    int src = *bytes ? source(im, v, *bytes) : SRC_NONE;
+    const af__onnx_val_t *s = data_of(im, v);
+    if (src == SRC_NONE)
+        return 1;
+    if ((src == SRC_MAP || src == SRC_COPY) && !big_endian) {
+        *p = s->raw;
+        return 0;
+    }
+    if (!(*owned = af__malloc((size_t)*bytes)))
+        return AF_ENOMEM;
+    fill(*owned, v, s, src, *bytes);
+    *p = *owned;
+    return 0;
+}
+
 int af__onnx_data_attach(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const af__onnx_val_t *v)
 {
     if (im->opts->skip_data || !emitted_const(v))

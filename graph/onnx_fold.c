@@ -508,126 +508,25 @@ static int fold_elementwise(af__onnx_ctx_t *c, af__onnx_val_t *o, bin_fn bin, un
     return 0;
 }
 
-static int fold_gather(af__onnx_ctx_t *c, af__onnx_val_t *o)
+/* Gather, Concat, Slice, Transpose over the values (onnx_move.c moves the doubles). */
+static int fold_move(af__onnx_ctx_t *c, af__onnx_val_t *o)
 {
-    const af__onnx_val_t *x = c->in[0], *idx = c->in[1];
-    if (!x->vals || !idx->vals || x->rank < 1 || af__onnx_numel(x) < 0)
-        return 0;
-    int axis;
-    if (af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", 0), x->rank, &axis))
-        return 0;
-    int64_t outer = 1, inner = 1, dim = x->dims[axis], ni = af__onnx_numel(idx);
-    for (int i = 0; i < axis; i++)
-        outer *= x->dims[i];
-    for (int i = axis + 1; i < x->rank; i++)
-        inner *= x->dims[i];
-    int rc = af__onnx_vals_alloc(o);
-    if (rc)
-        return rc < 0 ? AF_ENOMEM : 0;
-    for (int64_t a = 0; a < outer; a++)
-        for (int64_t j = 0; j < ni; j++) {
-            double iv = idx->vals[j];
-            int64_t k = isnan(iv) ? INT64_MIN : af__onnx_d2i(iv);
-            k = k < 0 && k != INT64_MIN ? k + dim : k;
-            for (int64_t b = 0; b < inner; b++)
-                o->vals[(a * ni + j) * inner + b] =
-                    k < 0 || k >= dim ? AF__ONNX_UNK : x->vals[(a * dim + k) * inner + b];
-        }
-    return 0;
-}
-
-static int fold_concat(af__onnx_ctx_t *c, af__onnx_val_t *o)
-{
-    int axis;
-    if (o->rank < 1 || af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", 0), o->rank, &axis))
-        return 0;
-    for (int i = 0; i < c->n_in; i++)
-        if (!c->in[i] || !c->in[i]->vals)
+    int nd = strcmp(c->node->op_type, "Concat") ? 1 : c->n_in;
+    const uint8_t *src[32];
+    for (int i = 0; i < nd; i++) {
+        if (!c->in[i] || !c->in[i]->vals || af__onnx_numel(c->in[i]) < 0)
             return 0;
-    int rc = af__onnx_vals_alloc(o);
-    if (rc)
-        return rc < 0 ? AF_ENOMEM : 0;
-    int64_t outer = 1, inner = 1, pos = 0;
-    for (int i = 0; i < axis; i++)
-        outer *= o->dims[i];
-    for (int i = axis + 1; i < o->rank; i++)
-        inner *= o->dims[i];
-    for (int64_t a = 0; a < outer; a++)
-        for (int i = 0; i < c->n_in; i++) {
-            int64_t chunk = c->in[i]->dims[axis] * inner;
-            memcpy(o->vals + pos, c->in[i]->vals + a * chunk, (size_t)chunk * sizeof(double));
-            pos += chunk;
-        }
-    return 0;
-}
-
-static int fold_slice(af__onnx_ctx_t *c, af__onnx_val_t *o)
-{
-    const af__onnx_val_t *x = c->in[0];
-    if (!x->vals || x->rank < 1)
-        return 0;
-    int64_t st[AF__ONNX_RANK_MAX], en[AF__ONNX_RANK_MAX], ax[AF__ONNX_RANK_MAX],
-        sp[AF__ONNX_RANK_MAX];
-    int ns = af__onnx_int_list(c, "starts", 1, st, AF__ONNX_RANK_MAX);
-    int ne = af__onnx_int_list(c, "ends", 2, en, AF__ONNX_RANK_MAX);
-    int na = af__onnx_int_list(c, "axes", 3, ax, AF__ONNX_RANK_MAX);
-    int np = af__onnx_int_list(c, "steps", 4, sp, AF__ONNX_RANK_MAX);
-    if (ns < 0 || ne != ns || na == -2 || np == -2)
-        return 0;
-    int64_t start[AF__ONNX_RANK_MAX], step[AF__ONNX_RANK_MAX];
-    for (int d = 0; d < x->rank; d++)
-        start[d] = 0, step[d] = 1;
-    for (int i = 0; i < ns; i++) {
-        int a;
-        if (af__onnx_norm_axis(c, na >= 0 ? ax[i] : i, x->rank, &a))
-            return 0;
-        step[a] = np >= 0 ? sp[i] : 1;
-        start[a] = st[i];
-        af__onnx_slice_len(x->dims[a], &start[a], en[i], step[a]);
+        src[i] = (const uint8_t *)c->in[i]->vals;
     }
+    if (!strcmp(c->node->op_type, "Gather") && !c->in[1]->vals)
+        return 0;
     int rc = af__onnx_vals_alloc(o);
     if (rc)
         return rc < 0 ? AF_ENOMEM : 0;
-    int64_t n = af__onnx_numel(o);
-    for (int64_t e = 0; e < n; e++) {
-        int64_t f = e, src = 0, stride = 1;
-        for (int d = o->rank - 1; d >= 0; d--) {
-            int64_t i = f % o->dims[d];
-            f /= o->dims[d];
-            src += (start[d] + i * step[d]) * stride;
-            stride *= x->dims[d];
-        }
-        o->vals[e] = x->vals[src];
-    }
-    return 0;
-}
-
-/* Transpose by `perm` (default: reversed dims); idx -1 in the list means "no input". */
-static int fold_transpose(af__onnx_ctx_t *c, af__onnx_val_t *o)
-{
-    const af__onnx_val_t *x = c->in[0];
-    int64_t perm[AF__ONNX_RANK_MAX];
-    if (!x->vals || x->rank < 1 || o->rank != x->rank)
-        return 0;
-    int np = af__onnx_int_list(c, "perm", -1, perm, AF__ONNX_RANK_MAX);
-    if (np == -2 || (np >= 0 && np != x->rank))
-        return 0;
-    for (int d = 0; np < 0 && d < x->rank; d++)
-        perm[d] = x->rank - 1 - d;
-    int64_t xs[AF__ONNX_RANK_MAX], acc = 1;
-    for (int d = x->rank - 1; d >= 0; d--)
-        xs[d] = acc, acc *= x->dims[d];
-    int rc = af__onnx_vals_alloc(o);
-    if (rc)
-        return rc < 0 ? AF_ENOMEM : 0;
-    int64_t n = af__onnx_numel(o);
-    for (int64_t e = 0; e < n; e++) {
-        int64_t f = e, src = 0;
-        for (int d = o->rank - 1; d >= 0; d--) {
-            src += (f % o->dims[d]) * xs[perm[d]];
-            f /= o->dims[d];
-        }
-        o->vals[e] = x->vals[src];
+    if (af__onnx_move(c, o, src, (uint8_t *)o->vals, sizeof(double)) &&
+        strcmp(c->node->op_type, "Gather")) {
+        af__free(o->vals); /* parameters not known: no values */
+        o->vals = NULL;
     }
     return 0;
 }
@@ -705,14 +604,8 @@ int af__onnx_fold(af__onnx_ctx_t *c)
             return fold_elementwise(c, o, NULL, un_tab[i].fn);
     if (!strcmp(op, "Where") && c->n_in == 3)
         return fold_elementwise(c, o, NULL, NULL);
-    if (!strcmp(op, "Gather") && c->n_in >= 2 && c->in[1])
-        return fold_gather(c, o);
-    if (!strcmp(op, "Concat"))
-        return fold_concat(c, o);
-    if (!strcmp(op, "Slice"))
-        return fold_slice(c, o);
-    if (!strcmp(op, "Transpose"))
-        return fold_transpose(c, o);
+    if (af__onnx_is_move(op) && (strcmp(op, "Gather") || (c->n_in >= 2 && c->in[1])))
+        return fold_move(c, o);
     return 0;
 }
 

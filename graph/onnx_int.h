@@ -6,6 +6,7 @@
  *   graph/onnx_shape.c  per-op shape inference (one table row per op), onnx_layout.c and
  *                       onnx_quant.c hold the longer rules;
  *   graph/onnx_fold.c   tensor decoding and constant folding of small integer/float tensors;
+ *   graph/onnx_move.c   the data-movement ops of both folds, and the byte fold of large ones;
  *   graph/onnx_data.c   constant data of the emitted tensors; onnx_ext.c external data files;
  *   graph/onnx_emit.c   mapping onto the graph model.
  *
@@ -28,7 +29,8 @@
 
 #define AF__ONNX_RANK_MAX 16
 #define AF__ONNX_FOLD_MAX 4096 /* tensors with more elements never carry values */
-#define AF__ONNX_UNK NAN       /* an element whose value is not known */
+#define AF__ONNX_FOLD_BYTES_MAX ((uint64_t)256 << 20) /* byte-folded data, per import */
+#define AF__ONNX_UNK NAN                              /* an element whose value is not known */
 
 typedef struct af__onnx_val {
     const char *name;                /* points into the protobuf message */
@@ -123,6 +125,9 @@ typedef struct af__onnx_imp {
     size_t n_ext, cap_ext;
     af__store_t *heap; /* one block for the bytes that are copied (emit) */
     size_t heap_used;
+    uint8_t **folded; /* bytes of the tensors folded by af__onnx_fold_bytes (owned) */
+    size_t n_folded, cap_folded;
+    uint64_t folded_bytes; /* their total, at most AF__ONNX_FOLD_BYTES_MAX */
 } af__onnx_imp_t;
 
 /* Value table (onnx.c): id of the value called name, created unknown when new; -1 on OOM. */
@@ -332,6 +337,22 @@ int af__onnx_vals_known(const af__onnx_val_t *v);
 
 /* Folding (onnx_fold.c): computes output values from input values where the op allows it. */
 int af__onnx_fold(af__onnx_ctx_t *c);
+
+/* Data-movement ops (onnx_move.c). af__onnx_is_move: Gather, Concat, Slice or Transpose.
+ * af__onnx_move: node c's output o from its data inputs' elements src[i] (sz bytes each) into
+ * dst; 0 done, 1 not foldable (parameters unknown) or partly written (Gather index unknown).
+ * af__onnx_fold_bytes: makes c's output a constant with bytes when its data inputs are
+ * constants with bytes, within the bounds above; 0 (folded or not) or AF_ENOMEM. */
+int af__onnx_is_move(const char *op);
+int af__onnx_move(af__onnx_ctx_t *c, const af__onnx_val_t *o, const uint8_t *const *src,
+                  uint8_t *dst, size_t sz);
+int af__onnx_fold_bytes(af__onnx_ctx_t *c);
+
+/* Constant data (onnx_data.c): the little-endian bytes of constant v: *p points at *bytes bytes,
+ * made in *owned (the caller frees it) when they are not stored as such. 0, 1 when v has no
+ * data, AF_ENOMEM. */
+int af__onnx_const_bytes(const af__onnx_imp_t *im, const af__onnx_val_t *v, const uint8_t **p,
+                         uint8_t **owned, uint64_t *bytes);
 
 /* Numpy broadcasting of a and b into out (ranks/dims). AF_ESHAPE on mismatch. */
 int af__onnx_broadcast(af__onnx_ctx_t *c, const af__onnx_val_t *a, const af__onnx_val_t *b,

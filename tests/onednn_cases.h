@@ -553,6 +553,9 @@ static void cases_norm(void)
                     tc_aints(c, "axes", na, rax[a]);
                 tc_ai(c, "keepdims", keep);
                 c->oracle = or_reduce;
+                /* oneDNN 2.6 has a jit reduction only over trailing axes and not for the
+                 * p-norms: elsewhere only its ref, and the reference kernel runs the node */
+                c->expect_onednn = a == 2 && o < 5;
                 tc_check(c);
             }
 }

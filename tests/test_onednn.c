@@ -632,6 +632,55 @@ static void test_onednn_concurrent_rounds(void **state)
     af_graph_destroy(g);
 }
 
+/* silero VAD's first layer: a 258-channel depthwise 1-D convolution reading a graph input (ONNX
+ * order) and writing for a pointwise one (channels-last). oneDNN has only its ref kernel on that
+ * mixed pair (about 530 us); the node runs a jit kernel on channels-last copies instead, with
+ * the reference backend's result. */
+static void test_onednn_depthwise_mixed_layout(void **state)
+{
+    (void)state;
+    char path[1024];
+    const char *src = getenv("AF_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/data/dw_mixed.json", src ? src : ".");
+    af_graph_t *g = NULL, *lg[2] = {NULL, NULL};
+    af_error_t err;
+    af_error_clear(&err);
+    if (af_graph_load_json(path, &g, &err))
+        print_error("%s: %s\n", path, err.msg);
+    assert_non_null(g);
+    const char *sets[2] = {"onednn", "reference"};
+    float x[258 * 8], y[2][16 * 8];
+    fill_seeded(x, 258 * 8, 7);
+    for (int k = 0; k < 2; k++) {
+        af_executor_opts_t eo;
+        af_executor_opts_init(&eo);
+        eo.kernels = sets[k];
+        eo.threads = 1;
+        assert_int_equal(af_kernels_lower(&eo, g, &lg[k], NULL), 0);
+        af_plan_t *p = NULL;
+        assert_int_equal(af_plan_create(lg[k], NULL, &p, NULL), 0);
+        af_executor_t *ex;
+        af_session_t *s = graph_session(p, sets[k], 1, 1, &ex);
+        af_buffer_t in = {x, sizeof x}, out = {y[k], sizeof y[k]};
+        assert_int_equal(af_session_run(s, &in, &out, NULL), 0);
+        if (k == 0) {
+            const char *kn = af_session_node_kernel(s, af_graph_find_node(lg[k], "dw"), NULL);
+            print_message("depthwise conv kernel: %s\n", kn);
+            assert_non_null(strstr(kn, "onednn:"));
+            assert_null(strstr(kn, "ref"));
+        }
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+        af_plan_destroy(p);
+        af_graph_destroy(lg[k]);
+    }
+    int bad = 0;
+    for (int i = 0; i < 16 * 8; i++)
+        bad += !(fabs((double)y[0][i] - y[1][i]) <= 1e-5 + 1e-4 * fabs((double)y[1][i]));
+    assert_int_equal(bad, 0);
+    af_graph_destroy(g);
+}
+
 static void test_onednn_summary(void **state)
 {
     (void)state;
@@ -654,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_onednn_scratch),
         cmocka_unit_test(test_onednn_wrong_plan_caught),
         cmocka_unit_test(test_onednn_concurrent_rounds),
+        cmocka_unit_test(test_onednn_depthwise_mixed_layout),
         cmocka_unit_test(test_onednn_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -131,6 +131,80 @@ static void test_onnx_fold_transpose(void **state)
     af_graph_destroy(gr);
 }
 
+/* f32 initializer `name` [rows, cols] holding 0, 1, 2... (raw_data). */
+static void add_iota_weight(pb_t *g, const char *name, int64_t rows, int64_t cols)
+{
+    pb_t t = {0};
+    size_t n = (size_t)(rows * cols);
+    pb_int(&t, 1, rows);
+    pb_int(&t, 1, cols);
+    pb_int(&t, 2, F32);
+    pb_str(&t, 8, name);
+    float *v = malloc(n * 4);
+    assert_non_null(v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)i;
+    pb_bytes(&t, 9, v, n * 4);
+    free(v);
+    pb_msg(g, 5, &t);
+}
+
+/*
+ * Weights assembled from constants, too large for the value fold (silero VAD v5 builds its
+ * LSTM weights so): W[4,3000] -> Slice rows 1..2 -> s, Slice row 0 -> r, Concat(s, r) -> c
+ * [3,3000] -> Gather rows [2, 0] -> g -> Transpose -> t [3000,2] -> MatMul(x, t). Every step
+ * folds at import into bytes: only t is emitted, with t[j] = (W[0][j], W[1][j]). A Gather that
+ * would repeat rows past the size of its input (w2[9,3000] from W) is not folded.
+ */
+static pb_t graph_fold_bytes(void)
+{
+    pb_t g = {0};
+    int64_t xd[] = {1, 3000}, one = 1, three = 3, zero = 0, rows[] = {2, 0},
+            rep[] = {0, 1, 2, 3, 0, 1, 2, 3, 0};
+    add_input(&g, "x", F32, 2, xd, NULL);
+    add_iota_weight(&g, "W", 4, 3000);
+    add_i64_init(&g, "zero", 1, &zero);
+    add_i64_init(&g, "one", 1, &one);
+    add_i64_init(&g, "three", 1, &three);
+    add_i64_init(&g, "rows", 2, rows);
+    add_i64_init(&g, "rep", 9, rep);
+    add_node(&g, "Slice", "s", "W,one,three,zero", "s", NULL, 0, NULL);
+    add_node(&g, "Slice", "r", "W,zero,one,zero", "r", NULL, 0, NULL);
+    add_node(&g, "Concat", "c", "s,r", "c", &(attr_t){'i', "axis", .i = 0}, 1, NULL);
+    add_node(&g, "Gather", "g", "c,rows", "g", &(attr_t){'i', "axis", .i = 0}, 1, NULL);
+    add_node(&g, "Transpose", "t", "g", "t", NULL, 0, NULL);
+    add_node(&g, "MatMul", "mm", "x,t", "y", NULL, 0, NULL);
+    add_node(&g, "Gather", "big", "W,rep", "w2", &(attr_t){'i', "axis", .i = 0}, 1, NULL);
+    add_node(&g, "Transpose", "t2", "w2", "t2", NULL, 0, NULL);
+    add_node(&g, "MatMul", "mm2", "x,t2", "y2", NULL, 0, NULL);
+    add_output(&g, "y", F32);
+    add_output(&g, "y2", F32);
+    return g;
+}
+
+static void test_onnx_fold_bytes(void **state)
+{
+    (void)state;
+    pb_t g = graph_fold_bytes();
+    af_graph_t *gr = load_graph_ok(&g);
+    const char *gone[] = {"s", "r", "c", "g", "t"};
+    for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+        assert_int_equal(af_graph_find_node(gr, gone[i]), -1);
+    assert_true(af_graph_find_node(gr, "big") >= 0); /* would grow: left to run time */
+    assert_true(af_graph_find_node(gr, "t2") >= 0);
+    assert_int_equal(af_graph_find_tensor(gr, "c"), -1);
+    const af_tensor_info_t *t = tensor(gr, "t");
+    assert_shape(t, 2, (int64_t)3000, (int64_t)2);
+    assert_int_equal(t->kind, AF_TENSOR_CONSTANT);
+    assert_non_null(t->data);
+    const float *d = t->data;
+    for (int j = 0; j < 3000; j += 499) {
+        assert_true(d[2 * j] == (float)j);
+        assert_true(d[2 * j + 1] == (float)(3000 + j));
+    }
+    af_graph_destroy(gr);
+}
+
 static void test_onnx_missing_dims_error(void **state)
 {
     (void)state;
@@ -527,6 +601,10 @@ static void test_onnx_oom_clean(void **state)
     m = model_control("If", 1); /* inlined branch */
     assert_true(oom_run("constant If", m.b, m.n, NULL, NULL, 0) > 20);
     free(m.b);
+    pb_t g = graph_fold_bytes(); /* byte folds */
+    m = make_model(&g);
+    assert_true(oom_run("byte folds", m.b, m.n, NULL, NULL, 0) > 20);
+    free(m.b);
 }
 
 int main(void)
@@ -534,6 +612,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_onnx_fold_shape_chain),
         cmocka_unit_test(test_onnx_fold_transpose),
+        cmocka_unit_test(test_onnx_fold_bytes),
         cmocka_unit_test(test_onnx_missing_dims_error),
         cmocka_unit_test(test_onnx_conv_pool_gemm),
         cmocka_unit_test(test_onnx_broadcast_error_names_node),
