@@ -20,6 +20,7 @@
  * are rendered off the loop thread (they grow with the graph). Loop thread only.
  */
 #include "daemon/daemon_int.h"
+#include "daemon/oip_int.h"
 
 #if defined(__has_include)
 #if __has_include("arenaflow/render.h")
@@ -370,6 +371,9 @@ void af__daemon_handle(af__daemon_t *d, const af__dreq_t *req, af__dres_cb cb, v
         return;
     }
     ctx_t c = {.d = d, .req = req, .r = {res, cb, arg}};
+    if (req->path_len >= 3 && memcmp(req->path, "/v2", 3) == 0 &&
+        (req->path_len == 3 || req->path[3] == '/'))
+        return af__oip_handle(d, req, &c.r); /* the Open Inference Protocol (oip.c) */
     const char *id;
     size_t idlen;
     res->route = match(req->path, req->path_len, &id, &idlen);

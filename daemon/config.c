@@ -60,6 +60,9 @@ static const option_t options[] = {
     {"limits", "drain_timeout_ms", OPT_INT, OFF(drain_timeout_ms), 0, 0, 3600000},
     {"limits", "plan_cache_bytes", OPT_SIZE, OFF(plan_cache_bytes), 0, 1 << 20, (int64_t)1 << 40},
     {"runs", "fast_kernels", OPT_STR, STRF(fast_kernels), 0, 0},
+    {"models", "repository", OPT_STR, STRF(model_repository), 0, 0},
+    {"models", "kernels", OPT_STR, STRF(model_kernels), 0, 0},
+    {"models", "max_inflight", OPT_INT, OFF(max_infers), 0, 1, 65536},
 };
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
@@ -86,6 +89,8 @@ void af__dcfg_init(af__dcfg_t *c)
     c->drain_timeout_ms = 10000;
     c->plan_cache_bytes = 256u << 20;
     snprintf(c->fast_kernels, sizeof(c->fast_kernels), "empty");
+    snprintf(c->model_kernels, sizeof(c->model_kernels), "%s", af__dcfg_best_kernels());
+    c->max_infers = 64;
     af_plan_opts_init(&c->plan_opts);
     af_executor_opts_init(&c->exec_opts);
 }
@@ -236,13 +241,16 @@ static int check(const af__dcfg_t *c, char *err, size_t errlen)
         snprintf(err, errlen, "[server] tls_cert and tls_key go together (one is empty)");
         return -1;
     }
-    int known = 0;
-    for (const char *const *n = af_kernel_set_names(); *n; n++)
-        known |= strcmp(*n, c->fast_kernels) == 0;
-    if (!known) {
-        snprintf(err, errlen, "[runs] fast_kernels: '%s' is not a built-in kernel set",
-                 c->fast_kernels);
-        return -1;
+    const char *sets[2] = {c->fast_kernels, c->model_kernels};
+    for (int s = 0; s < 2; s++) {
+        int known = 0;
+        for (const char *const *n = af_kernel_set_names(); *n; n++)
+            known |= strcmp(*n, sets[s]) == 0;
+        if (!known) {
+            snprintf(err, errlen, "[%s] %s: '%s' is not a built-in kernel set",
+                     s ? "models" : "runs", s ? "kernels" : "fast_kernels", sets[s]);
+            return -1;
+        }
     }
     for (size_t i = 0; i < AF_ARRAY_SIZE(log_levels); i++)
         if (strcmp(c->log_level, log_levels[i]) == 0)
@@ -278,10 +286,23 @@ int af__dcfg_load(af__dcfg_t *c, const af__dcli_t *cli, char *err, size_t errlen
         snprintf(n.listen, sizeof(n.listen), "%s", cli->listen);
     if (cli && cli->state_dir)
         snprintf(n.state_dir, sizeof(n.state_dir), "%s", cli->state_dir);
+    if (cli && cli->model_repository)
+        snprintf(n.model_repository, sizeof(n.model_repository), "%s", cli->model_repository);
     if (check(&n, err, errlen) != 0)
         return -1;
     *c = n;
     return 0;
+}
+
+const char *af__dcfg_best_kernels(void)
+{
+    /* the fastest real set this build has: "onednn" where it is built in, else "real" */
+    static const char *const order[] = {"onednn", "real", "reference"};
+    for (size_t i = 0; i < AF_ARRAY_SIZE(order); i++)
+        for (const char *const *n = af_kernel_set_names(); *n; n++)
+            if (strcmp(*n, order[i]) == 0)
+                return order[i];
+    return "verify";
 }
 
 void af__dcfg_planner_string(const af__dcfg_t *c, char *buf, size_t len)

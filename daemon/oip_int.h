@@ -1,0 +1,114 @@
+/*
+ * arenaflowd — private interfaces of the Open Inference Protocol (KServe / Triton "v2" REST)
+ * side of the daemon.
+ *
+ *   oip.c         /v2 routing, health, server and model metadata, readiness, config,
+ *                 statistics, repository index / load / unload, the {"error": "..."} answers
+ *   oip_repo.c    the model repository: DIR/<name>/<version>/model.onnx (or model.json), an
+ *                 optional DIR/<name>/config.json, loading off the loop, the model registry
+ *   oip_infer.c   POST .../infer: request header and binary tensor data, binding, the round,
+ *                 the response (JSON or binary outputs); all of it off the loop
+ *   oip_tensor.c  datatypes (OIP names <-> af_dtype_t), tensor data in JSON (nested or flat)
+ *                 and back, FP16 conversion
+ *
+ * Lock rule as for the rest of the daemon (daemon_int.h): the loop thread owns the registry;
+ * a model is immutable once listed (graph, plan, session), its counters change on the loop
+ * thread only; work callbacks hold a reference and touch only their job and the model's
+ * thread-safe session.
+ */
+#ifndef ARENAFLOW_DAEMON_OIP_INT_H
+#define ARENAFLOW_DAEMON_OIP_INT_H
+
+#include "daemon/daemon_int.h"
+
+#include <stdint.h>
+
+#define AF__OIP_NAME_MAX 128
+#define AF__OIP_MAX_VERSIONS 16
+
+/* ---- datatypes and tensor data (oip_tensor.c) -------------------------------------------- */
+
+/* OIP datatype names. BYTES has no arenaflow dtype: it parses but binds to no model input. */
+#define AF__OIP_BYTES AF_DTYPE_COUNT_
+
+/* "FP32" -> AF_DTYPE_F32 ... "BYTES" -> AF__OIP_BYTES. 0, or -1 for an unknown name. */
+int af__oip_dtype_parse(const char *name, int *dt);
+/* The OIP name of a dtype (dt may be AF__OIP_BYTES), or NULL when it has none. */
+const char *af__oip_dtype_name(int dt);
+/* Elements of a shape; -1 with a message when a dim is negative or the product overflows. */
+int64_t af__oip_numel(const int64_t *shape, int32_t rank);
+/*
+ * Writes the elements of a JSON "data" value (a flat or nested array, or a scalar for rank 0)
+ * into dst as numel elements of dt, little-endian. Integers must be integers in range, floats
+ * numbers (or "nan", "inf", "-inf"), BOOL true/false. 0, or -1 with a message.
+ */
+int af__oip_json_read(const json_t *data, int dt, uint64_t numel, void *dst, char *msg, size_t len);
+/* BYTES elements in JSON (strings) or binary (4-byte little-endian length, then the bytes):
+ * checks the count. 0, or -1 with a message. */
+int af__oip_bytes_check_json(const json_t *data, uint64_t numel, char *msg, size_t len);
+int af__oip_bytes_check_binary(const void *p, uint64_t n, uint64_t numel, char *msg, size_t len);
+/* Appends numel elements of dt at src as a JSON array ("[1,2]"): floats with the digits that
+ * read back to the same value (FP16 5, FP32 9, FP64 17), non-finite as "nan"/"inf"/"-inf".
+ * 0 or -1 on OOM. */
+int af__oip_json_write(char **buf, size_t *len, size_t *cap, const void *src, int dt,
+                       uint64_t numel);
+uint16_t af__oip_f32_to_f16(float f);
+float af__oip_f16_to_f32(uint16_t h);
+
+/* ---- the repository (oip_repo.c) --------------------------------------------------------- */
+
+typedef struct af__model {
+    char name[AF__OIP_NAME_MAX];
+    int64_t version;
+    char platform[32]; /* "onnx" or "arenaflow_graph" */
+    af_graph_t *graph;
+    af_plan_t *plan;
+    af_session_t *sess; /* synchronous session (af_session_run from the threadpool) */
+    int refs;           /* 1 while listed + 1 per request in flight */
+    int listed;
+    /* statistics (loop thread) */
+    uint64_t ok, failed, ns_ok, ns_compute, last_unix_ms;
+    struct af__model *next;
+} af__model_t;
+
+typedef struct af__oip {
+    af_executor_t *ex;    /* the executor of every model, [models] kernels */
+    af__model_t *models;  /* listed models, every version */
+    int loading;          /* repository loads in flight */
+    int loaded;           /* the start-up scan finished (ready needs it) */
+    int64_t inflight;     /* inference requests off the loop */
+    char load_error[256]; /* the last failure of the start-up scan, "" none */
+} af__oip_t;
+
+/* Creates the OIP state and, with a repository configured, starts loading it off the loop.
+ * 0 or an AF_E* code. */
+int af__oip_init(af__daemon_t *d);
+void af__oip_fini(af__daemon_t *d);
+/* 1 while repository loads or inferences are in flight (daemon destroy waits). */
+int af__oip_busy(const af__daemon_t *d);
+/* The listed model called name, version v (-1: the highest). NULL when there is none. */
+af__model_t *af__oip_find(af__daemon_t *d, const char *name, int64_t v);
+void af__model_ref(af__model_t *m);
+void af__model_unref(af__model_t *m);
+/* Loads (again) every version of one model of the repository off the loop; done(ok, msg) runs
+ * on the loop when it is in. 0 or an AF_E* code (nothing queued). */
+typedef void (*af__oip_done_fn)(af__daemon_t *d, void *arg, int rc, const char *msg);
+int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *arg);
+/* Unlists every version of a model. 0, or -1 when none is listed. */
+int af__oip_unload(af__daemon_t *d, const char *name);
+/* 1 when name is a valid model name: [A-Za-z0-9_.-], 1..127 bytes, not "." or "..". */
+int af__oip_name_valid(const char *s, size_t n);
+/* The repository's model directories as a JSON array of {name, version, state, reason}. */
+json_t *af__oip_index(af__daemon_t *d);
+
+/* ---- answers and inference (oip.c, oip_infer.c) ------------------------------------------ */
+
+/* Answers {"error": "..."} with the status of a kind from the error table. */
+void af__oip_error(af__daemon_t *d, af__reply_t *r, af__derr_t kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* POST /v2/models/{m}[/versions/{v}]/infer on model m (referenced by the caller for the call). */
+void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__reply_t *r);
+/* The /v2 routes: called by af__daemon_handle for paths under /v2. */
+void af__oip_handle(af__daemon_t *d, const af__dreq_t *req, af__reply_t *r);
+
+#endif

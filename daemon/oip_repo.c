@@ -1,0 +1,458 @@
+/*
+ * arenaflowd model repository: the models the /v2 API serves.
+ *
+ * Layout (read-only for the daemon; several daemons may share one):
+ *     DIR/<name>/<version>/model.onnx      an ONNX model with its weights, or
+ *     DIR/<name>/<version>/model.json      an arenaflow JSON graph
+ *     DIR/<name>/config.json               optional: {"inputs": {"x": [1, 3, 224, 224]},
+ *                                          "dims": {"batch_size": 1}} fixes symbolic input dims
+ * <name> is [A-Za-z0-9_.-]; <version> a positive decimal number; other entries are skipped.
+ * Every version found is loaded; a request without a version gets the highest.
+ *
+ * A load runs off the loop (uv_queue_work): import, check against [limits], plan with the
+ * daemon's [planner] settings, bind a session on the models' executor ([models] kernels, the
+ * real kernels by default). The after-work callback lists the new versions and unlists the old
+ * ones of the same name; requests in flight keep the model they started with (references), so
+ * a reload or an unload never pulls a model from under a round. A model that fails to load is
+ * remembered with its reason for /v2/repository/index. Loop thread only, except load_work.
+ */
+#include "daemon/oip_int.h"
+#include "arenaflow/onnx.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_SPECS 32
+
+typedef struct failure {
+    char name[AF__OIP_NAME_MAX];
+    char reason[AF_ERROR_MSG_MAX];
+    struct failure *next;
+} failure_t;
+
+typedef struct load_job {
+    uv_work_t w;
+    af__daemon_t *d;
+    char name[AF__OIP_NAME_MAX]; /* "" = every model of the repository */
+    char dir[AF__DCFG_STR];
+    af_plan_opts_t plan_opts;
+    af__limits_t lim;
+    af_executor_t *ex;
+    af__model_t *got;  /* loaded versions */
+    failure_t *failed; /* models (names) that did not load */
+    int n_found;       /* model directories seen */
+    af__oip_done_fn done;
+    void *arg;
+} load_job_t;
+
+static failure_t *failures; /* the last failure of each name (loop thread) */
+
+int af__oip_name_valid(const char *s, size_t n)
+{
+    if (n == 0 || n >= AF__OIP_NAME_MAX || (n == 1 && s[0] == '.') ||
+        (n == 2 && s[0] == '.' && s[1] == '.'))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static void model_free(af__model_t *m)
+{
+    af_session_destroy(m->sess);
+    af_plan_destroy(m->plan);
+    af_graph_destroy(m->graph);
+    free(m);
+}
+
+void af__model_ref(af__model_t *m)
+{
+    m->refs++;
+}
+
+void af__model_unref(af__model_t *m)
+{
+    if (--m->refs == 0)
+        model_free(m);
+}
+
+/* ---- off the loop: reading one model ----------------------------------------------------- */
+
+/* config.json -> importer specs ("x=1,3,224,224", "batch_size=1"). 0, or -1 with a message. */
+static int read_config(const char *path, char **specs, int *n, char *msg, size_t len)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    json_error_t je;
+    json_t *c = json_load_file(path, 0, &je), *inputs = NULL, *dims = NULL;
+    if (!c ||
+        json_unpack_ex(c, &je, JSON_STRICT, "{s?o, s?o}", "inputs", &inputs, "dims", &dims) != 0) {
+        snprintf(msg, len,
+                 "%.200s: %.100s (want {\"inputs\": {NAME: [dims]}, \"dims\": {PARAM: N}})", path,
+                 je.text);
+        json_decref(c);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        json_t *obj = pass ? dims : inputs;
+        if (obj && !json_is_object(obj))
+            rc = -1;
+        json_object_foreach(obj, k, v)
+        {
+            char s[512];
+            int at = snprintf(s, sizeof(s), "%s=", k);
+            if (pass && json_is_integer(v))
+                snprintf(s + at, sizeof(s) - (size_t)at, "%" JSON_INTEGER_FORMAT,
+                         json_integer_value(v));
+            else if (!pass && json_is_array(v))
+                for (size_t i = 0; i < json_array_size(v) && at < (int)sizeof(s) - 24; i++)
+                    at += snprintf(s + at, sizeof(s) - (size_t)at, "%s%" JSON_INTEGER_FORMAT,
+                                   i ? "," : "", json_integer_value(json_array_get(v, i)));
+            else
+                rc = -1;
+            if (rc != 0 || *n == MAX_SPECS)
+                break;
+            specs[(*n)++] = strdup(s);
+        }
+    }
+    if (rc != 0)
+        snprintf(msg, len,
+                 "%.200s: \"inputs\" maps names to dim arrays, \"dims\" names to integers", path);
+    json_decref(c);
+    return rc;
+}
+
+static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__model_t *m,
+                      af_error_t *err)
+{
+    char path[AF__DCFG_STR * 2 + 64];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/model.onnx", vdir);
+    if (stat(path, &st) == 0) {
+        char *specs[MAX_SPECS];
+        int n = 0;
+        if (read_config(cfg, specs, &n, err->msg, sizeof(err->msg)) != 0)
+            return err->code = AF_EINVAL;
+        af_onnx_opts_t o;
+        af_onnx_opts_init(&o);
+        o.inputs = (const char *const *)specs;
+        o.n_inputs = n;
+        o.copy_data = 1; /* the repository's files may be replaced while the model is served */
+        int rc = af_onnx_load(path, &o, &m->graph, err);
+        for (int i = 0; i < n; i++)
+            free(specs[i]);
+        snprintf(m->platform, sizeof(m->platform), "onnx");
+        return rc;
+    }
+    snprintf(path, sizeof(path), "%s/model.json", vdir);
+    if (stat(path, &st) == 0) {
+        snprintf(m->platform, sizeof(m->platform), "arenaflow_graph");
+        return af_graph_load_json(path, &m->graph, err);
+    }
+    return af__err(err, AF_ENOENT, "%s has no model.onnx or model.json", vdir);
+}
+
+static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *err)
+{
+    af__model_t *m = calloc(1, sizeof(*m));
+    if (!m)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    snprintf(m->name, sizeof(m->name), "%s", name);
+    m->version = v;
+    char vdir[AF__DCFG_STR * 2], cfg[AF__DCFG_STR * 2];
+    snprintf(vdir, sizeof(vdir), "%s/%s/%" PRId64, j->dir, name, v);
+    snprintf(cfg, sizeof(cfg), "%s/%s/config.json", j->dir, name);
+    int rc = load_graph(j, vdir, cfg, m, err);
+    af__derr_t kind;
+    char why[AF_ERROR_MSG_MAX];
+    if (rc == 0 && af__limits_check(&j->lim, m->graph, &kind, why, sizeof(why)) != 0)
+        rc = af__err(err, AF_EINVAL, "%s", why);
+    if (rc == 0)
+        rc = af_plan_create(m->graph, &j->plan_opts, &m->plan, err);
+    if (rc == 0)
+        rc = af_session_create(j->ex, m->plan, NULL, &m->sess, err);
+    if (rc != 0) {
+        model_free(m);
+        return rc;
+    }
+    m->refs = 1;
+    m->next = j->got;
+    j->got = m;
+    return 0;
+}
+
+static void add_failure(load_job_t *j, const char *name, const char *reason)
+{
+    failure_t *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    snprintf(f->reason, sizeof(f->reason), "%s", reason);
+    f->next = j->failed;
+    j->failed = f;
+}
+
+/* Every numeric version directory of one model. */
+static void load_model(load_job_t *j, const char *name)
+{
+    char mdir[AF__DCFG_STR * 2];
+    snprintf(mdir, sizeof(mdir), "%s/%s", j->dir, name);
+    DIR *dd = opendir(mdir);
+    if (!dd)
+        return add_failure(j, name, "no such model directory");
+    j->n_found++;
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(dd)) != NULL && n < AF__OIP_MAX_VERSIONS) {
+        char *end;
+        long long v = strtoll(e->d_name, &end, 10);
+        if (*end || v < 1 || e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        af_error_t err;
+        af_error_clear(&err);
+        n++;
+        if (load_version(j, name, v, &err) != 0) {
+            char why[AF_ERROR_MSG_MAX];
+            snprintf(why, sizeof(why), "version %lld: %.400s", v,
+                     err.msg[0] ? err.msg : af_strerror(err.code));
+            add_failure(j, name, why);
+        }
+    }
+    closedir(dd);
+    if (n == 0)
+        add_failure(j, name, "no version directory (DIR/<name>/<version>/model.onnx)");
+}
+
+static void load_work(uv_work_t *w)
+{
+    load_job_t *j = w->data;
+    if (j->name[0])
+        return load_model(j, j->name);
+    DIR *dd = opendir(j->dir);
+    if (!dd)
+        return add_failure(j, "", strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(dd)) != NULL)
+        if (af__oip_name_valid(e->d_name, strlen(e->d_name)) && e->d_name[0] != '.')
+            load_model(j, e->d_name);
+    closedir(dd);
+}
+
+/* ---- on the loop: the registry ----------------------------------------------------------- */
+
+static void forget_failure(const char *name)
+{
+    for (failure_t **p = &failures; *p; p = &(*p)->next)
+        if (strcmp((*p)->name, name) == 0) {
+            failure_t *f = *p;
+            *p = f->next;
+            free(f);
+            return;
+        }
+}
+
+static void unlist(af__oip_t *o, const char *name)
+{
+    for (af__model_t **p = &o->models; *p;) {
+        af__model_t *m = *p;
+        if (strcmp(m->name, name) != 0) {
+            p = &m->next;
+            continue;
+        }
+        *p = m->next;
+        m->listed = 0;
+        af__model_unref(m);
+    }
+}
+
+static void load_after(uv_work_t *w, int status)
+{
+    load_job_t *j = w->data;
+    af__daemon_t *d = j->d;
+    af__oip_t *o = d->oip;
+    o->loading--;
+    char msg[AF_ERROR_MSG_MAX + 64] = "";
+    for (af__model_t *m = j->got; m; m = m->next) /* a reload replaces every version */
+        unlist(o, m->name), forget_failure(m->name);
+    if (j->name[0] && !j->got)
+        unlist(o, j->name);
+    int n = 0;
+    while (j->got) {
+        af__model_t *m = j->got;
+        j->got = m->next;
+        m->listed = 1;
+        m->next = o->models;
+        o->models = m;
+        n++;
+        af__dlog(AF__LOG_INFO, "model %s version %" PRId64 " loaded (%s, arena %" PRIu64 " bytes)",
+                 m->name, m->version, m->platform, af_plan_arena_bytes(m->plan));
+    }
+    while (j->failed) {
+        failure_t *f = j->failed;
+        j->failed = f->next;
+        af__dlog(AF__LOG_WARN, "model %s: %s", f->name[0] ? f->name : j->dir, f->reason);
+        snprintf(msg, sizeof(msg), "%s", f->reason);
+        forget_failure(f->name);
+        f->next = failures;
+        failures = f;
+    }
+    if (!j->name[0]) {
+        o->loaded = 1;
+        af__dlog(AF__LOG_INFO, "model repository %s: %d versions of %d models loaded", j->dir, n,
+                 j->n_found);
+    }
+    if (j->done)
+        j->done(d, j->arg, status ? status : (n ? 0 : AF_EINVAL), msg[0] ? msg : NULL);
+    free(j);
+}
+
+int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *arg)
+{
+    af__oip_t *o = d->oip;
+    load_job_t *j = calloc(1, sizeof(*j));
+    if (!j)
+        return AF_ENOMEM;
+    j->d = d;
+    snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
+    snprintf(j->dir, sizeof(j->dir), "%s", d->cfg.model_repository);
+    j->plan_opts = d->cfg.plan_opts;
+    j->lim = d->cfg.lim;
+    j->ex = o->ex;
+    j->done = done;
+    j->arg = arg;
+    j->w.data = j;
+    int rc = uv_queue_work(d->loop, &j->w, load_work, load_after);
+    if (rc != 0) {
+        free(j);
+        return rc;
+    }
+    o->loading++;
+    return 0;
+}
+
+int af__oip_unload(af__daemon_t *d, const char *name)
+{
+    af__oip_t *o = d->oip;
+    if (!af__oip_find(d, name, -1))
+        return -1;
+    unlist(o, name);
+    af__dlog(AF__LOG_INFO, "model %s unloaded", name);
+    return 0;
+}
+
+af__model_t *af__oip_find(af__daemon_t *d, const char *name, int64_t v)
+{
+    af__oip_t *o = d->oip;
+    af__model_t *best = NULL;
+    for (af__model_t *m = o ? o->models : NULL; m; m = m->next)
+        if (strcmp(m->name, name) == 0 &&
+            (v < 0 ? !best || m->version > best->version : m->version == v))
+            best = m;
+    return best;
+}
+
+static json_t *index_row(af__daemon_t *d, const char *name)
+{
+    af__oip_t *o = d->oip;
+    json_t *arr = json_array();
+    for (af__model_t *m = o->models; m; m = m->next)
+        if (strcmp(m->name, name) == 0) {
+            char v[24];
+            snprintf(v, sizeof(v), "%" PRId64, m->version);
+            json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:s}", "name", name, "version", v, "state", "READY"));
+        }
+    if (json_array_size(arr) > 0)
+        return arr;
+    const char *reason = "not loaded";
+    for (failure_t *f = failures; f; f = f->next)
+        if (strcmp(f->name, name) == 0)
+            reason = f->reason;
+    json_array_append_new(
+        arr, json_pack("{s:s, s:s, s:s}", "name", name, "state", "UNAVAILABLE", "reason", reason));
+    return arr;
+}
+
+json_t *af__oip_index(af__daemon_t *d)
+{
+    json_t *out = json_array();
+    DIR *dd = d->cfg.model_repository[0] ? opendir(d->cfg.model_repository) : NULL;
+    struct dirent *e;
+    while (dd && (e = readdir(dd)) != NULL) {
+        if (!af__oip_name_valid(e->d_name, strlen(e->d_name)) || e->d_name[0] == '.')
+            continue;
+        json_array_extend(out, index_row(d, e->d_name));
+    }
+    if (dd)
+        closedir(dd);
+    return out;
+}
+
+/* ---- life ---------------------------------------------------------------------------------- */
+
+int af__oip_init(af__daemon_t *d)
+{
+    af__oip_t *o = calloc(1, sizeof(*o));
+    if (!o)
+        return AF_ENOMEM;
+    af_executor_opts_t eo = d->cfg.exec_opts;
+    eo.kernels = d->cfg.model_kernels;
+    af_error_t err;
+    af_error_clear(&err);
+    d->oip = o;
+    if (!d->cfg.model_repository[0]) {
+        o->loaded = 1;
+        return 0;
+    }
+    int rc = af_executor_create(&eo, &o->ex, &err);
+    if (rc == 0)
+        rc = af__oip_load(d, NULL, NULL, NULL);
+    if (rc != 0) {
+        af__dlog(AF__LOG_ERROR, "model repository: %s", err.msg[0] ? err.msg : af_strerror(rc));
+        af__oip_fini(d);
+        return rc;
+    }
+    af__dlog(AF__LOG_INFO, "model repository %s: loading with the %s kernels",
+             d->cfg.model_repository, eo.kernels);
+    return 0;
+}
+
+int af__oip_busy(const af__daemon_t *d)
+{
+    const af__oip_t *o = d->oip;
+    return o && (o->loading || o->inflight);
+}
+
+void af__oip_fini(af__daemon_t *d)
+{
+    af__oip_t *o = d->oip;
+    if (!o)
+        return;
+    while (o->models) {
+        af__model_t *m = o->models;
+        o->models = m->next;
+        m->listed = 0;
+        af__model_unref(m);
+    }
+    while (failures) {
+        failure_t *f = failures;
+        failures = f->next;
+        free(f);
+    }
+    af_executor_destroy(o->ex);
+    free(o);
+    d->oip = NULL;
+}
