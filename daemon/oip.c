@@ -96,16 +96,23 @@ static int split(oreq_t *o)
 
 /* ---- JSON views ---------------------------------------------------------------------------- */
 
+/* The listed versions of a model, ascending. */
 static json_t *versions_json(af__daemon_t *d, const char *name)
 {
     json_t *a = json_array();
-    for (af__model_t *m = ((af__oip_t *)d->oip)->models; m; m = m->next)
-        if (strcmp(m->name, name) == 0) {
-            char v[24];
-            snprintf(v, sizeof(v), "%" PRId64, m->version);
-            json_array_append_new(a, json_string(v));
-        }
-    return a;
+    int64_t last = 0;
+    for (;;) {
+        int64_t next = INT64_MAX;
+        for (af__model_t *m = ((af__oip_t *)d->oip)->models; m; m = m->next)
+            if (strcmp(m->name, name) == 0 && m->version > last && m->version < next)
+                next = m->version;
+        if (next == INT64_MAX)
+            return a;
+        char v[24];
+        snprintf(v, sizeof(v), "%" PRId64, next);
+        json_array_append_new(a, json_string(v));
+        last = next;
+    }
 }
 
 /* Inputs (output = 0) or outputs of a model: [{name, datatype, shape}] or, for the

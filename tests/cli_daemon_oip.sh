@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# arenaflowd's Open Inference Protocol (/v2, docs/serve.md) on loopback: a model repository
+# written here (Identity models of every datatype, the spec examples' "mymodel" in two versions,
+# two real models with weights from the ONNX backend test data), then
+#   - golden request/response pairs after the specification's examples, byte-for-byte;
+#   - JSON (flat and nested) and binary round trips of every datatype, bit-exact;
+#   - malformed requests: 400 / 404 / 405 with {"error": "..."};
+#   - real models: the daemon's outputs equal `arenaflow run`'s on the same input, same kernels;
+#   - the repository API: index, unload (404 after), load (200 after), a failing load (400);
+#   - v1 still answers beside v2.
+# Needs /usr/bin/python3 with numpy and onnx (python3-numpy, python3-onnx); skipped without.
+. "$(dirname "$0")/daemon_lib.sh"
+OPY=/usr/bin/python3
+CHECK="$OPY $SRC/tests/oip_check.py"
+if ! $OPY -c "import numpy, onnx" 2>/dev/null; then
+    echo "SKIP: /usr/bin/python3 lacks numpy or onnx"
+    exit 0
+fi
+DATA=/usr/share/libonnx-testdata/data/pytorch-converted
+REPO=$T/repo
+$CHECK models "$REPO" || fail "cannot write the test models"
+REAL=
+for m in Conv2d Linear; do
+    if [ -f "$DATA/test_$m/model.onnx" ]; then
+        mkdir -p "$REPO/real_$m/1"
+        cp "$DATA/test_$m/model.onnx" "$REPO/real_$m/1/"
+        REAL="$REAL $m"
+    fi
+done
+mkdir -p "$REPO/broken/1"
+echo "not a model" >"$REPO/broken/1/model.onnx"
+
+write_cfg ""
+start --model-repository "$REPO"
+wait_ready
+for _ in $(seq 1 200); do
+    req GET /v2/health/ready
+    [ "$CODE" = 200 ] && break
+    sleep 0.05
+done
+expect 200 "GET /v2/health/ready once the repository is in"
+KERNELS=$(sed -n 's|.*model repository .*: loading with the \([a-z]*\) kernels.*|\1|p' "$LOG")
+[ -n "$KERNELS" ] || fail "the log does not name the models' kernel set"
+ok "models run on the $KERNELS kernels"
+
+$CHECK golden "$PORT" || fail "golden pairs"
+$CHECK roundtrip "$PORT" || fail "round trips"
+$CHECK malformed "$PORT" || fail "malformed requests"
+
+for m in $REAL; do
+    out=$T/run_$m
+    mkdir -p "$out"
+    arenaflow run "$DATA/test_$m/model.onnx" --kernels "$KERNELS" \
+        --input "0=$DATA/test_$m/test_data_set_0/input_0.pb" --output-dir "$out" >/dev/null ||
+        fail "arenaflow run test_$m"
+    npy=$(ls "$out"/*.npy | head -n 1)
+    $CHECK compare "$PORT" "real_$m" "$DATA/test_$m/test_data_set_0" "$npy" ||
+        fail "real model $m differs from arenaflow run"
+done
+
+# repository extension
+req POST /v2/repository/index
+expect 200 "POST /v2/repository/index"
+body_has '"name":"broken","state":"UNAVAILABLE"' "the broken model is listed as unavailable"
+body_has '"name":"mymodel","version":"1","state":"READY"' "mymodel 1 is ready"
+req POST /v2/repository/models/mymodel/unload
+expect 200 "unload mymodel"
+req GET /v2/models/mymodel/ready
+expect 404 "mymodel not ready after unload"
+body_has '"error"' "unload: error body"
+req POST /v2/repository/models/mymodel/load
+expect 200 "load mymodel again"
+req GET /v2/models/mymodel/versions/2/ready
+expect 200 "mymodel version 2 ready after load"
+req POST /v2/repository/models/broken/load
+expect 400 "loading a broken model"
+body_has '"error":"failed to load' "broken load: error body"
+req POST /v2/repository/models/absent/load
+expect 400 "loading a model that is not in the repository"
+req GET /v2/repository/models/mymodel/load
+expect 405 "GET on load"
+req GET /v2/models/mymodel/stats
+expect 200 "statistics"
+n=$(jget "d['model_stats'][0]['inference_count']")
+[ "${n:-0}" -ge 0 ] || fail "stats: no inference_count"
+ok "statistics: inference_count $n since the reload"
+
+# v1 beside v2
+req GET /v1/graphs
+expect 200 "GET /v1/graphs still served"
+
+stop
+echo "PASS: $CHECKS checks"
