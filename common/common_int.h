@@ -70,6 +70,8 @@ enum af__lock_rank {
     AF__RANK_KERNELS = 30,     /* af_executor.kmu: the kernel registry */
     AF__RANK_DEQUE = 40,       /* af__deque.mu: one worker deque, never two at once */
     AF__RANK_SLEEP = 50,       /* af_executor.mu: sleeping and waking workers */
+    AF__RANK_CORES = 55,       /* af_executor.tmu: waiting for cores (OpenMP teams); never held
+                                  while a kernel runs */
     AF__RANK_POOL_GLOBAL = 60, /* af_pool.glock: address space, chunks, borrowing, huge, trim */
     AF__RANK_POOL_CLASS = 70,  /* af__pool_class.lock: one class's central free list */
 };

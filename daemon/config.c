@@ -1,8 +1,10 @@
 /*
  * arenaflowd configuration: one option table, an INI reader (inih) and command-line overrides.
  *
- * Every option is one row of `options[]` (section, key, type, where it lands, bounds, help), so
- * adding an option is one row and configs/arenaflowd.ini documents the same rows. The [planner]
+ * Every option is one row of its section's table in the library's option-table form
+ * (arenaflow/common.h af_opt_t: key, type, where it lands, default, bounds, help; sizes in the
+ * one size grammar, af_parse_size), so adding an option is one row and configs/arenaflowd.ini
+ * documents the same rows. The [planner]
  * section is not in the table: its keys go to af_plan_opts_set(), which owns their meaning, and
  * are also kept verbatim, because the planner settings are part of every graph's fingerprint and
  * are stored with each graph in the state directory.
@@ -22,47 +24,80 @@
 #include <string.h>
 #include <strings.h>
 
-typedef enum { OPT_STR, OPT_SIZE, OPT_INT } opt_type_t;
+/* One table per section, in the library's option-table form (common/options.c): the default
+ * sits in the row and goes through the same grammar (af_parse_size for sizes), so defaults,
+ * config files and --help cannot drift apart. */
+#define F(f) offsetof(af__dcfg_t, f)
+#define S(f) sizeof(((af__dcfg_t *)0)->f)
+#define STR(key, f, def, help)                                                                     \
+    {                                                                                              \
+        key, AF_OPT_STRING, F(f), def, 0, 0, NULL, S(f), 0, help                                   \
+    }
+#define I64(key, f, def, lo, hi, help)                                                             \
+    {                                                                                              \
+        key, AF_OPT_INT64, F(f), def, lo, hi, NULL, 0, 0, help                                     \
+    }
+#define SIZE(key, f, def, lo, hi, help)                                                            \
+    {                                                                                              \
+        key, AF_OPT_SIZE, F(f), def, lo, hi, NULL, 0, 0, help                                      \
+    }
+static const af_opt_t server_opts[] = {
+    STR("listen", listen, "127.0.0.1:8080", "HOST:PORT to listen on"),
+    STR("state_dir", state_dir, "", "state directory; empty = memory only"),
+    STR("log_level", log_level, "info", "error, warn, info or debug"),
+    STR("tls_cert", tls_cert, "", "PEM certificate chain; empty = plain HTTP"),
+    STR("tls_key", tls_key, "", "PEM private key"),
+    I64("max_connections", max_connections, "256", 1, 100000, "open client connections"),
+    I64("request_timeout_ms", request_timeout_ms, "10000", 100, 3600000,
+        "time for a request's headers and body"),
+};
+static const af_opt_t auth_opts[] = {
+    STR("tokens_file", tokens_file, "", "bearer tokens; empty = no authentication"),
+};
+static const af_opt_t limits_opts[] = {
+    SIZE("max_body", lim.max_body, "16M", 1024, (int64_t)1 << 40, "request body bytes"),
+    I64("max_nodes", lim.max_nodes, "100000", 1, 100000000, "nodes per graph"),
+    I64("max_tensors", lim.max_tensors, "200000", 1, 100000000, "tensors per graph"),
+    I64("max_attrs_per_node", lim.max_attrs, "1024", 0, 100000000, "attributes per node"),
+    SIZE("max_arena_bytes", lim.max_arena_bytes, "1G", 4096, (int64_t)1 << 50,
+         "planned arena per graph"),
+    SIZE("max_parse_bytes", lim.max_parse_bytes, "320M", 1 << 20, (int64_t)1 << 44,
+         "parser memory of all submissions at once"),
+    I64("max_plan_ms", lim.max_plan_ms, "10000", 10, 86400000, "planning time per graph"),
+    I64("max_graphs", max_graphs, "1024", 1, 1000000, "graphs kept"),
+    SIZE("max_plans_bytes", max_plans_bytes, "256M", 1 << 20, (int64_t)1 << 44,
+         "bytes of graphs and plans kept"),
+    I64("max_concurrent_runs", max_runs, "2", 1, 4096, "runs at once"),
+    I64("max_rounds", max_rounds, "1000000", 1, 100000000, "rounds per run request"),
+    I64("max_pending_plans", max_pending_plans, "4", 1, 4096, "submissions in progress at once"),
+    I64("drain_timeout_ms", drain_timeout_ms, "10000", 0, 3600000, "SIGTERM drain time"),
+    SIZE("plan_cache_bytes", plan_cache_bytes, "256M", 1 << 20, (int64_t)1 << 40,
+         "plan cache LRU bound"),
+};
+static const af_opt_t runs_opts[] = {
+    STR("fast_kernels", fast_kernels, "empty", "kernel set of runs without verify"),
+};
+static const af_opt_t models_opts[] = {
+    STR("repository", model_repository, "", "OIP model repository; empty = no models"),
+    STR("kernels", model_kernels, "real", "kernel set of the models (real: the fastest built in)"),
+    I64("max_inflight", max_infers, "64", 1, 65536, "inference requests in flight"),
+};
+#undef F
+#undef S
+#undef STR
+#undef I64
+#undef SIZE
 
-typedef struct option {
-    const char *section;
-    const char *key;
-    opt_type_t type;
-    size_t offset;
-    size_t size; /* string capacity for OPT_STR */
-    int64_t min, max;
-} option_t;
-
-#define OFF(f) offsetof(af__dcfg_t, f)
-#define STRF(f) OFF(f), sizeof(((af__dcfg_t *)0)->f)
-
-static const option_t options[] = {
-    {"server", "listen", OPT_STR, STRF(listen), 0, 0},
-    {"server", "state_dir", OPT_STR, STRF(state_dir), 0, 0},
-    {"server", "log_level", OPT_STR, STRF(log_level), 0, 0},
-    {"server", "tls_cert", OPT_STR, STRF(tls_cert), 0, 0},
-    {"server", "tls_key", OPT_STR, STRF(tls_key), 0, 0},
-    {"server", "max_connections", OPT_INT, OFF(max_connections), 0, 1, 100000},
-    {"server", "request_timeout_ms", OPT_INT, OFF(request_timeout_ms), 0, 100, 3600000},
-    {"auth", "tokens_file", OPT_STR, STRF(tokens_file), 0, 0},
-    {"limits", "max_body", OPT_SIZE, OFF(lim.max_body), 0, 1024, (int64_t)1 << 40},
-    {"limits", "max_nodes", OPT_INT, OFF(lim.max_nodes), 0, 1, 100000000},
-    {"limits", "max_tensors", OPT_INT, OFF(lim.max_tensors), 0, 1, 100000000},
-    {"limits", "max_attrs_per_node", OPT_INT, OFF(lim.max_attrs), 0, 0, 100000000},
-    {"limits", "max_arena_bytes", OPT_SIZE, OFF(lim.max_arena_bytes), 0, 4096, (int64_t)1 << 50},
-    {"limits", "max_parse_bytes", OPT_SIZE, OFF(lim.max_parse_bytes), 0, 1 << 20, (int64_t)1 << 44},
-    {"limits", "max_plan_ms", OPT_INT, OFF(lim.max_plan_ms), 0, 10, 86400000},
-    {"limits", "max_graphs", OPT_INT, OFF(max_graphs), 0, 1, 1000000},
-    {"limits", "max_plans_bytes", OPT_SIZE, OFF(max_plans_bytes), 0, 1 << 20, (int64_t)1 << 44},
-    {"limits", "max_concurrent_runs", OPT_INT, OFF(max_runs), 0, 1, 4096},
-    {"limits", "max_rounds", OPT_INT, OFF(max_rounds), 0, 1, 100000000},
-    {"limits", "max_pending_plans", OPT_INT, OFF(max_pending_plans), 0, 1, 4096},
-    {"limits", "drain_timeout_ms", OPT_INT, OFF(drain_timeout_ms), 0, 0, 3600000},
-    {"limits", "plan_cache_bytes", OPT_SIZE, OFF(plan_cache_bytes), 0, 1 << 20, (int64_t)1 << 40},
-    {"runs", "fast_kernels", OPT_STR, STRF(fast_kernels), 0, 0},
-    {"models", "repository", OPT_STR, STRF(model_repository), 0, 0},
-    {"models", "kernels", OPT_STR, STRF(model_kernels), 0, 0},
-    {"models", "max_inflight", OPT_INT, OFF(max_infers), 0, 1, 65536},
+static const struct {
+    const char *name;
+    const af_opt_t *table;
+    size_t n;
+} sections[] = {
+    {"server", server_opts, AF_ARRAY_SIZE(server_opts)},
+    {"auth", auth_opts, AF_ARRAY_SIZE(auth_opts)},
+    {"limits", limits_opts, AF_ARRAY_SIZE(limits_opts)},
+    {"runs", runs_opts, AF_ARRAY_SIZE(runs_opts)},
+    {"models", models_opts, AF_ARRAY_SIZE(models_opts)},
 };
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
@@ -70,60 +105,10 @@ static const char *const log_levels[] = {"error", "warn", "info", "debug"};
 void af__dcfg_init(af__dcfg_t *c)
 {
     memset(c, 0, sizeof(*c));
-    snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
-    snprintf(c->log_level, sizeof(c->log_level), "info");
-    c->max_connections = 256;
-    c->request_timeout_ms = 10000;
-    c->lim.max_body = 16u << 20;
-    c->lim.max_nodes = 100000;
-    c->lim.max_tensors = 200000;
-    c->lim.max_attrs = 1024;
-    c->lim.max_arena_bytes = 1ull << 30;
-    c->lim.max_parse_bytes = 320ull << 20;
-    c->lim.max_plan_ms = 10000;
-    c->max_plans_bytes = 256u << 20;
-    c->max_graphs = 1024;
-    c->max_runs = 2;
-    c->max_rounds = 1000000;
-    c->max_pending_plans = 4;
-    c->drain_timeout_ms = 10000;
-    c->plan_cache_bytes = 256u << 20;
-    snprintf(c->fast_kernels, sizeof(c->fast_kernels), "empty");
-    snprintf(c->model_kernels, sizeof(c->model_kernels), "%s", af__dcfg_best_kernels());
-    c->max_infers = 64;
+    for (size_t i = 0; i < AF_ARRAY_SIZE(sections); i++)
+        (void)af_opts_defaults(sections[i].table, sections[i].n, c, NULL); /* tested */
     af_plan_opts_init(&c->plan_opts);
     af_executor_opts_init(&c->exec_opts);
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || *s == '-')
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    }
-    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
 }
 
 typedef struct parse_ctx {
@@ -133,28 +118,22 @@ typedef struct parse_ctx {
     int failed;
 } parse_ctx_t;
 
-static int set_option(af__dcfg_t *c, const option_t *o, const char *value, char *err, size_t errlen)
+static int set_option(af__dcfg_t *c, const char *section, const char *key, const char *value,
+                      char *err, size_t errlen)
 {
-    char *field = (char *)c + o->offset;
-    if (o->type == OPT_STR) {
-        if (strlen(value) >= o->size) {
-            snprintf(err, errlen, "[%s] %s: value too long", o->section, o->key);
-            return -1;
-        }
-        memcpy(field, value, strlen(value) + 1);
-        return 0;
-    }
-    uint64_t v;
-    if (parse_size(value, &v) != 0 || v < (uint64_t)o->min || v > (uint64_t)o->max) {
-        snprintf(err, errlen, "[%s] %s: '%s' is not a number in %" PRId64 "..%" PRId64, o->section,
-                 o->key, value, o->min, o->max);
+    for (size_t i = 0; i < AF_ARRAY_SIZE(sections); i++) {
+        if (strcmp(sections[i].name, section) != 0)
+            continue;
+        if (!af_opts_find(sections[i].table, sections[i].n, key))
+            break;
+        af_error_t e = {0};
+        if (af_opts_set(sections[i].table, sections[i].n, c, section, key, value, &e) == 0)
+            return 0;
+        snprintf(err, errlen, "%s", e.msg);
         return -1;
     }
-    if (o->type == OPT_SIZE)
-        *(uint64_t *)(void *)field = v;
-    else
-        *(int64_t *)(void *)field = (int64_t)v;
-    return 0;
+    snprintf(err, errlen, "unknown option [%s] %s", section, key);
+    return -1;
 }
 
 static int set_planner(af__dcfg_t *c, const char *key, const char *value, char *err, size_t errlen)
@@ -218,14 +197,7 @@ static int on_ini(void *user, const char *section, const char *key, const char *
     } else if (strcmp(section, "executor") == 0) {
         rc = set_executor(p->cfg, key, value, msg, sizeof(msg));
     } else {
-        size_t i;
-        for (i = 0; i < AF_ARRAY_SIZE(options); i++)
-            if (strcmp(options[i].section, section) == 0 && strcmp(options[i].key, key) == 0)
-                break;
-        if (i == AF_ARRAY_SIZE(options))
-            snprintf(msg, sizeof(msg), "unknown option [%s] %s", section, key);
-        else
-            rc = set_option(p->cfg, &options[i], value, msg, sizeof(msg));
+        rc = set_option(p->cfg, section, key, value, msg, sizeof(msg));
     }
     if (rc != 0) {
         snprintf(p->err, p->errlen, "%s", msg);
@@ -292,17 +264,6 @@ int af__dcfg_load(af__dcfg_t *c, const af__dcli_t *cli, char *err, size_t errlen
         return -1;
     *c = n;
     return 0;
-}
-
-const char *af__dcfg_best_kernels(void)
-{
-    /* the fastest real set this build has: "onednn" where it is built in, else "real" */
-    static const char *const order[] = {"onednn", "real", "reference"};
-    for (size_t i = 0; i < AF_ARRAY_SIZE(order); i++)
-        for (const char *const *n = af_kernel_set_names(); *n; n++)
-            if (strcmp(*n, order[i]) == 0)
-                return order[i];
-    return "verify";
 }
 
 void af__dcfg_planner_string(const af__dcfg_t *c, char *buf, size_t len)

@@ -101,8 +101,6 @@ typedef struct af__dcli {
 void af__dcfg_init(af__dcfg_t *c);
 /* Defaults, then the file (if any), then the overrides. 0, or -1 with a message in err. */
 int af__dcfg_load(af__dcfg_t *c, const af__dcli_t *cli, char *err, size_t errlen);
-/* The best real kernel set of this build (the default of [models] kernels). */
-const char *af__dcfg_best_kernels(void);
 /* "k=v;k=v" of the planner section: part of every graph's fingerprint. */
 void af__dcfg_planner_string(const af__dcfg_t *c, char *buf, size_t len);
 /* 1 when the executors must be rebuilt to apply b (fast_kernels or [executor] differ from a). */
@@ -291,9 +289,9 @@ int af__store_unlink(const char *state_dir, const char *id, af_error_t *err);
 int af__store_plan_durable(const char *state_dir, uint64_t fp, af_error_t *err);
 /* Builds planner opts from a "k=v;k=v" string. */
 int af__planner_opts_from_string(const char *s, af_plan_opts_t *o, af_error_t *err);
-/* Fingerprint of a graph's canonical JSON text + planner string: 32 hex digits. Thread-safe. */
-void af__fingerprint_text(const char *text, size_t len, const char *planner,
-                          char id[AF__ID_LEN + 1]);
+/* A graph's id: af_graph_fingerprint salted with the planner string, 32 hex digits. 0 or
+ * AF_EINVAL (graph not finalized). Thread-safe. */
+int af__fingerprint_graph(const af_graph_t *g, const char *planner, char id[AF__ID_LEN + 1]);
 
 /* ---- loading the state directory (load.c) ------------------------------------------------ */
 

@@ -119,9 +119,8 @@ static af__entry_t *load_one(load_job_t *j, const char *path, const char *name, 
     }
     if (af_graph_parse_json(gtext, strlen(gtext), &g, err) != 0 ||
         af__planner_opts_from_string(planner, &opts, err) != 0 ||
-        af_graph_to_json(g, &canon, err) != 0)
+        af_graph_to_json(g, &canon, err) != 0 || af__fingerprint_graph(g, planner, fp) != 0)
         goto out;
-    af__fingerprint_text(canon, strlen(canon), planner, fp);
     if (strcmp(fp, id) != 0) {
         af__err(err, AF_EPARSE, "%s: the id is not the graph's fingerprint (%s)", path, fp);
         goto out;

@@ -1,16 +1,19 @@
 /*
  * arenaflowd graph registry, per-id serialisation and the state directory's graph files.
  *
- * A graph's id is its fingerprint: XXH3-128 of the graph's canonical JSON (af_graph_to_json, so
- * formatting and key order of the submitted text do not matter) followed by the planner settings
- * string. Submitting a graph that is already listed is therefore a cache hit, across restarts too.
+ * A graph's id is the library's one graph fingerprint (af_graph_fingerprint, XXH3-128 over the
+ * graph's fields) salted with the planner settings string, taken on the graph as its stored
+ * canonical JSON reads back (af_graph_to_json then af_graph_parse_json: what a restart loads), so
+ * formatting and key order of the submitted text do not matter. Submitting a graph that is already
+ * listed is therefore a cache hit, across restarts too.
  * An id is exactly 32 lowercase hex digits; anything else on an {id} route is unknown, so no
  * request ever names a file that is not one of ours (no path traversal, no empty id).
  *
  * Persistence: each graph is one file <state_dir>/graphs/<id>.json holding
  *   {"format":"arenaflowd-graph/1","id":..., "planner":"k=v;...", "graph":{...}}
- * written under a name no other writer uses (<id>.json.tmp.<pid>.<seq>, created with O_EXCL),
- * fsync'd, renamed over the final name, and the directory fsync'd, so after a crash (kill -9,
+ * through the library's one durable write (af_file_write_durable_fn: a temp file no other writer
+ * uses, created with O_EXCL and ending in ".tmp", fsync'd, renamed over the final name, and the
+ * directory fsync'd), so after a crash (kill -9,
  * power loss) a file is either the complete old state or the complete new one, never a torn
  * mix, and two writers never share a temp file. Every step's result is returned: the caller
  * answers 201 only when all of them succeeded.
@@ -22,12 +25,9 @@
  *
  * Entries are reference counted: the registry holds one reference while the graph is listed and
  * every run in flight holds one, so DELETE during a run unlists at once and frees after the run.
- * Loop thread only, except the file functions and af__fingerprint_text(), which are thread-safe.
+ * Loop thread only, except the file functions and af__fingerprint_graph(), which are thread-safe.
  */
 #include "daemon/daemon_int.h"
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,17 +40,13 @@
 
 #define FORMAT_TAG "arenaflowd-graph/1"
 
-void af__fingerprint_text(const char *text, size_t len, const char *planner,
-                          char id[AF__ID_LEN + 1])
+int af__fingerprint_graph(const af_graph_t *g, const char *planner, char id[AF__ID_LEN + 1])
 {
-    XXH3_state_t st;
-    XXH3_128bits_reset(&st);
-    XXH3_128bits_update(&st, text, len);
-    XXH3_128bits_update(&st, "\n", 1);
-    XXH3_128bits_update(&st, planner, strlen(planner));
-    XXH128_hash_t h = XXH3_128bits_digest(&st);
-    snprintf(id, AF__ID_LEN + 1, "%016llx%016llx", (unsigned long long)h.high64,
-             (unsigned long long)h.low64);
+    af_fingerprint_t fp;
+    int rc = af_graph_fingerprint(g, planner, strlen(planner), &fp);
+    if (rc == 0)
+        af_fingerprint_hex(&fp, id);
+    return rc;
 }
 
 int af__id_valid(const char *s, size_t n)
@@ -95,21 +91,6 @@ static int fsync_dir(const char *dir)
     return rc;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The file's head: {"format":...,"id":...,"planner":...,"graph": (the graph text follows). */
 static char *file_head(const char *id, const char *planner)
 {
@@ -127,42 +108,33 @@ static char *file_head(const char *id, const char *planner)
     return head;
 }
 
-static atomic_uint_fast64_t tmp_seq;
+typedef struct gfile {
+    const char *head, *text;
+} gfile_t;
+
+static int fill_graph_file(int fd, void *ctx)
+{
+    const gfile_t *f = ctx;
+    if (af_file_write_all(fd, f->head, strlen(f->head)) ||
+        af_file_write_all(fd, f->text, strlen(f->text)))
+        return -1;
+    return af_file_write_all(fd, "}", 1);
+}
 
 int af__store_write(const char *state_dir, const char *id, const char *text, const char *planner,
                     af_error_t *err)
 {
     if (!state_dir[0])
         return 0;
-    char dir[AF__DCFG_STR + 16], tmp[AF__DCFG_STR + 128], fin[AF__DCFG_STR + 64];
-    snprintf(dir, sizeof(dir), "%s/graphs", state_dir);
-    snprintf(fin, sizeof(fin), "%s/%s.json", dir, id);
-    snprintf(tmp, sizeof(tmp), "%s/%s.json.tmp.%ld.%llu", dir, id, (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&tmp_seq, 1));
+    char fin[AF__DCFG_STR + 64];
+    snprintf(fin, sizeof(fin), "%s/graphs/%s.json", state_dir, id);
     char *head = file_head(id, planner);
     if (!head)
-        return af__err(err, -ENOMEM, "out of memory writing %s", fin);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    int rc = fd < 0 ? -errno : write_all(fd, head, strlen(head));
+        return af__err(err, AF_ENOMEM, "out of memory writing %s", fin);
+    gfile_t f = {head, text};
+    int rc = af_file_write_durable_fn(fin, fill_graph_file, &f, err);
     free(head);
-    if (rc == 0)
-        rc = write_all(fd, text, strlen(text));
-    if (rc == 0)
-        rc = write_all(fd, "}", 1);
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
-    if (fd >= 0 && close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, fin) != 0)
-        rc = -errno;
-    if (rc != 0) {
-        if (fd >= 0)
-            unlink(tmp);
-        return af__err(err, rc, "cannot write %s: %s", fin, strerror(-rc));
-    }
-    if ((rc = fsync_dir(dir)) != 0)
-        return af__err(err, rc, "cannot fsync %s: %s", dir, strerror(-rc));
-    return 0;
+    return rc;
 }
 
 int af__store_unlink(const char *state_dir, const char *id, af_error_t *err)

@@ -136,6 +136,10 @@ static int parse_body(sub_t *s)
     af_onnx_opts_init(&oo);
     oo.inputs = inputs;
     oo.n_inputs = s->n_inputs;
+    /* v1 graphs are plans: the state directory keeps the structure (canonical JSON) and a
+     * restart must load the same graph the submission planned, so the weights are not kept
+     * (this also spares the copy of every weight af_onnx_load_mem would make). */
+    oo.skip_data = 1;
     int rc = af_onnx_load_mem(s->body, s->body_len, &oo, &s->graph, &s->err);
     if (rc != 0) /* the prefix goes in front of the importer's message */
         snprintf(s->msg, sizeof(s->msg), "invalid ONNX model: %s",
@@ -172,7 +176,16 @@ static void parse_work(uv_work_t *w)
     if ((s->rc = af_graph_to_json(s->graph, &s->text, &s->err)) != 0)
         return;
     size_t n = strlen(s->text);
-    af__fingerprint_text(s->text, n, s->planner, s->id);
+    /* The graph planned and fingerprinted is the one its stored text reads back as, so a
+     * restart finds the same id and the same plan file (an ONNX graph's canonical form drops
+     * importer-only details such as the reasons of dynamic tensors). */
+    af_graph_t *canon = NULL;
+    if ((s->rc = af_graph_parse_json(s->text, n, &canon, &s->err)) != 0)
+        return;
+    af_graph_destroy(s->graph);
+    s->graph = canon;
+    if ((s->rc = af__fingerprint_graph(s->graph, s->planner, s->id)) != 0)
+        return;
     s->held = af__held_estimate(s->graph, n);
 }
 

@@ -5,10 +5,11 @@
  * (replan.c), the kernel tables (kernels.c, kernel_bind.c, kernels_ref*.c), tensor files
  * (tensor_io.c); the plan cache (plan_cache.c) uses only what this header includes.
  *
- * Locks: af_session.mu, af_executor.kmu, af__deque.mu, af_executor.mu, in that order (ranks
- * AF__RANK_SESSION .. AF__RANK_SLEEP in common/common_int.h, the library's one list; the pool's
- * locks rank below all of them). A worker holds no lock while it runs a kernel. Per-round node
- * state is lock-free: one atomic pending counter per node, one atomic remaining counter per round.
+ * Locks: af_session.mu, af_executor.kmu, af__deque.mu, af_executor.mu, af_executor.tmu, in that
+ * order (ranks AF__RANK_SESSION .. AF__RANK_CORES in common/common_int.h, the library's one list;
+ * the pool's locks rank below all of them). A worker holds no lock while it runs a kernel.
+ * Per-round node state is lock-free: one atomic pending counter per node, one atomic remaining
+ * counter per round.
  */
 #ifndef ARENAFLOW_EXECUTOR_INT_H
 #define ARENAFLOW_EXECUTOR_INT_H
@@ -44,6 +45,7 @@ typedef struct af__worker {
     uint32_t rng;
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
+    int32_t team; /* OpenMP team size last set on this thread (kernel sets with a backend) */
     atomic_ullong steals, tasks;
     char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
 } af__worker_t;
@@ -72,6 +74,16 @@ struct af_executor {
     int own_pool;
     af_pool_cache_t **dyn; /* per worker: the caches dynamic tensors come from (dynamic.c) */
     int verify;            /* resolved opts.verify */
+    const struct af__kernel_set *set; /* the built-in kernel set (resolved opts.kernels) */
+    /* Cores: nodes with an OpenMP team take `team` cores for the time they run, so the teams
+     * running at once never exceed `cores` (no oversubscription across rounds and sessions).
+     * Only while some program has a node with team > 1 (teams_live > 0). */
+    int32_t cores;
+    atomic_int cores_free;
+    atomic_int cores_waiting;
+    atomic_int teams_live;
+    uv_mutex_t tmu; /* AF__RANK_CORES */
+    uv_cond_t tcv;
 };
 
 /* Dynamic tensors (dynamic.c): one pool cache per worker, created and destroyed while no worker
@@ -86,8 +98,13 @@ int af__dyn_free(af_executor_t *ex, void *ptr);
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
 void af__exec_reserve(af_executor_t *ex, size_t tasks);
-/* Looks up a registered kernel (registry first, then the built-in set). */
-int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user);
+/* Number of CPUs (at least 1). */
+int32_t af__exec_cpu_count(void);
+/* Looks up a kernel registered with af_executor_register_kernel(); AF_ENOTSUP when none. */
+int af__exec_registered(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user);
+/* Takes / gives back k cores of the executor's budget (blocks while they are taken). */
+void af__exec_cores_take(af_executor_t *ex, int32_t k);
+void af__exec_cores_give(af_executor_t *ex, int32_t k);
 
 /* ---- programs: a plan compiled for execution (program.c) -------------------------------- */
 
@@ -112,6 +129,28 @@ struct af__prog {
     int32_t max_in, max_out;
     af_kernel_fn *kfn;
     void **kuser;
+    /* per node: the built-in entry that runs it (NULL: registered kernel), its prepared state,
+     * its OpenMP team, its scratch tensor (-1 none) and its working memory need (bytes) */
+    const struct af__kernel_entry **kent;
+    void **kstate;
+    int32_t *team;
+    int32_t *scratch_t;
+    uint64_t *scratch_need;
+    int32_t max_team;   /* largest team of any node */
+    int32_t intra;      /* resolved intra-op team of large nodes */
+    void *backend;      /* the set's context (oneDNN engine, streams), or NULL */
+    int32_t n_backend;  /* nodes on the set's own kernels */
+    int32_t n_fallback; /* nodes on the fallback kernels */
+    uint64_t prepacked_bytes;
+    uint64_t planned_scratch;   /* bytes of the scratch tensors */
+    uint64_t unplanned_scratch; /* per worker: largest need without a planned scratch tensor */
+    uint8_t *wscratch;          /* workers x unplanned_scratch, 64-aligned, or NULL */
+    void *wscratch_raw;
+    int32_t workers;
+    uint8_t *layout;   /* per tensor (AF__LAYOUT_*), NULL: all plain */
+    char **kname;      /* per node: "onednn:<impl>" etc., for af_session_node_kernel() */
+    af_executor_t *ex; /* set while prepared */
+    int prepared;
     uint8_t *loc;
     int32_t *root;
     uint64_t *off;
@@ -127,6 +166,16 @@ struct af__prog {
 
 int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, af_error_t *err);
 void af__prog_release(af__prog_t *p);
+/*
+ * Prepares the nodes of a program for its session (kernels.c): backend context, per-node state
+ * (primitives, prepacked weights read through const_ptr), fallbacks, teams, working memory
+ * outside the arena for nodes without a planned scratch tensor. Called once constants exist,
+ * and again (after af__prog_unprepare) when the caller changed constants. Returns 0 or an
+ * AF_E* code with err set.
+ */
+int af__prog_prepare(af__prog_t *p, af_executor_t *ex, const void *(*const_ptr)(void *, int32_t),
+                     void *cu, af_error_t *err);
+void af__prog_unprepare(af__prog_t *p);
 
 /* ---- rounds (session.c) ----------------------------------------------------------------- */
 
@@ -191,24 +240,101 @@ static inline uint64_t af__exec_mix(uint64_t a, uint64_t b)
  * AF_ENOTSUP with a message naming the dtype / attribute / shape combination the kernel does
  * not implement (so an unsupported node is refused when the session is bound, not answered
  * wrongly or failed in the middle of a round). Must not allocate.
+ *
+ * prepare (optional): makes the node's state once constants exist (prepare.c). Returns 0,
+ * AF_ENOTSUP when this node (attributes, dtypes, shapes) is not expressible exactly — the
+ * reference row runs it, after its own check — or another error (session creation fails). err
+ * gets the reason either way. release frees what prepare made.
  */
 typedef int (*af__kernel_check_fn)(const af_graph_t *g, int32_t node, af_error_t *err);
+
+/* What a kernel's prepare step is given (session creation, or af_kernels_lower). */
+typedef struct af__kprep {
+    const af_graph_t *g;
+    int32_t node;
+    int32_t team;    /* OpenMP team the node's primitives are made for */
+    int32_t workers; /* worker threads that may run the node (one memory object set each) */
+    int query;       /* 1: only out->scratch_bytes is wanted (lowering); state is released */
+    /* constant data of a tensor (NULL: not a constant, or unknown while querying) */
+    const void *(*constant)(void *cu, int32_t tensor);
+    void *cu;
+    void *backend;         /* the set's context */
+    const uint8_t *layout; /* per tensor: AF__LAYOUT_*, from the backend's layouts(); NULL: plain */
+} af__kprep_t;
+
+/* Physical layouts of activation tensors (the graph's shape is always the ONNX one). */
+enum {
+    AF__LAYOUT_PLAIN = 0,        /* row-major in ONNX dim order (NCHW...) */
+    AF__LAYOUT_CHANNELS_LAST = 1 /* N, spatial..., C: what oneDNN's fast convolutions read */
+};
+
+typedef struct af__kprep_out {
+    void *state;
+    uint64_t scratch_bytes; /* working memory the node needs while it runs */
+    uint64_t const_bytes;   /* prepacked data the state holds (outside the arena) */
+    char impl[64];          /* implementation, e.g. "brgconv:avx512_core" */
+} af__kprep_out_t;
+
 typedef struct af__kernel_entry {
     const char *op;
     af_kernel_fn fn;
     af__kernel_check_fn check;
+    int (*prepare)(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err);
+    void (*release)(void *state);
 } af__kernel_entry_t;
+
+/* A kernel set's context, made once per program (oneDNN: engine and one stream per worker). */
+typedef struct af__backend {
+    int (*create)(int32_t workers, void **ctx, af_error_t *err);
+    void (*destroy)(void *ctx);
+    void (*set_team)(int32_t team); /* sets the calling thread's OpenMP team size */
+    int32_t (*get_team)(void);
+    /* Optional: chooses layout[t] for every tensor, given which nodes run on the set's own
+     * kernels (on_set[v]). Returns 0 or AF_ENOMEM. */
+    int (*layouts)(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout);
+} af__backend_t;
+
+typedef struct af__kernel_set {
+    const char *name;
+    af_kernel_fn all;                /* one kernel for every op (verify, empty), or NULL */
+    const af__kernel_entry_t *table; /* the set's own rows, terminated by {NULL}; the reference
+                                      * rows (af__kref_find) serve the ops it lacks or refuses */
+    const af__backend_t *backend;
+} af__kernel_set_t;
+
+/* The built-in set of a name ("real" resolved), or NULL. */
+const af__kernel_set_t *af__kernel_set(const char *name);
+/* The row of a table for an op, or NULL. */
+const af__kernel_entry_t *af__kernel_find(const af__kernel_entry_t *table, const char *op);
+/*
+ * Tensor layouts for a set with a backend that chooses them (NULL in *layout otherwise): asks
+ * each node's entry (query mode) whether it runs on the set, then the backend. base gives the
+ * graph, constants and context; the caller frees *layout with af__free (prepare.c).
+ */
+int af__kernel_layouts(const af__kernel_set_t *ks, const af__kprep_t *base, int32_t intra,
+                       uint8_t **layout, af_error_t *err);
+/* Largest intra-op team executor options o allow (lowering sizes working memory for it). */
+int32_t af__kernel_intra_max(const af_executor_opts_t *o);
+/* Intra-op team of the large nodes of a plan on executor options o (0 = auto resolved). */
+int32_t af__kernel_intra(const af_plan_t *plan, const af_executor_opts_t *o);
+/* OpenMP team of node v: intra for nodes whose cost makes a team pay, else 1. */
+int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra);
 
 int af__kernel_pattern(const af_kernel_args_t *a);
 int af__kernel_empty(const af_kernel_args_t *a);
+#ifdef AF_HAVE_ONEDNN
+/* The oneDNN table (onednn_*.c) and its backend. */
+extern const af__kernel_entry_t af__kernels_onednn[];
+extern const af__backend_t af__onednn_backend;
+#endif
 /* The reference kernels' row for an op (kernels_ref.c: one table per op family), or NULL. */
 const af__kernel_entry_t *af__kref_find(const char *op);
-/* The built-in row of a set for an op, NULL when the set has none or the set has no table
- * ("verify", "empty": one kernel for every op, no check). */
+/* The built-in row of a set for an op: the set's own row, else the reference row; NULL when
+ * there is none or the set has no table ("verify", "empty": one kernel for every op, no check). */
 const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
 /*
  * Looks up the kernel of every node of p (registered kernels first, then the set) into p->kfn /
- * p->kuser and runs the rows' checks. Every node that cannot run is collected: the AF_ENOTSUP
+ * p->kuser / p->kent and runs the rows' checks. Every node that cannot run is collected: the AF_ENOTSUP
  * message lists all missing ops (with node counts) and all unsupported combinations at once
  * (kernel_bind.c).
  */
@@ -267,6 +393,13 @@ struct af_session {
     uint8_t *kept_valid; /* per output: 1 once a round kept it */
 };
 
+/* Prepares program p's kernels with the session's constants (session.c). */
+int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err);
+/* The caller may have written constants: prepares the kernels again. s->mu held, no round in
+ * flight. */
+void af__session_consts_changed(af_session_t *s);
+/* Fills the kernel figures of af_session_stats(); s->mu held. */
+void af__session_kernel_stats(const af_session_t *s, af_session_stats_t *o);
 /* Fills the round's pointers, inputs and counters (caller thread). */
 int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outputs,
                     af_error_t *err);

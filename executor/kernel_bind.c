@@ -2,8 +2,11 @@
  * Binding kernels to the nodes of a program at session creation, with one error for all that
  * cannot run.
  *
- * For every node: the registered kernel of its op, else the built-in set's; a built-in row's
- * check (dtype, attribute and shape combinations the kernel implements) runs too. A model with
+ * For every node: the registered kernel of its op, else the built-in set's row (p->kent: the
+ * set's own row, e.g. oneDNN's, where it has one, else the reference row); a built-in row's
+ * check (dtype, attribute and shape combinations the kernel implements) runs too. A row that
+ * prepares a state may still refuse its node at preparation (prepare.c), where the reference
+ * row's check decides again. A model with
  * several missing ops, or several unsupported combinations, is refused once with all of them
  * listed — "no kernel for: Foo (3 nodes), Bar; not implemented: node 'c' (Conv): int8 input" —
  * so a user learns the whole gap from one run, not one op per attempt. The message is cut at
@@ -66,10 +69,10 @@ static int32_t run_checks(const af_executor_t *ex, const af__prog_t *p, const ui
     int32_t n = 0;
     for (int32_t v = 0; v < p->n_nodes; v++) {
         const af_node_info_t *ni = af_graph_node(p->g, v);
-        const af__kernel_entry_t *e = miss[v] ? NULL : af__kernel_entry(ex->opts.kernels, ni->op);
+        const af__kernel_entry_t *e = miss[v] ? NULL : p->kent[v];
         af_error_t ce;
         af_error_clear(&ce);
-        if (!e || e->fn != p->kfn[v] || !e->check || !e->check(p->g, v, &ce))
+        if (!e || !e->check || !e->check(p->g, v, &ce))
             continue;
         char what[160];
         snprintf(what, sizeof(what), "%snode '%.60s' (%.40s): ",
@@ -93,8 +96,16 @@ int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err)
     int32_t n_ops = 0, n_missing = 0;
     for (int32_t v = 0; v < p->n_nodes; v++) {
         const af_node_info_t *ni = af_graph_node(g, v);
-        if (af__exec_kernel_lookup(ex, ni->op, &p->kfn[v], &p->kuser[v]) == 0)
+        if (af__exec_registered(ex, ni->op, &p->kfn[v], &p->kuser[v]) == 0)
             continue;
+        if (ex->set->all) {
+            p->kfn[v] = ex->set->all;
+            continue;
+        }
+        if ((p->kent[v] = af__kernel_entry(ex->opts.kernels, ni->op))) {
+            p->kfn[v] = p->kent[v]->fn;
+            continue;
+        }
         n_missing++;
         miss[v] = 2;
         int seen = 0;

@@ -25,6 +25,8 @@ static const af_opt_t opt_table[] = {
     {"history", AF_OPT_BOOL, F(history), "0", 0, 0, NULL, 0, 0, "record per-buffer history"},
     {"verify", AF_OPT_AUTO_BOOL, F(verify), "auto", 0, 0, NULL, 0, 0,
      "check every input's checksum: auto = with the verify kernels"},
+    {"intra_op_threads", AF_OPT_INT, F(intra_op_threads), "0", 0, 1024, NULL, 0, 0,
+     "OpenMP team of a large node (kernel sets with a backend), 0 = chosen per graph"},
 };
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)
@@ -42,6 +44,13 @@ int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *val
 {
     if (!o)
         return af__err(err, AF_EINVAL, "executor option: no options");
+#ifndef AF_HAVE_ONEDNN
+    if (key && value && !strcmp(key, "kernels") && !strcmp(value, "onednn"))
+        return af__err(err, AF_EINVAL,
+                       "kernel set 'onednn' is not in this build: it was configured without "
+                       "oneDNN (install libdnnl-dev, e.g. with scripts/deps.sh, and configure "
+                       "again)");
+#endif
     return af_opts_set(opt_table, N_OPTS, o, "executor", key, value, err);
 }
 

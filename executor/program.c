@@ -8,13 +8,17 @@
  *   the contract af_plan_verify() proves.
  * - Tensor locations: arena offset, constant storage offset, dynamic (served at run time), or a
  *   view of another tensor (resolved through its alias root).
- * - The kernel of every node, looked up once.
+ * - The kernel of every node, looked up once: a registered kernel, else the set's entry (its
+ *   table, then its fallback table); entries that prepare a state are prepared by the session
+ *   (prepare.c) once constants exist. Ops without any kernel are listed all at once.
+ * - The scratch tensor of every node (an AF_TENSOR_SCRATCH output, af_kernels_lower()).
  *
  * A program is immutable after creation and shared by the rounds that run it (reference
  * counted: a re-planned program replaces the old one while in-flight rounds finish on theirs).
  */
 #include "executor/executor_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,7 +252,14 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
     p->roots = af__malloc(n * sizeof(int32_t));
     p->kfn = af__calloc(n, sizeof(af_kernel_fn));
     p->kuser = af__calloc(n, sizeof(void *));
-    if (!p->roots || !p->kfn || !p->kuser) {
+    p->kent = af__calloc(n, sizeof(*p->kent));
+    p->kstate = af__calloc(n, sizeof(void *));
+    p->team = af__malloc(n * sizeof(int32_t));
+    p->scratch_t = af__malloc(n * sizeof(int32_t));
+    p->scratch_need = af__calloc(n, sizeof(uint64_t));
+    p->kname = af__calloc(n, sizeof(char *));
+    if (!p->roots || !p->kfn || !p->kuser || !p->kent || !p->kstate || !p->team || !p->scratch_t ||
+        !p->scratch_need || !p->kname) {
         rc = af__err(err, AF_ENOMEM, "out of memory compiling the plan");
         goto fail;
     }
@@ -260,6 +271,11 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
             p->max_in = ni->n_inputs;
         if (ni->n_outputs > p->max_out)
             p->max_out = ni->n_outputs;
+        p->team[v] = 1;
+        p->scratch_t[v] = -1;
+        for (int32_t k = 0; k < ni->n_outputs; k++)
+            if (af_graph_tensor(g, ni->outputs[k])->kind == AF_TENSOR_SCRATCH)
+                p->scratch_t[v] = ni->outputs[k];
     }
     if ((rc = af__prog_bind_kernels(ex, p, err)))
         goto fail;
@@ -274,6 +290,13 @@ void af__prog_release(af__prog_t *p)
 {
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
         return;
+    af__prog_unprepare(p);
+    af__free(p->kent);
+    af__free(p->kstate);
+    af__free(p->team);
+    af__free(p->scratch_t);
+    af__free(p->scratch_need);
+    af__free(p->kname);
     af__free(p->succ_off);
     af__free(p->succ);
     af__free(p->init_pending);

@@ -14,6 +14,8 @@
  */
 #include "executor/executor_int.h"
 
+#include <stdio.h>
+
 void af__replan_observe(af_session_t *s, const af__round_t *r)
 {
     const af__prog_t *p = r->prog;
@@ -42,6 +44,10 @@ static int replan(af_session_t *s, const af__prog_t *old, const uint64_t *sizes,
         goto fail;
     if ((rc = af__prog_create(s->ex, plan, out, &err)))
         goto fail;
+    if ((rc = af__session_prepare(s, *out, &err))) {
+        af__prog_release(*out);
+        goto fail;
+    }
     (*out)->own_plan = plan;
     (*out)->own_graph = g;
     return 0;

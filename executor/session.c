@@ -15,6 +15,13 @@
  * compared with the checksum its producer recorded; after it runs, each output is hashed. The
  * first mismatch names the polluted tensor and the node that read it.
  *
+ * Kernel call: the node's prepared state, its working memory (its planned scratch tensor, or the
+ * worker's unplanned buffer) and its OpenMP team go into the arguments; a node whose team is
+ * larger than one takes that many of the executor's cores while it runs (af__exec_cores_take),
+ * and the worker's OpenMP team size is set when it changes from one node to the next. The
+ * scratch tensor is not an output for the kernel (n_outputs leaves it out: it is the node's last
+ * output, af_kernels_lower puts it there) and it is never checksummed.
+ *
  * Plan swap (replan_after_warmup, replan.c): s->prog is replaced under s->mu; each round holds a
  * reference on the program it started with, so in-flight rounds finish on the old plan.
  *
@@ -117,15 +124,33 @@ static int overlaps_output(const void *p, uint64_t n, void *const *outp, const u
  */
 static void recheck_inputs(af__round_t *r, const af_node_info_t *ni, const void **in,
                            const uint64_t *inb, const uint8_t *ok_in, void *const *outp,
-                           const uint64_t *outb, int32_t v)
+                           const uint64_t *outb, int32_t n_out, int32_t v)
 {
     for (int32_t i = 0; i < ni->n_inputs; i++) {
         int32_t t = ni->inputs[i];
-        if (!ok_in[i] || !in[i] || overlaps_output(in[i], inb[i], outp, outb, ni->n_outputs))
+        if (!ok_in[i] || !in[i] || overlaps_output(in[i], inb[i], outp, outb, n_out))
             continue;
         if (af__exec_checksum(in[i], inb[i]) != r->sum[t])
             mark_corrupt(r, t, v);
     }
+}
+
+/* Runs the kernel with the node's OpenMP team and, when teams are about, its cores. */
+static int call_kernel(af__worker_t *w, const af__prog_t *p, const af_kernel_args_t *a)
+{
+    af_executor_t *ex = w->ex;
+    int32_t team = a->team;
+    if (p->backend && w->team != team) {
+        ex->set->backend->set_team(team);
+        w->team = team;
+    }
+    int cores = atomic_load_explicit(&ex->teams_live, memory_order_relaxed) > 0;
+    if (cores)
+        af__exec_cores_take(ex, team);
+    int rc = p->kfn[a->node](a);
+    if (cores)
+        af__exec_cores_give(ex, team);
+    return rc;
 }
 
 void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
@@ -156,7 +181,9 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
             ok_in[i] = 0;
         }
     }
-    for (int32_t k = 0; k < ni->n_outputs; k++) {
+    int32_t n_out = ni->n_outputs, st = p->scratch_t[v];
+    n_out -= st >= 0;
+    for (int32_t k = 0; k < n_out; k++) {
         int32_t t = ni->outputs[k];
         outp[k] = tensor_ptr(r, p, t);
         outb[k] = tensor_bytes(r, p, t);
@@ -170,22 +197,33 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         .n_inputs = ni->n_inputs,
         .inputs = in,
         .input_bytes = inb,
-        .n_outputs = ni->n_outputs,
+        .n_outputs = n_out,
         .outputs = outp,
         .output_bytes = outb,
         .user = p->kuser[v],
         .priv = r,
+        .state = p->kstate[v],
+        .team = p->team[v],
     };
-    int rc = p->kfn[v](&a);
+    if (st >= 0 && p->scratch_need[v] <= p->bytes[st]) {
+        a.scratch = r->ptr[st];
+        a.scratch_bytes = p->bytes[st];
+    } else if (p->scratch_need[v]) { /* not lowered, or lowered for other options */
+        a.scratch = p->wscratch + (size_t)w->id * (size_t)p->unplanned_scratch;
+        a.scratch_bytes = p->unplanned_scratch;
+    }
+    int rc = s->opts.observe ? s->opts.observe(s->opts.observe_user, &a) : 0;
+    if (!rc)
+        rc = call_kernel(w, p, &a);
     if (rc) {
         fail_round(r, rc, v);
         return;
     }
     if (verify) {
-        for (int32_t k = 0; k < ni->n_outputs; k++)
+        for (int32_t k = 0; k < n_out; k++)
             if (outp[k])
                 r->sum[ni->outputs[k]] = af__exec_checksum(outp[k], outb[k]);
-        recheck_inputs(r, ni, in, inb, ok_in, outp, outb, v);
+        recheck_inputs(r, ni, in, inb, ok_in, outp, outb, n_out, v);
     }
     if (s->history)
         r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
@@ -319,4 +357,66 @@ void af__round_release(af__round_t *r)
         af_pool_free(s->ex->pool, r->arena);
         r->arena = NULL;
     }
+}
+
+/* ---- prepared kernels ------------------------------------------------------------------- */
+
+typedef struct const_src {
+    const af_session_t *s;
+    const af__prog_t *p; /* the program being prepared (a re-plan's is not s->prog yet) */
+} const_src_t;
+
+/* Constant data of tensor t for the kernels' prepare step. The constant layout of a re-planned
+ * program is the session's (same graph, same constants). */
+static const void *session_const(void *cu, int32_t t)
+{
+    const const_src_t *c = cu;
+    const af__prog_t *p = c->p;
+    if (t < 0 || t >= p->n_tensors || p->loc[t] != AF__LOC_CONST)
+        return NULL;
+    return c->s->const_ptr[t];
+}
+
+int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err)
+{
+    const_src_t c = {s, p};
+    return af__prog_prepare(p, s->ex, session_const, &c, err);
+}
+
+void af__session_consts_changed(af_session_t *s)
+{
+    af__prog_t *p = s->prog;
+    if (!p->n_backend)
+        return; /* no prepared state read the constants */
+    af_error_t err;
+    af_error_clear(&err);
+    af__prog_unprepare(p);
+    if (af__session_prepare(s, p, &err)) {
+        /* Out of memory, most likely: the nodes are left without a state, their kernels fail
+         * every round with AF_EINVAL (never a result computed from stale weights). */
+        s->first_failed_status = err.code;
+    }
+}
+
+const char *af_session_node_kernel(const af_session_t *s, int32_t node, int32_t *team)
+{
+    af_session_t *m = (af_session_t *)s;
+    uv_mutex_lock(&m->mu);
+    const af__prog_t *p = m->prog;
+    const char *n = node >= 0 && node < p->n_nodes ? p->kname[node] : NULL;
+    if (team && n)
+        *team = p->team[node];
+    uv_mutex_unlock(&m->mu);
+    return n;
+}
+
+void af__session_kernel_stats(const af_session_t *s, af_session_stats_t *o)
+{
+    const af__prog_t *p = s->prog;
+    o->scratch_bytes = p->planned_scratch;
+    o->unplanned_scratch_bytes = p->unplanned_scratch * (uint64_t)p->workers;
+    o->prepacked_bytes = p->prepacked_bytes;
+    o->backend_nodes = p->n_backend;
+    o->fallback_nodes = p->n_fallback;
+    o->intra_op_threads = p->intra;
 }

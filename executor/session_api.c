@@ -336,6 +336,8 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
         rc = af__err(err, AF_ENOMEM, "out of memory creating a session");
         goto fail;
     }
+    if ((rc = af__session_prepare(s, s->prog, err)))
+        goto fail;
     if ((rc = uv_mutex_init(&s->mu))) {
         af__err(err, rc, "uv_mutex_init: %s", af_strerror(rc));
         goto fail;
@@ -391,6 +393,7 @@ static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *
     af__replan_maybe(s);
     if (s->consts_dirty && s->running == 0) { /* no round reads the constants right now */
         const_sums(s, s->prog);
+        af__session_consts_changed(s);
         s->consts_dirty = 0;
     }
     while (s->n_free == 0) {
@@ -628,6 +631,7 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *o)
     o->first_failed_node = m->first_failed_node;
     o->first_failed_status = m->first_failed_status;
     o->pool_os_calls = os - m->pool_os0;
+    af__session_kernel_stats(m, o);
     uv_mutex_unlock(&m->mu);
     o->dynamic_allocs = atomic_load(&m->dyn_allocs);
 }

@@ -19,6 +19,7 @@
 #include "executor/executor_int.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +230,12 @@ static void worker_main(void *arg)
     af_executor_t *ex = w->ex;
     af__task_t t;
     af__dyn_bind(w);
+    if (ex->set && ex->set->backend) {
+        /* libgomp allocates a thread's settings the first time they are set: now, not in a
+         * round (0 allocations per round, even on the first node this worker runs). */
+        ex->set->backend->set_team(1);
+        w->team = 1;
+    }
     for (;;) {
         int spins = 0;
         while (!find_task(w, &t)) {
@@ -254,7 +261,7 @@ static void worker_main(void *arg)
 
 /* ---- executor lifecycle ----------------------------------------------------------------- */
 
-static int32_t cpu_count(void)
+int32_t af__exec_cpu_count(void)
 {
     uv_cpu_info_t *info;
     int n = 0;
@@ -263,6 +270,41 @@ static int32_t cpu_count(void)
         return n > 0 ? n : 1;
     }
     return 1;
+}
+
+/* The kernel set exists in this build and the numbers are in range. */
+static int check_opts(af_executor_opts_t *o, af_error_t *err)
+{
+    int rc = af_executor_opts_set(o, "kernels", o->kernels, err); /* to its static name */
+    if (rc)
+        return rc;
+    if (o->threads < 0 || o->max_inflight < 1 || o->replan_after_warmup < 0 ||
+        o->intra_op_threads < 0)
+        return af__err(err, AF_EINVAL, "executor options out of range");
+    return 0;
+}
+
+/* Initialises every worker's deque and release buffer; ex->started counts those done. */
+static int init_workers(af_executor_t *ex)
+{
+    for (int32_t i = 0; i < ex->n; i++) {
+        af__worker_t *w = &ex->workers[i];
+        w->ex = ex;
+        w->id = i;
+        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
+        w->team = -1; /* not set yet: the first node with a backend sets it */
+        int rc = uv_mutex_init(&w->dq.mu);
+        if (rc)
+            return rc;
+        /* Room for the successors one node releases at once: grown only past this fan-out. */
+        w->rcap = 1024;
+        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
+            uv_mutex_destroy(&w->dq.mu);
+            return AF_ENOMEM;
+        }
+        ex->started = i + 1; /* deque mutexes initialised so far */
+    }
+    return 0;
 }
 
 int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_error_t *err)
@@ -276,18 +318,20 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         af_executor_opts_init(&o);
     if (!o.kernels)
         o.kernels = "verify";
-    if (af_executor_opts_set(&o, "kernels", o.kernels, NULL)) /* to its static name */
-        return af__err(err, AF_EINVAL, "unknown kernel set '%s'", o.kernels);
-    if (o.threads < 0 || o.max_inflight < 1 || o.replan_after_warmup < 0)
-        return af__err(err, AF_EINVAL, "executor options out of range");
+    int rc = check_opts(&o, err);
+    if (rc)
+        return rc;
     if (o.dynamic_default_bytes == 0)
         o.dynamic_default_bytes = 4096;
-    int rc = AF_ENOMEM;
+    rc = AF_ENOMEM;
     af_executor_t *ex = af__calloc(1, sizeof(*ex));
     if (!ex)
         goto fail;
     ex->opts = o;
-    ex->n = o.threads ? o.threads : cpu_count();
+    ex->n = o.threads ? o.threads : af__exec_cpu_count();
+    ex->set = af__kernel_set(o.kernels);
+    ex->cores = o.intra_op_threads > ex->n ? o.intra_op_threads : ex->n;
+    atomic_init(&ex->cores_free, ex->cores);
     ex->workers = af__calloc((size_t)ex->n, sizeof(*ex->workers));
     if (!ex->workers)
         goto fail_ex;
@@ -297,6 +341,12 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
         goto fail_mu;
     if ((rc = uv_mutex_init(&ex->kmu)))
         goto fail_cv;
+    if ((rc = uv_mutex_init(&ex->tmu)))
+        goto fail_kmu0;
+    if ((rc = uv_cond_init(&ex->tcv))) {
+        uv_mutex_destroy(&ex->tmu);
+        goto fail_kmu0;
+    }
     ex->verify = o.verify < 0 ? strcmp(o.kernels, "verify") == 0 : o.verify;
     ex->pool = o.pool;
     if (!ex->pool) {
@@ -306,22 +356,8 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
     }
     if ((rc = af__dyn_init(ex, err)))
         goto fail_pool;
-    for (int32_t i = 0; i < ex->n; i++) {
-        af__worker_t *w = &ex->workers[i];
-        w->ex = ex;
-        w->id = i;
-        w->rng = 0x9e3779b9u * (uint32_t)(i + 1);
-        if ((rc = uv_mutex_init(&w->dq.mu)))
-            goto fail_threads;
-        /* Room for the successors one node releases at once: grown only past this fan-out. */
-        w->rcap = 1024;
-        if (!(w->rbuf = af__malloc(w->rcap * sizeof(*w->rbuf)))) {
-            uv_mutex_destroy(&w->dq.mu);
-            rc = AF_ENOMEM;
-            goto fail_threads;
-        }
-        ex->started = i + 1; /* deque mutexes initialised so far */
-    }
+    if ((rc = init_workers(ex)))
+        goto fail_threads;
     for (int32_t i = 0; i < ex->n; i++) {
         if ((rc = uv_thread_create(&ex->workers[i].thread, worker_main, &ex->workers[i]))) {
             atomic_store(&ex->stop, 1);
@@ -346,6 +382,9 @@ fail_pool:
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
 fail_kmu:
+    uv_cond_destroy(&ex->tcv);
+    uv_mutex_destroy(&ex->tmu);
+fail_kmu0:
     uv_mutex_destroy(&ex->kmu);
 fail_cv:
     uv_cond_destroy(&ex->cv);
@@ -381,6 +420,8 @@ void af_executor_destroy(af_executor_t *ex)
     if (ex->own_pool)
         af_pool_destroy(ex->pool);
     uv_mutex_destroy(&ex->kmu);
+    uv_cond_destroy(&ex->tcv);
+    uv_mutex_destroy(&ex->tmu);
     uv_cond_destroy(&ex->cv);
     uv_mutex_destroy(&ex->mu);
     af__free(ex->workers);
@@ -442,7 +483,7 @@ out:
     return rc;
 }
 
-int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
+int af__exec_registered(af_executor_t *ex, const char *op, af_kernel_fn *fn, void **user)
 {
     uv_mutex_lock(&ex->kmu);
     for (size_t i = 0; i < ex->n_kregs; i++)
@@ -454,6 +495,52 @@ int af__exec_kernel_lookup(af_executor_t *ex, const char *op, af_kernel_fn *fn, 
         }
     uv_mutex_unlock(&ex->kmu);
     *user = NULL;
-    *fn = af_kernel_builtin(ex->opts.kernels, op);
-    return *fn ? 0 : AF_ENOTSUP;
+    *fn = NULL;
+    return AF_ENOTSUP;
+}
+
+/* ---- cores (OpenMP teams) ------------------------------------------------------------------
+ * A node with a team of k takes k of the executor's cores while it runs. The fast path is one
+ * CAS; a worker that finds too few cores spins a little (the holder is usually a short node),
+ * then sleeps on tcv. A giver that sees waiters broadcasts under tmu; a waiter counts itself
+ * under tmu before re-checking, so a wake-up cannot be lost (as for the sleeping workers). */
+
+static int cores_try(af_executor_t *ex, int32_t k)
+{
+    int c = atomic_load(&ex->cores_free); /* seq_cst: pairs with the giver's waiting check */
+    while (c >= k)
+        if (atomic_compare_exchange_weak_explicit(&ex->cores_free, &c, c - k, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
+void af__exec_cores_take(af_executor_t *ex, int32_t k)
+{
+    if (k > ex->cores)
+        k = ex->cores;
+    for (int spin = 0; spin < 256; spin++) {
+        if (cores_try(ex, k))
+            return;
+        if (spin > 64)
+            sched_yield();
+    }
+    uv_mutex_lock(&ex->tmu);
+    atomic_fetch_add(&ex->cores_waiting, 1);
+    while (!cores_try(ex, k))
+        uv_cond_wait(&ex->tcv, &ex->tmu);
+    atomic_fetch_sub(&ex->cores_waiting, 1);
+    uv_mutex_unlock(&ex->tmu);
+}
+
+void af__exec_cores_give(af_executor_t *ex, int32_t k)
+{
+    if (k > ex->cores)
+        k = ex->cores;
+    atomic_fetch_add(&ex->cores_free, k);
+    if (atomic_load(&ex->cores_waiting) > 0) {
+        uv_mutex_lock(&ex->tmu);
+        uv_cond_broadcast(&ex->tcv);
+        uv_mutex_unlock(&ex->tmu);
+    }
 }

@@ -253,7 +253,7 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_EINVAL, "graph is finalized; tensors cannot be added");
     if (!d || !d->name || !d->name[0])
         return af__err(err, AF_EINVAL, "tensor without a name");
-    if ((unsigned)d->kind > AF_TENSOR_CONSTANT)
+    if ((unsigned)d->kind > AF_TENSOR_SCRATCH)
         return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
     if (d->rank > AF_MAX_RANK || (d->rank > 0 && !d->shape))
         return af__err(err, AF_EINVAL, "tensor '%s': rank %d not supported (max %d)", d->name,

@@ -122,6 +122,7 @@ static const struct {
     {"input", AF_TENSOR_INPUT},
     {"output", AF_TENSOR_OUTPUT},
     {"constant", AF_TENSOR_CONSTANT},
+    {"scratch", AF_TENSOR_SCRATCH},
 };
 
 const char *af__graph_kind_name(af_tensor_kind_t k)

@@ -356,6 +356,12 @@ static int check_producers_exist(af_graph_t *g, af_error_t *err)
 {
     for (size_t i = 0; i < g->n_tensors; i++) {
         const af_tensor_info_t *t = &g->tensors[i];
+        if (t->kind == AF_TENSOR_SCRATCH &&
+            (t->n_consumers > 0 || t->producer < 0 || t->alias_of >= 0 || t->bytes < 0))
+            return af__err(err, AF_EINVAL,
+                           "scratch tensor '%s' must be a fixed-size output of one node that no "
+                           "node reads and that is no view",
+                           t->name);
         if (t->n_consumers == 0 && t->kind != AF_TENSOR_OUTPUT)
             continue;
         /* A view without a producer holds its base's bytes: follow the chain to whoever

@@ -536,6 +536,10 @@ static int plan_build(af_plan_t *p, af_error_t *err)
 
     count_tensors(p);
     r->any_order_bound_bytes = any_order_bound(p);
+    if (af__plan_scratch_figure(p, r)) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
+        goto out;
+    }
     if (af__plan_stop(p)) {
         rc = af__plan_stopped_err(err);
         goto out;

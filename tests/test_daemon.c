@@ -7,6 +7,8 @@
  */
 #include "tests/daemon_testutil.h"
 
+#include <fcntl.h>
+
 static void verify_entry(af__daemon_t *d, const char *id)
 {
     af__entry_t *e = af__store_find(d, id);
@@ -267,10 +269,48 @@ static void test_daemon_fuzz_requests_answer_once(void **state)
     free_daemon(d);
 }
 
+/* The daemon's options are rows of the library's option tables: the defaults come from the rows,
+ * and sizes take the one size grammar in every section (64KiB was rejected in [limits] when the
+ * daemon had a parser of its own). */
+static void test_daemon_config_table(void **state)
+{
+    (void)state;
+    af__dcfg_t c;
+    af__dcfg_init(&c);
+    assert_string_equal(c.listen, "127.0.0.1:8080");
+    assert_string_equal(c.log_level, "info");
+    assert_int_equal(c.lim.max_body, 16u << 20);
+    assert_int_equal(c.lim.max_arena_bytes, 1ull << 30);
+    assert_int_equal(c.max_runs, 2);
+    assert_int_equal(c.request_timeout_ms, 10000);
+    assert_string_equal(c.fast_kernels, "empty");
+    char path[] = "/tmp/af_dcfg_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *ini = "[limits]\nmax_body = 64KiB\nmax_arena_bytes = 2G\nmax_graphs = 7\n"
+                      "[planner]\nalignment = 1KiB\n";
+    assert_int_equal(write(fd, ini, strlen(ini)), (ssize_t)strlen(ini));
+    close(fd);
+    af__dcli_t cli = {.config = path};
+    char err[512];
+    assert_int_equal(af__dcfg_load(&c, &cli, err, sizeof(err)), 0);
+    assert_int_equal(c.lim.max_body, 64u << 10);
+    assert_int_equal(c.lim.max_arena_bytes, 2ull << 30);
+    assert_int_equal(c.max_graphs, 7);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *bad = "[limits]\nmax_graphs = 7K\n"; /* counts are plain numbers */
+    assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    assert_int_equal(af__dcfg_load(&c, &cli, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "max_graphs"));
+    unlink(path);
+}
+
 int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_daemon_config_table),
         cmocka_unit_test(test_daemon_submit_hit_get_delete),
         cmocka_unit_test(test_daemon_error_statuses),
         cmocka_unit_test(test_daemon_run_rounds),

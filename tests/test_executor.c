@@ -871,7 +871,7 @@ static void test_executor_opts_table(void **state)
     int nkeys = 0;
     for (const char *const *k = af_executor_opts_keys(); *k; k++)
         nkeys++;
-    assert_int_equal(nkeys, 7);
+    assert_int_equal(nkeys, 8);
     af_error_t err;
     assert_int_equal(af_executor_opts_set(&o, "dynamic_default_bytes", "1GiB", &err), 0);
     assert_int_equal(o.dynamic_default_bytes, 1u << 30); /* the one size grammar: G was refused */
@@ -889,10 +889,15 @@ static void test_executor_opts_table(void **state)
     assert_non_null(strstr(err.msg, "threads"));
     assert_int_equal(af_executor_opts_set(&o, "kernels", "fast", &err), AF_EINVAL);
     assert_int_equal(af_executor_opts_set(&o, "nope", "1", &err), AF_EINVAL);
+    assert_int_equal(af_executor_opts_set(&o, "intra_op_threads", "2", &err), 0);
+    assert_int_equal(o.intra_op_threads, 2);
+    assert_int_equal(af_executor_opts_set(&o, "intra_op_threads", "0", &err), 0);
+    assert_int_equal(o.intra_op_threads, 0); /* 0 = chosen per graph */
+    assert_int_equal(af_executor_opts_set(&o, "intra_op_threads", "auto", &err), AF_EINVAL);
     int n = 0;
     for (const char *const *k = af_executor_opts_keys(); *k; k++)
         n++;
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
 }
 
 static void test_executor_critical_path(void **state)

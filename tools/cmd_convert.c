@@ -40,8 +40,8 @@ static void usage(FILE *f)
 
 static const char *kind_name(af_tensor_kind_t k)
 {
-    static const char *names[] = {"intermediate", "input", "output", "constant"};
-    return (unsigned)k < 4 ? names[k] : "?";
+    static const char *names[] = {"intermediate", "input", "output", "constant", "scratch"};
+    return (unsigned)k < 5 ? names[k] : "?";
 }
 
 /* 'name kind dtype rank dims bytes' per tensor. */

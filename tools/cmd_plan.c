@@ -5,6 +5,7 @@
  */
 #include "arenaflow/pack.h"
 #include "tools/cli.h"
+#include "tools/run_util.h"
 
 #include "arenaflow/render.h"
 
@@ -39,6 +40,9 @@ static void usage(FILE *f)
                "  --config FILE      read planner options from an INI file ([planner] section);\n"
                "                     command-line options override it\n"
                "  --input NAME=DIMS  ONNX: fix a symbolic input shape, e.g. input=1,3,224,224\n"
+               "  --kernels SET      plan for kernel set SET (onednn, reference, real...): the\n"
+               "                     kernels' working memory (scratch) becomes planned tensors\n"
+               "                     and the report says how many arena bytes it takes\n"
                "  --events FILE      write the event table (CSV) to FILE ('-' = stdout)\n"
                "  --svg FILE         write the memory map (steps x arena offset) as SVG\n"
                "  --html FILE        the same map in a self-contained HTML page (hover, zoom)\n"
@@ -163,6 +167,14 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
     printf("constants         %llu bytes (outside the arena; %llu bytes of data carried by the "
            "graph)\n",
            (unsigned long long)r->constant_bytes, (unsigned long long)af_graph_data_bytes(g));
+    if (r->scratch_tensors) {
+        char sb[32];
+        af_format_bytes(sb, sizeof sb, r->scratch_bytes);
+        printf("scratch           %12llu  %s of the arena host kernel working memory (%d "
+               "tensors, largest %llu bytes)\n",
+               (unsigned long long)r->scratch_bytes, sb, r->scratch_tensors,
+               (unsigned long long)r->scratch_max_bytes);
+    }
     printf("reuse edges       %d\n", r->reuse_edges);
     printf("planning time     %.3f ms (schedule %.3f, lifetimes %.3f, place %.3f, verify %.3f)\n",
            r->total_ms + r->verify_ms, r->schedule_ms, r->lifetime_ms, r->place_ms, r->verify_ms);
@@ -189,6 +201,10 @@ static int print_json(const af_graph_t *g, const af_plan_t *p)
     if (!o ||
         json_object_set_new(o, "constant_data_bytes",
                             json_integer((json_int_t)af_graph_data_bytes(g))) ||
+        json_object_set_new(o, "scratch_tensors", json_integer(r->scratch_tensors)) ||
+        json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)r->scratch_bytes)) ||
+        json_object_set_new(o, "scratch_max_bytes",
+                            json_integer((json_int_t)r->scratch_max_bytes)) ||
         json_object_set_new(o, "dynamic", dynamic_json(g, p))) {
         json_decref(o);
         return -1;
@@ -264,7 +280,7 @@ static const struct {
 
 int cmd_plan(int argc, char **argv)
 {
-    const char *path = NULL, *config = NULL, *events = NULL;
+    const char *path = NULL, *config = NULL, *events = NULL, *kernels = NULL;
     const char *svg = NULL, *html = NULL, *compare = NULL;
     const char *set_key[16], *set_val[16];
     char *inputs[MAX_INPUTS];
@@ -285,12 +301,15 @@ int cmd_plan(int argc, char **argv)
             }
             set_key[n_set] = flag_keys[k].key;
             set_val[n_set++] = argv[++i];
-        } else if (!strcmp(a, "--config") || !strcmp(a, "--events") || !strcmp(a, "--input")) {
+        } else if (!strcmp(a, "--config") || !strcmp(a, "--events") || !strcmp(a, "--input") ||
+                   !strcmp(a, "--kernels")) {
             if (i + 1 >= argc) {
                 cli_error("plan: %s needs a value", a);
                 return CLI_USAGE;
             }
-            if (!strcmp(a, "--config"))
+            if (!strcmp(a, "--kernels"))
+                kernels = argv[++i];
+            else if (!strcmp(a, "--config"))
                 config = argv[++i];
             else if (!strcmp(a, "--events"))
                 events = argv[++i];
@@ -340,6 +359,8 @@ int cmd_plan(int argc, char **argv)
         opts.inplace = 0;
 
     af_graph_t *g = cli_load_graph(path, inputs, n_inputs);
+    if (g && kernels)
+        g = run_lower_graph(g, kernels, 0);
     if (!g)
         return CLI_FAIL;
     af_plan_t *p = NULL;

@@ -134,10 +134,11 @@ static void usage(FILE *f)
             "  --output-dir DIR   write every graph output as DIR/<output name>.npy (bytes\n"
             "                     outside [A-Za-z0-9._-] and a leading '.' become '_'; a name\n"
             "                     that sanitises like an earlier one gets _<index>)\n"
-            "  --kernels SET      real (the fastest real backend; the default with --input\n"
-            "                     files), reference (naive C kernels, the oracle), verify\n"
-            "                     (pattern kernels checking every input; the default without\n"
-            "                     files) or empty\n"
+            "  --kernels SET      real (the fastest built in: onednn when built with oneDNN;\n"
+            "                     the default with --input files), onednn (oneDNN where it\n"
+            "                     computes the op exactly, reference otherwise), reference\n"
+            "                     (naive C kernels, the oracle), verify (pattern kernels\n"
+            "                     checking every input; the default without files) or empty\n"
             "  --safe             plan in safe mode (no reuse: every tensor its own bytes)\n"
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
@@ -422,6 +423,10 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
     if (r->cache_hit >= 0)
         json_object_set_new(o, "plan_cache_hit", json_boolean(r->cache_hit));
     json_object_set_new(o, "plan_swaps", json_integer((json_int_t)r->st.plan_swaps));
+    json_object_set_new(o, "scratch_bytes", json_integer((json_int_t)rep->scratch_bytes));
+    json_object_set_new(o, "unplanned_scratch_bytes",
+                        json_integer((json_int_t)r->st.unplanned_scratch_bytes));
+    json_object_set_new(o, "prepacked_bytes", json_integer((json_int_t)r->st.prepacked_bytes));
     const run_data_t *d = r->data;
     if (d->n_ins) {
         json_t *ins = json_array();
@@ -470,6 +475,11 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
            a->safe ? " (safe mode)" : "", rep->schedule, rep->placer, rep->reuse_edges, r->plan_ms);
     printf("memory         naive %s -> arena %s (%.2fx less)\n", nb, ab,
            r->st.arena_bytes ? (double)rep->naive_bytes / (double)r->st.arena_bytes : 1.0);
+    if (rep->scratch_tensors || r->st.unplanned_scratch_bytes)
+        printf("scratch        %llu bytes of the arena host kernel working memory (%d tensors); "
+               "%llu outside it\n",
+               (unsigned long long)rep->scratch_bytes, rep->scratch_tensors,
+               (unsigned long long)r->st.unplanned_scratch_bytes);
     if (r->st.plan_swaps)
         printf("re-planned     %llu time(s) after warm-up (dynamic tensors sized from the rounds "
                "seen; naive figure is the first plan's)\n",
@@ -660,6 +670,8 @@ int cmd_run(int argc, char **argv)
         return rc;
     }
     af_graph_t *g = load_graph(&a, &d);
+    if (g && strcmp(eo.kernels, "verify") && strcmp(eo.kernels, "empty"))
+        g = run_lower_graph(g, eo.kernels, eo.threads); /* kernel working memory planned */
     if (!g) {
         data_free(&d);
         return CLI_FAIL;

@@ -20,6 +20,13 @@
  */
 af_graph_t *run_load_graph(const char *path, int32_t batch);
 
+/*
+ * The graph lowered for kernel set `set` on `threads` workers (af_kernels_lower: the kernels'
+ * working memory becomes planned scratch tensors). Takes g (destroyed); prints the error and
+ * returns NULL on failure (cmd_diagnose.c).
+ */
+af_graph_t *run_lower_graph(af_graph_t *g, const char *set, int32_t threads);
+
 /* Reads the [executor] section of an INI file into opts. Prints errors; returns 0 or -1. */
 int run_load_exec_config(const char *path, af_executor_opts_t *opts);
 

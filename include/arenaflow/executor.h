@@ -14,16 +14,31 @@
  * completion of a submitted round travels back to the caller's libuv loop (uv_async_send).
  *
  * Kernels receive an af_kernel_args_t describing one node execution. Built-in kernel sets:
- *   "verify" — outputs filled from a hash of (node id, round, input checksums); every input is
- *              checked against the checksum its producer recorded, so any byte a wrong plan lets
- *              another tensor overwrite is caught at the first read;
+ *   "verify"    — outputs filled from a hash of (node id, round, input checksums); every input is
+ *                 checked against the checksum its producer recorded, so any byte a wrong plan
+ *                 lets another tensor overwrite is caught at the first read;
  *   "reference" — naive C kernels for every op and dtype the project supports (the oracle);
- *   "real"   — the fastest real backend (today the reference kernels);
- *              with both, a node whose op has no kernel, or whose dtype / attribute / shape
- *              combination the kernel does not implement, is refused at session creation, and
- *              the error lists every such op and node at once;
- *   "empty"  — kernels that do nothing (scheduling-overhead benchmarks).
+ *   "onednn"    — oneDNN primitives where oneDNN expresses the op exactly, prepared once per
+ *                 node at session creation (primitive, prepacked weights); every other node
+ *                 falls back to the "reference" kernel, decided at session creation. Present
+ *                 only when the library was built with oneDNN (af_kernel_set_names() lists it);
+ *   "real"      — the fastest real set built in: "onednn" when present, else "reference";
+ *                 with every real set, a node whose op has no kernel, or whose dtype / attribute
+ *                 / shape combination the kernel does not implement, is refused at session
+ *                 creation, and the error lists every such op and node at once;
+ *   "empty"     — kernels that do nothing (scheduling-overhead benchmarks).
  * Kernels registered with af_executor_register_kernel() take precedence over the set.
+ *
+ * Working memory: a oneDNN node may need a scratchpad and layout-reorder buffers. Plan the graph
+ * af_kernels_lower() returns: it gives each such node one AF_TENSOR_SCRATCH output of the right
+ * size, so the planner places it (live during the node only) and the arena is the whole
+ * activation memory. A session on a graph that was not lowered still runs; it then keeps that
+ * memory per worker outside the arena and reports it (af_session_stats_t.unplanned_scratch_bytes).
+ *
+ * Thread model (docs/executor.md): oneDNN runs on OpenMP. A node is given an OpenMP team of
+ * `team` threads (1 for small nodes); the executor never lets the teams of the nodes running at
+ * once exceed its core budget, max(threads, intra_op_threads), whatever the number of sessions
+ * and rounds in flight.
  *
  * Threading: af_executor_* and af_session_* are thread-safe unless said otherwise; callbacks
  * run on the loop thread of the session (submit) or on a worker (kernels).
@@ -59,8 +74,12 @@ typedef struct af_kernel_args {
     int32_t n_outputs; /* = info->n_outputs */
     void *const *outputs;
     const uint64_t *output_bytes;
-    void *user; /* the pointer given at registration */
-    void *priv; /* executor-internal (verify state); kernels leave it alone */
+    void *user;             /* the pointer given at registration */
+    void *priv;             /* executor-internal (verify state); kernels leave it alone */
+    void *state;            /* per-node state the kernel set prepared at session creation */
+    void *scratch;          /* the node's working memory (its AF_TENSOR_SCRATCH tensor), or NULL */
+    uint64_t scratch_bytes; /* its size */
+    int32_t team;           /* OpenMP threads this node may use (its primitives were made so) */
 } af_kernel_args_t;
 
 /* A kernel returns 0 or a negative AF_E* code; the round then fails with that code. */
@@ -78,13 +97,18 @@ typedef struct af_executor_opts {
                                        "verify" set (default), 0 never, 1 always */
     af_pool_t *pool;                /* arenas come from here; NULL: the executor creates its own */
     int debug_ignore_reuse_edges;   /* test hook: schedule by data edges only (unsafe) */
+    /* OpenMP team of a large oneDNN node (kernel sets with oneDNN): 0 = chosen per graph from
+     * its parallelism (total cost / critical-path cost): a chain gets all `threads` per node, a
+     * graph with as many independent branches as workers gets 1 (default 0). */
+    int32_t intra_op_threads;
 } af_executor_opts_t;
 
 /* Fills *o with the defaults above. */
 void af_executor_opts_init(af_executor_opts_t *o);
 /*
  * Sets one option from its config-file spelling ([executor] keys: threads, kernels,
- * max_inflight, replan_after_warmup, dynamic_default_bytes, history, verify). Returns 0 or
+ * max_inflight, replan_after_warmup, dynamic_default_bytes, history, verify,
+ * intra_op_threads). Returns 0 or
  * AF_EINVAL with the key and value named in err. String values map to static names.
  */
 int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value,
@@ -118,8 +142,31 @@ int af_executor_register_kernel(af_executor_t *ex, const char *op, af_kernel_fn 
 
 /* Built-in kernel sets by name, for callers that compose their own (NULL-terminated names). */
 const char *const *af_kernel_set_names(void);
-/* The built-in kernel of a set for an op (NULL when the set has none). */
+/* The set a name stands for ("real" -> "onednn" or "reference"); NULL when unknown. Static
+ * strings; thread-safe. */
+const char *af_kernel_set_resolve(const char *set);
+/*
+ * The built-in kernel of a set for an op (NULL when the set has none). Kernels that need the
+ * state a session prepares (oneDNN) are not handed out: for those ops the set's fallback
+ * ("reference") kernel is returned.
+ */
 af_kernel_fn af_kernel_builtin(const char *set, const char *op);
+
+/*
+ * Lowers a graph for the kernel set and thread configuration of `eo` (eo->kernels, threads,
+ * intra_op_threads; NULL: defaults): returns in *out a copy of g (same tensor and node ids)
+ * in which every node whose kernel needs working memory — a oneDNN scratchpad, buffers for
+ * reordering an operand to the layout the primitive wants — has one more output, a tensor of
+ * kind AF_TENSOR_SCRATCH named "<node>#scratch" with that many bytes. Plan *out instead of g
+ * and create the session with the same options: the arena then holds every byte of activation
+ * memory. The sizes are for the largest OpenMP team a session on `eo` may give a node; a
+ * session whose node needs more (other options) keeps that node's working memory outside the
+ * arena and reports it. For sets without such kernels the copy has no scratch tensor. Errors:
+ * AF_EINVAL (unknown set, graph not finalized), AF_ENOMEM; err names the node. The caller owns
+ * *out. Reentrant.
+ */
+int af_kernels_lower(const af_executor_opts_t *eo, const af_graph_t *g, af_graph_t **out,
+                     af_error_t *err);
 
 /* ---- sessions --------------------------------------------------------------------------- */
 
@@ -139,6 +186,13 @@ typedef struct af_session_opts {
      * af_session_read_output(). 0 (default): such outputs are not kept (benchmarks).
      */
     int keep_outputs;
+    /*
+     * Called on the worker right before each kernel runs, with the node's inputs as the kernel
+     * is about to read them (diagnosis compares them between runs). Returns 0, or an error code
+     * that fails the round. NULL: no call.
+     */
+    int (*observe)(void *user, const af_kernel_args_t *a);
+    void *observe_user;
 } af_session_opts_t;
 
 /* A caller buffer bound to one graph input or output of a round. */
@@ -233,20 +287,35 @@ typedef struct af_session_stats {
     uint64_t failed_rounds;     /* rounds with a non-zero status */
     uint64_t corrupted_tensors; /* verify kernels: inputs whose checksum did not match */
     uint64_t nodes_run;
-    uint64_t plan_swaps;          /* re-plans swapped in (replan_after_warmup) */
-    uint64_t arena_bytes;         /* arena size of the current plan */
-    uint64_t dynamic_allocs;      /* dynamic tensors allocated (from the workers' pool caches) */
-    uint64_t pool_os_calls;       /* OS calls of the arena pool since the session started */
-    int32_t first_corrupt_tensor; /* first tensor caught corrupted, -1 none */
-    int32_t first_corrupt_node;   /* the node that read it */
-    int32_t first_failed_node;    /* node whose kernel failed first (any round), -1 none */
-    int first_failed_status;      /* its error code */
+    uint64_t plan_swaps;              /* re-plans swapped in (replan_after_warmup) */
+    uint64_t arena_bytes;             /* arena size of the current plan */
+    uint64_t dynamic_allocs;          /* dynamic tensors allocated (from the workers' pool caches) */
+    uint64_t pool_os_calls;           /* OS calls of the arena pool since the session started */
+    int32_t first_corrupt_tensor;     /* first tensor caught corrupted, -1 none */
+    int32_t first_corrupt_node;       /* the node that read it */
+    int32_t first_failed_node;        /* node whose kernel failed first (any round), -1 none */
+    int first_failed_status;          /* its error code */
+    uint64_t scratch_bytes;           /* planned working memory of the nodes (inside the arena) */
+    uint64_t unplanned_scratch_bytes; /* working memory kept outside the arena (graph not
+                                         lowered with af_kernels_lower), all workers */
+    uint64_t prepacked_bytes;         /* weights reordered for the kernels: session constants,
+                                         outside the arena */
+    int32_t backend_nodes;            /* nodes run by the set's own kernels (oneDNN) */
+    int32_t fallback_nodes;           /* nodes that fell back to the reference kernels */
+    int32_t intra_op_threads;         /* OpenMP team of the large nodes (1 = inter-op only) */
 } af_session_stats_t;
 
 /* Snapshot of the session's counters. Thread-safe. */
 void af_session_stats(const af_session_t *s, af_session_stats_t *out);
 /* The plan rounds currently start with (changes after a re-plan). */
 const af_plan_t *af_session_plan(const af_session_t *s);
+/*
+ * Which kernel runs a node, for reports: "onednn:<implementation>" (e.g.
+ * "onednn:brgconv:avx512_core"), "reference", "registered", or the set's name; NULL when node
+ * is out of range. *team (may be NULL) gets the node's OpenMP team. The string belongs to the
+ * session. Thread-safe.
+ */
+const char *af_session_node_kernel(const af_session_t *s, int32_t node, int32_t *team);
 
 /*
  * Storage of a constant tensor (weights) of the session, for the caller to read or fill. A

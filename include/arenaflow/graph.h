@@ -34,6 +34,10 @@ typedef enum {
     AF_TENSOR_INPUT = 1,
     AF_TENSOR_OUTPUT = 2,
     AF_TENSOR_CONSTANT = 3, /* weights: live outside the activation arena */
+    /* Working memory of one node (a kernel's scratchpad, layout-reorder buffers): an output of
+     * that node that nobody reads, so it lives during the node's step only. Kernels receive it
+     * as af_kernel_args_t.scratch, not as an output. Added by af_kernels_lower(). */
+    AF_TENSOR_SCRATCH = 4,
 } af_tensor_kind_t;
 
 /* name, JSON spelling, bytes per element */
@@ -274,6 +278,24 @@ int64_t af_graph_alias_root_offset(const af_graph_t *g, int32_t tensor);
  */
 int af_graph_copy(const af_graph_t *g, const uint64_t *dynamic_sizes, af_graph_t **out,
                   af_error_t *err);
+
+/*
+ * Called by af_graph_copy_extend() for every node v of the source graph, in id order: returns 1
+ * after filling *desc with one more output tensor for the copy of v (added right before the
+ * node, so its id follows the tensors added so far; desc's strings need only live until the
+ * call returns), 0 for none, or a negative AF_E* code that fails the copy.
+ */
+typedef int (*af_graph_extra_output_fn)(void *user, const af_graph_t *g, int32_t node,
+                                        af_tensor_desc_t *desc);
+/*
+ * af_graph_copy() that can give nodes one more output each (how kernels' working memory becomes
+ * planned tensors): ids of the source graph's tensors and nodes are kept, the extra tensors'
+ * ids follow them. extra NULL: same as af_graph_copy(). Errors as af_graph_copy() plus the
+ * callback's; *out set only on success. Thread-safe on a finalized graph.
+ */
+int af_graph_copy_extend(const af_graph_t *g, const uint64_t *dynamic_sizes,
+                         af_graph_extra_output_fn extra, void *user, af_graph_t **out,
+                         af_error_t *err);
 
 /* ---- identity -------------------------------------------------------------------------------- */
 

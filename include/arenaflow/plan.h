@@ -111,6 +111,11 @@ typedef struct af_plan_report {
     int schedule_optimal;           /* 1 when the order's peak is proven minimal */
     int32_t reuse_edges;            /* number of write-after-read edges emitted */
     double schedule_ms, lifetime_ms, place_ms, verify_ms, total_ms;
+    /* Kernel working memory (AF_TENSOR_SCRATCH tensors, af_kernels_lower()): how many, the
+     * bytes of the arena that host one at some step (union of their ranges), and the largest. */
+    int32_t scratch_tensors;
+    uint64_t scratch_bytes;
+    uint64_t scratch_max_bytes;
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */

@@ -1,0 +1,244 @@
+/*
+ * oneDNN Conv and ConvTranspose (1-D, 2-D, 3-D; groups, depthwise, dilations, asymmetric pads,
+ * auto_pad, output_padding / output_shape), and the window attributes pooling shares.
+ *
+ * Weights and bias must be constants: the weights are reordered once, at prepare, into the
+ * layout the chosen primitive wants (session constant memory, reported as prepacked). The
+ * activations stay in the node's tensors' layout; when the primitive for that layout is only
+ * oneDNN's gemm or reference fallback while another layout gets a direct (jit / brgemm) kernel,
+ * the node reorders its input into working memory, runs the fast kernel and reorders the result
+ * back (about 3x faster on the convolutions of the models in bench/, docs/executor.md).
+ */
+#include "executor/onednn_int.h"
+
+#include <string.h>
+
+static int64_t attr_ik(odn_build_t *b, const char *name, int i, int64_t def)
+{
+    const af_attr_t *a = af__odn_attr(b, name);
+    return a && a->type == AF_ATTR_INTS && i < a->n ? a->ints[i] : def;
+}
+
+/* SAME_UPPER puts the odd pixel at the end, SAME_LOWER at the start. */
+static void split_pad(int64_t total, int upper, int64_t *pl, int64_t *pr)
+{
+    *pl = upper ? total / 2 : total - total / 2;
+    *pr = total - *pl;
+}
+
+/* Kernel, stride, dilation and pads of spatial dim i (before the output check). */
+static int window_dim(odn_build_t *b, int i, int sp, const int64_t *kernel, odn_win_t *w)
+{
+    const af_attr_t *ks = af__odn_attr(b, "kernel_shape");
+    if (ks && (ks->type != AF_ATTR_INTS || ks->n != sp))
+        return af__odn_nosup(b, "kernel_shape does not match the rank");
+    w->k[i] = ks ? ks->ints[i] : kernel ? kernel[i] : -1;
+    if (w->k[i] < 1 || (kernel && w->k[i] != kernel[i]))
+        return af__odn_nosup(b, "kernel_shape missing or not the weights' shape");
+    w->s[i] = attr_ik(b, "strides", i, 1);
+    w->d[i] = attr_ik(b, "dilations", i, 1);
+    w->pl[i] = attr_ik(b, "pads", i, 0);
+    w->pr[i] = attr_ik(b, "pads", sp + i, 0);
+    if (w->s[i] < 1 || w->d[i] < 1 || w->pl[i] < 0 || w->pr[i] < 0)
+        return af__odn_nosup(b, "bad strides, dilations or pads");
+    return 0;
+}
+
+int af__odn_window(odn_build_t *b, const dnnl_dims_t x, const dnnl_dims_t y, int sp,
+                   const int64_t *kernel, int transposed, int ceil_ok, odn_win_t *w)
+{
+    const af_attr_t *ap = af__odn_attr(b, "auto_pad");
+    const char *mode = ap && ap->type == AF_ATTR_STRING && ap->s ? ap->s : "NOTSET";
+    int same = !strncmp(mode, "SAME_", 5), upper = !strcmp(mode, "SAME_UPPER");
+    int valid = !strcmp(mode, "VALID");
+    if (!same && !valid && strcmp(mode, "NOTSET") && mode[0])
+        return af__odn_nosup(b, "auto_pad '%s'", mode);
+    const af_attr_t *os = transposed ? af__odn_attr(b, "output_shape") : NULL;
+    w->sp = sp;
+    for (int i = 0; i < sp; i++) {
+        int rc = window_dim(b, i, sp, kernel, w);
+        if (rc)
+            return rc;
+        int64_t in = x[2 + i], out = y[2 + i], ext = (w->k[i] - 1) * w->d[i] + 1;
+        int64_t op = transposed ? attr_ik(b, "output_padding", i, 0) : 0;
+        if (valid)
+            w->pl[i] = w->pr[i] = 0;
+        if (!transposed && same) {
+            int64_t total = (out - 1) * w->s[i] + ext - in;
+            split_pad(total > 0 ? total : 0, upper, &w->pl[i], &w->pr[i]);
+        } else if (transposed && (same || os)) {
+            int64_t total = w->s[i] * (in - 1) + op + ext - out;
+            if (total < 0)
+                return af__odn_nosup(b, "output_shape larger than the input allows");
+            split_pad(total, same ? upper : 0, &w->pl[i], &w->pr[i]);
+        }
+        if (transposed) {
+            w->pr[i] -= op; /* oneDNN's size formula has no output padding: fewer right pads */
+            if (w->pr[i] < 0 || (in - 1) * w->s[i] + ext - w->pl[i] - w->pr[i] != out)
+                return af__odn_nosup(b, "output size not expressible (output_padding)");
+        } else {
+            int64_t num = in + w->pl[i] + w->pr[i] - ext;
+            if (num < 0)
+                return af__odn_nosup(b, "window larger than the padded input");
+            if (num / w->s[i] + 1 != out) {
+                if (!ceil_ok || (num + w->s[i] - 1) / w->s[i] + 1 != out)
+                    return af__odn_nosup(b, "output size does not follow from the attributes");
+                w->pr[i] += (out - 1) * w->s[i] - num; /* ceil_mode: pad the last window */
+            }
+        }
+        w->d[i] -= 1;
+    }
+    return 0;
+}
+
+/* True for oneDNN's slow generic paths. */
+static int is_slow(dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return !impl || strstr(impl, "gemm") || strstr(impl, "ref");
+}
+
+typedef struct conv_io {
+    dnnl_memory_desc_t x, w_user, b, y;
+    int has_bias;
+    odn_win_t win;
+} conv_io_t;
+
+/* Creates the conv/deconv descriptor on src/dst mds (weights "any") and its pd. */
+static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dnnl_memory_desc_t *x,
+                   const dnnl_memory_desc_t *y, dnnl_primitive_desc_t *pd)
+{
+    dnnl_memory_desc_t wany;
+    if (dnnl_memory_desc_init_by_tag(&wany, io->w_user.ndims, io->w_user.dims, io->w_user.data_type,
+                                     dnnl_format_tag_any) != dnnl_success)
+        return af__odn_nosup(b, "weights descriptor");
+    const dnnl_memory_desc_t *bias = io->has_bias ? &io->b : NULL;
+    const odn_win_t *w = &io->win;
+    dnnl_status_t s;
+    if (transposed) {
+        dnnl_deconvolution_desc_t d;
+        s = dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference,
+                                                         dnnl_deconvolution_direct, x, &wany, bias,
+                                                         y, w->s, w->d, w->pl, w->pr);
+        return s == dnnl_success ? af__odn_pd(b, &d, NULL, pd)
+                                 : af__odn_nosup(b, "deconvolution descriptor");
+    }
+    dnnl_convolution_desc_t d;
+    s = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference,
+                                                   dnnl_convolution_direct, x, &wany, bias, y, w->s,
+                                                   w->d, w->pl, w->pr);
+    return s == dnnl_success ? af__odn_pd(b, &d, NULL, pd)
+                             : af__odn_nosup(b, "convolution descriptor");
+}
+
+/* Picks the layout: the tensors' own, unless only a slow kernel exists for it. */
+static int conv_choose(odn_build_t *b, const conv_io_t *io, int transposed,
+                       dnnl_primitive_desc_t *pd)
+{
+    int rc = conv_pd(b, io, transposed, &io->x, &io->y, pd);
+    if (rc || !is_slow(*pd))
+        return rc;
+    dnnl_memory_desc_t xa = io->x, ya = io->y;
+    dnnl_primitive_desc_t alt = NULL;
+    if (dnnl_memory_desc_init_by_tag(&xa, io->x.ndims, io->x.dims, io->x.data_type,
+                                     dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&ya, io->y.ndims, io->y.dims, io->y.data_type,
+                                     dnnl_format_tag_any) != dnnl_success ||
+        conv_pd(b, io, transposed, &xa, &ya, &alt))
+        return 0; /* keep the slow one */
+    if (is_slow(alt)) {
+        dnnl_primitive_desc_destroy(alt);
+        return 0;
+    }
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = alt;
+    return 0;
+}
+
+/* Shapes, window and descriptors of a Conv (transposed = 0) or ConvTranspose node. */
+static int conv_io(odn_build_t *b, int transposed, conv_io_t *io)
+{
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    if (ni->n_inputs < 2 || ni->n_outputs < 1)
+        return af__odn_nosup(b, "Conv needs X and W");
+    int nx, nw, ny;
+    dnnl_dims_t x, w, y;
+    int rc;
+    if ((rc = af__odn_shape(b, ni->inputs[0], &nx, x)) ||
+        (rc = af__odn_shape(b, ni->inputs[1], &nw, w)) ||
+        (rc = af__odn_shape(b, ni->outputs[0], &ny, y)))
+        return rc;
+    int64_t g = af__odn_attr_i(b, "group", 1);
+    if (nx < 3 || nx > 5 || nw != nx || ny != nx || g < 1)
+        return af__odn_nosup(b, "Conv rank %d", nx);
+    int64_t cin = x[1], cout = y[1];
+    int64_t wi = transposed ? w[0] : w[1] * g, wo = transposed ? w[1] * g : w[0];
+    if (cin != wi || cout != wo || cin % g || cout % g)
+        return af__odn_nosup(b, "channels do not match the weights and group");
+    if ((rc = af__odn_window(b, x, y, nx - 2, w + 2, transposed, 0, &io->win)) ||
+        (rc = af__odn_md(b, ni->inputs[0], &io->x)) || (rc = af__odn_md(b, ni->outputs[0], &io->y)))
+        return rc;
+    /* oneDNN weights: [G,] OC/G, IC/G, k... over the ONNX layout (strides say where). */
+    int64_t og = cout / g, ig = cin / g, kk = 1;
+    dnnl_dims_t wd, ws;
+    int n = 0;
+    for (int i = 2; i < nw; i++)
+        kk *= w[i];
+    if (g > 1)
+        wd[n] = g, ws[n++] = og * ig * kk;
+    wd[n] = og, ws[n++] = transposed ? kk : ig * kk;
+    wd[n] = ig, ws[n++] = transposed ? og * kk : kk;
+    int64_t acc = 1;
+    for (int i = nw - 1; i >= 2; i--) {
+        ws[n + i - 2] = acc;
+        acc *= w[i];
+    }
+    for (int i = 2; i < nw; i++)
+        wd[n++] = w[i];
+    if (dnnl_memory_desc_init_by_strides(&io->w_user, n, wd, io->x.data_type, ws) != dnnl_success)
+        return af__odn_nosup(b, "weights descriptor");
+    io->has_bias = ni->n_inputs > 2;
+    if (io->has_bias) {
+        dnnl_dims_t bd = {cout};
+        if ((rc = af__odn_md_as(b, ni->inputs[2], 1, bd, &io->b)))
+            return rc;
+    }
+    return 0;
+}
+
+static int conv_common(odn_build_t *b, int transposed)
+{
+    conv_io_t io;
+    memset(&io, 0, sizeof io);
+    int rc = conv_io(b, transposed, &io);
+    dnnl_primitive_desc_t pd;
+    if (rc || (rc = conv_choose(b, &io, transposed, &pd)))
+        return rc;
+    odn_arg_t args[4];
+    int n = 0;
+    args[n++] = af__odn_arg(DNNL_ARG_SRC, ODN_IN, 0, 0, &io.x);
+    rc = af__odn_arg_const(b, DNNL_ARG_WEIGHTS, 1, &io.w_user,
+                           dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &args[n++]);
+    if (!rc && io.has_bias)
+        rc = af__odn_arg_const(b, DNNL_ARG_BIAS, 2, &io.b, &io.b, &args[n++]);
+    if (rc) {
+        for (int k = 0; k < n; k++)
+            if (args[k].fixed)
+                dnnl_memory_destroy(args[k].fixed);
+        dnnl_primitive_desc_destroy(pd);
+        return rc;
+    }
+    args[n++] = af__odn_arg(DNNL_ARG_DST, ODN_OUT, 0, 0, &io.y);
+    return af__odn_main(b, pd, n, args);
+}
+
+int af__odn_conv(odn_build_t *b)
+{
+    return conv_common(b, 0);
+}
+
+int af__odn_deconv(odn_build_t *b)
+{
+    return conv_common(b, 1);
+}
