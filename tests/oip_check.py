@@ -317,6 +317,15 @@ def cmd_compare(port, model, case_dir, out_npy):
             fail(f"{model} {mode}: outputs differ from arenaflow run (max abs diff "
                  f"{np.max(np.abs(got.astype(np.float64) - want.flatten())) if got.size == want.size else 'n/a'})")
         ok(f"{model} ({mode} inputs): {want.size} output elements identical to `arenaflow run`")
+    exp = os.path.join(case_dir, "output_0.pb")
+    if os.path.exists(exp):
+        t = onnx.TensorProto()
+        t.ParseFromString(open(exp, "rb").read())
+        ref = numpy_helper.to_array(t)
+        diff = float(np.max(np.abs(got.reshape(ref.shape).astype(np.float64) - ref)))
+        if not np.allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5):
+            fail(f"{model}: max abs diff {diff} from the test data's expected output_0.pb")
+        ok(f"{model}: within 1e-4 of the ONNX test data's expected output (max abs diff {diff:.2e})")
 
 
 if __name__ == "__main__":
