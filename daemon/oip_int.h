@@ -43,10 +43,6 @@ int64_t af__oip_numel(const int64_t *shape, int32_t rank);
  * numbers (or "nan", "inf", "-inf"), BOOL true/false. 0, or -1 with a message.
  */
 int af__oip_json_read(const json_t *data, int dt, uint64_t numel, void *dst, char *msg, size_t len);
-/* BYTES elements in JSON (strings) or binary (4-byte little-endian length, then the bytes):
- * checks the count. 0, or -1 with a message. */
-int af__oip_bytes_check_json(const json_t *data, uint64_t numel, char *msg, size_t len);
-int af__oip_bytes_check_binary(const void *p, uint64_t n, uint64_t numel, char *msg, size_t len);
 /* Appends numel elements of dt at src as a JSON array ("[1,2]"): floats with the digits that
  * read back to the same value (FP16 5, FP32 9, FP64 17), non-finite as "nan"/"inf"/"-inf".
  * 0 or -1 on OOM. */

@@ -256,63 +256,6 @@ int af__oip_json_read(const json_t *data, int dt, uint64_t numel, void *dst, cha
     return 0;
 }
 
-static uint64_t count_strings(const json_t *v, int depth, int *bad)
-{
-    if (!json_is_array(v)) {
-        *bad |= !json_is_string(v);
-        return 1;
-    }
-    if (depth > AF_MAX_RANK) {
-        *bad = 1;
-        return 0;
-    }
-    uint64_t n = 0;
-    size_t i;
-    const json_t *e;
-    json_array_foreach(v, i, e) n += count_strings(e, depth + 1, bad);
-    return n;
-}
-
-int af__oip_bytes_check_json(const json_t *data, uint64_t numel, char *msg, size_t len)
-{
-    int bad = 0;
-    uint64_t n = count_strings(data, 0, &bad);
-    if (bad) {
-        snprintf(msg, len, "BYTES data must be strings");
-        return -1;
-    }
-    if (n != numel) {
-        snprintf(msg, len, "data has %" PRIu64 " elements, the shape %" PRIu64, n, numel);
-        return -1;
-    }
-    return 0;
-}
-
-int af__oip_bytes_check_binary(const void *p, uint64_t n, uint64_t numel, char *msg, size_t len)
-{
-    const uint8_t *b = p;
-    uint64_t at = 0, k = 0;
-    while (at < n && k < numel) {
-        if (n - at < 4)
-            break;
-        uint32_t l = (uint32_t)b[at] | (uint32_t)b[at + 1] << 8 | (uint32_t)b[at + 2] << 16 |
-                     (uint32_t)b[at + 3] << 24;
-        at += 4;
-        if (l > n - at)
-            break;
-        at += l;
-        k++;
-    }
-    if (k != numel || at != n) {
-        snprintf(msg, len,
-                 "BYTES binary data (%" PRIu64 " bytes) does not hold exactly %" PRIu64
-                 " length-prefixed elements",
-                 n, numel);
-        return -1;
-    }
-    return 0;
-}
-
 /* ---- bytes -> JSON ----------------------------------------------------------------------- */
 
 static int put_double(char **buf, size_t *len, size_t *cap, double x, int digits)
