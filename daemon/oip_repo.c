@@ -311,8 +311,8 @@ static void load_after(uv_work_t *w, int status)
     }
     if (!j->name[0]) {
         o->loaded = 1;
-        af__dlog(AF__LOG_INFO, "model repository %s: %d versions of %d models loaded", j->dir, n,
-                 j->n_found);
+        af__dlog(AF__LOG_INFO, "model repository %s: %d versions loaded from %d model directories",
+                 j->dir, n, j->n_found);
     }
     if (j->done)
         j->done(d, j->arg, status ? status : (n ? 0 : AF_EINVAL), msg[0] ? msg : NULL);

@@ -85,9 +85,31 @@ n=$(jget "d['model_stats'][0]['inference_count']")
 [ "${n:-0}" -ge 0 ] || fail "stats: no inference_count"
 ok "statistics: inference_count $n since the reload"
 
-# v1 beside v2
+# v1 beside v2, and the /v2 routes in /metrics
 req GET /v1/graphs
 expect 200 "GET /v1/graphs still served"
+n=$(metric 'arenaflowd_http_requests_total{route="/v2/models/{m}[/versions/{v}]/infer",status="200"}')
+[ "${n:-0}" -ge 66 ] || fail "/metrics does not count the /v2 inferences (got '${n:-}')"
+ok "/metrics: $n inferences answered 200 (60 round trips, 2 golden, 4 real-model)"
+stop
 
+# authentication: health needs no token, metadata and inference a read token, load an admin one
+printf 'admin adm1n-token-0123456789\nread re4d-token-0123456789\n' >"$T/tokens"
+write_cfg "[auth]
+tokens_file = $T/tokens"
+start --model-repository "$REPO"
+wait_ready
+req GET /v2/health/live
+expect 200 "health without a token"
+req GET /v2/models/mymodel
+expect 401 "metadata without a token"
+body_has '"error"' "401 body"
+grep -qi '^www-authenticate: Bearer' "$T/headers" || fail "401 without WWW-Authenticate"
+req GET /v2/models/mymodel -H 'Authorization: Bearer re4d-token-0123456789'
+expect 200 "metadata with a read token"
+req POST /v2/repository/models/mymodel/unload -H 'Authorization: Bearer re4d-token-0123456789'
+expect 403 "unload with a read token"
+req POST /v2/repository/models/mymodel/unload -H 'Authorization: Bearer adm1n-token-0123456789'
+expect 200 "unload with an admin token"
 stop
 echo "PASS: $CHECKS checks"
