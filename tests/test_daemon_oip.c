@@ -109,7 +109,7 @@ static const char relu_graph[] =
     "{\"name\":\"y\",\"kind\":\"output\",\"dtype\":\"f32\",\"shape\":[2,2]}],"
     "\"nodes\":[{\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"y\"]}]}";
 
-static af__daemon_t *repo_daemon(char *dir)
+static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/relu/1", dir);
@@ -125,12 +125,18 @@ static af__daemon_t *repo_daemon(char *dir)
     test_cfg(&cfg, NULL);
     snprintf(cfg.model_repository, sizeof(cfg.model_repository), "%s", dir);
     snprintf(cfg.model_kernels, sizeof(cfg.model_kernels), "reference");
+    cfg.max_infers = max_inflight;
     af__daemon_t *d = NULL;
     assert_int_equal(af__daemon_create(&loop, &cfg, &d), 0);
     for (int i = 0; !((af__oip_t *)d->oip)->loaded && i < 10000000; i++)
         uv_run(&loop, UV_RUN_ONCE);
     assert_true(((af__oip_t *)d->oip)->loaded);
     return d;
+}
+
+static af__daemon_t *repo_daemon(char *dir)
+{
+    return repo_daemon_max(dir, 64);
 }
 
 static const char infer_json[] =
@@ -219,14 +225,39 @@ static void test_inflight_unload_reload(void **state)
     remove_tree(dir);
 }
 
+/* [models] max_inflight: admission is on the loop, so of 10 requests sent before the loop runs
+ * exactly 2 are admitted and 8 answered 429 with Retry-After at once. */
+static void test_max_inflight_429(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon_max(dir, 2);
+    answer_t as[10];
+    for (int i = 0; i < 10; i++)
+        send_req(d, "POST", "/v2/models/relu/infer", 21, infer_json, strlen(infer_json), &as[i]);
+    int ok = 0, busy = 0;
+    for (int i = 0; i < 10; i++) {
+        wait_answer(&as[i]);
+        ok += as[i].status == 200;
+        if (as[i].status == 429) {
+            busy++;
+            assert_non_null(strstr(as[i].body, "{\"error\":\"2 inferences in flight"));
+        }
+        free(as[i].body);
+    }
+    assert_int_equal(ok, 2);
+    assert_int_equal(busy, 8);
+    free_daemon(d);
+    remove_tree(dir);
+}
+
 int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16_every_pattern),
-        cmocka_unit_test(test_json_codec),
-        cmocka_unit_test(test_repository_served),
-        cmocka_unit_test(test_inflight_unload_reload),
+        cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
+        cmocka_unit_test(test_max_inflight_429),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     uv_loop_close(&loop);
