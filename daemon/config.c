@@ -81,6 +81,7 @@ static const af_opt_t models_opts[] = {
     STR("repository", model_repository, "", "OIP model repository; empty = no models"),
     STR("kernels", model_kernels, "real", "kernel set of the models (real: the fastest built in)"),
     I64("max_inflight", max_infers, "64", 1, 65536, "inference requests in flight"),
+    I64("max_shapes", max_shapes, "8", 1, 4096, "plans kept per model with symbolic dims"),
 };
 #undef F
 #undef S

@@ -87,6 +87,7 @@ typedef struct af__dcfg {
     char model_repository[AF__DCFG_STR]; /* "" = no repository: /v2 serves no models */
     char model_kernels[16];              /* kernel set of the models' executor */
     int64_t max_infers;                  /* inference requests in flight; more get 429 */
+    int64_t max_shapes;                  /* concrete shapes kept per symbolic-dims model */
 } af__dcfg_t;
 
 /* Command-line values that win over the file on every (re)load; NULL = not given. */

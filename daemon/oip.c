@@ -120,10 +120,10 @@ static json_t *versions_json(af__daemon_t *d, const char *name)
 static json_t *tensors_json(const af__model_t *m, int output, int config)
 {
     json_t *a = json_array();
-    int32_t n = output ? af_session_output_count(m->sess) : af_session_input_count(m->sess);
+    int32_t n = af__model_io_count(m, output);
     for (int32_t i = 0; i < n; i++) {
         af_io_info_t io;
-        af_session_io_info(m->sess, output, i, &io);
+        af__model_io(m, output, i, &io);
         json_t *shape = json_array();
         for (int32_t k = 0; k < io.rank; k++)
             json_array_append_new(shape, json_integer(io.shape[k] < 0 ? -1 : io.shape[k]));

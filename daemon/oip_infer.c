@@ -38,6 +38,13 @@ typedef struct job {
     uv_work_t w;
     af__daemon_t *d;
     af__model_t *m;
+    af_session_t *sess; /* m's, or its variant's for the request's shape (poly models) */
+    af__variant_t *v;
+    json_t *hdr;              /* the parsed JSON header */
+    char key[512];            /* poly: the request's input dims */
+    af_executor_t *ex;        /* poly: where a new shape's session goes */
+    af_plan_opts_t plan_opts; /* poly: [planner] at admission */
+    af__limits_t lim;         /* poly: [limits] at admission */
     af__reply_t r;
     char *body;
     size_t body_len;
@@ -107,9 +114,9 @@ static int bind_input(job_t *j, const json_t *in, const uint8_t *binp, uint64_t 
                        &shape, "datatype", &dts, "parameters", &params, "data", &data) != 0)
         return bad(j, AF__DERR_BAD_REQUEST, "bad input: %s (want name, shape, datatype, data)",
                    je.text);
-    int32_t i = af_session_find_input(j->m->sess, name);
+    int32_t i = af_session_find_input(j->sess, name);
     af_io_info_t io;
-    if (i < 0 || af_session_io_info(j->m->sess, 0, i, &io) != 0)
+    if (i < 0 || af_session_io_info(j->sess, 0, i, &io) != 0)
         return bad(j, AF__DERR_BAD_REQUEST, "unexpected inference input '%s' for model '%s'", name,
                    j->m->name);
     if (j->in[i].data)
@@ -171,7 +178,7 @@ static int want_binary(const json_t *params, int dflt)
 /* "outputs" and the request's "parameters": which outputs go back, and how. */
 static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
 {
-    int32_t n = af_session_output_count(j->m->sess);
+    int32_t n = af_session_output_count(j->sess);
     const json_t *bo = params ? json_object_get(params, "binary_data_output") : NULL;
     int dflt = json_is_true(bo);
     if (!outs) {
@@ -186,7 +193,7 @@ static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
     json_array_foreach(outs, i, o)
     {
         const char *name = json_string_value(json_object_get(o, "name"));
-        int32_t k = name ? af_session_find_output(j->m->sess, name) : -1;
+        int32_t k = name ? af_session_find_output(j->sess, name) : -1;
         if (k < 0)
             return bad(j, AF__DERR_BAD_REQUEST, "unexpected inference output '%s' for model '%s'",
                        name ? name : "(no name)", j->m->name);
@@ -196,7 +203,8 @@ static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
     return 0;
 }
 
-static int parse(job_t *j, json_t **hdr_out)
+/* The JSON header: parsed, "inputs" an array, "id" a string. 0 or -1 (j->hdr set when parsed). */
+static int parse_header(job_t *j)
 {
     size_t hl = j->header_len < 0 ? j->body_len : (size_t)j->header_len;
     if (j->header_len >= 0 && (uint64_t)j->header_len > j->body_len)
@@ -205,7 +213,7 @@ static int parse(job_t *j, json_t **hdr_out)
                    j->header_len, j->body_len);
     json_error_t je;
     json_t *h = json_loadb(j->body, hl, 0, &je), *ins = NULL, *outs = NULL, *params = NULL;
-    *hdr_out = h;
+    j->hdr = h;
     if (!h)
         return bad(j, AF__DERR_BAD_REQUEST, "malformed JSON at line %d column %d: %s", je.line,
                    je.column, je.text);
@@ -216,14 +224,21 @@ static int parse(job_t *j, json_t **hdr_out)
     const json_t *id = json_object_get(h, "id");
     if (id && !json_is_string(id))
         return bad(j, AF__DERR_BAD_REQUEST, "\"id\" must be a string");
+    return 0;
+}
+
+/* Binds every input of the header to the session's buffers and selects the outputs. */
+static int bind_all(job_t *j)
+{
+    size_t hl = j->header_len < 0 ? j->body_len : (size_t)j->header_len;
     const uint8_t *bin = (const uint8_t *)j->body + hl;
     uint64_t bin_len = j->body_len - hl, at = 0;
     size_t i;
-    const json_t *in;
+    const json_t *in, *ins = json_object_get(j->hdr, "inputs");
     json_array_foreach(ins, i, in) if (bind_input(j, in, bin, bin_len, &at) != 0) return -1;
-    for (int32_t k = 0; k < af_session_input_count(j->m->sess); k++) {
+    for (int32_t k = 0; k < af_session_input_count(j->sess); k++) {
         af_io_info_t io;
-        af_session_io_info(j->m->sess, 0, k, &io);
+        af_session_io_info(j->sess, 0, k, &io);
         if (!j->in[k].data)
             return bad(j, AF__DERR_BAD_REQUEST, "input '%s' of model '%s' is missing", io.name,
                        j->m->name);
@@ -232,7 +247,8 @@ static int parse(job_t *j, json_t **hdr_out)
         return bad(j, AF__DERR_BAD_REQUEST,
                    "%" PRIu64 " bytes of binary data follow the header that no input claims",
                    bin_len - at);
-    return select_outputs(j, outs, params);
+    return select_outputs(j, json_object_get(j->hdr, "outputs"),
+                          json_object_get(j->hdr, "parameters"));
 }
 
 /* ---- the answer -------------------------------------------------------------------------- */
@@ -272,7 +288,7 @@ static int32_t out_shape(const af_io_info_t *io, uint64_t bytes, int64_t *dims)
 static int put_output(job_t *j, int32_t k, int first)
 {
     af_io_info_t io;
-    af_session_io_info(j->m->sess, 1, k, &io);
+    af_session_io_info(j->sess, 1, k, &io);
     int64_t dims[AF_MAX_RANK];
     int32_t rank = out_shape(&io, j->out[k].bytes, dims);
     const char *dt = af__oip_dtype_name(io.dtype);
@@ -303,7 +319,7 @@ static int encode(job_t *j, const json_t *hdr)
         (id && (af__buf_printf(b, l, c, ",\"id\":") || put_str(j, id))) ||
         af__buf_printf(b, l, c, ",\"outputs\":["))
         return -1;
-    int32_t n = af_session_output_count(j->m->sess), first = 1, any_binary = 0;
+    int32_t n = af_session_output_count(j->sess), first = 1, any_binary = 0;
     for (int32_t k = 0; k < n; k++)
         if (j->want[k]) {
             if (put_output(j, k, first))
@@ -335,10 +351,10 @@ static int encode(job_t *j, const json_t *hdr)
 
 static int alloc_outputs(job_t *j)
 {
-    int32_t n = af_session_output_count(j->m->sess);
+    int32_t n = af_session_output_count(j->sess);
     for (int32_t k = 0; k < n; k++) {
         af_io_info_t io;
-        af_session_io_info(j->m->sess, 1, k, &io);
+        af_session_io_info(j->sess, 1, k, &io);
         uint64_t cap = io.dynamic ? DYNAMIC_OUTPUT_CAP : io.bytes;
         j->out[k] = (af_buffer_t){malloc(cap ? cap : 1), cap};
         if (!j->out[k].data)
@@ -352,35 +368,33 @@ static void infer_work(uv_work_t *w)
 {
     job_t *j = w->data;
     uint64_t t0 = af_now_ns();
-    json_t *hdr = NULL;
-    if (parse(j, &hdr) == 0 && alloc_outputs(j) == 0) {
+    if ((j->hdr || parse_header(j) == 0) && bind_all(j) == 0 && alloc_outputs(j) == 0) {
         af_error_t err;
         af_error_clear(&err);
         uint64_t t1 = af_now_ns();
-        int rc = af_session_run(j->m->sess, j->in, j->out, &err);
+        int rc = af_session_run(j->sess, j->in, j->out, &err);
         j->ns_compute = af_now_ns() - t1;
         if (rc != 0)
             bad(j, af__derr_of(rc), "inference failed (%s): %s", af_err_name(rc),
                 err.msg[0] ? err.msg : af_strerror(rc));
-        for (int32_t k = 0; rc == 0 && k < af_session_output_count(j->m->sess); k++) {
+        for (int32_t k = 0; rc == 0 && k < af_session_output_count(j->sess); k++) {
             af_io_info_t io;
-            af_session_io_info(j->m->sess, 1, k, &io);
+            af_session_io_info(j->sess, 1, k, &io);
             if (io.dynamic && j->out[k].bytes > DYNAMIC_OUTPUT_CAP)
                 rc = bad(j, AF__DERR_LIMIT, "output '%s' (%" PRIu64 " bytes) exceeds %u bytes",
                          io.name, j->out[k].bytes, DYNAMIC_OUTPUT_CAP);
         }
-        if (rc == 0 && encode(j, hdr) != 0)
+        if (rc == 0 && encode(j, j->hdr) != 0)
             bad(j, AF__DERR_BUSY, "out of memory");
     }
-    json_decref(hdr);
     j->ns_total = af_now_ns() - t0;
 }
 
 static void job_free(job_t *j)
 {
-    for (int32_t k = 0; j->in && k < af_session_input_count(j->m->sess); k++)
+    for (int32_t k = 0; j->in && k < af_session_input_count(j->sess); k++)
         free(j->in[k].data);
-    for (int32_t k = 0; j->out && k < af_session_output_count(j->m->sess); k++)
+    for (int32_t k = 0; j->out && k < af_session_output_count(j->sess); k++)
         free(j->out[k].data);
     free(j->in);
     free(j->out);
@@ -388,6 +402,8 @@ static void job_free(job_t *j)
     free(j->binary);
     free(j->body);
     free(j->res);
+    json_decref(j->hdr);
+    af__variant_unref(j->v);
     af__model_unref(j->m);
     free(j);
 }
@@ -426,6 +442,143 @@ static void infer_after(uv_work_t *w, int status)
     job_free(j);
 }
 
+/* ---- the steps of a request ------------------------------------------------------------ */
+
+static void queue(job_t *j, uv_work_cb work, uv_after_work_cb after)
+{
+    int rc = uv_queue_work(j->d->loop, &j->w, work, after);
+    if (rc != 0) {
+        bad(j, AF__DERR_INTERNAL, "cannot queue the inference: %s", uv_strerror(rc));
+        infer_after(&j->w, 0);
+    }
+}
+
+/* Buffers for the session's inputs and outputs, once the session is known. 0 or -1. */
+static int attach(job_t *j, af_session_t *s)
+{
+    size_t ni = (size_t)af_session_input_count(s), no = (size_t)af_session_output_count(s);
+    j->sess = s;
+    j->in = calloc(ni + 1, sizeof(*j->in));
+    j->out = calloc(no + 1, sizeof(*j->out));
+    j->want = calloc(no + 1, 1);
+    j->binary = calloc(no + 1, 1);
+    return j->in && j->out && j->want && j->binary ? 0 : -1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Poly models: "NAME=d0,d1;..." of the request's inputs, sorted by name, into j->key. */
+static int make_key(job_t *j)
+{
+    const json_t *in, *ins = json_object_get(j->hdr, "inputs");
+    char *parts[AF__OIP_MAX_SPECS];
+    int n = 0, rc = 0;
+    size_t i, at = 0;
+    json_array_foreach(ins, i, in)
+    {
+        const char *name = json_string_value(json_object_get(in, "name"));
+        int32_t t = name ? af_graph_find_tensor(j->m->graph, name) : -1, rank;
+        int64_t dims[AF_MAX_RANK];
+        if (t < 0 || af_graph_tensor(j->m->graph, t)->kind != AF_TENSOR_INPUT ||
+            strpbrk(name, "=;"))
+            rc = bad(j, AF__DERR_BAD_REQUEST, "unexpected inference input '%s' for model '%s'",
+                     name ? name : "(no name)", j->m->name);
+        else if (read_shape(json_object_get(in, "shape"), dims, &rank) != 0 ||
+                 rank != af_graph_tensor(j->m->graph, t)->rank)
+            rc = bad(j, AF__DERR_BAD_REQUEST, "input '%s': shape must be %d dims >= 0", name,
+                     (int)af_graph_tensor(j->m->graph, t)->rank);
+        else if (n == AF__OIP_MAX_SPECS)
+            rc = bad(j, AF__DERR_BAD_REQUEST, "more than %d inputs", AF__OIP_MAX_SPECS);
+        if (rc != 0)
+            break;
+        char b[400];
+        int k = snprintf(b, sizeof(b), "%.200s=", name);
+        for (int32_t d = 0; d < rank; d++)
+            k += snprintf(b + k, sizeof(b) - (size_t)k, "%s%" PRId64, d ? "," : "", dims[d]);
+        parts[n++] = strdup(b);
+    }
+    qsort(parts, (size_t)n, sizeof(char *), cmp_str);
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(parts[k]);
+        if (rc == 0 && at + l + 2 > sizeof(j->key))
+            rc = bad(j, AF__DERR_BAD_REQUEST, "the input names and dims are too long");
+        if (rc == 0)
+            at +=
+                (size_t)snprintf(j->key + at, sizeof(j->key) - at, "%s%s", k ? ";" : "", parts[k]);
+        free(parts[k]);
+    }
+    return rc;
+}
+
+static void shape_work(uv_work_t *w)
+{
+    job_t *j = w->data;
+    if (parse_header(j) == 0)
+        make_key(j);
+}
+
+static void build_work(uv_work_t *w)
+{
+    job_t *j = w->data;
+    af_error_t err;
+    af_error_clear(&err);
+    j->v = af__variant_build(j->m, j->key, j->ex, &j->plan_opts, &j->lim, &err);
+    if (!j->v)
+        bad(j, af__derr_of(err.code), "cannot plan model '%s' for %s: %s", j->m->name, j->key,
+            err.msg[0] ? err.msg : af_strerror(err.code));
+}
+
+static void run_on(job_t *j, af__variant_t *v)
+{
+    v->refs++;
+    j->v = v;
+    if (attach(j, v->sess) != 0) {
+        bad(j, AF__DERR_BUSY, "out of memory");
+        return infer_after(&j->w, 0);
+    }
+    queue(j, infer_work, infer_after);
+}
+
+static void build_after(uv_work_t *w, int status)
+{
+    job_t *j = w->data;
+    if (status != 0 || j->failed)
+        return infer_after(w, status);
+    af__variant_t *built = j->v;
+    j->v = NULL;
+    ((af__oip_t *)j->d->oip)->variant_builds++;
+    run_on(j, af__variant_add(j->m, built, j->d->cfg.max_shapes));
+}
+
+static void shape_after(uv_work_t *w, int status)
+{
+    job_t *j = w->data;
+    if (status != 0 || j->failed)
+        return infer_after(w, status);
+    af__variant_t *v = af__variant_find(j->m, j->key);
+    if (v)
+        return run_on(j, v);
+    queue(j, build_work, build_after);
+}
+
+/* Inference-Header-Content-Length: -1 absent, else the byte count; -2 malformed. */
+static int64_t header_len(const af__dreq_t *req)
+{
+    if (!req->infer_header)
+        return -1;
+    int64_t hl = 0;
+    for (size_t i = 0; i < req->infer_header_len; i++) {
+        char ch = req->infer_header[i];
+        if (ch < '0' || ch > '9' || hl > INT64_MAX / 10 - 10)
+            return -2;
+        hl = hl * 10 + (ch - '0');
+    }
+    return req->infer_header_len ? hl : -2;
+}
+
 void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__reply_t *r)
 {
     af__oip_t *o = d->oip;
@@ -435,49 +588,33 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
         return af__oip_error(d, r, AF__DERR_TOO_MANY,
                              "%" PRId64 " inferences in flight ([models] max_inflight); retry",
                              o->inflight);
-    int64_t hl = -1;
-    if (req->infer_header) {
-        hl = 0;
-        for (size_t i = 0; i < req->infer_header_len; i++) {
-            char ch = req->infer_header[i];
-            if (ch < '0' || ch > '9' || hl > INT64_MAX / 10 - 10)
-                return af__oip_error(d, r, AF__DERR_BAD_REQUEST,
-                                     "Inference-Header-Content-Length is not a byte count");
-            hl = hl * 10 + (ch - '0');
-        }
-        if (req->infer_header_len == 0)
-            return af__oip_error(d, r, AF__DERR_BAD_REQUEST,
-                                 "Inference-Header-Content-Length is empty");
-    }
+    int64_t hl = header_len(req);
+    if (hl == -2)
+        return af__oip_error(d, r, AF__DERR_BAD_REQUEST,
+                             "Inference-Header-Content-Length is not a byte count");
     job_t *j = calloc(1, sizeof(*j));
-    size_t ni = (size_t)af_session_input_count(m->sess),
-           no = (size_t)af_session_output_count(m->sess);
-    if (j) {
-        j->in = calloc(ni + 1, sizeof(*j->in));
-        j->out = calloc(no + 1, sizeof(*j->out));
-        j->want = calloc(no + 1, 1);
-        j->binary = calloc(no + 1, 1);
-        j->body = malloc(req->body_len + 1);
-    }
-    if (!j || !j->in || !j->out || !j->want || !j->binary || !j->body) {
-        if (j)
-            free(j->in), free(j->out), free(j->want), free(j->binary), free(j->body), free(j);
+    if (j && !(j->body = malloc(req->body_len + 1)))
+        free(j), j = NULL;
+    if (!j)
         return af__oip_error(d, r, AF__DERR_BUSY, "out of memory");
-    }
     memcpy(j->body, req->body, req->body_len);
-    j->body_len = req->body_len;
-    j->header_len = hl;
-    j->d = d;
-    j->m = m;
-    j->r = *r;
+    *j = (job_t){.d = d,
+                 .m = m,
+                 .r = *r,
+                 .body = j->body,
+                 .body_len = req->body_len,
+                 .header_len = hl,
+                 .ex = o->ex,
+                 .plan_opts = d->cfg.plan_opts,
+                 .lim = d->cfg.lim};
     j->w.data = j;
     af__model_ref(m);
-    int rc = uv_queue_work(d->loop, &j->w, infer_work, infer_after);
-    if (rc != 0) {
-        af__oip_error(d, r, AF__DERR_INTERNAL, "cannot queue the inference: %s", uv_strerror(rc));
-        j->r.res = NULL;
-        job_free(j);
-        return;
-    }
     o->inflight++;
+    if (m->poly)
+        return queue(j, shape_work, shape_after);
+    if (attach(j, m->sess) != 0) {
+        bad(j, AF__DERR_BUSY, "out of memory");
+        return infer_after(&j->w, 0);
+    }
+    queue(j, infer_work, infer_after);
 }

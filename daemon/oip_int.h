@@ -53,14 +53,38 @@ float af__oip_f16_to_f32(uint16_t h);
 
 /* ---- the repository (oip_repo.c) --------------------------------------------------------- */
 
+/* One concrete shape of a model with symbolic input dims: imported with the request's dims,
+ * planned and bound once, kept while the model lives (at most [models] max_shapes per model,
+ * least recently used ones evicted when idle). */
+typedef struct af__variant {
+    char key[512]; /* "NAME=d0,d1;NAME=..." of every input, sorted by name */
+    af_graph_t *graph;
+    af_plan_t *plan;
+    af_session_t *sess;
+    int refs;   /* 1 while kept by the model + 1 per request using it */
+    int listed; /* 0 once evicted */
+    uint64_t last_use;
+    struct af__variant *next;
+} af__variant_t;
+
+#define AF__OIP_MAX_SPECS 32
+
 typedef struct af__model {
     char name[AF__OIP_NAME_MAX];
     int64_t version;
     char platform[32]; /* "onnx" or "arenaflow_graph" */
     af_graph_t *graph;
     af_plan_t *plan;
-    af_session_t *sess; /* synchronous session (af_session_run from the threadpool) */
-    int refs;           /* 1 while listed + 1 per request in flight */
+    af_session_t *sess; /* synchronous session (af_session_run from the threadpool); NULL for a
+                           model with symbolic dims (poly): its variants have one each */
+    int poly;           /* input dims are symbolic: one variant per concrete shape */
+    char file[AF__DCFG_STR * 2 + 64]; /* poly: the model file, imported again per shape */
+    char *specs[AF__OIP_MAX_SPECS];   /* poly: config.json's dims specs */
+    int n_specs;
+    af__variant_t *variants; /* poly: the shapes planned so far */
+    int n_variants;
+    uint64_t uses;
+    int refs; /* 1 while listed + 1 per request in flight */
     int listed;
     /* statistics (loop thread) */
     uint64_t ok, failed, ns_ok, ns_compute, last_unix_ms;
@@ -68,12 +92,13 @@ typedef struct af__model {
 } af__model_t;
 
 typedef struct af__oip {
-    af_executor_t *ex;    /* the executor of every model, [models] kernels */
-    af__model_t *models;  /* listed models, every version */
-    int loading;          /* repository loads in flight */
-    int loaded;           /* the start-up scan finished (ready needs it) */
-    int64_t inflight;     /* inference requests off the loop */
-    char load_error[256]; /* the last failure of the start-up scan, "" none */
+    af_executor_t *ex;      /* the executor of every model, [models] kernels */
+    af__model_t *models;    /* listed models, every version */
+    int loading;            /* repository loads in flight */
+    int loaded;             /* the start-up scan finished (ready needs it) */
+    int64_t inflight;       /* inference requests off the loop */
+    int64_t variant_builds; /* poly models: shapes planned since start */
+    char load_error[256];   /* the last failure of the start-up scan, "" none */
 } af__oip_t;
 
 /* Creates the OIP state and, with a repository configured, starts loading it off the loop.
@@ -90,6 +115,21 @@ void af__model_unref(af__model_t *m);
  * on the loop when it is in. 0 or an AF_E* code (nothing queued). */
 typedef void (*af__oip_done_fn)(af__daemon_t *d, void *arg, int rc, const char *msg);
 int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *arg);
+/* Inputs (output = 0) or outputs of a model in session order, from its session or, for a poly
+ * model, its graph (dims < 0 symbolic). */
+int32_t af__model_io_count(const af__model_t *m, int output);
+int af__model_io(const af__model_t *m, int output, int32_t i, af_io_info_t *out);
+/* Poly models: the variant for a key, or NULL (loop thread). */
+af__variant_t *af__variant_find(af__model_t *m, const char *key);
+/* Poly models, off the loop: imports m's file with the dims of key (+ config specs), plans and
+ * binds it. NULL with a message in err. */
+af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_executor_t *ex,
+                                 const af_plan_opts_t *po, const af__limits_t *lim,
+                                 af_error_t *err);
+/* Loop: keeps v in m (evicting the least recently used idle variant above max); returns the
+ * variant to use for key (v, or one another request listed first: then v is freed). */
+af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max);
+void af__variant_unref(af__variant_t *v);
 /* Unlists every version of a model. 0, or -1 when none is listed. */
 int af__oip_unload(af__daemon_t *d, const char *name);
 /* 1 when name is a valid model name: [A-Za-z0-9_.-], 1..127 bytes, not "." or "..". */

@@ -27,7 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_SPECS 32
+#define MAX_SPECS AF__OIP_MAX_SPECS
 
 typedef struct failure {
     char name[AF__OIP_NAME_MAX];
@@ -66,8 +66,30 @@ int af__oip_name_valid(const char *s, size_t n)
     return 1;
 }
 
+static void variant_free(af__variant_t *v)
+{
+    af_session_destroy(v->sess);
+    af_plan_destroy(v->plan);
+    af_graph_destroy(v->graph);
+    free(v);
+}
+
+void af__variant_unref(af__variant_t *v)
+{
+    if (v && --v->refs == 0)
+        variant_free(v);
+}
+
 static void model_free(af__model_t *m)
 {
+    while (m->variants) {
+        af__variant_t *v = m->variants;
+        m->variants = v->next;
+        v->listed = 0;
+        af__variant_unref(v);
+    }
+    for (int i = 0; i < m->n_specs; i++)
+        free(m->specs[i]);
     af_session_destroy(m->sess);
     af_plan_destroy(m->plan);
     af_graph_destroy(m->graph);
@@ -83,6 +105,115 @@ void af__model_unref(af__model_t *m)
 {
     if (--m->refs == 0)
         model_free(m);
+}
+
+/* ---- inputs and outputs, shapes ---------------------------------------------------------- */
+
+int32_t af__model_io_count(const af__model_t *m, int output)
+{
+    if (m->sess)
+        return output ? af_session_output_count(m->sess) : af_session_input_count(m->sess);
+    int32_t n = 0;
+    for (int32_t t = 0; t < af_graph_tensor_count(m->graph); t++)
+        n += af_graph_tensor(m->graph, t)->kind == (output ? AF_TENSOR_OUTPUT : AF_TENSOR_INPUT);
+    return n;
+}
+
+int af__model_io(const af__model_t *m, int output, int32_t i, af_io_info_t *out)
+{
+    if (m->sess)
+        return af_session_io_info(m->sess, output, i, out);
+    for (int32_t t = 0, k = 0; t < af_graph_tensor_count(m->graph); t++) {
+        const af_tensor_info_t *ti = af_graph_tensor(m->graph, t);
+        if (ti->kind != (output ? AF_TENSOR_OUTPUT : AF_TENSOR_INPUT) || k++ != i)
+            continue;
+        *out = (af_io_info_t){ti->name,     t,         ti->dtype,
+                              ti->rank,     ti->shape, ti->bytes < 0 ? 0 : (uint64_t)ti->bytes,
+                              ti->bytes < 0};
+        return 0;
+    }
+    return AF_EINVAL;
+}
+
+af__variant_t *af__variant_find(af__model_t *m, const char *key)
+{
+    for (af__variant_t *v = m->variants; v; v = v->next)
+        if (strcmp(v->key, key) == 0) {
+            v->last_use = ++m->uses;
+            return v;
+        }
+    return NULL;
+}
+
+af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_executor_t *ex,
+                                 const af_plan_opts_t *po, const af__limits_t *lim, af_error_t *err)
+{
+    af__variant_t *v = calloc(1, sizeof(*v));
+    char *specs[AF__OIP_MAX_SPECS * 2], keybuf[sizeof(v->key)];
+    int n = 0;
+    if (!v) {
+        af__err(err, AF_ENOMEM, "out of memory");
+        return NULL;
+    }
+    snprintf(v->key, sizeof(v->key), "%s", key);
+    snprintf(keybuf, sizeof(keybuf), "%s", key);
+    for (int i = 0; i < m->n_specs; i++)
+        specs[n++] = m->specs[i];
+    for (char *save = NULL, *t = strtok_r(keybuf, ";", &save); t && n < AF__OIP_MAX_SPECS * 2;
+         t = strtok_r(NULL, ";", &save))
+        specs[n++] = t;
+    af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    o.inputs = (const char *const *)specs;
+    o.n_inputs = n;
+    o.copy_data = 1;
+    af__derr_t kind;
+    char why[AF_ERROR_MSG_MAX];
+    int rc = af_onnx_load(m->file, &o, &v->graph, err);
+    if (rc == 0 && af__limits_check(lim, v->graph, &kind, why, sizeof(why)) != 0)
+        rc = af__err(err, AF_EINVAL, "%s", why);
+    if (rc == 0)
+        rc = af_plan_create(v->graph, po, &v->plan, err);
+    if (rc == 0)
+        rc = af_session_create(ex, v->plan, NULL, &v->sess, err);
+    if (rc != 0) {
+        variant_free(v);
+        return NULL;
+    }
+    v->refs = 1;
+    return v;
+}
+
+af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max)
+{
+    af__variant_t *have = af__variant_find(m, v->key);
+    if (have) { /* another request planned this shape first */
+        af__variant_unref(v);
+        return have;
+    }
+    while (m->n_variants >= max) { /* evict the least recently used idle variant */
+        af__variant_t **lru = NULL;
+        for (af__variant_t **p = &m->variants; *p; p = &(*p)->next)
+            if ((*p)->refs == 1 && (!lru || (*p)->last_use < (*lru)->last_use))
+                lru = p;
+        if (!lru)
+            break; /* every one is in use: keep one more for now */
+        af__variant_t *old = *lru;
+        *lru = old->next;
+        old->listed = 0;
+        m->n_variants--;
+        af__dlog(AF__LOG_INFO, "model %s: shape %s evicted ([models] max_shapes %lld)", m->name,
+                 old->key, (long long)max);
+        af__variant_unref(old);
+    }
+    v->listed = 1;
+    v->last_use = ++m->uses;
+    v->next = m->variants;
+    m->variants = v;
+    m->n_variants++;
+    af__dlog(AF__LOG_INFO, "model %s version %lld: planned for %s (arena %llu bytes)", m->name,
+             (long long)m->version, v->key, (unsigned long long)af_plan_arena_bytes(v->plan));
+    return v;
 }
 
 /* ---- off the loop: reading one model ----------------------------------------------------- */
@@ -135,23 +266,43 @@ static int read_config(const char *path, char **specs, int *n, char *msg, size_t
     return rc;
 }
 
+/* Imports an ONNX model with specs. A model whose inputs keep symbolic dims is imported again
+ * with them dynamic, for its metadata: it becomes poly (one plan per concrete shape). */
+static int load_onnx(af__model_t *m, const char *path, char **specs, int n, af_error_t *err)
+{
+    af_onnx_opts_t o;
+    af_onnx_opts_init(&o);
+    o.inputs = (const char *const *)specs;
+    o.n_inputs = n;
+    o.copy_data = 1; /* the repository's files may be replaced while the model is served */
+    int rc = af_onnx_load(path, &o, &m->graph, err);
+    if (rc == AF_EINVAL && strstr(err->msg, "unknown dims")) {
+        o.allow_dynamic = 1;
+        o.skip_data = 1; /* metadata only: the variants load the weights */
+        af_error_clear(err);
+        if ((rc = af_onnx_load(path, &o, &m->graph, err)) == 0) {
+            m->poly = 1;
+            snprintf(m->file, sizeof(m->file), "%s", path);
+            for (int i = 0; i < n; i++)
+                m->specs[m->n_specs++] = strdup(specs[i]);
+        }
+    }
+    return rc;
+}
+
 static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__model_t *m,
                       af_error_t *err)
 {
+    (void)j;
     char path[AF__DCFG_STR * 2 + 64];
     struct stat st;
     snprintf(path, sizeof(path), "%s/model.onnx", vdir);
     if (stat(path, &st) == 0) {
-        char *specs[MAX_SPECS];
+        char *specs[AF__OIP_MAX_SPECS];
         int n = 0;
         if (read_config(cfg, specs, &n, err->msg, sizeof(err->msg)) != 0)
             return err->code = AF_EINVAL;
-        af_onnx_opts_t o;
-        af_onnx_opts_init(&o);
-        o.inputs = (const char *const *)specs;
-        o.n_inputs = n;
-        o.copy_data = 1; /* the repository's files may be replaced while the model is served */
-        int rc = af_onnx_load(path, &o, &m->graph, err);
+        int rc = load_onnx(m, path, specs, n, err);
         for (int i = 0; i < n; i++)
             free(specs[i]);
         snprintf(m->platform, sizeof(m->platform), "onnx");
@@ -180,9 +331,9 @@ static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *
     char why[AF_ERROR_MSG_MAX];
     if (rc == 0 && af__limits_check(&j->lim, m->graph, &kind, why, sizeof(why)) != 0)
         rc = af__err(err, AF_EINVAL, "%s", why);
-    if (rc == 0)
+    if (rc == 0 && !m->poly)
         rc = af_plan_create(m->graph, &j->plan_opts, &m->plan, err);
-    if (rc == 0)
+    if (rc == 0 && !m->poly)
         rc = af_session_create(j->ex, m->plan, NULL, &m->sess, err);
     if (rc != 0) {
         model_free(m);
@@ -297,8 +448,14 @@ static void load_after(uv_work_t *w, int status)
         m->next = o->models;
         o->models = m;
         n++;
-        af__dlog(AF__LOG_INFO, "model %s version %" PRId64 " loaded (%s, arena %" PRIu64 " bytes)",
-                 m->name, m->version, m->platform, af_plan_arena_bytes(m->plan));
+        if (m->poly)
+            af__dlog(AF__LOG_INFO,
+                     "model %s version %" PRId64 " loaded (%s, symbolic dims: planned per shape)",
+                     m->name, m->version, m->platform);
+        else
+            af__dlog(AF__LOG_INFO,
+                     "model %s version %" PRId64 " loaded (%s, arena %" PRIu64 " bytes)", m->name,
+                     m->version, m->platform, af_plan_arena_bytes(m->plan));
     }
     while (j->failed) {
         failure_t *f = j->failed;

@@ -6,6 +6,7 @@
 #   - JSON (flat and nested) and binary round trips of every datatype, bit-exact;
 #   - malformed requests: 400 / 404 / 405 with {"error": "..."};
 #   - real models: the daemon's outputs equal `arenaflow run`'s on the same input, same kernels;
+#   - symbolic dims: one plan per concrete shape, bounded ([models] max_shapes), LRU evictions;
 #   - the repository API: index, unload (404 after), load (200 after), a failing load (400);
 #   - v1 still answers beside v2.
 # Needs /usr/bin/python3 with numpy and onnx (python3-numpy, python3-onnx); skipped without.
@@ -30,7 +31,8 @@ done
 mkdir -p "$REPO/broken/1"
 echo "not a model" >"$REPO/broken/1/model.onnx"
 
-write_cfg ""
+write_cfg "[models]
+max_shapes = 3"
 start --model-repository "$REPO"
 wait_ready
 for _ in $(seq 1 200); do
@@ -46,6 +48,11 @@ ok "models run on the $KERNELS kernels"
 $CHECK golden "$PORT" || fail "golden pairs"
 $CHECK roundtrip "$PORT" || fail "round trips"
 $CHECK malformed "$PORT" || fail "malformed requests"
+$CHECK shapes "$PORT" || fail "symbolic dims"
+planned=$(grep -c "model dyn version 1: planned for" "$LOG")
+evicted=$(grep -c "model dyn: shape .* evicted" "$LOG")
+[ "$planned" -ge 7 ] && [ "$evicted" -ge 4 ] || fail "dyn: $planned plans, $evicted evictions"
+ok "dyn: $planned plans for 9 requests of 6 shapes (max_shapes 3), $evicted evictions"
 
 for m in $REAL; do
     out=$T/run_$m

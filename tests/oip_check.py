@@ -70,6 +70,14 @@ def cmd_models(d):
                  helper.make_tensor_value_info("input1", TensorProto.BOOL, [3])],
                 [helper.make_tensor_value_info("output0", TensorProto.UINT32, [2, 2]),
                  helper.make_tensor_value_info("output1", TensorProto.BOOL, [3])])
+    # symbolic dims: planned once per concrete shape; and the same model fixed by config.json
+    for name in ("dyn", "dyn_fixed"):
+        write_model(f"{d}/{name}/1/model.onnx",
+                    [helper.make_node("Relu", ["x"], ["y"])],
+                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
+    with open(f"{d}/dyn_fixed/config.json", "w") as f:
+        json.dump({"dims": {"N": 2}}, f)
     # a second version of mymodel: the same graph, so /versions/2 is the default
     write_model(f"{d}/mymodel/2/model.onnx",
                 [helper.make_node("Add", ["input0", "input0"], ["output0"]),
@@ -283,6 +291,45 @@ def cmd_malformed(port):
         fail(f"405 without Allow: POST: {h}")
 
 
+def cmd_shapes(port):
+    st, _, data = request(port, "GET", "/v2/models/dyn")
+    meta = json.loads(data)
+    if st != 200 or meta["inputs"] != [{"name": "x", "datatype": "FP32", "shape": [-1, 3]}]:
+        fail(f"dyn metadata: {st} {data!r}")
+    ok("symbolic dims in metadata: x [-1, 3]")
+    st, _, data = request(port, "GET", "/v2/models/dyn_fixed")
+    if st != 200 or json.loads(data)["inputs"][0]["shape"] != [2, 3]:
+        fail(f"dyn_fixed metadata: {st} {data!r}")
+    ok("config.json fixes N = 2: x [2, 3]")
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 5, 1, 3, 4, 2, 7, 1):  # more shapes than max_shapes: evictions, replans
+        a = rng.standard_normal((n, 3)).astype(np.float32)
+        for binary in (False, True):
+            inp = {"name": "x", "shape": [n, 3], "datatype": "FP32"}
+            if binary:
+                inp["parameters"] = {"binary_data_size": a.nbytes}
+            else:
+                inp["data"] = a.tolist()
+            hdr = {"inputs": [inp], "parameters": {"binary_data_output": True}}
+            st, hdrs, data = infer(port, "dyn", hdr, a.tobytes() if binary else b"")
+            if st != 200:
+                fail(f"dyn N={n}: {st} {data[:200]!r}")
+            head, tail = split_binary(hdrs, data)
+            got = np.frombuffer(tail, dtype=np.float32).reshape(n, 3)
+            if head["outputs"][0]["shape"] != [n, 3] or got.tobytes() != np.maximum(a, 0).tobytes():
+                fail(f"dyn N={n}: wrong output {head} {got}")
+    ok("dyn: N = 1, 2, 5, 1, 3, 4, 2, 7, 1 (JSON and binary) each Relu-exact")
+    st, _, data = infer(port, "dyn", {"inputs": [{"name": "x", "shape": [3], "datatype": "FP32",
+                                                  "data": [1, 2, 3]}]})
+    expect(st, 400, data, "dyn: wrong rank")
+    st, _, data = infer(port, "dyn", {"inputs": [{"name": "z", "shape": [1, 3], "datatype": "FP32",
+                                                  "data": [1, 2, 3]}]})
+    expect(st, 400, data, "dyn: unknown input")
+    st, _, data = infer(port, "dyn_fixed", {"inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP32",
+                                                        "data": [1, 2, 3]}]})
+    expect(st, 400, data, "dyn_fixed: N other than the config's 2")
+
+
 def cmd_compare(port, model, case_dir, out_npy):
     ins = sorted(f for f in os.listdir(case_dir) if f.startswith("input_"))
     tensors = []
@@ -338,6 +385,8 @@ if __name__ == "__main__":
         cmd_golden(int(args[0]))
     elif cmd == "malformed":
         cmd_malformed(int(args[0]))
+    elif cmd == "shapes":
+        cmd_shapes(int(args[0]))
     elif cmd == "compare":
         cmd_compare(int(args[0]), args[1], args[2], args[3])
     else:
