@@ -551,7 +551,9 @@ json_t *af__oip_index(af__daemon_t *d)
     while (dd && (e = readdir(dd)) != NULL) {
         if (!af__oip_name_valid(e->d_name, strlen(e->d_name)) || e->d_name[0] == '.')
             continue;
-        json_array_extend(out, index_row(d, e->d_name));
+        json_t *rows = index_row(d, e->d_name);
+        json_array_extend(out, rows); /* copies the references */
+        json_decref(rows);
     }
     if (dd)
         closedir(dd);
