@@ -16,8 +16,9 @@
  * Each rate step runs N connections (one thread each, keep-alive), each sending at R/N on a
  * fixed schedule; latency is measured from the scheduled send time, so a server that falls
  * behind shows it in the tail (no coordinated omission). Steps go through --rates, or double
- * from 25 req/s up to --rate-max, and stop after the first step that saturates (achieved rate
- * under 90% of the target). Per step and kind: requests, achieved req/s, p50/p99/p99.9/max
+ * from 25 req/s up to --rate-max, and stop after the first step that saturates: the achieved
+ * rate (requests scheduled after the warm-up, over the time until the last one was answered)
+ * under 90% of the target. Per step and kind: requests, achieved req/s, p50/p99/p99.9/max
  * latency (us), errors (non-200 or I/O error) and wrong answers. Then the highest rate whose
  * infer p99 stays under 2x the lowest step's p50 ("unloaded").
  *
@@ -65,6 +66,7 @@ typedef struct step {
     uint64_t t0;
     bh_lat_t lat[K_COUNT];
     uint64_t errors[K_COUNT], wrong[K_COUNT], statuses[600];
+    uint64_t last_done; /* completion time of the last recorded request */
     pthread_mutex_t mu;
 } step_t;
 
@@ -262,6 +264,7 @@ static void *worker_main(void *arg)
     bh_lat_t lat[K_COUNT] = {{0}};
     uint64_t err[K_COUNT] = {0}, wrong[K_COUNT] = {0}, statuses[600] = {0};
     int fd = -1;
+    uint64_t last = 0;
     for (uint64_t i = 0;; i++) {
         uint64_t when =
             st->t0 + (uint64_t)((double)i * interval_ns + interval_ns * w->idx / c->conns);
@@ -278,8 +281,9 @@ static void *worker_main(void *arg)
             close(fd);
             fd = -1;
         }
-        if (done < rec_from)
+        if (when < rec_from) /* recorded: the requests scheduled after the warm-up */
             continue;
+        last = done;
         statuses[status > 0 && status < 600 ? status : 0]++;
         if (status != 200)
             err[kind]++;
@@ -301,6 +305,7 @@ static void *worker_main(void *arg)
     }
     for (int s = 0; s < 600; s++)
         st->statuses[s] += statuses[s];
+    st->last_done = last > st->last_done ? last : st->last_done;
     pthread_mutex_unlock(&st->mu);
     return NULL;
 }
@@ -342,7 +347,12 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
         if (st.statuses[s])
             printf(" %s%d x %" PRIu64, s ? "" : "I/O error ", s, st.statuses[s]);
     printf("\n");
-    int saturated = (double)total / c->duration < 0.9 * rate;
+    /* achieved: the recorded requests over the time from the end of the warm-up to the last
+     * answer, so a server that falls behind stretches the time and lowers the rate */
+    double span = (double)(st.last_done - st.t0) / 1e9 - c->warmup;
+    double achieved = span > 0 ? (double)total / (span > c->duration ? span : c->duration) : 0;
+    printf("          achieved %.0f req/s of %.0f\n", achieved, rate);
+    int saturated = achieved < 0.9 * rate;
     if (*unloaded_p50 == 0)
         *unloaded_p50 = infer_p50;
     if (!saturated && infer_p99 < 2 * *unloaded_p50 && errs == 0)
