@@ -282,14 +282,10 @@ static int seg_is(const char *s, size_t n, const char *lit)
 }
 
 /* Maps a path to a route; id and idlen get the {id} segment (NULL and 0 when there is none). */
-static af__route_t match(const char *path, size_t len, const char **id, size_t *idlen)
+int af__path_split(const char *path, size_t len, const char **seg, size_t *segl, int max)
 {
-    const char *seg[5];
-    size_t segl[5];
     int n = 0;
     size_t i = 0;
-    *id = NULL;
-    *idlen = 0;
     while (i < len) {
         while (i < len && path[i] == '/')
             i++;
@@ -298,12 +294,24 @@ static af__route_t match(const char *path, size_t len, const char **id, size_t *
         size_t j = i;
         while (j < len && path[j] != '/')
             j++;
-        if (n == 5)
-            return AF__ROUTE_OTHER;
+        if (n == max)
+            return -1;
         seg[n] = path + i;
         segl[n++] = j - i;
         i = j;
     }
+    return n;
+}
+
+static af__route_t match(const char *path, size_t len, const char **id, size_t *idlen)
+{
+    const char *seg[5];
+    size_t segl[5];
+    *id = NULL;
+    *idlen = 0;
+    int n = af__path_split(path, len, seg, segl, 5);
+    if (n < 0)
+        return AF__ROUTE_OTHER;
     if (n == 1 && seg_is(seg[0], segl[0], "metrics"))
         return AF__ROUTE_METRICS;
     if (n == 1 && seg_is(seg[0], segl[0], "healthz"))

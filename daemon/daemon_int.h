@@ -355,6 +355,7 @@ typedef struct af__dres {
     int retry_after;           /* seconds for a Retry-After header; 0 = none */
     int challenge;             /* 401: send WWW-Authenticate */
     int is_static;             /* the out-of-memory answer: not freed by af__dres_free() */
+    int oip;                   /* a /v2 request: errors are {"error": "..."} */
     int has_infer_header;      /* OIP binary outputs: send Inference-Header-Content-Length */
     uint64_t infer_header_len; /* the JSON header's bytes at the start of the body */
 } af__dres_t;
@@ -367,6 +368,9 @@ void af__dres_free(af__dres_t *res);
 
 /* Socket-free entry point: what the HTTP glue and the fuzz harness call. Loop thread only. */
 void af__daemon_handle(af__daemon_t *d, const af__dreq_t *req, af__dres_cb cb, void *arg);
+
+/* Splits a path into at most max segments (empty ones skipped). The count, or -1 above max. */
+int af__path_split(const char *path, size_t len, const char **seg, size_t *segl, int max);
 
 /* A pending answer: the response, its callback and argument. */
 typedef struct af__reply {

@@ -40,31 +40,12 @@ typedef struct oreq {
     const char *action; /* "", "ready", "config", "stats", "infer" */
 } oreq_t;
 
-void af__oip_error(af__daemon_t *d, af__reply_t *r, af__derr_t kind, const char *fmt, ...)
-{
-    char msg[AF_ERROR_MSG_MAX + 256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    for (char *p = msg; *p; p++) /* request bytes quoted in messages: keep the JSON valid */
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x80)
-            *p = '?';
-    d->metrics.rejected[kind]++;
-    r->res->retry_after = af__derr_retry(kind);
-    r->res->challenge = kind == AF__DERR_UNAUTHORIZED;
-    json_t *body = json_pack("{s:s}", "error", msg);
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    af__reply_text(d, r, af__derr_status(kind), "application/json", text, text ? strlen(text) : 0);
-}
-
 static void ok_json(oreq_t *o, int status, json_t *body)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!text)
-        return af__oip_error(o->d, o->r, AF__DERR_BUSY, "out of memory");
+        return af__reply_error(o->d, o->r, AF__DERR_BUSY, "out of memory");
     af__reply_text(o->d, o->r, status, "application/json", text, strlen(text));
 }
 
@@ -75,23 +56,8 @@ static int seg_is(const oreq_t *o, int i, const char *lit)
 
 static int split(oreq_t *o)
 {
-    const char *p = o->req->path;
-    size_t len = o->req->path_len, i = 0;
-    while (i < len) {
-        while (i < len && p[i] == '/')
-            i++;
-        if (i == len)
-            break;
-        size_t j = i;
-        while (j < len && p[j] != '/')
-            j++;
-        if (o->n == MAX_SEGS)
-            return -1;
-        o->seg[o->n] = p + i;
-        o->segl[o->n++] = j - i;
-        i = j;
-    }
-    return 0;
+    o->n = af__path_split(o->req->path, o->req->path_len, o->seg, o->segl, MAX_SEGS);
+    return o->n < 0 ? -1 : 0;
 }
 
 /* ---- JSON views ---------------------------------------------------------------------------- */
@@ -215,8 +181,8 @@ static void load_done(af__daemon_t *d, void *arg, int rc, const char *msg)
 {
     load_wait_t *w = arg;
     if (rc != 0)
-        af__oip_error(d, &w->r, AF__DERR_BAD_REQUEST, "failed to load '%s': %s", w->name,
-                      msg ? msg : af_strerror(rc));
+        af__reply_error(d, &w->r, AF__DERR_BAD_REQUEST, "failed to load '%s': %s", w->name,
+                        msg ? msg : af_strerror(rc));
     else
         af__reply_text(d, &w->r, 200, "application/json", strdup("{}"), 2);
     free(w);
@@ -228,29 +194,29 @@ static void h_repository(oreq_t *o)
     if (seg_is(o, 2, "index") && o->n == 3)
         return ok_json(o, 200, af__oip_index(d));
     if (!(o->n == 5 && seg_is(o, 2, "models") && (seg_is(o, 4, "load") || seg_is(o, 4, "unload"))))
-        return af__oip_error(d, o->r, AF__DERR_NOT_FOUND, "no such repository endpoint");
+        return af__reply_error(d, o->r, AF__DERR_NOT_FOUND, "no such repository endpoint");
     if (!af__oip_name_valid(o->seg[3], o->segl[3]))
-        return af__oip_error(d, o->r, AF__DERR_NOT_FOUND,
-                             "unknown model (names are [A-Za-z0-9_.-])");
+        return af__reply_error(d, o->r, AF__DERR_NOT_FOUND,
+                               "unknown model (names are [A-Za-z0-9_.-])");
     char name[AF__OIP_NAME_MAX];
     snprintf(name, sizeof(name), "%.*s", (int)o->segl[3], o->seg[3]);
     if (!d->cfg.model_repository[0])
-        return af__oip_error(d, o->r, AF__DERR_BAD_REQUEST,
-                             "no model repository (start with --model-repository DIR)");
+        return af__reply_error(d, o->r, AF__DERR_BAD_REQUEST,
+                               "no model repository (start with --model-repository DIR)");
     if (seg_is(o, 4, "unload")) {
         if (af__oip_unload(d, name) != 0)
-            return af__oip_error(d, o->r, AF__DERR_NOT_FOUND, "model '%s' is not loaded", name);
+            return af__reply_error(d, o->r, AF__DERR_NOT_FOUND, "model '%s' is not loaded", name);
         return ok_json(o, 200, json_object());
     }
     load_wait_t *w = calloc(1, sizeof(*w));
     if (!w)
-        return af__oip_error(d, o->r, AF__DERR_BUSY, "out of memory");
+        return af__reply_error(d, o->r, AF__DERR_BUSY, "out of memory");
     w->r = *o->r;
     snprintf(w->name, sizeof(w->name), "%s", name);
     int rc = af__oip_load(d, name, load_done, w);
     if (rc != 0) {
         free(w);
-        af__oip_error(d, o->r, af__derr_of(rc), "cannot queue the load: %s", af_strerror(rc));
+        af__reply_error(d, o->r, af__derr_of(rc), "cannot queue the load: %s", af_strerror(rc));
     }
 }
 
@@ -260,8 +226,8 @@ static void h_repository(oreq_t *o)
 static int model_path(oreq_t *o)
 {
     if (!af__oip_name_valid(o->seg[2], o->segl[2])) {
-        af__oip_error(o->d, o->r, AF__DERR_NOT_FOUND, "unknown model '%.*s'",
-                      (int)(o->segl[2] > 128 ? 128 : o->segl[2]), o->seg[2]);
+        af__reply_error(o->d, o->r, AF__DERR_NOT_FOUND, "unknown model '%.*s'",
+                        (int)(o->segl[2] > 128 ? 128 : o->segl[2]), o->seg[2]);
         return -1;
     }
     snprintf(o->model, sizeof(o->model), "%.*s", (int)o->segl[2], o->seg[2]);
@@ -274,8 +240,8 @@ static int model_path(oreq_t *o)
             snprintf(v, sizeof(v), "%.*s", (int)o->segl[4], o->seg[4]);
         long long x = strtoll(v, &end, 10);
         if (!v[0] || *end || x < 1 || v[0] == '+' || v[0] == '0') {
-            af__oip_error(o->d, o->r, AF__DERR_NOT_FOUND, "unknown version of model '%s'",
-                          o->model);
+            af__reply_error(o->d, o->r, AF__DERR_NOT_FOUND, "unknown version of model '%s'",
+                            o->model);
             return -1;
         }
         o->version = x;
@@ -287,8 +253,8 @@ static int model_path(oreq_t *o)
         if (seg_is(o, at, actions[i]))
             o->action = actions[i];
     if (o->n > at + 1 || (o->n == at + 1 && !o->action[0])) {
-        af__oip_error(o->d, o->r, AF__DERR_NOT_FOUND, "no such endpoint under model '%s'",
-                      o->model);
+        af__reply_error(o->d, o->r, AF__DERR_NOT_FOUND, "no such endpoint under model '%s'",
+                        o->model);
         return -1;
     }
     return 0;
@@ -338,10 +304,10 @@ static int authorized(oreq_t *o, af__role_t need)
     af__role_t have =
         af__tokens_role(o->d->tokens, o->req->authorization, o->req->authorization_len);
     if (have == AF__ROLE_NONE)
-        af__oip_error(o->d, o->r, AF__DERR_UNAUTHORIZED,
-                      "authentication required: send \"Authorization: Bearer TOKEN\"");
+        af__reply_error(o->d, o->r, AF__DERR_UNAUTHORIZED,
+                        "authentication required: send \"Authorization: Bearer TOKEN\"");
     else if (have < need)
-        af__oip_error(o->d, o->r, AF__DERR_FORBIDDEN, "this needs an admin token");
+        af__reply_error(o->d, o->r, AF__DERR_FORBIDDEN, "this needs an admin token");
     return have >= need;
 }
 
@@ -361,12 +327,12 @@ static void dispatch(oreq_t *o, af__route_t route)
     af__oip_t *x = d->oip;
     af__model_t *m = af__oip_find(d, o->model, o->version);
     if (!m && !x->loaded)
-        return af__oip_error(d, o->r, AF__DERR_LOADING, "the model repository is loading");
+        return af__reply_error(d, o->r, AF__DERR_LOADING, "the model repository is loading");
     if (!m && o->version >= 0 && af__oip_find(d, o->model, -1))
-        return af__oip_error(d, o->r, AF__DERR_NOT_FOUND, "model '%s' has no version %" PRId64,
-                             o->model, o->version);
+        return af__reply_error(d, o->r, AF__DERR_NOT_FOUND, "model '%s' has no version %" PRId64,
+                               o->model, o->version);
     if (!m)
-        return af__oip_error(d, o->r, AF__DERR_NOT_FOUND, "unknown model '%s'", o->model);
+        return af__reply_error(d, o->r, AF__DERR_NOT_FOUND, "unknown model '%s'", o->model);
     if (route == AF__ROUTE_V2_INFER)
         return af__oip_infer(d, m, o->req, o->r);
     h_model(o, m);
@@ -375,20 +341,21 @@ static void dispatch(oreq_t *o, af__route_t route)
 void af__oip_handle(af__daemon_t *d, const af__dreq_t *req, af__reply_t *r)
 {
     oreq_t o = {.d = d, .req = req, .r = r};
+    r->res->oip = 1;
     if (req->reject) {
         r->res->route = AF__ROUTE_OTHER;
-        return af__oip_error(d, r, AF__DERR_BAD_REQUEST, "%s", req->reject);
+        return af__reply_error(d, r, AF__DERR_BAD_REQUEST, "%s", req->reject);
     }
     const char *method;
     af__role_t role;
     af__route_t route = split(&o) == 0 ? classify(&o, &method, &role) : AF__ROUTE_OTHER;
     r->res->route = route;
     if (route == AF__ROUTE_OTHER)
-        return af__oip_error(d, r, AF__DERR_NOT_FOUND, "no such endpoint: %.*s",
-                             (int)(req->path_len > 200 ? 200 : req->path_len), req->path);
+        return af__reply_error(d, r, AF__DERR_NOT_FOUND, "no such endpoint: %.*s",
+                               (int)(req->path_len > 200 ? 200 : req->path_len), req->path);
     if (!method_ok(req, method)) {
         r->res->allow = method;
-        return af__oip_error(d, r, AF__DERR_METHOD, "method not allowed here; use %s", method);
+        return af__reply_error(d, r, AF__DERR_METHOD, "method not allowed here; use %s", method);
     }
     if (!authorized(&o, role))
         return;

@@ -427,7 +427,7 @@ static void infer_after(uv_work_t *w, int status)
     m->last_unix_ms = unix_ms();
     if (j->failed) {
         m->failed++;
-        af__oip_error(d, &j->r, j->kind, "%s", j->msg);
+        af__reply_error(d, &j->r, j->kind, "%s", j->msg);
     } else {
         m->ok++;
         m->ns_ok += j->ns_total;
@@ -583,20 +583,20 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
 {
     af__oip_t *o = d->oip;
     if (d->draining)
-        return af__oip_error(d, r, AF__DERR_DRAINING, "shutting down: not starting inferences");
+        return af__reply_error(d, r, AF__DERR_DRAINING, "shutting down: not starting inferences");
     if (o->inflight >= d->cfg.max_infers)
-        return af__oip_error(d, r, AF__DERR_TOO_MANY,
-                             "%" PRId64 " inferences in flight ([models] max_inflight); retry",
-                             o->inflight);
+        return af__reply_error(d, r, AF__DERR_TOO_MANY,
+                               "%" PRId64 " inferences in flight ([models] max_inflight); retry",
+                               o->inflight);
     int64_t hl = header_len(req);
     if (hl == -2)
-        return af__oip_error(d, r, AF__DERR_BAD_REQUEST,
-                             "Inference-Header-Content-Length is not a byte count");
+        return af__reply_error(d, r, AF__DERR_BAD_REQUEST,
+                               "Inference-Header-Content-Length is not a byte count");
     job_t *j = calloc(1, sizeof(*j));
     if (j && !(j->body = malloc(req->body_len + 1)))
         free(j), j = NULL;
     if (!j)
-        return af__oip_error(d, r, AF__DERR_BUSY, "out of memory");
+        return af__reply_error(d, r, AF__DERR_BUSY, "out of memory");
     memcpy(j->body, req->body, req->body_len);
     *j = (job_t){.d = d,
                  .m = m,

@@ -139,9 +139,6 @@ json_t *af__oip_index(af__daemon_t *d);
 
 /* ---- answers and inference (oip.c, oip_infer.c) ------------------------------------------ */
 
-/* Answers {"error": "..."} with the status of a kind from the error table. */
-void af__oip_error(af__daemon_t *d, af__reply_t *r, af__derr_t kind, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* POST /v2/models/{m}[/versions/{v}]/infer on model m (referenced by the caller for the call). */
 void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__reply_t *r);
 /* The /v2 routes: called by af__daemon_handle for paths under /v2. */

@@ -62,14 +62,16 @@ def cmd_models(d):
                     [helper.make_tensor_value_info("x", t, SHAPE)],
                     [helper.make_tensor_value_info("y", t, SHAPE)])
     # the specification's example names: input0 UINT32 [2, 2], input1 BOOL [3];
-    # output0 = input0 + input0 (UINT32 [2, 2]), output1 = Not(input1) (BOOL [3])
-    write_model(f"{d}/mymodel/1/model.onnx",
-                [helper.make_node("Add", ["input0", "input0"], ["output0"]),
-                 helper.make_node("Not", ["input1"], ["output1"])],
-                [helper.make_tensor_value_info("input0", TensorProto.UINT32, [2, 2]),
-                 helper.make_tensor_value_info("input1", TensorProto.BOOL, [3])],
-                [helper.make_tensor_value_info("output0", TensorProto.UINT32, [2, 2]),
-                 helper.make_tensor_value_info("output1", TensorProto.BOOL, [3])])
+    # output0 = input0 + input0 (UINT32 [2, 2]), output1 = Not(input1) (BOOL [3]); two versions
+    # of the same graph, so a request without a version gets 2
+    for version in (1, 2):
+        write_model(f"{d}/mymodel/{version}/model.onnx",
+                    [helper.make_node("Add", ["input0", "input0"], ["output0"]),
+                     helper.make_node("Not", ["input1"], ["output1"])],
+                    [helper.make_tensor_value_info("input0", TensorProto.UINT32, [2, 2]),
+                     helper.make_tensor_value_info("input1", TensorProto.BOOL, [3])],
+                    [helper.make_tensor_value_info("output0", TensorProto.UINT32, [2, 2]),
+                     helper.make_tensor_value_info("output1", TensorProto.BOOL, [3])])
     # symbolic dims: planned once per concrete shape; and the same model fixed by config.json
     for name in ("dyn", "dyn_fixed"):
         write_model(f"{d}/{name}/1/model.onnx",
@@ -78,14 +80,6 @@ def cmd_models(d):
                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
     with open(f"{d}/dyn_fixed/config.json", "w") as f:
         json.dump({"dims": {"N": 2}}, f)
-    # a second version of mymodel: the same graph, so /versions/2 is the default
-    write_model(f"{d}/mymodel/2/model.onnx",
-                [helper.make_node("Add", ["input0", "input0"], ["output0"]),
-                 helper.make_node("Not", ["input1"], ["output1"])],
-                [helper.make_tensor_value_info("input0", TensorProto.UINT32, [2, 2]),
-                 helper.make_tensor_value_info("input1", TensorProto.BOOL, [3])],
-                [helper.make_tensor_value_info("output0", TensorProto.UINT32, [2, 2]),
-                 helper.make_tensor_value_info("output1", TensorProto.BOOL, [3])])
 
 
 def request(port, method, path, body=None, headers=None):
