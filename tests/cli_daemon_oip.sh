@@ -5,7 +5,8 @@
 #   - golden request/response pairs after the specification's examples, byte-for-byte;
 #   - JSON (flat and nested) and binary round trips of every datatype, bit-exact;
 #   - malformed requests: 400 / 404 / 405 with {"error": "..."};
-#   - real models: the daemon's outputs equal `arenaflow run`'s on the same input, same kernels;
+#   - real models: the daemon's outputs equal `arenaflow run`'s on the same input, same kernels,
+#     and agree with the test data's expected outputs and with ONNX Runtime (where installed);
 #   - symbolic dims: one plan per concrete shape, bounded ([models] max_shapes), LRU evictions;
 #   - the repository API: index, unload (404 after), load (200 after), a failing load (400);
 #   - v1 still answers beside v2.
@@ -61,8 +62,21 @@ for m in $REAL; do
         --input "0=$DATA/test_$m/test_data_set_0/input_0.pb" --output-dir "$out" >/dev/null ||
         fail "arenaflow run test_$m"
     npy=$(ls "$out"/*.npy | head -n 1)
-    $CHECK compare "$PORT" "real_$m" "$DATA/test_$m/test_data_set_0" "$npy" ||
+    $CHECK compare "$PORT" "real_$m" "$DATA/test_$m/test_data_set_0" "$npy" "$out/d" ||
         fail "real model $m differs from arenaflow run"
+    if command -v node >/dev/null && node -e "require('${AF_ORT_DIR:-/tmp/ortnpm/node_modules}/onnxruntime-node')" 2>/dev/null; then
+        if node "$SRC/tests/oip_ort.js" "$DATA/test_$m/model.onnx" "$out/d.in.raw" \
+            "$(cat "$out/d.dims")" "$out/d.ort.raw" 2>"$out/ort.err"; then
+            $CHECK ortcmp "$out/d.served.raw" "$out/d.ort.raw" ||
+                fail "real model $m differs from ONNX Runtime"
+        elif grep -q "Could not find an implementation" "$out/ort.err"; then
+            echo "note: ONNX Runtime cannot run test_$m ($(head -c 120 "$out/ort.err")): not compared"
+        else
+            fail "ONNX Runtime failed on test_$m: $(head -c 300 "$out/ort.err")"
+        fi
+    else
+        echo "note: onnxruntime-node not found: the ONNX Runtime comparison is skipped"
+    fi
 done
 
 # repository extension

@@ -324,7 +324,7 @@ def cmd_shapes(port):
     expect(st, 400, data, "dyn_fixed: N other than the config's 2")
 
 
-def cmd_compare(port, model, case_dir, out_npy):
+def cmd_compare(port, model, case_dir, out_npy, dump=None):
     ins = sorted(f for f in os.listdir(case_dir) if f.startswith("input_"))
     tensors = []
     for f in ins:
@@ -367,6 +367,21 @@ def cmd_compare(port, model, case_dir, out_npy):
         if not np.allclose(got.reshape(ref.shape), ref, rtol=1e-4, atol=1e-5):
             fail(f"{model}: max abs diff {diff} from the test data's expected output_0.pb")
         ok(f"{model}: within 1e-4 of the ONNX test data's expected output (max abs diff {diff:.2e})")
+    if dump:  # for ONNX Runtime: the (single) input and the served output, raw
+        open(dump + ".in.raw", "wb").write(tensors[0][1].astype(np.float32).tobytes())
+        open(dump + ".dims", "w").write(",".join(str(x) for x in tensors[0][1].shape))
+        open(dump + ".served.raw", "wb").write(got.tobytes())
+
+
+def cmd_ortcmp(served, ort):
+    a = np.fromfile(served, dtype=np.float32)
+    b = np.fromfile(ort, dtype=np.float32)
+    if a.shape != b.shape:
+        fail(f"ONNX Runtime gave {b.size} elements, the daemon {a.size}")
+    diff = float(np.max(np.abs(a.astype(np.float64) - b)))
+    if not np.allclose(a, b, rtol=1e-4, atol=1e-5):
+        fail(f"the daemon's output differs from ONNX Runtime's (max abs diff {diff})")
+    ok(f"{os.path.basename(os.path.dirname(served))}: {a.size} served elements within 1e-4 of ONNX Runtime (max abs diff {diff:.2e})")
 
 
 if __name__ == "__main__":
@@ -382,6 +397,8 @@ if __name__ == "__main__":
     elif cmd == "shapes":
         cmd_shapes(int(args[0]))
     elif cmd == "compare":
-        cmd_compare(int(args[0]), args[1], args[2], args[3])
+        cmd_compare(int(args[0]), args[1], args[2], args[3], args[4] if len(args) > 4 else None)
+    elif cmd == "ortcmp":
+        cmd_ortcmp(args[0], args[1])
     else:
         fail(f"unknown command {cmd}")
