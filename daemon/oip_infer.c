@@ -421,6 +421,7 @@ static void infer_after(uv_work_t *w, int status)
     af__daemon_t *d = j->d;
     af__oip_t *o = d->oip;
     o->inflight--;
+    j->m->inflight--;
     if (status != 0 && !j->failed)
         bad(j, AF__DERR_DRAINING, "the inference was canceled");
     af__model_t *m = j->m;
@@ -588,6 +589,11 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
         return af__reply_error(d, r, AF__DERR_TOO_MANY,
                                "%" PRId64 " inferences in flight ([models] max_inflight); retry",
                                o->inflight);
+    if (m->max_inflight && m->inflight >= m->max_inflight)
+        return af__reply_error(d, r, AF__DERR_TOO_MANY,
+                               "model '%s' has %" PRId64 " inferences in flight (its config.json "
+                               "max_inflight); retry",
+                               m->name, m->inflight);
     int64_t hl = header_len(req);
     if (hl == -2)
         return af__reply_error(d, r, AF__DERR_BAD_REQUEST,
@@ -610,6 +616,7 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
     j->w.data = j;
     af__model_ref(m);
     o->inflight++;
+    m->inflight++;
     if (m->poly)
         return queue(j, shape_work, shape_after);
     if (attach(j, m->sess) != 0) {

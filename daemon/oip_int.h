@@ -75,9 +75,11 @@ typedef struct af__model {
     char platform[32]; /* "onnx" or "arenaflow_graph" */
     af_graph_t *graph;
     af_plan_t *plan;
-    af_session_t *sess; /* synchronous session (af_session_run from the threadpool); NULL for a
-                           model with symbolic dims (poly): its variants have one each */
-    int poly;           /* input dims are symbolic: one variant per concrete shape */
+    af_session_t *sess;   /* synchronous session (af_session_run from the threadpool); NULL for a
+                             model with symbolic dims (poly): its variants have one each */
+    int poly;             /* input dims are symbolic: one variant per concrete shape */
+    int64_t max_inflight; /* config.json: requests in flight for this model; 0 = no own bound */
+    int64_t inflight;
     char file[AF__DCFG_STR * 2 + 64]; /* poly: the model file, imported again per shape */
     char *specs[AF__OIP_MAX_SPECS];   /* poly: config.json's dims specs */
     int n_specs;

@@ -219,21 +219,27 @@ af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max)
 /* ---- off the loop: reading one model ----------------------------------------------------- */
 
 /* config.json -> importer specs ("x=1,3,224,224", "batch_size=1"). 0, or -1 with a message. */
-static int read_config(const char *path, char **specs, int *n, char *msg, size_t len)
+static int read_config(const char *path, char **specs, int *n, int64_t *max_inflight, char *msg,
+                       size_t len)
 {
     struct stat st;
     if (stat(path, &st) != 0)
         return 0;
     json_error_t je;
     json_t *c = json_load_file(path, 0, &je), *inputs = NULL, *dims = NULL;
+    json_int_t mi = 0;
     if (!c ||
-        json_unpack_ex(c, &je, JSON_STRICT, "{s?o, s?o}", "inputs", &inputs, "dims", &dims) != 0) {
+        json_unpack_ex(c, &je, JSON_STRICT, "{s?o, s?o, s?I}", "inputs", &inputs, "dims", &dims,
+                       "max_inflight", &mi) != 0 ||
+        mi < 0) {
         snprintf(msg, len,
-                 "%.200s: %.100s (want {\"inputs\": {NAME: [dims]}, \"dims\": {PARAM: N}})", path,
-                 je.text);
+                 "%.200s: %.100s (want {\"inputs\": {NAME: [dims]}, \"dims\": {PARAM: N}, "
+                 "\"max_inflight\": N})",
+                 path, c && mi < 0 ? "max_inflight must be >= 0" : je.text);
         json_decref(c);
         return -1;
     }
+    *max_inflight = (int64_t)mi;
     const char *k;
     json_t *v;
     int rc = 0;
@@ -294,26 +300,24 @@ static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__mode
                       af_error_t *err)
 {
     (void)j;
-    char path[AF__DCFG_STR * 2 + 64];
+    char path[AF__DCFG_STR * 2 + 64], *specs[AF__OIP_MAX_SPECS];
     struct stat st;
+    int n = 0, rc;
+    if (read_config(cfg, specs, &n, &m->max_inflight, err->msg, sizeof(err->msg)) != 0)
+        return err->code = AF_EINVAL;
     snprintf(path, sizeof(path), "%s/model.onnx", vdir);
     if (stat(path, &st) == 0) {
-        char *specs[AF__OIP_MAX_SPECS];
-        int n = 0;
-        if (read_config(cfg, specs, &n, err->msg, sizeof(err->msg)) != 0)
-            return err->code = AF_EINVAL;
-        int rc = load_onnx(m, path, specs, n, err);
-        for (int i = 0; i < n; i++)
-            free(specs[i]);
+        rc = load_onnx(m, path, specs, n, err);
         snprintf(m->platform, sizeof(m->platform), "onnx");
-        return rc;
-    }
-    snprintf(path, sizeof(path), "%s/model.json", vdir);
-    if (stat(path, &st) == 0) {
+    } else if (snprintf(path, sizeof(path), "%s/model.json", vdir), stat(path, &st) == 0) {
+        rc = af_graph_load_json(path, &m->graph, err);
         snprintf(m->platform, sizeof(m->platform), "arenaflow_graph");
-        return af_graph_load_json(path, &m->graph, err);
+    } else {
+        rc = af__err(err, AF_ENOENT, "%s has no model.onnx or model.json", vdir);
     }
-    return af__err(err, AF_ENOENT, "%s has no model.onnx or model.json", vdir);
+    for (int i = 0; i < n; i++)
+        free(specs[i]);
+    return rc;
 }
 
 static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *err)

@@ -109,7 +109,8 @@ static const char relu_graph[] =
     "{\"name\":\"y\",\"kind\":\"output\",\"dtype\":\"f32\",\"shape\":[2,2]}],"
     "\"nodes\":[{\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"y\"]}]}";
 
-static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight)
+/* A daemon serving DIR/relu/1/model.json (and DIR/relu/config.json = config, when given). */
+static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight, const char *config)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/relu/1", dir);
@@ -121,6 +122,12 @@ static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight)
     assert_non_null(f);
     fputs(relu_graph, f);
     fclose(f);
+    if (config) {
+        snprintf(path, sizeof(path), "%s/relu/config.json", dir);
+        assert_non_null(f = fopen(path, "w"));
+        fputs(config, f);
+        fclose(f);
+    }
     af__dcfg_t cfg;
     test_cfg(&cfg, NULL);
     snprintf(cfg.model_repository, sizeof(cfg.model_repository), "%s", dir);
@@ -136,7 +143,7 @@ static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight)
 
 static af__daemon_t *repo_daemon(char *dir)
 {
-    return repo_daemon_max(dir, 64);
+    return repo_daemon_max(dir, 64, NULL);
 }
 
 static const char infer_json[] =
@@ -225,13 +232,11 @@ static void test_inflight_unload_reload(void **state)
     remove_tree(dir);
 }
 
-/* [models] max_inflight: admission is on the loop, so of 10 requests sent before the loop runs
- * exactly 2 are admitted and 8 answered 429 with Retry-After at once. */
-static void test_max_inflight_429(void **state)
+/* [models] max_inflight, and a model's config.json max_inflight: admission is on the loop, so of
+ * 10 requests sent before the loop runs exactly the bound are admitted, the others answered 429
+ * at once. */
+static void expect_admitted(af__daemon_t *d, int want_ok, const char *busy_msg)
 {
-    (void)state;
-    char *dir = make_tmpdir();
-    af__daemon_t *d = repo_daemon_max(dir, 2);
     answer_t as[10];
     for (int i = 0; i < 10; i++)
         send_req(d, "POST", "/v2/models/relu/infer", 21, infer_json, strlen(infer_json), &as[i]);
@@ -241,12 +246,27 @@ static void test_max_inflight_429(void **state)
         ok += as[i].status == 200;
         if (as[i].status == 429) {
             busy++;
-            assert_non_null(strstr(as[i].body, "{\"error\":\"2 inferences in flight"));
+            if (!strstr(as[i].body, busy_msg))
+                fail_msg("429 body %s lacks %s", as[i].body, busy_msg);
         }
         free(as[i].body);
     }
-    assert_int_equal(ok, 2);
-    assert_int_equal(busy, 8);
+    assert_int_equal(ok, want_ok);
+    assert_int_equal(busy, 10 - want_ok);
+}
+
+static void test_max_inflight_429(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon_max(dir, 2, NULL);
+    expect_admitted(d, 2, "{\"error\":\"2 inferences in flight ([models] max_inflight)");
+    free_daemon(d);
+    remove_tree(dir);
+    /* the model's own bound, from its config.json */
+    dir = make_tmpdir();
+    d = repo_daemon_max(dir, 64, "{\"max_inflight\": 3}");
+    expect_admitted(d, 3, "{\"error\":\"model 'relu' has 3 inferences in flight");
     free_daemon(d);
     remove_tree(dir);
 }
