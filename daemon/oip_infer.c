@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #define MSG 512
@@ -42,6 +43,7 @@ typedef struct job {
     af__variant_t *v;
     json_t *hdr;              /* the parsed JSON header */
     char key[512];            /* poly: the request's input dims */
+    uint64_t parse_reserved;  /* bytes of the daemon\'s parse budget held for hdr */
     af_executor_t *ex;        /* poly: where a new shape's session goes */
     af_plan_opts_t plan_opts; /* poly: [planner] at admission */
     af__limits_t lim;         /* poly: [limits] at admission */
@@ -211,6 +213,21 @@ static int parse_header(job_t *j)
         return bad(j, AF__DERR_BAD_REQUEST,
                    "Inference-Header-Content-Length %" PRId64 " exceeds the body (%zu bytes)",
                    j->header_len, j->body_len);
+    /* the JSON DOM takes several times the text: reserved from the daemon's parse budget
+     * (max_parse_bytes, shared with /v1 submissions) until the request is answered */
+    uint64_t need = af__json_cost(j->body, hl);
+    if (need > j->lim.max_parse_bytes)
+        return bad(j, AF__DERR_TOO_LARGE,
+                   "parsing this %zu-byte header would take about %" PRIu64
+                   " MiB; max_parse_bytes is %" PRIu64 " MiB (send tensors as binary data)",
+                   hl, need >> 20, j->lim.max_parse_bytes >> 20);
+    uint_fast64_t used = atomic_load(&j->d->parse_used);
+    do {
+        if (used + need > j->lim.max_parse_bytes)
+            return bad(j, AF__DERR_BUSY,
+                       "other requests are being parsed (max_parse_bytes); retry");
+    } while (!atomic_compare_exchange_weak(&j->d->parse_used, &used, used + need));
+    j->parse_reserved = need;
     json_error_t je;
     json_t *h = json_loadb(j->body, hl, 0, &je), *ins = NULL, *outs = NULL, *params = NULL;
     j->hdr = h;
@@ -403,6 +420,7 @@ static void job_free(job_t *j)
     free(j->body);
     free(j->res);
     json_decref(j->hdr);
+    atomic_fetch_sub(&j->d->parse_used, j->parse_reserved);
     af__variant_unref(j->v);
     af__model_unref(j->m);
     free(j);

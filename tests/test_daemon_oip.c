@@ -133,6 +133,8 @@ static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight, const char
     snprintf(cfg.model_repository, sizeof(cfg.model_repository), "%s", dir);
     snprintf(cfg.model_kernels, sizeof(cfg.model_kernels), "reference");
     cfg.max_infers = max_inflight;
+    cfg.lim.max_body = 1 << 20;
+    cfg.lim.max_parse_bytes = 1 << 20;
     af__daemon_t *d = NULL;
     assert_int_equal(af__daemon_create(&loop, &cfg, &d), 0);
     for (int i = 0; !((af__oip_t *)d->oip)->loaded && i < 10000000; i++)
@@ -271,13 +273,40 @@ static void test_max_inflight_429(void **state)
     remove_tree(dir);
 }
 
+/* A JSON header whose DOM would exceed max_parse_bytes is refused before it is parsed (413). */
+static void test_parse_budget(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon(dir);
+    size_t n = 200000, len = 0;
+    char *b = malloc(n * 2 + 200);
+    assert_non_null(b);
+    len += (size_t)sprintf(b, "{\"inputs\":[{\"name\":\"x\",\"shape\":[2,2],\"datatype\":"
+                              "\"FP32\",\"data\":[0");
+    for (size_t i = 1; i < n; i++)
+        b[len++] = ',', b[len++] = '0';
+    len += (size_t)sprintf(b + len, "]}]}");
+    answer_t a;
+    assert_int_equal(call(d, "POST", "/v2/models/relu/infer", b, len, &a), 413);
+    assert_non_null(strstr(a.body, "max_parse_bytes"));
+    free(a.body);
+    assert_int_equal(atomic_load(&d->parse_used), 0);
+    assert_int_equal(call_s(d, "POST", "/v2/models/relu/infer", infer_json, &a), 200);
+    free(a.body);
+    assert_int_equal(atomic_load(&d->parse_used), 0); /* released with the answer */
+    free(b);
+    free_daemon(d);
+    remove_tree(dir);
+}
+
 int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
         cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
-        cmocka_unit_test(test_max_inflight_429),
+        cmocka_unit_test(test_max_inflight_429),  cmocka_unit_test(test_parse_budget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     uv_loop_close(&loop);
