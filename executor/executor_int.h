@@ -334,9 +334,9 @@ const af__kernel_entry_t *af__kref_find(const char *op);
 const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
 /*
  * Looks up the kernel of every node of p (registered kernels first, then the set) into p->kfn /
- * p->kuser / p->kent and runs the rows' checks. Every node that cannot run is collected: the AF_ENOTSUP
- * message lists all missing ops (with node counts) and all unsupported combinations at once
- * (kernel_bind.c).
+ * p->kuser / p->kent and runs the rows' checks. Every node that cannot run is collected: the
+ * AF_ENOTSUP message lists all missing ops (with node counts) and all unsupported combinations at
+ * once (kernel_bind.c).
  */
 int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 

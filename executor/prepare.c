@@ -4,9 +4,9 @@
  * primitive, memory objects per worker, weights reordered once into the layout the primitive
  * wants). An entry that cannot express its node exactly answers AF_ENOTSUP and the node falls
  * back to the reference row of its op, whose check must accept the node (the refusal is the
- * session's error otherwise): the choice is made here, once, never at run time. Each node's OpenMP team is decided here too (af__kernel_team) and the primitives are made
- * on a thread whose OpenMP team has that size, because oneDNN fixes a primitive's thread count
- * when it is created.
+ * session's error otherwise): the choice is made here, once, never at run time. Each node's OpenMP
+ * team is decided here too (af__kernel_team) and the primitives are made on a thread whose OpenMP
+ * team has that size, because oneDNN fixes a primitive's thread count when it is created.
  *
  * Working memory: a node that needs some gets it from its scratch tensor (planned, in the arena,
  * af_kernels_lower) — which must be large enough, or the graph was lowered for other options —

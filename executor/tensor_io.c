@@ -378,43 +378,6 @@ int af_tensor_load(const char *path, af_tensor_t *out, af_error_t *err)
     return with_path(err, rc, path);
 }
 
-static int write_atomic(const char *path, const void *data, size_t len, af_error_t *err)
-{
-    size_t plen = strlen(path);
-    char *tmp = af__malloc(plen + 16);
-    if (!tmp)
-        return af__err(err, AF_ENOMEM, "out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int rc = 0, fd = mkstemp(tmp);
-    if (fd < 0) {
-        rc = af__err(err, AF_EIO, "cannot create a temporary file next to '%s': %s", path,
-                     strerror(errno));
-        af__free(tmp);
-        return rc;
-    }
-    (void)fchmod(fd, 0644); /* mkstemp makes 0600; a tensor file is ordinary data */
-    const uint8_t *p = data;
-    size_t left = len;
-    while (left && rc == 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = af__err(err, AF_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-        else
-            p += w, left -= (size_t)w;
-    }
-    if (close(fd) && rc == 0)
-        rc = af__err(err, AF_EIO, "cannot write '%s': %s", tmp, strerror(errno));
-    if (rc == 0 && rename(tmp, path))
-        rc = af__err(err, AF_EIO, "cannot replace '%s': %s", path, strerror(errno));
-    if (rc)
-        unlink(tmp);
-    af__free(tmp);
-    return rc;
-}
-
 int af_tensor_save_npy(const char *path, const af_tensor_t *t, af_error_t *err)
 {
     if (!path)
@@ -424,7 +387,7 @@ int af_tensor_save_npy(const char *path, const af_tensor_t *t, af_error_t *err)
     int rc = af_tensor_npy_encode(t, &buf, &len, err);
     if (rc)
         return with_path(err, rc, path);
-    rc = write_atomic(path, buf, len, err);
+    rc = af_file_write_durable(path, buf, len, err);
     af__free(buf);
     return rc;
 }
@@ -441,7 +404,7 @@ int af_tensor_save_pb(const char *path, const af_tensor_t *t, af_error_t *err)
     int rc = af_onnx_tensor_encode(&pt, &buf, &len, err);
     if (rc)
         return with_path(err, rc, path);
-    rc = write_atomic(path, buf, len, err);
+    rc = af_file_write_durable(path, buf, len, err);
     af__free(buf);
     return rc;
 }

@@ -10,6 +10,10 @@
  * op type), then FREE rows for blocks whose last step this is (op_id = the last user). A block
  * is an in-place group: its ALLOC and its FREE both name the group's first tensor.
  * Dynamic tensors have offset "dyn"; buffer_index is the shared-object buffer or "-".
+ *
+ * The rows are built once, as af_event_t records (af_plan_events gives the whole table to the
+ * executor, tests and the daemon); the CSV writer formats the same records one step at a time,
+ * so a large plan's table streams without being held whole.
  */
 #include "planner/planner_int.h"
 
@@ -120,19 +124,14 @@ static int buckets_build(const af_plan_t *p, buckets_t *b)
     return 0;
 }
 
-/* The rows of one step: FENCEs, ALLOCs, INPLACEs, the EXEC, FREEs. */
-static void write_step(const af_plan_t *p, const buckets_t *b, int32_t s, long *id, FILE *f)
+/* The events of step s (FENCEs, ALLOCs, INPLACEs, the EXEC, FREEs) into ev; returns how many. */
+static size_t step_events(const af_plan_t *p, const buckets_t *b, int32_t s, af_event_t *ev)
 {
-    const af_graph_t *g = p->g;
-    const af_node_info_t *nd = af_graph_node(g, p->order[s]);
-    char bf[24];
+    size_t n = 0;
+    int32_t node = p->order[s];
     for (int32_t k = b->eo[s]; k < b->eo[s + 1]; k++) {
         const af_reuse_edge_t *e = &p->edges[b->eb[k]];
-        fprintf(f, "%ld,FENCE,", (*id)++);
-        put_name(f, af_graph_tensor(g, e->tensor_new)->name);
-        fputs(",-,", f);
-        put_name(f, af_graph_node(g, e->from)->name);
-        fputs(",-,-\n", f);
+        ev[n++] = (af_event_t){AF_EVENT_FENCE, s, e->from, e->tensor_new, -1, 0, 0, 0};
     }
     for (int pass = 0; pass < 2; pass++) /* ALLOC rows, then INPLACE rows */
         for (int32_t k = b->fo[s]; k < b->fo[s + 1]; k++) {
@@ -141,47 +140,118 @@ static void write_step(const af_plan_t *p, const buckets_t *b, int32_t s, long *
             int inpl = !is_block(p, t);
             if (inpl != pass)
                 continue;
-            buf_field(bf, sizeof(bf), x->buffer);
-            fprintf(f, "%ld,%s,", (*id)++, inpl ? "INPLACE" : "ALLOC");
-            put_name(f, af_graph_tensor(g, t)->name);
-            fprintf(f, ",%s,", bf);
-            put_name(f, nd->name);
-            if (x->where == AF_WHERE_DYNAMIC)
-                fprintf(f, ",dyn,-\n");
-            else
-                fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", x->offset,
-                        inpl ? (uint64_t)af_graph_tensor(g, t)->bytes : x->bytes);
+            int dyn = x->where == AF_WHERE_DYNAMIC;
+            uint64_t bytes = inpl ? (uint64_t)af_graph_tensor(p->g, t)->bytes : x->bytes;
+            ev[n++] = (af_event_t){inpl ? AF_EVENT_INPLACE : AF_EVENT_ALLOC,
+                                   s,
+                                   node,
+                                   t,
+                                   x->buffer,
+                                   dyn,
+                                   dyn ? 0 : x->offset,
+                                   dyn ? 0 : bytes};
         }
-    fprintf(f, "%ld,EXEC,", (*id)++);
-    put_name(f, nd->name);
-    fputs(",-,", f);
-    put_name(f, nd->op);
-    fputs(",-,-\n", f);
+    ev[n++] = (af_event_t){AF_EVENT_EXEC, s, node, -1, -1, 0, 0, 0};
     for (int32_t k = b->lo[s]; k < b->lo[s + 1]; k++) {
-        const af_tensor_plan_t *x = &p->tp[b->lb[k]];
-        buf_field(bf, sizeof(bf), x->buffer);
-        fprintf(f, "%ld,FREE,", (*id)++);
-        put_name(f, af_graph_tensor(g, b->lb[k])->name);
-        fprintf(f, ",%s,", bf);
-        put_name(f, nd->name);
-        if (x->where == AF_WHERE_DYNAMIC)
-            fprintf(f, ",dyn,-\n");
-        else
-            fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", x->offset, x->bytes);
+        int32_t t = b->lb[k];
+        const af_tensor_plan_t *x = &p->tp[t];
+        int dyn = x->where == AF_WHERE_DYNAMIC;
+        ev[n++] = (af_event_t){AF_EVENT_FREE,     s, node, t, x->buffer, dyn, dyn ? 0 : x->offset,
+                               dyn ? 0 : x->bytes};
     }
+    return n;
+}
+
+static size_t step_count(const buckets_t *b, int32_t s)
+{
+    return (size_t)(b->eo[s + 1] - b->eo[s]) + (size_t)(b->fo[s + 1] - b->fo[s]) + 1 +
+           (size_t)(b->lo[s + 1] - b->lo[s]);
+}
+
+const char *af_event_type_name(af_event_type_t t)
+{
+    static const char *const names[] = {"ALLOC", "INPLACE", "EXEC", "FREE", "FENCE"};
+    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+int af_plan_events(const af_plan_t *p, af_event_t **out, size_t *n, af_error_t *err)
+{
+    if (!p || !out || !n)
+        return af__err(err, AF_EINVAL, "af_plan_events: NULL argument");
+    *out = NULL;
+    *n = 0;
+    buckets_t b = {0};
+    int32_t nn = af_graph_node_count(p->g);
+    size_t total = 0;
+    af_event_t *ev = NULL;
+    if (buckets_build(p, &b) == 0) {
+        for (int32_t s = 0; s < nn; s++)
+            total += step_count(&b, s);
+        ev = af__malloc((total ? total : 1) * sizeof(*ev));
+    }
+    if (!ev) {
+        buckets_free(&b);
+        return af__err(err, AF_ENOMEM, "out of memory building the event table");
+    }
+    size_t k = 0;
+    for (int32_t s = 0; s < nn; s++)
+        k += step_events(p, &b, s, ev + k);
+    buckets_free(&b);
+    *out = ev;
+    *n = k;
+    return 0;
+}
+
+void af_plan_events_free(af_event_t *ev)
+{
+    af__free(ev);
+}
+
+/* One row: tensor_name is the node's name on EXEC rows, op_id the op type there and the node's
+ * name elsewhere (for FENCE, the node that must have finished). */
+static void write_row(const af_plan_t *p, const af_event_t *e, long id, FILE *f)
+{
+    const af_graph_t *g = p->g;
+    const af_node_info_t *nd = af_graph_node(g, e->node);
+    int exec = e->type == AF_EVENT_EXEC, fence = e->type == AF_EVENT_FENCE;
+    char bf[24];
+    buf_field(bf, sizeof(bf), e->buffer);
+    fprintf(f, "%ld,%s,", id, af_event_type_name(e->type));
+    put_name(f, exec ? nd->name : af_graph_tensor(g, e->tensor)->name);
+    fprintf(f, ",%s,", exec || fence ? "-" : bf);
+    put_name(f, exec ? nd->op : nd->name);
+    if (exec || fence)
+        fputs(",-,-\n", f);
+    else if (e->dynamic)
+        fputs(",dyn,-\n", f);
+    else
+        fprintf(f, ",%" PRIu64 ",%" PRIu64 "\n", e->offset, e->bytes);
 }
 
 int af_plan_write_events_csv(const af_plan_t *p, FILE *f, af_error_t *err)
 {
     buckets_t b = {0};
-    if (buckets_build(p, &b)) {
+    int32_t nn = af_graph_node_count(p->g);
+    size_t most = 1;
+    af_event_t *ev = NULL;
+    if (buckets_build(p, &b) == 0) {
+        for (int32_t s = 0; s < nn; s++)
+            if (step_count(&b, s) > most)
+                most = step_count(&b, s);
+        ev = af__malloc(most * sizeof(*ev)); /* one step at a time: the CSV streams */
+    }
+    if (!ev) {
         buckets_free(&b);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
     long id = 1;
     fprintf(f, "event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes\n");
-    for (int32_t s = 0; s < af_graph_node_count(p->g); s++)
-        write_step(p, &b, s, &id, f);
+    for (int32_t s = 0; s < nn; s++) {
+        size_t k = step_events(p, &b, s, ev);
+        for (size_t i = 0; i < k; i++)
+            write_row(p, &ev[i], id++, f);
+    }
+    af__free(ev);
     buckets_free(&b);
     if (ferror(f))
         return af__err(err, AF_EIO, "write error on the event table");

@@ -24,7 +24,11 @@ echo "$out" | grep -E '"scratch_(tensors|bytes)"'
 echo "$out" | grep -Eq '"scratch_tensors": [1-9]'
 # zero system allocations per round on oneDNN kernels
 out=$(arenaflow run "$g" --kernels onednn --rounds 50 --json)
-echo "$out" | grep system_allocs_per_round
-echo "$out" | grep -q '"system_allocs_per_round": 0.0*,'
-echo "$out" | grep -q '"failed_rounds": 0,'
+for want in '"system_allocs_per_round": 0.0*,' '"failed_rounds": 0,' '"corrupted_tensors": 0,'; do
+    if ! grep -q "$want" <<<"$out"; then
+        echo "$out"
+        echo "cli_onednn: run --kernels onednn: expected $want" >&2
+        exit 1
+    fi
+done
 echo "cli_onednn: ok"

@@ -260,10 +260,27 @@ static void replay(const af_graph_t *g, const af_plan_t *p, uint64_t seed)
     uint64_t cur = 0, peak = 0;
     char *save = NULL;
     char *line = strtok_r(buf, "\n", &save); /* header */
+    /* The records (af_plan_events) are the rows of the CSV, one for one. */
+    af_event_t *ev = NULL;
+    size_t nev = 0, row = 0;
+    assert_int_equal(af_plan_events(p, &ev, &nev, &err), 0);
     for (line = strtok_r(NULL, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char *fld[8];
         assert_int_equal(split_csv(line, fld, 8), 7);
         const char *type = fld[1], *name = fld[2];
+        assert_true(row < nev);
+        const af_event_t *e = &ev[row++];
+        assert_string_equal(af_event_type_name(e->type), type);
+        assert_int_equal(strtol(fld[0], NULL, 10), (long)row);
+        if (e->type == AF_EVENT_EXEC) {
+            assert_int_equal(e->node, af_graph_find_node(g, name));
+            assert_int_equal(e->node, af_plan_order(p)[e->step]);
+        } else {
+            assert_string_equal(af_graph_tensor(g, e->tensor)->name, name);
+            if (e->type != AF_EVENT_FENCE && strcmp(fld[5], "dyn"))
+                assert_true(e->offset == strtoull(fld[5], NULL, 10) &&
+                            e->bytes == strtoull(fld[6], NULL, 10));
+        }
         if (!strcmp(type, "ALLOC") && strcmp(fld[5], "dyn")) {
             uint64_t off = strtoull(fld[5], NULL, 10), n = strtoull(fld[6], NULL, 10);
             for (int k = 0; k < nl; k++)
@@ -323,6 +340,8 @@ static void replay(const af_graph_t *g, const af_plan_t *p, uint64_t seed)
         fail_msg("seed %llu: replay peak %llu != reported %llu", (unsigned long long)seed,
                  (unsigned long long)peak,
                  (unsigned long long)af_plan_report(p)->lower_bound_bytes);
+    assert_int_equal(row, nev);
+    af_plan_events_free(ev);
     free(live);
     free(buf);
 }

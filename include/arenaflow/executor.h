@@ -287,15 +287,15 @@ typedef struct af_session_stats {
     uint64_t failed_rounds;     /* rounds with a non-zero status */
     uint64_t corrupted_tensors; /* verify kernels: inputs whose checksum did not match */
     uint64_t nodes_run;
-    uint64_t plan_swaps;              /* re-plans swapped in (replan_after_warmup) */
-    uint64_t arena_bytes;             /* arena size of the current plan */
-    uint64_t dynamic_allocs;          /* dynamic tensors allocated (from the workers' pool caches) */
-    uint64_t pool_os_calls;           /* OS calls of the arena pool since the session started */
-    int32_t first_corrupt_tensor;     /* first tensor caught corrupted, -1 none */
-    int32_t first_corrupt_node;       /* the node that read it */
-    int32_t first_failed_node;        /* node whose kernel failed first (any round), -1 none */
-    int first_failed_status;          /* its error code */
-    uint64_t scratch_bytes;           /* planned working memory of the nodes (inside the arena) */
+    uint64_t plan_swaps;          /* re-plans swapped in (replan_after_warmup) */
+    uint64_t arena_bytes;         /* arena size of the current plan */
+    uint64_t dynamic_allocs;      /* dynamic tensors allocated (from the workers' pool caches) */
+    uint64_t pool_os_calls;       /* OS calls of the arena pool since the session started */
+    int32_t first_corrupt_tensor; /* first tensor caught corrupted, -1 none */
+    int32_t first_corrupt_node;   /* the node that read it */
+    int32_t first_failed_node;    /* node whose kernel failed first (any round), -1 none */
+    int first_failed_status;      /* its error code */
+    uint64_t scratch_bytes;       /* planned working memory of the nodes (inside the arena) */
     uint64_t unplanned_scratch_bytes; /* working memory kept outside the arena (graph not
                                          lowered with af_kernels_lower), all workers */
     uint64_t prepacked_bytes;         /* weights reordered for the kernels: session constants,

@@ -214,6 +214,31 @@ int af_plan_debug_break(af_plan_t *p, af_plan_break_t how, int32_t a, int32_t b)
  */
 int af_plan_write_events_csv(const af_plan_t *p, FILE *f, af_error_t *err);
 
+/* The same table as records, in row order (event_id = index + 1). */
+typedef enum af_event_type {
+    AF_EVENT_ALLOC = 0,   /* a block's first step: before its producer runs */
+    AF_EVENT_INPLACE = 1, /* an output takes over the block of an input dying here */
+    AF_EVENT_EXEC = 2,    /* the node runs */
+    AF_EVENT_FREE = 3,    /* a block's last step: after its last user */
+    AF_EVENT_FENCE = 4,   /* a reuse edge: node must have finished before tensor is written */
+} af_event_type_t;
+typedef struct af_event {
+    af_event_type_t type;
+    int32_t step;    /* position in the order */
+    int32_t node;    /* the node at step; for FENCE the node that must have finished */
+    int32_t tensor;  /* the block's tensor (FENCE: the tensor about to be written); EXEC: -1 */
+    int32_t buffer;  /* shared-object buffer, or -1 */
+    int dynamic;     /* ALLOC/INPLACE/FREE of a dynamic tensor: offset and bytes are 0 */
+    uint64_t offset; /* arena offset (ALLOC/INPLACE/FREE) */
+    uint64_t bytes;  /* the block's bytes (INPLACE: the tensor's own) */
+} af_event_t;
+/* "ALLOC", "INPLACE", "EXEC", "FREE", "FENCE" (the CSV's event_type); "?" otherwise. */
+const char *af_event_type_name(af_event_type_t t);
+/* Builds the whole table into *out (free with af_plan_events_free), *n rows. 0, AF_EINVAL,
+ * AF_ENOMEM. */
+int af_plan_events(const af_plan_t *p, af_event_t **out, size_t *n, af_error_t *err);
+void af_plan_events_free(af_event_t *ev);
+
 /* ---- identity and serialised plans (planner/serialize.c) ------------------------------------ */
 
 /*

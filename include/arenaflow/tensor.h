@@ -62,9 +62,11 @@ int af_tensor_npy_encode(const af_tensor_t *t, void **out, size_t *len, af_error
  * Errors as for the parsers, plus AF_EIO (cannot read the file; the message names it).
  */
 int af_tensor_load(const char *path, af_tensor_t *out, af_error_t *err);
-/* Writes t as .npy, atomically (temporary file + rename). 0, AF_EIO, AF_EINVAL, AF_ENOMEM. */
+/* Writes t as .npy, durably (af_file_write_durable: temp file, fsync, rename). 0, AF_EIO,
+ * AF_EINVAL, AF_ENOMEM. */
 int af_tensor_save_npy(const char *path, const af_tensor_t *t, af_error_t *err);
-/* Writes t as a TensorProto .pb, atomically. 0, AF_EIO, AF_EINVAL, AF_ENOMEM, AF_ENOTSUP. */
+/* Writes t as a TensorProto .pb, durably, the same way. 0, AF_EIO, AF_EINVAL, AF_ENOMEM,
+ * AF_ENOTSUP. */
 int af_tensor_save_pb(const char *path, const af_tensor_t *t, af_error_t *err);
 
 #ifdef __cplusplus
