@@ -544,7 +544,8 @@ static void build_work(uv_work_t *w)
     job_t *j = w->data;
     af_error_t err;
     af_error_clear(&err);
-    j->v = af__variant_build(j->m, j->key, j->ex, &j->plan_opts, &j->lim, &err);
+    j->v =
+        af__variant_build(j->m, j->key, j->ex, &j->plan_opts, &j->lim, &j->d->cancel_plans, &err);
     if (!j->v)
         bad(j, af__derr_of(err.code), "cannot plan model '%s' for %s: %s", j->m->name, j->key,
             err.msg[0] ? err.msg : af_strerror(err.code));

@@ -21,6 +21,7 @@
 
 #include "daemon/daemon_int.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define AF__OIP_NAME_MAX 128
@@ -127,7 +128,7 @@ af__variant_t *af__variant_find(af__model_t *m, const char *key);
  * binds it. NULL with a message in err. */
 af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_executor_t *ex,
                                  const af_plan_opts_t *po, const af__limits_t *lim,
-                                 af_error_t *err);
+                                 atomic_int *cancel, af_error_t *err);
 /* Loop: keeps v in m (evicting the least recently used idle variant above max); returns the
  * variant to use for key (v, or one another request listed first: then v is freed). */
 af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max);

@@ -20,6 +20,7 @@
 #include "arenaflow/onnx.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -107,6 +108,46 @@ void af__model_unref(af__model_t *m)
         model_free(m);
 }
 
+/* ---- planning under the daemon's limits ---------------------------------------------------- */
+
+typedef struct deadline {
+    atomic_int *cancel;
+    uint64_t end_ns;
+    int timed_out;
+} deadline_t;
+
+static int plan_interrupt(void *arg)
+{
+    deadline_t *t = arg;
+    if (atomic_load(t->cancel))
+        return 1;
+    t->timed_out = af_now_ns() > t->end_ns;
+    return t->timed_out;
+}
+
+/* Plans g as /v1 submissions are: interrupted past max_plan_ms or when the daemon stops
+ * (cancel), the arena within max_arena_bytes. Off the loop. */
+static int plan_limited(const af_graph_t *g, const af_plan_opts_t *po, const af__limits_t *lim,
+                        atomic_int *cancel, af_plan_t **out, af_error_t *err)
+{
+    deadline_t t = {cancel, af_now_ns() + (uint64_t)lim->max_plan_ms * 1000000u, 0};
+    af_plan_opts_t o = *po;
+    o.interrupt = plan_interrupt;
+    o.interrupt_arg = &t;
+    int rc = af_plan_create(g, &o, out, err);
+    if (rc == AF_ECANCELED && t.timed_out)
+        return af__err(err, AF_ETIMEDOUT, "planning took longer than max_plan_ms (%lld ms)",
+                       (long long)lim->max_plan_ms);
+    if (rc == 0 && af_plan_arena_bytes(*out) > lim->max_arena_bytes) {
+        rc = af__err(err, AF_EINVAL, "the planned arena has %llu bytes; max_arena_bytes is %llu",
+                     (unsigned long long)af_plan_arena_bytes(*out),
+                     (unsigned long long)lim->max_arena_bytes);
+        af_plan_destroy(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 /* ---- inputs and outputs, shapes ---------------------------------------------------------- */
 
 int32_t af__model_io_count(const af__model_t *m, int output)
@@ -146,7 +187,8 @@ af__variant_t *af__variant_find(af__model_t *m, const char *key)
 }
 
 af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_executor_t *ex,
-                                 const af_plan_opts_t *po, const af__limits_t *lim, af_error_t *err)
+                                 const af_plan_opts_t *po, const af__limits_t *lim,
+                                 atomic_int *cancel, af_error_t *err)
 {
     af__variant_t *v = calloc(1, sizeof(*v));
     char *specs[AF__OIP_MAX_SPECS * 2], keybuf[sizeof(v->key)];
@@ -173,7 +215,7 @@ af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_execu
     if (rc == 0 && af__limits_check(lim, v->graph, &kind, why, sizeof(why)) != 0)
         rc = af__err(err, AF_EINVAL, "%s", why);
     if (rc == 0)
-        rc = af_plan_create(v->graph, po, &v->plan, err);
+        rc = plan_limited(v->graph, po, lim, cancel, &v->plan, err);
     if (rc == 0)
         rc = af_session_create(ex, v->plan, NULL, &v->sess, err);
     if (rc != 0) {
@@ -336,7 +378,7 @@ static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *
     if (rc == 0 && af__limits_check(&j->lim, m->graph, &kind, why, sizeof(why)) != 0)
         rc = af__err(err, AF_EINVAL, "%s", why);
     if (rc == 0 && !m->poly)
-        rc = af_plan_create(m->graph, &j->plan_opts, &m->plan, err);
+        rc = plan_limited(m->graph, &j->plan_opts, &j->lim, &j->d->cancel_plans, &m->plan, err);
     if (rc == 0 && !m->poly)
         rc = af_session_create(j->ex, m->plan, NULL, &m->sess, err);
     if (rc != 0) {

@@ -20,6 +20,7 @@
  *     tokens, TLS certificate, request timeout, and [executor] / fast_kernels (new runs get new
  *     executors) and plan_cache_bytes.
  */
+#include "daemon/oip_int.h"
 #include "daemon/server_int.h"
 
 #include <openssl/err.h>
@@ -211,7 +212,7 @@ static void on_drain_tick(uv_timer_t *t)
     }
     double waited_ms = (double)(af_now_ns() - af__srv.drain_started_ns) / 1e6;
     if (d->active_runs > 0 || d->pending_plans > 0 || d->pending_deletes > 0 ||
-        d->pending_renders > 0 || d->loading) {
+        d->pending_renders > 0 || d->loading || af__oip_busy(d)) {
         if (waited_ms > (double)d->cfg.drain_timeout_ms && !atomic_load(&d->cancel_runs)) {
             af__dlog(AF__LOG_WARN,
                      "drain timeout: stopping %lld runs after their current round and %lld "
