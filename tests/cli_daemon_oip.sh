@@ -36,12 +36,7 @@ write_cfg "[models]
 max_shapes = 3"
 start --model-repository "$REPO"
 wait_ready
-for _ in $(seq 1 200); do
-    req GET /v2/health/ready
-    [ "$CODE" = 200 ] && break
-    sleep 0.05
-done
-expect 200 "GET /v2/health/ready once the repository is in"
+wait_v2_ready "once the repository is in"
 KERNELS=$(sed -n 's|.*model repository .*: loading with the \([a-z]*\) kernels.*|\1|p' "$LOG")
 [ -n "$KERNELS" ] || fail "the log does not name the models' kernel set"
 ok "models run on the $KERNELS kernels"

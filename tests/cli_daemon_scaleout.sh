@@ -45,12 +45,7 @@ sed -e "s/127.0.0.1:8000/127.0.0.1:$FRONT/" -e "s/127.0.0.1:8001/127.0.0.1:${RPO
 HPID=$!
 PIDS="$PIDS $HPID"
 AFD=http://127.0.0.1:$FRONT
-for _ in $(seq 1 200); do
-    req GET /v2/health/ready
-    [ "$CODE" = 200 ] && break
-    sleep 0.05
-done
-expect 200 "GET /v2/health/ready through HAProxy"
+wait_v2_ready "through HAProxy"
 sleep 1 # every server's health check has passed twice (rise 2, inter 200 ms)
 
 RATE=$((200 / SCALE))
