@@ -9,25 +9,31 @@
  *   of the process (oneDNN's and libgomp's included), counted by this program's own malloc
  *   (defined here, it replaces glibc's for every library of the process; no LD_PRELOAD).
  *
- * Weights: f32 constants get values uniform in [-0.1, 0.1) (never denormal; the session's own
- * pattern is raw bits, NaN and denormals included, which some kernels run slower on), f32
- * scalars (exponents, bounds) get 2; integer constants keep the session's pattern. Graphs that
- * carry their weights would not need this; it is the same work for any values. Inputs: sin(0.37 i)
- * / 2, as bench/ort_latency.js does. Result checksum printed so a fast wrong answer cannot pass
- * unnoticed between runs.
+ * Weights: the model's own (ONNX initializers). --fill-weights replaces f32 constants with values
+ * uniform in [-0.1, 0.1) and f32 scalars with 2 (for JSON graphs, which carry no weights).
+ * Inputs: --input NAME=FILE (.npy or .pb) binds the file's tensor and fixes its dims; an input
+ * given only dims (NAME=d0,d1,...) gets sin(0.37 i) / 2, as bench/ort_latency.js does. Result
+ * checksum printed so a fast wrong answer cannot pass unnoticed between runs; --output-dir DIR
+ * writes DIR/<output>.npy after the last round.
+ *
+ * Memory (Linux /proc/self/status): rss_created_kb after session creation (weights loaded and
+ * prepacked, before any round), rss_end_kb after the rounds, peak_rss_kb the process's VmHWM.
  *
  * --profile (one worker): time per node, from one kernel start to the next (observe hook).
  * --plan-for SET: lower and plan the graph for SET (default: the kernels run), e.g. to run the
  * verify kernels on the very plan the oneDNN kernels run on.
  *
- * Usage: bench_real MODEL [--input NAME=DIMS]... [--threads N] [--intra K] [--kernels SET]
- *                   [--rounds N] [--warmup N] [--profile] [--json]
+ * Usage: bench_real MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] [--intra K]
+ *                   [--kernels SET] [--plan-for SET] [--rounds N] [--warmup N] [--profile]
+ *                   [--fill-weights] [--output-dir DIR] [--json]
  */
 #include "arenaflow/executor.h"
 #include "arenaflow/graph.h"
 #include "arenaflow/plan.h"
 #include "arenaflow/onnx.h"
+#include "arenaflow/tensor.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdatomic.h>
@@ -150,18 +156,80 @@ static int observe(void *user, const af_kernel_args_t *a)
 /* ---- the run ----------------------------------------------------------------------------- */
 
 typedef struct args {
-    const char *model, *kernels, *plan_for;
-    const char *inputs[16];
-    int n_inputs, threads, intra, rounds, warmup, profile, json;
+    const char *model, *kernels, *plan_for, *output_dir;
+    const char *inputs[16]; /* importer dims specs */
+    char specs[16][600];
+    struct {
+        const char *name;
+        af_tensor_t t;
+    } files[16]; /* tensors read from --input NAME=FILE */
+    char names[16][256];
+    int n_inputs, n_files, threads, intra, rounds, warmup, profile, fill, json;
 } args_t;
+
+/* One --input: NAME=DIMS goes to the importer as it is; NAME=FILE (.npy or .pb) is read, bound
+ * to input NAME, and its dims are given to the importer. */
+static int add_input(args_t *a, const char *arg)
+{
+    const char *eq = strchr(arg, '='), *v = eq ? eq + 1 : "";
+    size_t n = strlen(v), nl = eq ? (size_t)(eq - arg) : 0;
+    int file = (n > 4 && !strcmp(v + n - 4, ".npy")) || (n > 3 && !strcmp(v + n - 3, ".pb"));
+    af_error_t err;
+    af_error_clear(&err);
+    if (!eq || !nl || nl >= sizeof a->names[0] || a->n_inputs >= 16) {
+        fprintf(stderr, "bench_real: --input %s: want NAME=d0,d1,... or NAME=FILE.npy\n", arg);
+        return -1;
+    }
+    if (file) {
+        af_tensor_t *t = &a->files[a->n_files].t;
+        if (af_tensor_load(v, t, &err)) {
+            fprintf(stderr, "bench_real: --input %s: %s\n", arg, err.msg);
+            return -1;
+        }
+        memcpy(a->names[a->n_files], arg, nl);
+        a->names[a->n_files][nl] = 0;
+        a->files[a->n_files].name = a->names[a->n_files];
+        char *spec = a->specs[a->n_inputs];
+        memcpy(spec, arg, nl + 1); /* "NAME=" */
+        int k = (int)nl + 1;
+        a->n_files++;
+        for (int32_t d = 0; d < t->rank && k < (int)sizeof a->specs[0]; d++)
+            k += snprintf(spec + k, sizeof a->specs[0] - (size_t)k, "%s%lld", d ? "," : "",
+                          (long long)t->shape[d]);
+        arg = spec;
+    }
+    a->inputs[a->n_inputs++] = arg;
+    return 0;
+}
+
+/* VmRSS or VmHWM of the process, kB (0 where /proc is missing). */
+static long proc_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = 0;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':')
+            v = atol(line + n + 1);
+    if (f)
+        fclose(f);
+    return v;
+}
 
 static int parse(int argc, char **argv, args_t *a)
 {
-    *a = (args_t){.kernels = "real", .threads = 1, .rounds = 300, .warmup = 50};
+    memset(a, 0, sizeof(*a));
+    a->kernels = "real", a->threads = 1, a->rounds = 300, a->warmup = 50;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(s, "--input") && v && a->n_inputs < 16)
-            a->inputs[a->n_inputs++] = argv[++i];
+        if (!strcmp(s, "--input") && v) {
+            if (add_input(a, argv[++i]))
+                return -1;
+        } else if (!strcmp(s, "--output-dir") && v)
+            a->output_dir = argv[++i];
+        else if (!strcmp(s, "--fill-weights"))
+            a->fill = 1;
         else if (!strcmp(s, "--threads") && v)
             a->threads = atoi(argv[++i]);
         else if (!strcmp(s, "--intra") && v)
@@ -239,6 +307,48 @@ typedef struct bufs {
     int32_t ni, no;
 } bufs_t;
 
+/* Points the inputs read from files at their tensors (after make_bufs' pattern). */
+static int bind_files(const args_t *a, af_session_t *s, bufs_t *b)
+{
+    for (int i = 0; i < a->n_files; i++) {
+        int32_t k = af_session_find_input(s, a->files[i].name);
+        if (k < 0 || b->in[k].bytes != a->files[i].t.bytes) {
+            fprintf(stderr, "bench_real: input '%s': %s\n", a->files[i].name,
+                    k < 0 ? "no graph input of that name" : "size differs from the graph's");
+            return -1;
+        }
+        free(b->in[k].data);
+        b->in[k].data = a->files[i].t.data;
+    }
+    return 0;
+}
+
+/* DIR/<output>.npy for every output of the last round. */
+static int write_outputs(const char *dir, const af_session_t *s, const bufs_t *b)
+{
+    for (int32_t i = 0; i < b->no; i++) {
+        af_io_info_t io;
+        af_session_io_info(s, 1, i, &io);
+        af_tensor_t t = {
+            .dtype = io.dtype, .rank = io.rank, .data = b->out[i].data, .bytes = b->out[i].bytes};
+        memcpy(t.shape, io.shape, sizeof(t.shape[0]) * (size_t)io.rank);
+        char path[4096]; /* DIR/<name>.npy, bytes outside [A-Za-z0-9._-] and a leading '.' -> _ */
+        int k = snprintf(path, sizeof path, "%s/", dir), k0 = k;
+        for (const char *c = io.name; *c && k < k0 + 200; c++, k++)
+            path[k] = (isalnum((unsigned char)*c) || strchr("._-", *c)) && (*c != '.' || k > k0)
+                          ? *c
+                          : '_';
+        snprintf(path + k, sizeof path - (size_t)k, "%s.npy", k > k0 ? "" : "output");
+        af_error_t err;
+        af_error_clear(&err);
+        if (af_tensor_save_npy(path, &t, &err)) {
+            fprintf(stderr, "bench_real: %s: %s\n", path, err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int make_bufs(af_session_t *s, const af_graph_t *g, bufs_t *b)
 {
     b->ni = af_session_input_count(s);
@@ -290,9 +400,9 @@ int main(int argc, char **argv)
 {
     args_t a;
     if (parse(argc, argv, &a)) {
-        fprintf(stderr, "usage: bench_real MODEL [--input NAME=DIMS]... [--threads N] [--intra K] "
-                        "[--kernels SET] [--plan-for SET] [--rounds N] [--warmup N] [--profile] "
-                        "[--json]\n");
+        fprintf(stderr, "usage: bench_real MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] "
+                        "[--intra K] [--kernels SET] [--plan-for SET] [--rounds N] [--warmup N] "
+                        "[--profile] [--fill-weights] [--output-dir DIR] [--json]\n");
         return 2;
     }
     af_replace_allocator(h_malloc, h_realloc, h_calloc, free);
@@ -323,12 +433,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_real: %s\n", err.msg);
         return 1;
     }
-    fill_weights(s, lg);
+    long rss_created = proc_kb("VmRSS");
+    if (a.fill)
+        fill_weights(s, lg);
     bufs_t b;
     if (make_bufs(s, lg, &b)) {
         fprintf(stderr, "bench_real: too many inputs or outputs\n");
         return 1;
     }
+    if (bind_files(&a, s, &b))
+        return 1;
     for (int i = 0; i < a.warmup; i++)
         if (af_session_run(s, b.in, b.out, &err)) {
             fprintf(stderr, "bench_real: %s\n", err.msg);
@@ -349,6 +463,7 @@ int main(int argc, char **argv)
     }
     double cpu = (cpu_us() - c0) / a.rounds;
     uint64_t mallocs = atomic_load(&n_malloc) - m0, hooks = atomic_load(&n_hook) - h0;
+    long rss_end = proc_kb("VmRSS"), hwm = proc_kb("VmHWM"); /* fopen mallocs: after the count */
     if (getenv("BENCH_REAL_DEBUG"))
         fprintf(stderr, "mallocs before the timed rounds: %llu\n", (unsigned long long)m0);
     af_session_stats(s, &st);
@@ -365,24 +480,30 @@ int main(int argc, char **argv)
             "\"scratch_bytes\": %llu, \"prepacked_bytes\": %llu, \"backend_nodes\": %d, "
             "\"fallback_nodes\": %d, \"heap_calls_per_round\": %.2f, "
             "\"pool_os_calls_per_round\": %.2f, \"process_mallocs_per_round\": %.2f, "
-            "\"failed_rounds\": %llu, \"checksum\": %.9g}\n",
+            "\"failed_rounds\": %llu, \"rss_created_kb\": %ld, \"rss_end_kb\": %ld, "
+            "\"peak_rss_kb\": %ld, \"checksum\": %.9g}\n",
             a.model, a.kernels, eo.threads, st.intra_op_threads, med, p10, p90, cpu,
             (unsigned long long)rep->arena_bytes, (unsigned long long)rep->scratch_bytes,
             (unsigned long long)st.prepacked_bytes, st.backend_nodes, st.fallback_nodes,
             (double)hooks * per, (double)(st.pool_os_calls - st0.pool_os_calls) * per,
-            (double)mallocs * per, (unsigned long long)st.failed_rounds, checksum(s, lg, &b));
+            (double)mallocs * per, (unsigned long long)st.failed_rounds, rss_created, rss_end, hwm,
+            checksum(s, lg, &b));
     else
         printf("%s: %s kernels, %d worker(s), intra-op team %d: median %.1f us (p10 %.1f, p90 "
                "%.1f), CPU %.1f us per round; arena %llu B (scratch %llu B), prepacked %llu B, %d "
                "nodes on %s, %d on "
                "fallback; per round: %.2f heap calls, %.2f pool OS calls, %.2f process "
-               "mallocs; %llu failed rounds; checksum %.9g\n",
+               "mallocs; %llu failed rounds; RSS %ld kB after creation, %ld kB at the end, "
+               "peak %ld kB; checksum %.9g\n",
                a.model, a.kernels, eo.threads, st.intra_op_threads, med, p10, p90, cpu,
                (unsigned long long)rep->arena_bytes, (unsigned long long)rep->scratch_bytes,
                (unsigned long long)st.prepacked_bytes, st.backend_nodes,
                af_kernel_set_resolve(a.kernels), st.fallback_nodes, (double)hooks * per,
                (double)(st.pool_os_calls - st0.pool_os_calls) * per, (double)mallocs * per,
-               (unsigned long long)st.failed_rounds, checksum(s, lg, &b));
+               (unsigned long long)st.failed_rounds, rss_created, rss_end, hwm,
+               checksum(s, lg, &b));
+    if (a.output_dir && write_outputs(a.output_dir, s, &b))
+        return 1;
     if (a.profile)
         print_profile(s, lg, &pr, a.rounds);
     af_session_destroy(s);

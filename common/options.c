@@ -109,7 +109,9 @@ static void expect(const af_opt_t *o, char *buf, size_t n)
         snprintf(buf, n, "an integer in %lld..%lld", (long long)o->min, (long long)o->max);
         return;
     case AF_OPT_DOUBLE:
-        snprintf(buf, n, "a non-negative number");
+        snprintf(buf, n,
+                 o->flags & AF_OPT_RATE ? "a positive rate (e.g. 16e9, 16G)"
+                                        : "a non-negative number");
         return;
     case AF_OPT_NAME:
     case AF_OPT_ENUM:
@@ -157,7 +159,12 @@ static int parse_into(const af_opt_t *o, const char *value, void *field)
         char *end;
         errno = 0;
         double d = strtod(value, &end);
-        if (errno || end == value || *end || !isfinite(d) || d < 0)
+        const char *si = "KMGT", *hit = (o->flags & AF_OPT_RATE) && *end ? strchr(si, *end) : NULL;
+        for (long k = hit ? hit - si : -1; k >= 0; k--)
+            d *= 1000;
+        end += hit != NULL;
+        if (errno || end == value || *end || !isfinite(d) || d < 0 ||
+            ((o->flags & AF_OPT_RATE) && d <= 0))
             return AF_EINVAL;
         return *(double *)field = d, 0;
     }

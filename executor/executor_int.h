@@ -327,6 +327,8 @@ int af__kernel_empty(const af_kernel_args_t *a);
 extern const af__kernel_entry_t af__kernels_onednn[];
 extern const af__backend_t af__onednn_backend;
 #endif
+/* The copy kernel of SwapOut / SwapIn (kernels_swap.c) for op, or NULL: every set has it. */
+af_kernel_fn af__kernel_swap(const char *op);
 /* The reference kernels' row for an op (kernels_ref.c: one table per op family), or NULL. */
 const af__kernel_entry_t *af__kref_find(const char *op);
 /* The built-in row of a set for an op: the set's own row, else the reference row; NULL when

@@ -98,6 +98,8 @@ int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err)
         const af_node_info_t *ni = af_graph_node(g, v);
         if (af__exec_registered(ex, ni->op, &p->kfn[v], &p->kuser[v]) == 0)
             continue;
+        if ((p->kfn[v] = af__kernel_swap(ni->op))) /* offload copies: memcpy in every set */
+            continue;
         if (ex->set->all) {
             p->kfn[v] = ex->set->all;
             continue;

@@ -20,6 +20,8 @@
  * intra-op team is chosen per graph: with parallelism P = total cost / critical-path cost, a chain
  * (P near 1) gives all cores to each large node, a graph with as many branches as workers gives
  * each node one core: intra = round(workers / P), clamped to [1, workers].
+ * Every set also has SwapOut / SwapIn (kernels_swap.c): a memcpy, bound before the set's
+ *   own kernels (a verify run checks the bytes that really went through the host tier).
  *
  * Outputs that are views (aliases) of another tensor are not written: their bytes belong to the
  * base, and their checksum is taken as they are.
@@ -146,6 +148,8 @@ af_kernel_fn af_kernel_builtin(const char *set, const char *op)
     const af__kernel_set_t *ks = af__kernel_set(set);
     if (!ks || !op)
         return NULL;
+    if (af__kernel_swap(op))
+        return af__kernel_swap(op); /* offload copies: memcpy in every set */
     if (ks->all)
         return ks->all;
     /* a row that prepares a state cannot run without one: the caller gets the reference row */

@@ -298,15 +298,22 @@ static int slice_params(const af_kernel_args_t *a, const kr_shape_t *sx, const k
 static void strided_copy(const af_kernel_args_t *a, const kr_shape_t *sx, const kr_shape_t *so,
                          const int64_t *start, const int64_t *step, int wrap)
 {
-    int64_t st[AF_MAX_RANK], idx[AF_MAX_RANK] = {0}, n = kr_numel(so);
+    int64_t st[AF_MAX_RANK], idx[AF_MAX_RANK] = {0};
     strides(sx, st);
     size_t es = esize(a);
-    for (int64_t o = 0; o < n; o++, odo_next(so, idx)) {
+    /* A slice with step 1 on the last dim copies whole rows of it at once. */
+    int32_t r = so->rank;
+    kr_shape_t outer = *so;
+    int64_t inner = r > 0 && !wrap && step[r - 1] == 1 ? so->d[r - 1] : 1;
+    if (inner > 1)
+        outer.d[r - 1] = 1;
+    int64_t n = kr_numel(&outer);
+    for (int64_t o = 0; o < n; o++, odo_next(&outer, idx)) {
         int64_t src = 0;
         for (int32_t i = 0; i < sx->rank; i++)
             src += (wrap ? idx[i] % sx->d[i] : start[i] + idx[i] * step[i]) * st[i];
-        memcpy((uint8_t *)a->outputs[0] + (size_t)o * es,
-               (const uint8_t *)a->inputs[0] + (size_t)src * es, es);
+        memcpy((uint8_t *)a->outputs[0] + (size_t)(o * inner) * es,
+               (const uint8_t *)a->inputs[0] + (size_t)src * es, (size_t)inner * es);
     }
 }
 

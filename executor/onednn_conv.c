@@ -99,6 +99,35 @@ static int is_slow(dnnl_primitive_desc_t pd)
     return !impl || strstr(impl, "gemm") || strstr(impl, "ref");
 }
 
+static int is_ref(dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return !impl || !strncmp(impl, "ref", 3);
+}
+
+/* oneDNN's ref convolution is a loop nest several times slower than the reference kernel
+ * (a 258-channel depthwise 1-D convolution of silero VAD: 520 us on oneDNN, 62 us on the
+ * reference kernel): that runs the node — when its tensors are in ONNX order, as the reference
+ * kernel reads them. A node with a channels-last tensor keeps oneDNN's ref: the layout pass
+ * decided on the answer for plain tensors, and the reference kernel would misread them (silero
+ * VAD's depthwise convolutions are such: jit on channels-last, ref on mixed layouts). */
+static int ref_instead(odn_build_t *b, dnnl_primitive_desc_t *pd)
+{
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    const uint8_t *lay = b->in->layout;
+    int plain = 1;
+    for (int32_t i = 0; lay && i < ni->n_inputs; i++)
+        plain &= lay[ni->inputs[i]] != AF__LAYOUT_CHANNELS_LAST;
+    for (int32_t i = 0; lay && i < ni->n_outputs; i++)
+        plain &= lay[ni->outputs[i]] != AF__LAYOUT_CHANNELS_LAST;
+    if (!plain)
+        return 0;
+    dnnl_primitive_desc_destroy(*pd);
+    *pd = NULL;
+    return af__odn_nosup(b, "oneDNN has only its ref convolution for this one");
+}
+
 typedef struct conv_io {
     dnnl_memory_desc_t x, w_user, b, y;
     int has_bias;
@@ -146,10 +175,10 @@ static int conv_choose(odn_build_t *b, const conv_io_t *io, int transposed,
         dnnl_memory_desc_init_by_tag(&ya, io->y.ndims, io->y.dims, io->y.data_type,
                                      dnnl_format_tag_any) != dnnl_success ||
         conv_pd(b, io, transposed, &xa, &ya, &alt))
-        return 0; /* keep the slow one */
+        return is_ref(*pd) ? ref_instead(b, pd) : 0; /* else keep the slow one */
     if (is_slow(alt)) {
         dnnl_primitive_desc_destroy(alt);
-        return 0;
+        return is_ref(*pd) ? ref_instead(b, pd) : 0;
     }
     dnnl_primitive_desc_destroy(*pd);
     *pd = alt;

@@ -110,6 +110,19 @@ int af__odn_pool(odn_build_t *b)
     dnnl_memory_desc_t mx, my;
     if ((rc = io_mds(b, &mx, &my)))
         return rc;
+    /* A one-pixel output reads the same in both layouts: described like a channels-last input,
+     * oneDNN's jit pooling takes the node (mixed layouts go to its ref kernel, 10x slower). */
+    const uint8_t *lay = b->in->layout;
+    int64_t pixels = 1;
+    for (int i = 2; i < ny; i++)
+        pixels *= y[i];
+    if (lay && lay[ni->inputs[0]] == AF__LAYOUT_CHANNELS_LAST &&
+        lay[ni->outputs[0]] != AF__LAYOUT_CHANNELS_LAST && pixels == 1) {
+        dnnl_dims_t st;
+        af__odn_channels_last(ny, y, st);
+        if (dnnl_memory_desc_init_by_strides(&my, ny, y, my.data_type, st) != dnnl_success)
+            return af__odn_nosup(b, "pooling output descriptor");
+    }
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max
                           : incl ? dnnl_pooling_avg_include_padding
                                  : dnnl_pooling_avg_exclude_padding;

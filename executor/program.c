@@ -200,10 +200,12 @@ static int build_tensors(af__prog_t *p, af_error_t *err)
         } else if (tp->where == AF_WHERE_DYNAMIC || ti->bytes < 0) {
             p->loc[t] = AF__LOC_DYN;
             p->n_dyn++;
-        } else if (tp->where == AF_WHERE_ARENA) {
+        } else if (tp->where == AF_WHERE_ARENA || tp->where == AF_WHERE_HOST) {
+            /* the host tier lies behind the arena in the round's block (arena_bytes covers it) */
             p->loc[t] = AF__LOC_ARENA;
-            p->off[t] = tp->offset;
-            if (tp->offset + p->bytes[t] > p->arena_bytes)
+            p->off[t] =
+                tp->offset + (tp->where == AF_WHERE_HOST ? af_plan_arena_bytes(p->plan) : 0);
+            if (p->off[t] + p->bytes[t] > p->arena_bytes)
                 return af__err(err, AF_EVERIFY,
                                "tensor '%s' (offset %llu, %llu bytes) lies outside the arena "
                                "(%llu bytes)",
@@ -235,7 +237,7 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
     p->g = g;
     p->n_nodes = af_graph_node_count(g);
     p->n_tensors = af_graph_tensor_count(g);
-    p->arena_bytes = af_plan_arena_bytes(plan);
+    p->arena_bytes = af_plan_arena_bytes(plan) + af_plan_host_bytes(plan); /* + host tier */
     atomic_init(&p->refs, 1);
     int rc = build_edges(plan, ex->opts.debug_ignore_reuse_edges, &p->succ_off, &p->succ,
                          &p->init_pending);

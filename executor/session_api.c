@@ -625,7 +625,8 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *o)
     o->corrupted_tensors = m->corrupted;
     o->nodes_run = m->nodes_run;
     o->plan_swaps = m->plan_swaps;
-    o->arena_bytes = m->prog->arena_bytes;
+    o->arena_bytes =
+        af_plan_arena_bytes(m->prog->plan); /* the round block also holds the host tier */
     o->first_corrupt_tensor = m->first_corrupt_tensor;
     o->first_corrupt_node = m->first_corrupt_node;
     o->first_failed_node = m->first_failed_node;

@@ -7,7 +7,7 @@
  * AF__ONNX_FOLD_MAX numeric elements, kept as doubles in v->vals.
  *
  * Folding: after a node's shapes are known, ops that compute shapes (elementwise arithmetic and
- * comparisons, Cast, Gather, Concat, Slice, Squeeze/Unsqueeze/Reshape/Identity, Expand,
+ * comparisons, Cast, Gather, Concat, Slice, Transpose, Squeeze/Unsqueeze/Reshape/Identity, Expand,
  * ConstantOfShape, Range, full reductions, Where) get their output values from their inputs'
  * values, element by element, with numpy broadcasting. An element computed from an unknown one
  * is unknown (AF__ONNX_UNK). The importer drops a node whose outputs are all fully known: they
@@ -602,6 +602,36 @@ static int fold_slice(af__onnx_ctx_t *c, af__onnx_val_t *o)
     return 0;
 }
 
+/* Transpose by `perm` (default: reversed dims); idx -1 in the list means "no input". */
+static int fold_transpose(af__onnx_ctx_t *c, af__onnx_val_t *o)
+{
+    const af__onnx_val_t *x = c->in[0];
+    int64_t perm[AF__ONNX_RANK_MAX];
+    if (!x->vals || x->rank < 1 || o->rank != x->rank)
+        return 0;
+    int np = af__onnx_int_list(c, "perm", -1, perm, AF__ONNX_RANK_MAX);
+    if (np == -2 || (np >= 0 && np != x->rank))
+        return 0;
+    for (int d = 0; np < 0 && d < x->rank; d++)
+        perm[d] = x->rank - 1 - d;
+    int64_t xs[AF__ONNX_RANK_MAX], acc = 1;
+    for (int d = x->rank - 1; d >= 0; d--)
+        xs[d] = acc, acc *= x->dims[d];
+    int rc = af__onnx_vals_alloc(o);
+    if (rc)
+        return rc < 0 ? AF_ENOMEM : 0;
+    int64_t n = af__onnx_numel(o);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t f = e, src = 0;
+        for (int d = o->rank - 1; d >= 0; d--) {
+            src += (f % o->dims[d]) * xs[perm[d]];
+            f /= o->dims[d];
+        }
+        o->vals[e] = x->vals[src];
+    }
+    return 0;
+}
+
 static int fold_misc(af__onnx_ctx_t *c, af__onnx_val_t *o)
 {
     const char *op = c->node->op_type;
@@ -681,6 +711,8 @@ int af__onnx_fold(af__onnx_ctx_t *c)
         return fold_concat(c, o);
     if (!strcmp(op, "Slice"))
         return fold_slice(c, o);
+    if (!strcmp(op, "Transpose"))
+        return fold_transpose(c, o);
     return 0;
 }
 

@@ -7,7 +7,8 @@
  * the tensor about to be written, op_id the node that must have finished), ALLOC rows for the
  * blocks whose first step this is (op_id = the producer about to run), INPLACE rows (the output
  * takes over the block of an input dying here), the EXEC row (tensor_name = node name, op_id =
- * op type), then FREE rows for blocks whose last step this is (op_id = the last user). A block
+ * op type; RECOMPUTE, SWAP_OUT or SWAP_IN instead for the nodes a budget rewrite added), then
+ * FREE rows for blocks whose last step this is (op_id = the last user). A block
  * is an in-place group: its ALLOC and its FREE both name the group's first tensor.
  * Dynamic tensors have offset "dyn"; buffer_index is the shared-object buffer or "-".
  *
@@ -151,7 +152,12 @@ static size_t step_events(const af_plan_t *p, const buckets_t *b, int32_t s, af_
                                    dyn ? 0 : x->offset,
                                    dyn ? 0 : bytes};
         }
-    ev[n++] = (af_event_t){AF_EVENT_EXEC, s, node, -1, -1, 0, 0, 0};
+    /* EXEC, or RECOMPUTE / SWAP_OUT / SWAP_IN for the nodes a budget rewrite added */
+    static const af_event_type_t by_role[] = {AF_EVENT_EXEC, AF_EVENT_RECOMPUTE, AF_EVENT_SWAP_OUT,
+                                              AF_EVENT_SWAP_IN};
+    af_node_role_t role = af_plan_node_role(p, node);
+    ev[n++] =
+        (af_event_t){(unsigned)role < 4 ? by_role[role] : AF_EVENT_EXEC, s, node, -1, -1, 0, 0, 0};
     for (int32_t k = b->lo[s]; k < b->lo[s + 1]; k++) {
         int32_t t = b->lb[k];
         const af_tensor_plan_t *x = &p->tp[t];
@@ -170,7 +176,8 @@ static size_t step_count(const buckets_t *b, int32_t s)
 
 const char *af_event_type_name(af_event_type_t t)
 {
-    static const char *const names[] = {"ALLOC", "INPLACE", "EXEC", "FREE", "FENCE"};
+    static const char *const names[] = {"ALLOC", "INPLACE",   "EXEC",     "FREE",
+                                        "FENCE", "RECOMPUTE", "SWAP_OUT", "SWAP_IN"};
     return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
 }
 
@@ -213,7 +220,8 @@ static void write_row(const af_plan_t *p, const af_event_t *e, long id, FILE *f)
 {
     const af_graph_t *g = p->g;
     const af_node_info_t *nd = af_graph_node(g, e->node);
-    int exec = e->type == AF_EVENT_EXEC, fence = e->type == AF_EVENT_FENCE;
+    int exec = e->type == AF_EVENT_EXEC || e->type >= AF_EVENT_RECOMPUTE,
+        fence = e->type == AF_EVENT_FENCE;
     char bf[24];
     buf_field(bf, sizeof(bf), e->buffer);
     fprintf(f, "%ld,%s,", id, af_event_type_name(e->type));

@@ -98,7 +98,8 @@ int af_lifetimes_compute(const af_graph_t *g, const int32_t *order, af_lifetime_
 int af__is_arena_root(const af_graph_t *g, int32_t t)
 {
     const af_tensor_info_t *ti = af_graph_tensor(g, t);
-    return ti->alias_of < 0 && ti->kind != AF_TENSOR_CONSTANT && ti->bytes > 0;
+    return ti->alias_of < 0 && ti->kind != AF_TENSOR_CONSTANT && ti->bytes > 0 &&
+           !af__is_host_tier(g, t);
 }
 
 uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,

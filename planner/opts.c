@@ -55,6 +55,12 @@ static const af_opt_t opt_table[] = {
     {"verify", AF_OPT_BOOL, F(verify), "1", 0, 0, NULL, 0, 0, "verify every plan"},
     {"search_effort", AF_OPT_UINT, F(search_effort), STR(AF_PLAN_SEARCH_EFFORT), 0, INT64_MAX, NULL,
      0, 0, "portfolio: search nodes per 100 tensors of its last member, 0 = off"},
+    {"recompute", AF_OPT_BOOL, F(recompute), "1", 0, 0, NULL, 0, 0, "under a budget: recompute"},
+    {"offload", AF_OPT_BOOL, F(offload), "0", 0, 0, NULL, 0, 0, "under a budget: swap to host"},
+    {"bandwidth", AF_OPT_DOUBLE, F(bandwidth), STR(AF_PLAN_BANDWIDTH), 0, 0, NULL, 0, AF_OPT_RATE,
+     "host link bytes/s"},
+    {"compute_rate", AF_OPT_DOUBLE, F(compute_rate), STR(AF_PLAN_COMPUTE_RATE), 0, 0, NULL, 0,
+     AF_OPT_RATE, "node cost units/s"},
 };
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)

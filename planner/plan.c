@@ -15,6 +15,7 @@
  * Safe mode turns reuse off: every arena tensor gets its own bytes (naive placement, no
  * in-place), the reference the diagnosis compares against.
  */
+#include "planner/budget_int.h"
 #include "planner/planner_int.h"
 
 #include <stdio.h>
@@ -41,6 +42,7 @@ void af_plan_destroy(af_plan_t *p)
     af__free(p->views);
     af__free(p->view_next);
     af__free(p->edges);
+    af__budget_free(p->budget);
     af__free(p);
 }
 
@@ -64,6 +66,8 @@ static void classify(af_plan_t *p, const af_lifetime_t *lt)
             x->where = AF_WHERE_CONSTANT;
         else if (r->bytes < 0 || t->bytes < 0)
             x->where = AF_WHERE_DYNAMIC;
+        else if (af__is_host_tier(g, i))
+            x->where = AF_WHERE_HOST; /* a SwapOut's copy: host area, not the arena */
         else if (t->alias_of >= 0)
             x->where = AF_WHERE_ALIAS;
         else
@@ -529,6 +533,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     if (rc)
         goto out;
     place_views(p);
+    af__plan_place_host(p);
     r->place_ms = ms_since(t);
     r->lower_bound_bytes = lb;
     r->arena_bytes = p->arena;
@@ -609,7 +614,17 @@ static int is_placer(const char *name)
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)
 {
-    return plan_new(g, opts, NULL, NULL, 0, out, err);
+    int rc = plan_new(g, opts, NULL, NULL, 0, out, err);
+    /* Under a budget no order meets: rewrite the graph (planner/budget.c). */
+    if (rc == AF_EBUDGET && af__budget_wanted(g, opts))
+        rc = af__budget_plan(g, opts, out, err);
+    return rc;
+}
+
+int af__plan_with_order(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                        af_plan_t **out, af_error_t *err)
+{
+    return plan_new(g, opts, order, NULL, 0, out, err);
 }
 
 int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,

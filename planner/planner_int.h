@@ -41,8 +41,11 @@ const af__sched_entry_t *af__sched_find(const char *name);
 int af__order_steps(const af_graph_t *g, const int32_t *order, int32_t *step, af_error_t *err);
 /* Lifetimes for precomputed steps (no checks). */
 void af__lifetimes_from_steps(const af_graph_t *g, const int32_t *step, af_lifetime_t *out);
-/* Tensor owns arena bytes: not an alias, not constant, static size > 0. Dynamic = bytes < 0. */
+/* Tensor owns arena bytes: not an alias, not constant, not host tier, static size > 0. Dynamic
+ * = bytes < 0. */
 int af__is_arena_root(const af_graph_t *g, int32_t t);
+/* Host tier: the output of a SwapOut node (planner/budget_host.c). */
+int af__is_host_tier(const af_graph_t *g, int32_t t);
 /* Peak of aligned live bytes of arena roots; diff is scratch of node_count + 1 entries. */
 uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,
                      int32_t *peak_step, int64_t *diff);
@@ -171,6 +174,8 @@ struct af_plan {
     af_reuse_edge_t *edges;
     int32_t n_edges;
     uint64_t arena;
+    uint64_t host;             /* host-tier bytes (AF_WHERE_HOST tensors, planner/budget_host.c) */
+    struct af__budget *budget; /* set when the plan is of a graph rewritten under a budget */
     int stopped;   /* opts.interrupt answered non-zero: planning unwinds with AF_ECANCELED */
     uint32_t tick; /* af__plan_poll's call counter */
 };

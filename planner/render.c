@@ -14,9 +14,13 @@
  * steps) whatever the graph; the live curve is reduced to one max per pixel column when there
  * are more than 4 steps per pixel.
  *
+ * Under a budget, the copies a rewrite made are marked: recomputed tensors with a red dashed
+ * outline (class "rc"), tensors swapped back in from the host tier with a blue one ("sw"), the
+ * title naming the source tensor; the caption counts them and the host-tier bytes.
+ *
  * Invariants: only AF_WHERE_ARENA tensors with bytes > 0 and a lifetime are drawn (aliases,
- * constants and dynamic tensors take no arena bytes of their own); every such tensor is either
- * one "t" rectangle or counted in exactly one "agg" cell. Text from the graph is XML-escaped
+ * constants, dynamic and host-tier tensors take no arena bytes of their own); every such tensor is
+ * either one "t" rectangle or counted in exactly one "agg" cell. Text from the graph is XML-escaped
  * and invalid UTF-8 is replaced, so the document is well-formed for any names.
  *
  * No locks: plans are immutable; all state is on the stack or in per-call heap buffers.
@@ -257,12 +261,21 @@ static void put_tensor(FILE *f, const layout_t *L, const panel_t *pn, int32_t i,
     const af_node_info_t *nd = ti->producer >= 0 ? af_graph_node(pn->g, ti->producer) : NULL;
     char hb[32];
     human(hb, sizeof hb, (double)tp->bytes);
+    /* a budget rewrite's copies: recomputed (class rc) or swapped back in (class sw) */
+    af_node_role_t role = ti->producer >= 0 ? af_plan_node_role(pn->p, ti->producer) : AF_ROLE_RUN;
+    const char *cls = role == AF_ROLE_RECOMPUTE ? "t rc" : role == AF_ROLE_SWAP_IN ? "t sw" : "t";
     fprintf(f,
-            "<rect class=\"t\" data-t=\"%" PRId32 "\" x=\"%" PRId32 "\" y=\"%s\" width=\"%" PRId32
+            "<rect class=\"%s\" data-t=\"%" PRId32 "\" x=\"%" PRId32 "\" y=\"%s\" width=\"%" PRId32
             "\" height=\"%s\" fill=\"%s\"><title>",
-            i, tp->first, yb(y, L, tp->offset), tp->last + 1 - tp->first, yb(h, L, tp->bytes),
+            cls, i, tp->first, yb(y, L, tp->offset), tp->last + 1 - tp->first, yb(h, L, tp->bytes),
             op_color(nd ? nd->op : NULL));
     put_esc(f, ti->name);
+    if (role == AF_ROLE_RECOMPUTE || role == AF_ROLE_SWAP_IN) {
+        fputs(role == AF_ROLE_RECOMPUTE ? "\nrecomputed copy of " : "\nswapped back in: copy of ",
+              f);
+        put_esc(
+            f, af_graph_tensor(af_plan_source_graph(pn->p), af_plan_tensor_origin(pn->p, i))->name);
+    }
     fputs("\nop: ", f);
     if (nd) {
         put_esc(f, nd->op);
@@ -445,8 +458,17 @@ static void put_caption(FILE *f, const panel_t *pn, int32_t n_drawn, int32_t n_a
             r->naive_bytes ? (double)r->arena_bytes / (double)r->naive_bytes : 1.0, r->peak_step);
     fprintf(f,
             "<text class=\"cap\" x=\"%d\" y=\"%d\">%" PRId32 " tensors drawn, %" PRId32
-            " small ones aggregated into %" PRId32 " cells</text>\n",
+            " small ones aggregated into %" PRId32 " cells",
             pn->ox, pn->oy - 13, n_drawn, n_agg, n_cells);
+    if (r->budget_method) {
+        char hb[32];
+        human(hb, sizeof hb, (double)r->host_bytes);
+        fprintf(f,
+                "; under the budget: %" PRId32 " recomputed nodes (red dashed outline), %" PRId32
+                " swap nodes (blue outline: swapped back in), %s on the host tier",
+                r->recomputed_nodes, r->swap_nodes, hb);
+    }
+    fputs("</text>\n", f);
 }
 
 static const char svg_style[] =
@@ -455,6 +477,8 @@ static const char svg_style[] =
     ".zoomed .axis,.zoomed .lbl,.zoomed .arl,.zoomed .pk{display:none}\n"
     ".t{stroke:#fff;stroke-width:0.5;vector-effect:non-scaling-stroke}\n"
     ".t:hover{stroke:#000;stroke-width:2}.agg{fill:#555}\n"
+    ".rc{stroke:#d62728;stroke-width:1.5;stroke-dasharray:4 "
+    "2}.sw{stroke:#1f5fa8;stroke-width:1.5}\n"
     ".peak{fill:#d62728;fill-opacity:0.15;stroke:#d62728;stroke-width:1;"
     "vector-effect:non-scaling-stroke}.pk{fill:#d62728}.peak,line{pointer-events:none}\n"
     ".lb{stroke:#d62728;stroke-width:1.5;stroke-dasharray:6 3;vector-effect:non-scaling-stroke}\n"

@@ -18,6 +18,7 @@
  *
  * Lock rule: none; everything is per call.
  */
+#include "planner/budget_int.h"
 #include "planner/planner_int.h"
 
 #include <stdlib.h>
@@ -206,7 +207,7 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err)
         rc = af__err(err, AF_ENOMEM, "out of memory");
     else if (!(rc = check_order(p, err)) && !(rc = true_ranges(p, tf, tl)) &&
              !(rc = check_tensors(p, tf, tl, err)) && !(rc = check_overlaps(p, err)) &&
-             !p->opts.safe_mode)
+             !(rc = af__budget_verify(p, err)) && !p->opts.safe_mode)
         rc = af__verify_reuse(p, err); /* check 4: planner/verify_reuse.c */
     af__free(tf);
     af__free(tl);

@@ -7,8 +7,10 @@
 #   3. bad input gives a clear error and exit status 1, never a crash: a truncated file, a
 #      Loop model (the message names the op), an input with symbolic dims and no --input (the
 #      message names the input), which --input then fixes;
-#   4. the openwakeword models, when bench/fetch_models.sh has fetched them, all plan with
-#      every tensor statically sized.
+#   4. the benchmark models, when bench/fetch_models.sh has fetched them, all plan with every
+#      tensor statically sized, and the small ones give the same outputs on the real (oneDNN)
+#      kernels as on the reference kernels, on inputs from bench/npy_tool.py (rtol 1e-3 / atol
+#      1e-4: a layout or fallback bug shows here; silero VAD once differed by 0.98).
 # Run by ctest with the built `arenaflow` on PATH; by hand: PATH=build:$PATH bash tests/cli_onnx.sh
 set -u
 src=${AF_SOURCE_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -92,7 +94,8 @@ PY
     arenaflow plan "$tmp/sym.onnx" --input batch=4 >/dev/null || fail "plan with --input batch=4"
 fi
 
-# 4. the openwakeword models (fetched by bench/fetch_models.sh; not fetched here)
+# 4. the benchmark models: openwakeword, silero VAD, PaddleOCR (fetched by bench/fetch_models.sh;
+# not fetched here)
 oww=$src/bench/.cache/models
 if ls "$oww"/*.onnx >/dev/null 2>&1; then
     for f in "$oww"/*.onnx; do
@@ -100,7 +103,11 @@ if ls "$oww"/*.onnx >/dev/null 2>&1; then
         case $(basename "$f") in
         melspectrogram.onnx) args=(--input batch_size=1 --input samples=1280) ;;
         embedding_model.onnx) args=(--input input_1=1,76,32,1) ;;
-        silero_vad.onnx) args=(--input batch=1 --input sequence=512) ;;
+        silero_vad.onnx | silero_vad_legacy.onnx) args=(--input batch=1 --input sequence=512) ;;
+        silero_vad_v[56].onnx) args=(--input input=1,256 --input state=2,1,128 --input sr=) ;;
+        ch_PP-OCRv4_det_infer.onnx) args=(--input x=1,3,320,320) ;;
+        ch_PP-OCRv4_rec_infer.onnx) args=(--input x=1,3,48,320) ;;
+        ch_ppocr_mobile_v2.0_cls_infer.onnx) args=(--input x=1,3,48,192) ;;
         esac
         if arenaflow plan "$f" "${args[@]}" >"$tmp/p.txt" 2>&1; then
             echo "ok: planned $(basename "$f")"
@@ -109,6 +116,30 @@ if ls "$oww"/*.onnx >/dev/null 2>&1; then
         fi
         dyn=$(arenaflow convert "$f" "${args[@]}" --shapes - | awk -F'\t' '$6 < 0' | wc -l)
         [ "$dyn" -eq 0 ] || fail "$(basename "$f"): $dyn tensors not statically sized"
+        spec=()
+        case $(basename "$f") in
+        melspectrogram.onnx) spec=("input=normal*3000:1,1280") ;;
+        embedding_model.onnx) spec=("input_1=normal:1,76,32,1") ;;
+        hey_rhasspy_v0.1.onnx) spec=("onnx::Flatten_0=normal:1,16,96") ;;
+        silero_vad.onnx) spec=("input=normal*0.1:1,512" "sr=i64=16000:" "h=zeros:2,1,64" "c=zeros:2,1,64") ;;
+        silero_vad_v5.onnx) spec=("input=normal*0.1:1,256" "state=zeros:2,1,128" "sr=i64=8000:") ;;
+        ch_ppocr_mobile_v2.0_cls_infer.onnx) spec=("x=uniform:1,3,48,192") ;;
+        esac
+        [ ${#spec[@]} -gt 0 ] && $py -c "import numpy" 2>/dev/null || continue
+        d=$tmp/$(basename "$f" .onnx)
+        mkdir -p "$d/real" "$d/ref"
+        ins=()
+        for i in $($py "$src/bench/npy_tool.py" make "$d" 7 "${spec[@]}"); do ins+=(--input "$i"); done
+        if arenaflow run "$f" "${ins[@]}" --kernels real --output-dir "$d/real" >/dev/null 2>"$tmp/e1" &&
+            arenaflow run "$f" "${ins[@]}" --kernels reference --output-dir "$d/ref" >/dev/null 2>"$tmp/e2"; then
+            if $py "$src/bench/npy_tool.py" compare "$d/real" "$d/ref" 1e-3 1e-4 >"$tmp/cmp"; then
+                echo "ok: $(basename "$f") real = reference ($(cat "$tmp/cmp"))"
+            else
+                fail "$(basename "$f"): real and reference kernels differ: $(cat "$tmp/cmp")"
+            fi
+        else
+            fail "$(basename "$f"): run failed: $(cat "$tmp/e1" "$tmp/e2")"
+        fi
     done
 else
     echo "SKIP: openwakeword models not fetched (bench/fetch_models.sh)"

@@ -36,6 +36,8 @@ static void cases_unary(void)
     for (size_t r = 0; r < sizeof rows / sizeof *rows; r++)
         for (int s = 0; s < 3; s++) {
             tc_t *c = tc_new(rows[r].op);
+            /* Log falls back: oneDNN's is 1.4e-6 off at log(1) (test_log_example) */
+            c->expect_onednn = strcmp(rows[r].op, "Log") != 0;
             tc_in(c, F32, ranks[s], shapes[s], 0, rows[r].lo, rows[r].hi);
             tc_out(c, ranks[s], shapes[s]);
             c->alpha = rows[r].alpha;

@@ -103,6 +103,14 @@ static void test_cache_fingerprint_follows_graph_and_opts(void **state)
     af_plan_opts_init(&o);
     o.alignment = 64;
     assert_true(fa != af_plan_fingerprint(a, &o));
+    af_plan_opts_init(&o); /* under a budget, the rewrite's options count too */
+    o.budget = 1 << 20;
+    uint64_t fb = af_plan_fingerprint(a, &o);
+    o.offload = 1;
+    assert_true(fb != af_plan_fingerprint(a, &o));
+    o.offload = 0;
+    o.bandwidth = 1e9;
+    assert_true(fb != af_plan_fingerprint(a, &o));
     af_graph_destroy(a);
     af_graph_destroy(b);
     af_graph_destroy(d);

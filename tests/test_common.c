@@ -270,6 +270,37 @@ static void test_option_table_defaults_set_format(void **state)
     assert_int_equal(af_opts_defaults(&broken, 1, &back, &err), AF_EINVAL);
 }
 
+/* AF_OPT_RATE: a positive double with an optional K/M/G/T suffix (powers of 1000). */
+static void test_option_rate_flag(void **state)
+{
+    (void)state;
+    double v = 0;
+    af_opt_t rate = {"bw", AF_OPT_DOUBLE, 0, "16e9", 0, 0, NULL, 0, AF_OPT_RATE, ""};
+    af_error_t err;
+    assert_int_equal(af_opts_defaults(&rate, 1, &v, &err), 0);
+    assert_true(v == 16e9);
+    static const struct {
+        const char *in;
+        double want;
+    } good[] = {{"16G", 16e9}, {"2.5M", 2.5e6}, {"1K", 1e3}, {"3T", 3e12}, {"0.5", 0.5}};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        assert_int_equal(af_opts_set(&rate, 1, &v, "demo", "bw", good[i].in, &err), 0);
+        assert_true(v == good[i].want);
+    }
+    static const char *const bad[] = {"0", "-1", "0G", "16X", "G", "16GG", "inf", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        v = 7;
+        af_error_clear(&err);
+        assert_int_equal(af_opts_set(&rate, 1, &v, "demo", "bw", bad[i], &err), AF_EINVAL);
+        assert_non_null(strstr(err.msg, "positive rate"));
+        assert_true(v == 7);
+    }
+    /* without the flag the suffix is refused and 0 is allowed */
+    rate.flags = 0;
+    assert_int_equal(af_opts_set(&rate, 1, &v, "demo", "bw", "16G", &err), AF_EINVAL);
+    assert_int_equal(af_opts_set(&rate, 1, &v, "demo", "bw", "0", &err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_file_write_durable_concurrent_writers),
         cmocka_unit_test(test_grammar_sizes_and_bools),
         cmocka_unit_test(test_option_table_defaults_set_format),
+        cmocka_unit_test(test_option_rate_flag),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

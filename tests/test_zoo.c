@@ -67,7 +67,7 @@ static void test_zoo_every_model_is_valid(void **state)
         assert_true(af_graph_is_finalized(g));
         assert_string_equal(af_graph_name(g), e[i].name);
         int32_t nn = af_graph_node_count(g);
-        assert_true(nn >= 60);
+        assert_true(nn >= 20); /* resmlp-/convnet-train are small on purpose (exact MILP) */
         /* framework order: the insertion order is already topological */
         const int32_t *io = af_graph_input_order(g);
         for (int32_t k = 0; k < nn; k++)

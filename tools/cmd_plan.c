@@ -32,7 +32,16 @@ static void usage(FILE *f)
     fprintf(f, "\n"
                "  --mode offset|shared  one arena with offsets, or shared buffers (objects)\n"
                "  --alignment N      offset alignment in bytes (default 256)\n"
-               "  --budget BYTES     fail (exit 1) when the plan needs more than BYTES (K/M/G ok)\n"
+               "  --budget BYTES     fit the arena in BYTES (K/M/G ok): when no order does, drop\n"
+               "                     tensors after an early use and recompute them (and with\n"
+               "                     --offload swap them to host memory and back) before a\n"
+               "                     later one; a budget that cannot be met fails (exit 1)\n"
+               "                     naming the smallest budget that can\n"
+               "  --no-recompute     under --budget: do not recompute\n"
+               "  --offload          under --budget: also consider host offload (SwapOut/SwapIn)\n"
+               "  --bandwidth B/S    host link bytes/s per direction (default 16e9; 16G ok)\n"
+               "  --compute-rate R   node cost units per second (default 1e12: costs as FLOPs\n"
+               "                     on a 1 TFLOP/s device) for the modelled time\n"
                "  --time-limit S     time limit of --algo search (default 10)\n"
                "  --capacity BYTES   --algo search: target arena height\n"
                "  --safe             safe mode: no reuse at all (every tensor its own bytes)\n"
@@ -130,6 +139,27 @@ static json_t *dynamic_json(const af_graph_t *g, const af_plan_t *p)
     return arr;
 }
 
+/* Under a budget: what the rewrite cost. */
+static void print_budget(const af_plan_report_t *r)
+{
+    if (!r->budget_method)
+        return;
+    char a[32], b[32], c[32];
+    af_format_bytes(a, sizeof a, r->unbudgeted_bytes);
+    af_format_bytes(b, sizeof b, r->swapped_bytes);
+    af_format_bytes(c, sizeof c, r->host_bytes);
+    printf("under budget      %s (%.3f ms)\n", r->budget_method, r->budget_ms);
+    printf("without budget    %12llu  %s\n", (unsigned long long)r->unbudgeted_bytes, a);
+    printf("recomputed nodes  %d\n", r->recomputed_nodes);
+    printf("swapped bytes     %12llu  %s in %d swap nodes (host tier %s)\n",
+           (unsigned long long)r->swapped_bytes, b, r->swap_nodes, c);
+    printf("extra compute     %.6g (%.2f%% of one plain round of %.6g)\n", r->extra_cost,
+           r->base_cost > 0 ? 100.0 * r->extra_cost / r->base_cost : 0.0, r->base_cost);
+    printf("modelled time     %.6g s (plain round %.6g s, overhead %.2f%%)\n", r->modelled_s,
+           r->plain_modelled_s,
+           r->plain_modelled_s > 0 ? 100.0 * (r->modelled_s / r->plain_modelled_s - 1) : 0.0);
+}
+
 static void print_text(const af_graph_t *g, const af_plan_report_t *r)
 {
     char a[32], b[32], c[32], d[32], e[32], f[32];
@@ -149,7 +179,8 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
     if (r->input_order_bytes)
         printf("input order       %12llu  %s\n", (unsigned long long)r->input_order_bytes, b);
     else
-        printf("input order       (not computed above 100,000 tensors)\n");
+        printf("input order       (not computed: rewritten, restored or over 100,000 "
+               "tensors)\n");
     if (r->shared_object_bytes)
         printf("shared objects    %12llu  %s\n", (unsigned long long)r->shared_object_bytes, c);
     else
@@ -176,6 +207,7 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
                (unsigned long long)r->scratch_max_bytes);
     }
     printf("reuse edges       %d\n", r->reuse_edges);
+    print_budget(r);
     printf("planning time     %.3f ms (schedule %.3f, lifetimes %.3f, place %.3f, verify %.3f)\n",
            r->total_ms + r->verify_ms, r->schedule_ms, r->lifetime_ms, r->place_ms, r->verify_ms);
 }
@@ -206,6 +238,19 @@ static int print_json(const af_graph_t *g, const af_plan_t *p)
         json_object_set_new(o, "scratch_max_bytes",
                             json_integer((json_int_t)r->scratch_max_bytes)) ||
         json_object_set_new(o, "dynamic", dynamic_json(g, p))) {
+        json_decref(o);
+        return -1;
+    }
+    if (r->budget_method &&
+        json_object_set_new(
+            o, "budget",
+            json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:f, s:f, s:f, s:f, s:f}", "method",
+                      r->budget_method, "unbudgeted_bytes", (json_int_t)r->unbudgeted_bytes,
+                      "recomputed_nodes", r->recomputed_nodes, "swap_nodes", r->swap_nodes,
+                      "swapped_bytes", (json_int_t)r->swapped_bytes, "host_bytes",
+                      (json_int_t)r->host_bytes, "base_cost", r->base_cost, "extra_cost",
+                      r->extra_cost, "modelled_s", r->modelled_s, "plain_modelled_s",
+                      r->plain_modelled_s, "budget_ms", r->budget_ms))) {
         json_decref(o);
         return -1;
     }
@@ -273,9 +318,9 @@ static const struct {
     const char *flag;
     const char *key;
 } flag_keys[] = {
-    {"--algo", "placer"},         {"--schedule", "schedule"}, {"--mode", "mode"},
-    {"--alignment", "alignment"}, {"--budget", "budget"},     {"--time-limit", "time_limit"},
-    {"--capacity", "capacity"},
+    {"--algo", "placer"},         {"--schedule", "schedule"},   {"--mode", "mode"},
+    {"--alignment", "alignment"}, {"--budget", "budget"},       {"--time-limit", "time_limit"},
+    {"--capacity", "capacity"},   {"--bandwidth", "bandwidth"}, {"--compute-rate", "compute_rate"},
 };
 
 int cmd_plan(int argc, char **argv)
@@ -328,6 +373,9 @@ int cmd_plan(int argc, char **argv)
             safe = 1;
         } else if (!strcmp(a, "--no-inplace")) {
             no_inplace = 1;
+        } else if ((!strcmp(a, "--no-recompute") || !strcmp(a, "--offload")) && n_set < 16) {
+            set_key[n_set] = a[2] == 'n' ? "recompute" : "offload";
+            set_val[n_set++] = a[2] == 'n' ? "0" : "1";
         } else if (a[0] == '-' && a[1]) {
             cli_error("plan: unknown option '%s' (see 'arenaflow plan --help')", a);
             return CLI_USAGE;

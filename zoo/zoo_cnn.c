@@ -57,11 +57,11 @@ int zoo_resnet50(zb_t *z, const af_zoo_opts_t *o)
 
 /* ---- MobileNetV2 -------------------------------------------------------------------------- */
 
-int zoo_mobilenetv2(zb_t *z, const af_zoo_opts_t *o)
+zt zoo_mobilenetv2_body(zb_t *z, int64_t batch)
 {
     static const int cfg[7][4] = {{1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
                                   {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
-    zt x = zb_input(z, "image", AF_DTYPE_F32, zs4(batch_of(o, 1), 3, 224, 224));
+    zt x = zb_input(z, "image", AF_DTYPE_F32, zs4(batch, 3, 224, 224));
     zb_scope(z, "features.0");
     x = L_conv_bn_act(z, x, 32, 3, 2, 1, "Relu6");
     int idx = 1;
@@ -80,7 +80,12 @@ int zoo_mobilenetv2(zb_t *z, const af_zoo_opts_t *o)
     }
     zb_scope(z, "features.%d", idx);
     x = L_conv_bn_act(z, x, 1280, 1, 1, 0, "Relu6");
-    zb_output(z, classifier(z, x, 1000), "logits");
+    return classifier(z, x, 1000);
+}
+
+int zoo_mobilenetv2(zb_t *z, const af_zoo_opts_t *o)
+{
+    zb_output(z, zoo_mobilenetv2_body(z, batch_of(o, 1)), "logits");
     return z->rc;
 }
 
@@ -193,9 +198,9 @@ static zt double_conv(zb_t *z, zt x, int64_t c)
     return L_conv_bn_act(z, L_conv_bn_act(z, x, c, 3, 1, 1, "Relu"), c, 3, 1, 1, "Relu");
 }
 
-int zoo_unet(zb_t *z, const af_zoo_opts_t *o)
+zt zoo_unet_body(zb_t *z, int64_t batch)
 {
-    zt x = zb_input(z, "image", AF_DTYPE_F32, zs4(batch_of(o, 1), 3, 256, 256));
+    zt x = zb_input(z, "image", AF_DTYPE_F32, zs4(batch, 3, 256, 256));
     zt skip[4];
     for (int i = 0; i < 4; i++) {
         zb_scope(z, "down%d", i);
@@ -210,6 +215,11 @@ int zoo_unet(zb_t *z, const af_zoo_opts_t *o)
         x = double_conv(z, L_concat(z, u, 2, 1), 64LL << i);
     }
     zb_scope(z, "outc");
-    zb_output(z, L_conv(z, x, 2, 1, 1, 0, 1, 1, 1), "mask");
+    return L_conv(z, x, 2, 1, 1, 0, 1, 1, 1);
+}
+
+int zoo_unet(zb_t *z, const af_zoo_opts_t *o)
+{
+    zb_output(z, zoo_unet_body(z, batch_of(o, 1)), "mask");
     return z->rc;
 }

@@ -111,10 +111,22 @@ int zoo_randwire(zb_t *z, const af_zoo_opts_t *o);
 int zoo_darts(zb_t *z, const af_zoo_opts_t *o);
 int zoo_resnet50_train(zb_t *z, const af_zoo_opts_t *o);
 int zoo_bert_train(zb_t *z, const af_zoo_opts_t *o);
+/* zoo_train2.c */
+int zoo_vgg16_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_vgg19_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_mobilenetv2_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_unet_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_bert20_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_resmlp_train(zb_t *z, const af_zoo_opts_t *o);
+int zoo_convnet_train(zb_t *z, const af_zoo_opts_t *o);
 
 /* Model bodies shared by inference and training generators: return the head tensor. */
 zt zoo_resnet50_body(zb_t *z, int64_t batch);
 zt zoo_bert_body(zb_t *z, int64_t batch, int64_t seq, int layers);
+zt zoo_mobilenetv2_body(zb_t *z, int64_t batch);
+zt zoo_unet_body(zb_t *z, int64_t batch);
+/* SoftmaxCrossEntropyLoss of logits against integer labels: the scalar loss. */
+zt zb_xent(zb_t *z, zt logits, zt labels);
 /* Appends the backward pass of every recorded op, seeded with d(loss) = 1. */
 void zb_backward(zb_t *z, zt loss);
 

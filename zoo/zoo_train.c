@@ -181,7 +181,7 @@ out:
     af__free(op_live);
 }
 
-static zt xent(zb_t *z, zt logits, zt labels)
+zt zb_xent(zb_t *z, zt logits, zt labels)
 {
     zt in[2] = {logits, labels};
     zshape_t s = zs1(1);
@@ -195,7 +195,7 @@ int zoo_resnet50_train(zb_t *z, const af_zoo_opts_t *o)
     z->record = 1;
     zt logits = zoo_resnet50_body(z, batch);
     zt labels = zb_input(z, "labels", AF_DTYPE_I64, zs1(batch));
-    zt loss = xent(z, logits, labels);
+    zt loss = zb_xent(z, logits, labels);
     zb_backward(z, loss);
     zb_output(z, loss, "loss");
     return z->rc;
@@ -210,7 +210,7 @@ int zoo_bert_train(zb_t *z, const af_zoo_opts_t *o)
     h = L_layernorm(z, L_act(z, "Gelu", L_linear(z, h, 768, 1)));
     zt logits = L_linear(z, h, 30522, 1);
     zt labels = zb_input(z, "mlm_labels", AF_DTYPE_I64, zs2(batch, seq));
-    zt loss = xent(z, logits, labels);
+    zt loss = zb_xent(z, logits, labels);
     zb_backward(z, loss);
     zb_output(z, loss, "loss");
     return z->rc;

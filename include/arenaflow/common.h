@@ -150,6 +150,7 @@ typedef enum {
 } af_opt_type_t;
 
 #define AF_OPT_POW2 1u /* flags: a size that must be a power of two */
+#define AF_OPT_RATE 2u /* flags: a double that must be > 0, optional K/M/G/T suffix (x1000) */
 
 /*
  * One option: a row of a component's table (Redis's static_configs[] is the model). The
@@ -164,7 +165,7 @@ typedef struct af_opt {
     int64_t min, max;                  /* integer types (min <= max) and sizes (max 0: any) */
     const char *const *(*names)(void); /* AF_OPT_NAME / AF_OPT_ENUM: NULL-terminated */
     size_t size;                       /* AF_OPT_STRING: bytes of the buffer */
-    unsigned flags;                    /* AF_OPT_POW2 */
+    unsigned flags;                    /* AF_OPT_POW2, AF_OPT_RATE */
     const char *help;
 } af_opt_t;
 

@@ -58,6 +58,16 @@ typedef struct af_plan_opts {
      * with the portfolio's packing, in search nodes per 100 tensors placed (af_place_opts_t);
      * 0 = off; default AF_PLAN_SEARCH_EFFORT. */
     uint64_t search_effort;
+    /* Under a budget (planner/budget*.c): when no order fits `budget`, the planner rewrites the
+     * graph — tensors are dropped after an early use and brought back before a later one, by
+     * recomputing them (the producer runs again as a new node) or, with offload, by copying
+     * them to a host tier and back (SwapOut / SwapIn nodes), choosing per tensor by cost — so
+     * the placed arena fits. The result is an ordinary, verified plan of the rewritten graph. */
+    int recompute;       /* allow recomputation; default 1 */
+    int offload;         /* allow host offload; default 0 */
+    double bandwidth;    /* host link, bytes/s per direction; default AF_PLAN_BANDWIDTH */
+    double compute_rate; /* node cost units per second (FLOP/s when costs are FLOPs, 1e9 when
+                            they are ns); default AF_PLAN_COMPUTE_RATE */
     /* Interruption (not part of the fingerprint, not kept in the plan): when set, planning calls
      * interrupt(interrupt_arg) between its phases and now and then inside its long loops (the
      * any-order bound, reuse edges, placement); a non-zero answer stops it with AF_ECANCELED.
@@ -69,6 +79,10 @@ typedef struct af_plan_opts {
 
 /* Default af_plan_opts_t.search_effort: one and a half dives' worth of search nodes. */
 #define AF_PLAN_SEARCH_EFFORT 150
+/* Default host-link bandwidth: 16 GB/s per direction (PCIe 4.0 x16 class). */
+#define AF_PLAN_BANDWIDTH 16e9
+/* Default compute rate: 10^12 cost units/s (node costs read as FLOPs on a 1 TFLOP/s device). */
+#define AF_PLAN_COMPUTE_RATE 1e12
 
 /* Fills *o with the defaults above. */
 void af_plan_opts_init(af_plan_opts_t *o);
@@ -76,9 +90,11 @@ void af_plan_opts_init(af_plan_opts_t *o);
 /*
  * Sets one option from its config-file spelling (keys: schedule, placer, mode, alignment, alpha,
  * beta, budget, time_limit, capacity, inplace, safe_mode, parallel_reuse, dp_max_nodes,
- * dp_max_states, verify, search_effort). Sizes accept suffixes K, M, G (KiB...); search_effort
- * is a plain non-negative integer. Returns 0, or AF_EINVAL with a message naming the key and the
- * bad value. String values are mapped to static names, so the opts never point into `value`.
+ * dp_max_states, verify, search_effort, recompute, offload, bandwidth, compute_rate). Sizes
+ * accept suffixes K, M, G (KiB...); search_effort is a plain non-negative integer; bandwidth
+ * and compute_rate are positive numbers (1.6e10, also with a K/M/G/T suffix: powers of 1000).
+ * Returns 0, or AF_EINVAL with a message naming the key and the bad value. String values are mapped
+ * to static names, so the opts never point into `value`.
  */
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
 /* NULL-terminated list of option keys, for --help and config docs. */
@@ -116,6 +132,18 @@ typedef struct af_plan_report {
     int32_t scratch_tensors;
     uint64_t scratch_bytes;
     uint64_t scratch_max_bytes;
+    /* Under a budget (zero unless the plan is of a rewritten graph, af_plan_source_graph()): */
+    int32_t recomputed_nodes;  /* nodes added to run a producer again */
+    int32_t swap_nodes;        /* SwapOut + SwapIn nodes added */
+    uint64_t swapped_bytes;    /* bytes copied to the host tier (sum over SwapOut nodes) */
+    uint64_t host_bytes;       /* host-tier storage (af_plan_host_bytes) */
+    uint64_t unbudgeted_bytes; /* arena of the best plan without the rewrite */
+    double base_cost;          /* sum of the source graph's node costs: one plain round */
+    double extra_cost;         /* sum of the recomputed nodes' costs */
+    double modelled_s;         /* modelled round time: a compute stream and a copy stream */
+    double plain_modelled_s;   /* modelled time of one plain round (base_cost / compute_rate) */
+    const char *budget_method; /* what produced the rewrite ("chain-dp", "evict", "steps") */
+    double budget_ms;          /* time spent choosing the rewrite (inside total_ms) */
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */
@@ -124,6 +152,7 @@ typedef enum {
     AF_WHERE_ALIAS = 1,    /* view of another tensor: offset = base offset + alias offset */
     AF_WHERE_CONSTANT = 2, /* weights, outside the arena */
     AF_WHERE_DYNAMIC = 3,  /* size unknown: served at run time by the dynamic region */
+    AF_WHERE_HOST = 4,     /* host tier (output of a SwapOut node): offset in the host area */
 } af_where_t;
 
 typedef struct af_tensor_plan {
@@ -143,8 +172,11 @@ typedef struct af_reuse_edge {
 } af_reuse_edge_t;
 
 /*
- * Plans a finalized graph. opts may be NULL (defaults). Errors: AF_EINVAL (graph not finalized,
- * bad option), AF_EBUDGET (no order fits the budget: err names the step and the live tensors),
+ * Plans a finalized graph. opts may be NULL (defaults). With opts->budget below what the best
+ * order needs, the graph is rewritten with recomputation and/or offload (see af_plan_opts_t);
+ * af_plan_graph() then returns the rewritten graph, which the plan owns. Errors: AF_EINVAL
+ * (graph not finalized, bad option), AF_EBUDGET (the budget cannot be met: err names the step
+ * and the live tensors, and, when a rewrite was tried, the smallest budget the planner meets),
  * AF_EVERIFY (internal error caught by the verifier), AF_ENOMEM. *out set only on success.
  */
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
@@ -162,6 +194,8 @@ void af_plan_destroy(af_plan_t *p);
 int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
                     const uint64_t *offsets, af_plan_t **out, af_error_t *err);
 
+/* The graph the plan's node and tensor ids refer to: the rewritten graph of a plan made under a
+ * budget (owned by the plan), else the graph given to af_plan_create(). */
 const af_graph_t *af_plan_graph(const af_plan_t *p);
 const af_plan_report_t *af_plan_report(const af_plan_t *p);
 const af_plan_opts_t *af_plan_opts(const af_plan_t *p);
@@ -221,6 +255,10 @@ typedef enum af_event_type {
     AF_EVENT_EXEC = 2,    /* the node runs */
     AF_EVENT_FREE = 3,    /* a block's last step: after its last user */
     AF_EVENT_FENCE = 4,   /* a reuse edge: node must have finished before tensor is written */
+    /* Instead of EXEC for the nodes a budget rewrite added (af_plan_node_role): */
+    AF_EVENT_RECOMPUTE = 5, /* a source node runs again */
+    AF_EVENT_SWAP_OUT = 6,  /* a tensor is copied to the host tier */
+    AF_EVENT_SWAP_IN = 7,   /* a host copy is copied back into the arena */
 } af_event_type_t;
 typedef struct af_event {
     af_event_type_t type;
@@ -232,12 +270,79 @@ typedef struct af_event {
     uint64_t offset; /* arena offset (ALLOC/INPLACE/FREE) */
     uint64_t bytes;  /* the block's bytes (INPLACE: the tensor's own) */
 } af_event_t;
-/* "ALLOC", "INPLACE", "EXEC", "FREE", "FENCE" (the CSV's event_type); "?" otherwise. */
+/* "ALLOC", "INPLACE", "EXEC", "FREE", "FENCE", "RECOMPUTE", "SWAP_OUT", "SWAP_IN" (the CSV's
+ * event_type); "?" otherwise. */
 const char *af_event_type_name(af_event_type_t t);
 /* Builds the whole table into *out (free with af_plan_events_free), *n rows. 0, AF_EINVAL,
  * AF_ENOMEM. */
 int af_plan_events(const af_plan_t *p, af_event_t **out, size_t *n, af_error_t *err);
 void af_plan_events_free(af_event_t *ev);
+/* ---- under a memory budget: recomputation and offload (planner/budget*.c) ---------------- */
+
+/* Op types of the copy nodes offload adds. A SwapOut node reads one arena tensor and writes
+ * its copy into the host tier (AF_WHERE_HOST, outside the arena); a SwapIn node reads a host
+ * copy and writes a fresh arena tensor. Any graph may use them; their kernels are memcpy in
+ * every kernel set. */
+#define AF_OP_SWAP_OUT "SwapOut"
+#define AF_OP_SWAP_IN "SwapIn"
+
+/* What a node of a plan's graph is, relative to the source graph. */
+typedef enum {
+    AF_ROLE_RUN = 0,       /* a node of the source graph, run once as given */
+    AF_ROLE_RECOMPUTE = 1, /* a source node run again: produces new copies of its outputs */
+    AF_ROLE_SWAP_OUT = 2,
+    AF_ROLE_SWAP_IN = 3,
+} af_node_role_t;
+
+/* One step of a rematerialisation schedule over a source graph. */
+typedef enum {
+    AF_STEP_RUN = 0, /* run node `id`; its first run is the node itself, later ones recompute */
+    AF_STEP_SWAP_OUT = 1, /* copy the current copy of tensor `id` to the host tier */
+    AF_STEP_SWAP_IN = 2,  /* copy tensor `id` back from its host copy into a new arena copy */
+} af_step_kind_t;
+
+typedef struct af_step {
+    af_step_kind_t kind;
+    int32_t id; /* node id (RUN) or tensor id (SWAP_*) of the source graph */
+} af_step_t;
+
+/*
+ * Plans a given rematerialisation schedule: steps run in this order, every read takes the most
+ * recent copy of its tensor (a copy lives until its last reader), every node runs at least
+ * once, a SWAP_IN follows a SWAP_OUT of the same tensor. The graph is rewritten accordingly
+ * (each later RUN is a new node with new output tensors; swaps are SwapOut/SwapIn nodes; the
+ * source's node and tensor ids keep their meaning) and placed, checked against opts->budget
+ * (AF_EBUDGET) and verified. Swappable tensors: static-size arena tensors that are not views.
+ * Errors: AF_EINVAL (a step reads a tensor no step made, a bad id, a node never run, ...) with
+ * the step named in err, and those of af_plan_create(). The plan owns the rewritten graph; g
+ * must outlive it. Reentrant.
+ */
+int af_plan_from_steps(const af_graph_t *g, const af_plan_opts_t *opts, const af_step_t *steps,
+                       size_t n, af_plan_t **out, af_error_t *err);
+
+/*
+ * The smallest budget the planner meets for g with these options (opts->budget is ignored;
+ * recomputation and offload as opts says), found by bisection over budgets with the planner
+ * itself, to the alignment: *out is a budget that was planned. *bound (may be NULL) gets a
+ * lower bound no schedule can beat: the most arena bytes one node needs at once. Errors as
+ * af_plan_create(). Reentrant.
+ */
+int af_plan_min_budget(const af_graph_t *g, const af_plan_opts_t *opts, uint64_t *out,
+                       uint64_t *bound, af_error_t *err);
+
+/* The graph the caller planned (af_plan_graph() is the rewritten one when the plan rewrote it;
+ * otherwise both are the same). */
+const af_graph_t *af_plan_source_graph(const af_plan_t *p);
+/* Role of a node of af_plan_graph(p); AF_ROLE_RUN for plans that were not rewritten. */
+af_node_role_t af_plan_node_role(const af_plan_t *p, int32_t node);
+/* The source node a node of af_plan_graph(p) runs (itself when not rewritten), -1 for swap
+ * nodes and bad ids. */
+int32_t af_plan_node_origin(const af_plan_t *p, int32_t node);
+/* The source tensor a tensor of af_plan_graph(p) is a copy of (itself when not rewritten), -1
+ * for bad ids. */
+int32_t af_plan_tensor_origin(const af_plan_t *p, int32_t tensor);
+/* Bytes of the host tier: AF_WHERE_HOST tensors lie in [0, this) of it, each in its own bytes. */
+uint64_t af_plan_host_bytes(const af_plan_t *p);
 
 /* ---- identity and serialised plans (planner/serialize.c) ------------------------------------ */
 

@@ -59,6 +59,15 @@ const af_zoo_entry_t *af_zoo_find(const char *name);
  */
 int af_zoo_build(const char *name, const af_zoo_opts_t *o, af_graph_t **out, af_error_t *err);
 
+/*
+ * A training chain of `layers` unit-cost layers, every activation and gradient `elems` f32
+ * elements: x0 (input) -Tanh-> x1 -> ... -> xn -Sigmoid (the loss)-> gn, then for i = n..1
+ * g(i-1) = Mul(gi, x(i-1)) (the backward of layer i reads its input), g0 the output. Every op
+ * has a real kernel, so the graph runs with the "real" kernel set. Node cost 1 each, names f<i>,
+ * loss, b<i>. Errors: AF_EINVAL (layers < 1 or > 100000, elems < 1), AF_ENOMEM. Reentrant.
+ */
+int af_zoo_chain_train(int32_t layers, int64_t elems, af_graph_t **out, af_error_t *err);
+
 /* ---- synthetic graphs (zoo/dag.c) --------------------------------------------------------- */
 
 /* The xorshift PRNG the synthetic graphs are drawn from; also for callers' own fixed-seed data.
