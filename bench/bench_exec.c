@@ -2,8 +2,12 @@
  * bench_exec: what the executor costs, against references measured in the same run.
  *
  *  1. Scheduling overhead per node, empty kernels, on a chain, a fan-out and a layered graph
- *     (tiny tensors), at 1 and 2 worker threads (target <= 200 ns/node). Reference: a plain
- *     loop calling the same empty kernel through a function pointer in topological order.
+ *     (tiny tensors) of 500 and 2000 nodes, at 1 and 2 worker threads, in process CPU time:
+ *     one af_session_run per round, and af_session_run_n for all rounds. References: a plain
+ *     loop calling the same empty kernel through a function pointer in topological order, and
+ *     Taskflow's run_n on the same edge set (data + reuse edges) when its peer program is given
+ *     (--taskflow PATH or AF_TASKFLOW_PEER: bench/peer_taskflow.cpp, built with
+ *     -DAF_TASKFLOW_DIR=/path/to/taskflow; the column is skipped otherwise).
  *  2. Zoo graphs (a hashing/filling kernel: every input hashed, every output written): rounds/s
  *     of the executor (planned arena from the pool) at 1 and 2 threads, and of a naive
  *     executor (one thread) that mallocs every tensor before its producer and frees it after
@@ -17,7 +21,7 @@
  *  5. Plan cache: time to plan, to hit in memory, and to restore after a restart (the restore
  *     re-derives the plan with the recorded scheduler and checks it against the file).
  *
- * Fixed seeds, warm-up rounds, repetitions, medians. Usage: bench_exec [--quick]
+ * Fixed seeds, warm-up rounds, repetitions, medians. Usage: bench_exec [--quick] [--taskflow PATH]
  */
 #include "arenaflow/cache.h"
 #include "arenaflow/executor.h"
@@ -27,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 static int quick;
@@ -142,6 +148,14 @@ static int counting_empty(const af_kernel_args_t *a)
     return 0;
 }
 
+/* Process CPU time (every thread), ns: on a shared machine wall time mostly measures waiting. */
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static double reference_loop_ns(const af_plan_t *p, int reps)
 {
     const af_graph_t *g = af_plan_graph(p);
@@ -150,66 +164,135 @@ static double reference_loop_ns(const af_plan_t *p, int reps)
     af_kernel_fn volatile fn = counting_empty;
     uint64_t t[32];
     for (int r = 0; r < reps; r++) {
-        uint64_t t0 = af_now_ns();
+        uint64_t t0 = cpu_ns();
         for (int k = 0; k < 20; k++)
             for (int32_t i = 0; i < n; i++) {
                 af_kernel_args_t a = {.graph = g, .node = order[i]};
                 fn(&a);
             }
-        t[r] = af_now_ns() - t0;
+        t[r] = cpu_ns() - t0;
     }
     return (double)median(t, reps) / (20.0 * n);
+}
+
+/* The Taskflow peer (bench/peer_taskflow.cpp, built only with -DAF_TASKFLOW_DIR): its path from
+ * --taskflow PATH or AF_TASKFLOW_PEER; NULL skips the column. */
+static const char *taskflow_peer;
+
+/* CPU ns per node of Taskflow's run_n on exactly the edges the executor runs (data edges and
+ * the plan's reuse edges), in a separate process; negative when the peer failed. */
+static double taskflow_ns(const af_plan_t *p, int threads, int rounds, int reps)
+{
+    const af_graph_t *g = af_plan_graph(p);
+    int32_t n = af_graph_node_count(g), ne = 0, nr = af_plan_reuse_edge_count(p);
+    for (int32_t v = 0; v < n; v++)
+        ne += af_graph_node(g, v)->n_succs;
+    char path[] = "/tmp/bench_exec_tfXXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f)
+        return -1;
+    fprintf(f, "%d %d %d %d %d\n", n, ne + nr, threads, rounds, reps);
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t k = 0; k < af_graph_node(g, v)->n_succs; k++)
+            fprintf(f, "%d %d\n", v, af_graph_node(g, v)->succs[k]);
+    for (int32_t i = 0; i < nr; i++)
+        fprintf(f, "%d %d\n", af_plan_reuse_edges(p)[i].from, af_plan_reuse_edges(p)[i].to);
+    fclose(f);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' < %s", taskflow_peer, path);
+    FILE *in = popen(cmd, "r");
+    double cpu = -1, wall = -1;
+    if (in) {
+        if (fscanf(in, "cpu_ns_per_node %lf wall_ns_per_node %lf", &cpu, &wall) != 2)
+            cpu = -1;
+        if (pclose(in) != 0)
+            cpu = -1;
+    }
+    unlink(path);
+    return cpu;
+}
+
+/* CPU ns per node of `rounds` rounds, median of reps: one af_session_run per round (batch 0)
+ * or one af_session_run_n for all of them. */
+static double exec_ns(af_session_t *s, int32_t nodes, int batch, int rounds, int reps)
+{
+    uint64_t t[32];
+    af_error_t err;
+    int rc;
+    for (int r = 0; r < reps; r++) {
+        uint64_t t0 = cpu_ns();
+        if (batch) {
+            if ((rc = af_session_run_n(s, rounds, NULL, NULL, &err)))
+                die("run_n", rc, &err);
+        } else {
+            for (int i = 0; i < rounds; i++)
+                if ((rc = af_session_run(s, NULL, NULL, &err)))
+                    die("run", rc, &err);
+        }
+        t[r] = cpu_ns() - t0;
+    }
+    return (double)median(t, reps) / ((double)rounds * nodes);
 }
 
 static void bench_overhead(void)
 {
     const char *names[3] = {"chain", "fan-out", "layered"};
-    int n = quick ? 500 : 2000, reps = quick ? 5 : 11, rounds = quick ? 10 : 20;
-    printf("\n== 1. scheduling overhead per node, empty kernels (target <= 200 ns/node) ==\n");
-    printf("%-8s %6s %8s %12s %12s %14s %10s\n", "graph", "nodes", "threads", "ns/node",
-           "ref ns/node", "ratio vs ref", "checksum");
-    for (int k = 0; k < 3; k++) {
-        af_graph_t *g = synth(k, n);
-        af_plan_t *p;
-        af_error_t err;
-        int rc = af_plan_create(g, NULL, &p, &err);
-        if (rc)
-            die("plan", rc, &err);
-        double ref = reference_loop_ns(p, reps);
-        for (int th = 1; th <= 2; th++) {
-            af_executor_opts_t o;
-            af_executor_opts_init(&o);
-            o.threads = th;
-            o.kernels = "empty";
-            af_executor_t *ex;
-            if ((rc = af_executor_create(&o, &ex, &err)))
-                die("executor", rc, &err);
-            af_executor_register_kernel(ex, "Empty", counting_empty, NULL);
-            af_session_t *s;
-            if ((rc = af_session_create(ex, p, NULL, &s, &err)))
-                die("session", rc, &err);
-            for (int i = 0; i < 10; i++)
-                af_session_run(s, NULL, NULL, NULL);
-            atomic_store(&empty_calls, 0);
-            uint64_t t[32];
-            for (int r = 0; r < reps; r++) {
-                uint64_t t0 = af_now_ns();
-                for (int i = 0; i < rounds; i++)
-                    if ((rc = af_session_run(s, NULL, NULL, &err)))
-                        die("run", rc, &err);
-                t[r] = af_now_ns() - t0;
+    int reps = quick ? 5 : 11, rounds = quick ? 50 : 200;
+    printf("\n== 1. scheduling overhead per node, empty kernels: CPU ns per node (process CPU "
+           "time, all threads) ==\n");
+    printf("run = af_session_run per round; run_n = af_session_run_n(%d rounds); ref = plain loop "
+           "through a function pointer; taskflow = Taskflow run_n(%d) on the same edges%s\n",
+           rounds, rounds, taskflow_peer ? "" : " (skipped: no --taskflow / AF_TASKFLOW_PEER)");
+    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %10s\n", "graph", "nodes", "threads", "run",
+           "run_n", "ref", "taskflow", "run_n/tf", "checksum");
+    static const int sizes[2] = {500, 2000};
+    for (int z = 0; z < 2; z++)
+        for (int k = 0; k < 3; k++) {
+            af_graph_t *g = synth(k, sizes[z]);
+            af_plan_t *p;
+            af_error_t err;
+            int rc = af_plan_create(g, NULL, &p, &err);
+            if (rc)
+                die("plan", rc, &err);
+            double ref = reference_loop_ns(p, reps);
+            int32_t nn = af_graph_node_count(g);
+            for (int th = 1; th <= 2; th++) {
+                af_executor_opts_t o;
+                af_executor_opts_init(&o);
+                o.threads = th;
+                o.kernels = "empty";
+                af_executor_t *ex;
+                if ((rc = af_executor_create(&o, &ex, &err)))
+                    die("executor", rc, &err);
+                af_executor_register_kernel(ex, "Empty", counting_empty, NULL);
+                af_session_t *s;
+                if ((rc = af_session_create(ex, p, NULL, &s, &err)))
+                    die("session", rc, &err);
+                if ((rc = af_session_run_n(s, 10, NULL, NULL, &err))) /* warm-up */
+                    die("run_n", rc, &err);
+                atomic_store(&empty_calls, 0);
+                double run = exec_ns(s, nn, 0, rounds, reps);
+                double batch = exec_ns(s, nn, 1, rounds, reps);
+                uint64_t calls = atomic_load(&empty_calls);
+                double tf = taskflow_peer ? taskflow_ns(p, th, rounds, reps) : -1;
+                char tfs[32] = "-", ratio[32] = "-";
+                if (tf > 0) {
+                    snprintf(tfs, sizeof tfs, "%.1f", tf);
+                    snprintf(ratio, sizeof ratio, "%.2f", batch / tf);
+                } else if (taskflow_peer) {
+                    snprintf(tfs, sizeof tfs, "failed");
+                }
+                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %10llu%s\n", names[k], nn, th,
+                       run, batch, ref, tfs, ratio, (unsigned long long)calls,
+                       calls == 2ull * reps * rounds * nn ? "" : " MISMATCH");
+                fflush(stdout);
+                af_session_destroy(s);
+                af_executor_destroy(ex);
             }
-            double ns = (double)median(t, reps) / ((double)rounds * af_graph_node_count(g));
-            uint64_t calls = atomic_load(&empty_calls);
-            printf("%-8s %6d %8d %12.1f %12.1f %14.1f %10llu%s\n", names[k], af_graph_node_count(g),
-                   th, ns, ref, ns / (ref > 0 ? ref : 1), (unsigned long long)calls,
-                   calls == (uint64_t)reps * rounds * af_graph_node_count(g) ? "" : " MISMATCH");
-            af_session_destroy(s);
-            af_executor_destroy(ex);
+            af_plan_destroy(p);
+            af_graph_destroy(g);
         }
-        af_plan_destroy(p);
-        af_graph_destroy(g);
-    }
 }
 
 /* ---- 2-4. zoo graphs: executor vs naive malloc/free executor ---------------------------- */
@@ -611,7 +694,21 @@ static void bench_cache(void)
 
 int main(int argc, char **argv)
 {
-    quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    taskflow_peer = getenv("AF_TASKFLOW_PEER");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--taskflow") == 0 && i + 1 < argc) {
+            taskflow_peer = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench_exec [--quick] [--taskflow PATH]\n"
+                            "  --taskflow PATH  the peer_taskflow program (built with "
+                            "-DAF_TASKFLOW_DIR=DIR); also AF_TASKFLOW_PEER\n");
+            return 2;
+        }
+    }
+    if (taskflow_peer && !taskflow_peer[0])
+        taskflow_peer = NULL;
     af_replace_allocator(cnt_malloc, cnt_realloc, cnt_calloc, free);
     printf("bench_exec (arenaflow %s)%s: medians; ratios are against references measured in "
            "this run\n",

@@ -1,7 +1,7 @@
 /*
- * bench_pool — replays tensor allocation traces against the arenaflow pool, jemalloc and glibc
- * malloc, in one run, at 1 and 2 threads; then reports reserved ÷ peak live for the default
- * ladder beside the seed's ladder; then a summary over traces.
+ * bench_pool — replays tensor allocation traces against the arenaflow pool and four tuned peers
+ * (jemalloc, glibc, tcmalloc, mimalloc) in one run, at 1 and 2 threads; then reserved ÷ peak
+ * live for the pool's ladders and the peers; then a summary over traces.
  *
  * Traces: the planner's event table CSV (`arenaflow plan G --events F.csv`: header
  * event_id,event_type,tensor_name,buffer_index,op_id,offset,bytes; ALLOC rows carry bytes, FREE
@@ -16,28 +16,26 @@
  * dynamic.c): two verification rounds (a tag word written into every block at alloc and checked
  * at free: the checksum, equal for every column when they did the same work, and a wrong pointer
  * would show), one calibration round, then ~30 ms of timed rounds that touch no block memory. The
- * timed loop is compiled once per column with that allocator's calls made directly (no indirect
- * call per operation), so the floor column is the loop's own cost. Options: --only COLUMN (time one
- * column beside arenaflow and the floor), --threads 1|2, --rounds N (fixed timed rounds instead of
- * ~30 ms, for instruction counting under callgrind), --no-frag (skip the reserved/peak table).
- * Reported: the median over `reps` repetitions of ns per alloc+free pair — a thread's time ÷ its
- * pairs, mean over threads, so a perfectly scaling allocator shows the same figure at 1 and 2
- * threads — as wall time and as thread CPU time (CLOCK_THREAD_CPUTIME_ID; on a loaded machine the
- * wall figure mostly measures waiting for a CPU). For every pool column, the global + class lock
- * acquisitions during the timed rounds are printed (0 means the fast path never locked). Columns:
- * arenaflow (default options, one cache per thread: the size-class fast path), af locked
- * (af_pool_alloc/af_pool_free, no cache: the class lock per call, how the executor takes a
- * round's arena), jemalloc, glibc, floor (a bare LIFO stack).
+ * timed loop is compiled once per column with that allocator's calls made directly (dlopen'd
+ * peers: through their symbol's pointer, as a PLT call), so the floor column is the loop's cost.
+ * Options: --only COLUMN (time one column beside arenaflow and the floor), --threads 1|2, --rounds
+ * N (fixed timed rounds instead of ~30 ms, for instruction counting under callgrind), --no-frag
+ * (skip the reserved/peak table). Reported: the median over `reps` repetitions of ns per alloc+free
+ * pair — a thread's time ÷ its pairs, mean over threads, so a perfectly scaling allocator shows the
+ * same figure at 1 and 2 threads — as wall time and as thread CPU time (CLOCK_THREAD_CPUTIME_ID; on
+ * a loaded machine the wall figure mostly measures waiting for a CPU). For every pool column, the
+ * global + class lock acquisitions during the timed rounds are printed (0 means the fast path never
+ * locked). Columns: arenaflow (default options, one cache per thread: the size-class fast path), af
+ * locked (af_pool_alloc/af_pool_free, no cache: the class lock per call, how the executor takes a
+ * round's arena), the four tuned peers, floor (a bare LIFO stack).
  *
- * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds): "whole" = peak
- * reserved over all 13 rounds (warm-up included); "steady" = peak reserved during rounds 4-13
- * (af_pool_reset_peak before round 4), both ÷ the trace's peak live bytes.
- *
- * Which malloc is which: this program is linked with libjemalloc (arenaflow links it), so the
- * plain `malloc` symbol resolves to jemalloc's, not glibc's. The "jemalloc" column calls
- * mallocx/dallocx (default arena, thread cache on: jemalloc's fast path); the "glibc" column
- * calls __libc_malloc/__libc_free, glibc's own entry points, which jemalloc does not replace.
- * The program prints what `malloc` resolved to.
+ * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds): "whole" = peak reserved over all 13
+ * rounds; "steady" = peak reserved during rounds 4-13, both ÷ the trace's peak live bytes. Peers
+ * (bench_pool_peers.h: how each is loaded, tuned not to purge, and measured): jemalloc (this
+ * process's malloc, linked in through arenaflow), glibc (__libc_malloc), tcmalloc and mimalloc
+ * (dlopen with RTLD_DEEPBIND). Their reserved / peak live is measured in a fresh process each
+ * (--frag-peer). The summary compares arenaflow with the strongest peer of each trace: the fastest,
+ * and the one reserving the least.
  */
 #include "arenaflow/pool.h"
 
@@ -46,14 +44,18 @@
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef AF_HAVE_JEMALLOC
 #include <jemalloc/jemalloc.h>
+/* jemalloc reads this when it starts (before main): the tuning of the jemalloc column. */
+const char *malloc_conf = "dirty_decay_ms:-1,muzzy_decay_ms:-1,tcache_max:8388608";
 #endif
 
 extern void *__libc_malloc(size_t);
 extern void __libc_free(void *);
 
+#include "bench_pool_peers.h" /* tcmalloc, mimalloc, the tuning, reserved bytes per peer */
 #include "bench_pool_trace.h" /* op_t, trace_t, synthetic, load_trace */
 
 /* ---- allocators -------------------------------------------------------------------------- */
@@ -61,6 +63,8 @@ extern void __libc_free(void *);
 typedef struct {
     const char *name, *what;
     int pool;                 /* a fresh pool is made per repetition (others: pool = 0) */
+    size_t (*reserved)(void); /* peers: bytes held from the OS now (NULL: not a peer) */
+    const peer_lib_t *lib;    /* dlopen'd peers: skipped when not loaded */
     void *(*make)(void *ctx); /* per-thread state */
     void (*unmake)(void *ts);
     void *(*alloc)(void *ts, size_t n);
@@ -164,6 +168,22 @@ static void glibc_free(void *ts, void *p)
 {
     __libc_free(p);
 }
+static void *tc_alloc(void *ts, size_t n)
+{
+    return g_tc.malloc_fn(n);
+}
+static void tc_free(void *ts, void *p)
+{
+    g_tc.free_fn(p);
+}
+static void *mi_alloc(void *ts, size_t n)
+{
+    return g_mi.malloc_fn(n);
+}
+static void mi_free(void *ts, void *p)
+{
+    g_mi.free_fn(p);
+}
 
 /* Timed replay loop of one allocator, calls inlined (see alloc_t.timed). The trace fields and
  * the counters live in locals: stores through `sum`/`errors` would be reloaded after every
@@ -199,23 +219,30 @@ TIMED_LOOP(timed_floor, floor_alloc, floor_free)
 TIMED_LOOP(timed_je, je_alloc, je_free)
 #endif
 TIMED_LOOP(timed_glibc, glibc_alloc, glibc_free)
+TIMED_LOOP(timed_tc, tc_alloc, tc_free)
+TIMED_LOOP(timed_mi, mi_alloc, mi_free)
 
-/* The columns, in print order: arenaflow first (the reference of the x ratios), floor last. */
+/* The columns, in print order: arenaflow first (the reference of the x ratios), then af locked,
+ * the tuned peers, floor last. */
 static const alloc_t g_columns[] = {
-    {"arenaflow", "defaults, one af_pool_cache_t per thread (the size-class fast path)", 1,
-     pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
-    {"af locked", "af_pool_alloc/af_pool_free, no cache (the class lock per call)", 1, nop_make,
-     nop_unmake, locked_alloc, locked_free, timed_locked},
+    {"arenaflow", "defaults, one af_pool_cache_t per thread (the size-class fast path)", 1, NULL,
+     NULL, pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
+    {"af locked", "af_pool_alloc/af_pool_free, no cache (the class lock per call)", 1, NULL, NULL,
+     nop_make, nop_unmake, locked_alloc, locked_free, timed_locked},
 #ifdef AF_HAVE_JEMALLOC
-    {"jemalloc", "mallocx/dallocx (default arena, tcache on)", 0, nop_make, nop_unmake, je_alloc,
-     je_free, timed_je},
+    {"jemalloc", "mallocx/dallocx, tuned: no decay, tcache up to 8 MiB", 0, reserved_je, NULL,
+     nop_make, nop_unmake, je_alloc, je_free, timed_je},
 #endif
-    {"glibc", "__libc_malloc/__libc_free", 0, nop_make, nop_unmake, glibc_alloc, glibc_free,
-     timed_glibc},
+    {"glibc", "__libc_malloc/__libc_free, tuned: no trim, mmap only above 32 MiB", 0,
+     reserved_glibc, NULL, nop_make, nop_unmake, glibc_alloc, glibc_free, timed_glibc},
+    {"tcmalloc", "tc_malloc/tc_free (dlopen, RTLD_DEEPBIND), TCMALLOC_RELEASE_RATE=0", 0,
+     reserved_tc, &g_tc, nop_make, nop_unmake, tc_alloc, tc_free, timed_tc},
+    {"mimalloc", "mi_malloc/mi_free (dlopen, RTLD_DEEPBIND), MIMALLOC_ALLOW_DECOMMIT=0", 0,
+     reserved_mi, &g_mi, nop_make, nop_unmake, mi_alloc, mi_free, timed_mi},
     {"floor",
      "a bare LIFO stack of cells, no metadata (the replay loop alone; every column "
      "includes it)",
-     0, floor_make, floor_unmake, floor_alloc, floor_free, timed_floor},
+     0, NULL, NULL, floor_make, floor_unmake, floor_alloc, floor_free, timed_floor},
 };
 #define NCOL ((int)(sizeof g_columns / sizeof g_columns[0]))
 
@@ -459,6 +486,55 @@ static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t 
     return f;
 }
 
+/* A peer's reserved / peak live, measured like fragmentation() but in a fresh process (this
+ * program run with --frag-peer): an allocator cannot be reset, and one that kept the memory of
+ * earlier traces would look better than it is. reserved() is sampled after every allocation;
+ * what the allocator held before the first round (the process's own start-up) is subtracted. */
+static frag_t frag_peer(const trace_t *t, const alloc_t *a)
+{
+    void **ptrs = calloc(t->nslots + 1, sizeof(void *));
+    size_t base = a->reserved(), peak = base, steady = base;
+    for (int r = 0; r < 13; r++) {
+        if (r == 3)
+            steady = a->reserved();
+        for (size_t i = 0; i < t->nops; i++) {
+            const op_t *o = &t->ops[i];
+            if (o->alloc) {
+                ptrs[o->slot] = a->alloc(NULL, o->size);
+                size_t now = a->reserved();
+                peak = now > peak ? now : peak;
+                if (r >= 3)
+                    steady = now > steady ? now : steady;
+            } else if (ptrs[o->slot]) {
+                a->free(NULL, ptrs[o->slot]);
+                ptrs[o->slot] = NULL;
+            }
+        }
+    }
+    free(ptrs);
+    return (frag_t){(double)(peak - base) / (double)t->peak_live,
+                    (double)(steady - base) / (double)t->peak_live};
+}
+
+/* Runs frag_peer for column c on trace t in a child process; negative figures when it failed. */
+static frag_t frag_peer_child(const trace_t *t, int c)
+{
+    char cmd[4096], tr[3000] = ""; /* the synthetic trace is the child's default */
+    if (strncmp(t->name, "synthetic", 9))
+        snprintf(tr, sizeof tr, "--trace '%s'", t->name);
+    snprintf(cmd, sizeof cmd, "/proc/%d/exe --frag-peer '%s' %s", (int)getpid(), g_columns[c].name,
+             tr);
+    frag_t f = {-1, -1};
+    FILE *in = popen(cmd, "r");
+    if (in && fscanf(in, "frag %lf %lf", &f.whole, &f.steady) != 2)
+        f.whole = f.steady = -1;
+    if (!in)
+        return f;
+    if (pclose(in) != 0)
+        f.whole = f.steady = -1;
+    return f;
+}
+
 /* The reserved/peak configurations (unset fields keep af_pool_opts_init's defaults). */
 static const struct {
     const char *label;
@@ -482,6 +558,7 @@ typedef struct {
     const trace_t *t;
     result_t r[2][NCOL]; /* [threads - 1][column] */
     frag_t f[NCFG];
+    frag_t pf[NCOL]; /* peers' reserved / peak live (negative: not measured) */
 } trace_sum_t;
 
 static void print_times(const trace_t *t, int nt, int reps, const int *cols, int na,
@@ -523,7 +600,8 @@ static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
     sum->t = t;
     int cols[NCOL], na = 0;
     for (int i = 0; i < NCOL; i++)
-        if (!g_only || !strcmp(g_columns[i].name, g_only) || i == 0 || i == NCOL - 1)
+        if ((!g_only || !strcmp(g_columns[i].name, g_only) || i == 0 || i == NCOL - 1) &&
+            (!g_columns[i].lib || g_columns[i].lib->ok))
             cols[na++] = i;
     for (int nt = 1; nt <= g_maxthreads; nt++) {
         for (int i = 0; i < na; i++)
@@ -547,6 +625,16 @@ static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
             po.steps_per_doubling = g_cfgs[i].steps;
         sum->f[i] = fragmentation(t, g_cfgs[i].label, &po);
     }
+    printf("  peers, each in a fresh process (bench_pool --frag-peer NAME), the same 13 rounds, "
+           "reserved sampled after every allocation, start-up memory subtracted:\n");
+    for (int c = 0; c < NCOL; c++) {
+        sum->pf[c] = (frag_t){-1, -1};
+        if (!g_columns[c].reserved || (g_columns[c].lib && !g_columns[c].lib->ok))
+            continue;
+        sum->pf[c] = frag_peer_child(t, c);
+        printf("  %-31s whole %.3f  steady %.3f%s\n", g_columns[c].name, sum->pf[c].whole,
+               sum->pf[c].steady, sum->pf[c].whole < 0 ? "  (child failed)" : "");
+    }
 }
 
 static int column_of(const char *name)
@@ -557,11 +645,27 @@ static int column_of(const char *name)
     return -1;
 }
 
-/* The end of the run: medians and target counts over all traces, then one line per trace. */
+/* The strongest peer of a trace, or -1: the fastest at 1 thread (CPU), or with lean set the one
+ * with the least steady reserved / peak live. */
+static int best_peer(const trace_sum_t *s, int lean)
+{
+    int best = -1;
+    for (int c = 0; c < NCOL; c++) {
+        if (lean ? s->pf[c].steady < 0 : !g_columns[c].reserved || !s->r[0][c].ran)
+            continue;
+        if (best < 0 || (lean ? s->pf[c].steady < s->pf[best].steady
+                              : s->r[0][c].cpu_pair < s->r[0][best].cpu_pair))
+            best = c;
+    }
+    return best;
+}
+
+/* The end of the run: medians and target counts over all traces, then one line per trace. The
+ * headline compares arenaflow with the strongest peer of each trace: the fastest at 1 thread
+ * (CPU time), and the one reserving the least. */
 static void summary(const trace_sum_t *s, int n)
 {
     double v[64];
-    int je = column_of("jemalloc");
     printf("\nsummary over %d trace%s\n  median over traces of ns per pair, 1 thread, thread CPU "
            "time:",
            n, n > 1 ? "s" : "");
@@ -574,61 +678,51 @@ static void summary(const trace_sum_t *s, int n)
             printf("  %s %.2f", g_columns[c].name, median(v, k));
     }
     printf("\n");
-    for (int c = 0; c <= 1; c++) { /* arenaflow, af locked */
-        double lo = 1e300, hi = 0;
-        int le10 = 0, x10 = 0, k = 0;
-        uint64_t locks = 0;
-        for (int i = 0; i < n; i++) {
-            const result_t *r = s[i].r[0];
-            if (!r[c].ran)
-                continue;
+    int half = 0, k = 0, lean_st = 0, lean_wh = 0, kf = 0;
+    double lo = 1e300, hi = 0;
+    for (int i = 0; i < n; i++) {
+        int f = best_peer(&s[i], 0);
+        if (f >= 0 && s[i].r[0][0].ran) {
+            double x = s[i].r[0][0].cpu_pair / s[i].r[0][f].cpu_pair;
+            half += x <= 0.5;
+            lo = x < lo ? x : lo;
+            hi = x > hi ? x : hi;
             k++;
-            le10 += r[c].cpu_pair <= 10.0;
-            locks += s[i].r[1][c].locks;
-            if (je >= 0 && r[je].ran) {
-                double x = r[je].cpu_pair / r[c].cpu_pair;
-                lo = x < lo ? x : lo;
-                hi = x > hi ? x : hi;
-                x10 += x >= 10.0;
-            }
         }
-        if (!k)
-            continue;
-        printf("  %-10s <= 10 ns/pair (1 thread, CPU) on %d of %d traces", g_columns[c].name, le10,
-               k);
-        if (hi > 0)
-            printf("; jemalloc / %s (1 thread, CPU) min x%.1f max x%.1f, >= x10 on %d of %d",
-                   g_columns[c].name, lo, hi, x10, k);
-        if (g_maxthreads > 1)
-            printf("; lock acquisitions in the timed rounds at 2 threads, all traces: %llu",
-                   (unsigned long long)locks);
-        printf("\n");
+        int l = best_peer(&s[i], 1);
+        if (l >= 0 && !g_nofrag) {
+            lean_st += s[i].f[CFG_DEFAULT].steady <= s[i].pf[l].steady;
+            lean_wh += s[i].f[CFG_DEFAULT].whole <= s[i].pf[l].whole;
+            kf++;
+        }
     }
+    if (k)
+        printf("  arenaflow (size-class path) / fastest tuned peer, 1 thread, CPU: x%.2f .. x%.2f; "
+               "<= x0.5 on %d of %d traces\n",
+               lo, hi, half, k);
+    if (kf)
+        printf("  default ladder reserved / peak live <= the leanest peer's: steady on %d of %d "
+               "traces, whole run on %d of %d\n",
+               lean_st, kf, lean_wh, kf);
     if (g_nofrag)
         return;
-    for (int c = CFG_DEFAULT; c <= CFG_SEED; c += CFG_SEED - CFG_DEFAULT) {
-        int st = 0, wh = 0;
-        for (int i = 0; i < n; i++) {
-            st += s[i].f[c].steady <= 1.25;
-            wh += s[i].f[c].whole <= 1.25;
-        }
-        printf("  reserved / peak live <= 1.25, %-24s: steady on %d of %d traces, whole run on %d "
-               "of %d\n",
-               g_cfgs[c].label, st, n, wh, n);
-    }
-    printf("  per trace (ns per pair at 1 thread, CPU; je/af = jemalloc / arenaflow; locks = "
-           "arenaflow's lock acquisitions at 2 threads; reserved / peak live as whole|steady)\n"
-           "  %-16s %6s %8s %8s %8s %7s %5s | %-11s %-11s\n",
-           "trace", "pairs", "arenaflw", "locked", "floor", "je/af", "locks", "default", "seed");
+    printf("  per trace (ns per pair at 1 thread, CPU; fastest = the fastest tuned peer, af/peer "
+           "= arenaflow / it; reserved / peak live as whole|steady: the default ladder and the "
+           "leanest peer)\n"
+           "  %-16s %6s %8s %8s %-9s %8s %7s | %-11s %-21s\n",
+           "trace", "pairs", "arenaflw", "locked", "fastest", "ns", "af/peer", "default",
+           "leanest peer");
     for (int i = 0; i < n; i++) {
         const result_t *r = s[i].r[0];
         const char *nm = strrchr(s[i].t->name, '/');
         nm = nm ? nm + 1 : s[i].t->name;
-        printf("  %-16.16s %6zu %8.2f %8.2f %8.2f %7.1f %5llu | %.2f|%.2f   %.2f|%.2f\n", nm,
-               s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, r[NCOL - 1].cpu_pair,
-               je >= 0 && r[je].ran ? r[je].cpu_pair / r[0].cpu_pair : 0.0,
-               (unsigned long long)s[i].r[1][0].locks, s[i].f[CFG_DEFAULT].whole,
-               s[i].f[CFG_DEFAULT].steady, s[i].f[CFG_SEED].whole, s[i].f[CFG_SEED].steady);
+        int f = best_peer(&s[i], 0), l = best_peer(&s[i], 1);
+        printf("  %-16.16s %6zu %8.2f %8.2f %-9s %8.2f %7.2f | %.2f|%.2f   %-9s %.2f|%.2f\n", nm,
+               s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, f >= 0 ? g_columns[f].name : "-",
+               f >= 0 ? r[f].cpu_pair : 0.0, f >= 0 ? r[0].cpu_pair / r[f].cpu_pair : 0.0,
+               s[i].f[CFG_DEFAULT].whole, s[i].f[CFG_DEFAULT].steady,
+               l >= 0 ? g_columns[l].name : "-", l >= 0 ? s[i].pf[l].whole : 0.0,
+               l >= 0 ? s[i].pf[l].steady : 0.0);
     }
 }
 
@@ -637,6 +731,8 @@ int main(int argc, char **argv)
     int reps = 7;
     trace_t traces[64];
     int nt = 0;
+    const char *frag_child = NULL;
+    peers_load();
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--trace") && i + 1 < argc && nt < 64) {
             if (load_trace(argv[++i], &traces[nt]) == 0)
@@ -654,6 +750,8 @@ int main(int argc, char **argv)
             g_rounds = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--no-frag")) {
             g_nofrag = 1;
+        } else if (!strcmp(argv[i], "--frag-peer") && i + 1 < argc) {
+            frag_child = argv[++i]; /* internal: one peer's reserved / peak in this process */
         } else {
             fprintf(stderr,
                     "usage: %s [--trace EVENTS.csv]... [--reps N] [--only COLUMN] [--threads 1|2] "
@@ -664,6 +762,14 @@ int main(int argc, char **argv)
     }
     if (nt == 0)
         traces[nt++] = synthetic();
+    if (frag_child) {
+        int c = column_of(frag_child);
+        if (c < 0 || !g_columns[c].reserved || (g_columns[c].lib && !g_columns[c].lib->ok))
+            return 2;
+        frag_t f = frag_peer(&traces[0], &g_columns[c]);
+        printf("frag %.6f %.6f\n", f.whole, f.steady);
+        return 0;
+    }
     if (g_only && column_of(g_only) < 0) {
         fprintf(stderr, "--only %s: no such column\n", g_only);
         return 2;
@@ -674,6 +780,7 @@ int main(int argc, char **argv)
         printf("  %-10s %s\n", g_columns[c].name, g_columns[c].what);
     printf("plain malloc() in this binary resolves to %s\n",
            (void *)m == (void *)__libc_malloc ? "glibc" : "a replacement (jemalloc, linked in)");
+    peers_describe();
     printf("per thread: two untimed rounds that write a tag word into every block and check it at "
            "free (the checksum, equal for every column when they did the same work), one "
            "calibration round, then the timed rounds, which touch no block memory (allocator cost "

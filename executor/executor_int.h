@@ -1,7 +1,7 @@
 /*
  * The executor module's one private header: the worker pool (workers.c), its options
  * (options.c), dynamic tensors on the workers' pool caches (dynamic.c), compiled programs
- * (program.c), rounds (session.c), sessions (session_api.c) and re-planning after warm-up
+ * (program.c), rounds (session.c, rounds.c), sessions (session_api.c) and re-planning after warm-up
  * (replan.c), the kernel tables (kernels.c, kernel_bind.c, kernels_ref*.c), tensor files
  * (tensor_io.c); the plan cache (plan_cache.c) uses only what this header includes.
  *
@@ -22,6 +22,7 @@
 
 typedef struct af__round af__round_t;
 typedef struct af__prog af__prog_t;
+typedef struct af__batch af__batch_t;
 
 /* ---- workers (workers.c) ---------------------------------------------------------------- */
 
@@ -45,6 +46,8 @@ typedef struct af__worker {
     uint32_t rng;
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
+    af__task_t priv[8]; /* ready tasks kept while every other worker sleeps (PRIV_MAX) */
+    int npriv;
     int32_t team; /* OpenMP team size last set on this thread (kernel sets with a backend) */
     atomic_ullong steals, tasks;
     char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
@@ -126,6 +129,7 @@ struct af__prog {
     int32_t *succ_off, *succ; /* CSR: successors over data + reuse edges */
     int32_t *init_pending;
     int32_t *roots, n_roots;
+    int32_t n_sinks; /* nodes without successors: a round is over once all of them ran */
     int32_t max_in, max_out;
     af_kernel_fn *kfn;
     void **kuser;
@@ -191,8 +195,8 @@ struct af__round {
     uint64_t *seq;    /* per node: execution sequence (history) */
     uint8_t *owned;   /* per tensor: 1 when ptr[t] is a dynamic block of the pool */
     atomic_int *pending;
-    af__task_t *roots; /* the round's first tasks, pushed as one batch (node_count entries) */
-    atomic_int remaining;
+    af__task_t *roots;    /* the round's first tasks, pushed as one batch (node_count entries) */
+    atomic_int remaining; /* sinks still to run (every other node is an ancestor of one) */
     atomic_ullong seq_ctr;
     atomic_int status;
     atomic_int abort; /* a kernel failed: skip the remaining kernels */
@@ -207,13 +211,15 @@ struct af__round {
     int sync, done;
     int final_status;
     af__round_t *next_done;
+    af__batch_t *batch; /* the af_session_run_n() batch the round belongs to, or NULL */
 };
 
 /* Runs one node of a round on worker w (kernel + verification); returns nothing: errors go to
  * the round's status. */
 void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t node);
-/* Called by the worker that finished the round's last node. */
-void af__round_complete(af__round_t *r);
+/* Called by the worker that finished the round's last node (hint: its id, -1 on the caller's
+ * thread): a batch's next round is pushed onto that worker's deque. */
+void af__round_complete(af__round_t *r, int32_t hint);
 /* Checksum recorded for tensor t in round r (verify kernels). */
 uint64_t af__round_sum(const af__round_t *r, int32_t t);
 
@@ -344,9 +350,10 @@ int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 
 /* ---- sessions (session.c, session_api.c, replan.c) -------------------------------------------
  *
- * The session structure, shared by session.c (rounds), session_api.c (public calls) and
- * replan.c (re-planning after warm-up). Lock rule: s->mu (AF__RANK_SESSION) guards every field
- * below marked [mu]; fields without a mark are set at creation and read-only afterwards.
+ * The session structure, shared by session.c (rounds), rounds.c (starting and finishing them),
+ * session_api.c (public calls) and replan.c (re-planning after warm-up). Lock rule: s->mu
+ * (AF__RANK_SESSION) guards every field below marked [mu]; fields without a mark are set at
+ * creation and read-only afterwards.
  */
 
 struct af_session {
@@ -407,8 +414,14 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
                     af_error_t *err);
 /* Returns the round's arena and dynamic tensors. */
 void af__round_release(af__round_t *r);
-/* Worker side: bookkeeping and hand-over once a round completed (session_api.c). */
-void af__session_round_done(af_session_t *s, af__round_t *r);
+/* Returns only its dynamic tensors (a batch's next round keeps the arena). */
+void af__round_release_dynamic(af__round_t *r);
+/* Worker side: bookkeeping and hand-over once a round completed (rounds.c). */
+void af__session_round_done(af_session_t *s, af__round_t *r, int32_t hint);
+/* Gives a round's slot back and drops its program reference; s->mu held. */
+void af__session_slot_put(af_session_t *s, af__round_t *r);
+/* Re-takes the checksums of the constants (verify); s->mu held, no round running. */
+void af__session_const_sums(af_session_t *s, const af__prog_t *p);
 /* Keeps a copy of output k of a completed round (opts.keep_outputs); takes s->mu. Grows the
  * storage only for outputs larger than planned (dynamic ones); a failed growth keeps nothing. */
 void af__session_keep_output(af_session_t *s, int32_t k, const void *src, uint64_t n);

@@ -269,6 +269,8 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
         const af_node_info_t *ni = af_graph_node(g, v);
         if (p->init_pending[v] == 0)
             p->roots[p->n_roots++] = v;
+        if (p->succ_off[v] == p->succ_off[v + 1])
+            p->n_sinks++;
         if (ni->n_inputs > p->max_in)
             p->max_in = ni->n_inputs;
         if (ni->n_outputs > p->max_out)

@@ -230,7 +230,7 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
 }
 
 /* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */
-void af__round_complete(af__round_t *r)
+void af__round_complete(af__round_t *r, int32_t hint)
 {
     af_session_t *s = r->s;
     const af__prog_t *p = r->prog;
@@ -254,7 +254,7 @@ void af__round_complete(af__round_t *r)
                 ob->bytes = n;
         }
     }
-    af__session_round_done(s, r);
+    af__session_round_done(s, r, hint);
 }
 
 /* Caller side of the start of a round: pointers, inputs, counters. */
@@ -331,7 +331,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
             r->ptr[t] = r->ptr[p->root[t]] ? (uint8_t *)r->ptr[p->root[t]] + p->off[t] : NULL;
     for (int32_t v = 0; v < p->n_nodes; v++)
         atomic_store_explicit(&r->pending[v], p->init_pending[v], memory_order_relaxed);
-    atomic_store_explicit(&r->remaining, p->n_nodes, memory_order_relaxed);
+    atomic_store_explicit(&r->remaining, p->n_sinks, memory_order_relaxed);
     atomic_store_explicit(&r->status, 0, memory_order_relaxed);
     atomic_store_explicit(&r->abort, 0, memory_order_relaxed);
     atomic_store_explicit(&r->corrupted, 0, memory_order_relaxed);
@@ -342,8 +342,8 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
     return 0;
 }
 
-/* Frees what a round took from the pool (arena and dynamic tensors). Any thread. */
-void af__round_release(af__round_t *r)
+/* Frees the dynamic tensors a round took from the pool. Any thread. */
+void af__round_release_dynamic(af__round_t *r)
 {
     af_session_t *s = r->s;
     const af__prog_t *p = r->prog;
@@ -353,6 +353,13 @@ void af__round_release(af__round_t *r)
                 af__dyn_free(s->ex, r->ptr[t]);
                 r->owned[t] = 0;
             }
+}
+
+/* Frees what a round took from the pool (arena and dynamic tensors). Any thread. */
+void af__round_release(af__round_t *r)
+{
+    af_session_t *s = r->s;
+    af__round_release_dynamic(r);
     if (r->arena) {
         af_pool_free(s->ex->pool, r->arena);
         r->arena = NULL;

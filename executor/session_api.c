@@ -16,62 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void slot_put(af_session_t *s, af__round_t *r) /* s->mu held */
+void af__session_slot_put(af_session_t *s, af__round_t *r)
 {
     af__prog_release(r->prog);
     r->prog = NULL;
     s->free_slots[s->n_free++] = r->slot;
     uv_cond_broadcast(&s->cv);
-}
-
-void af__session_round_done(af_session_t *s, af__round_t *r)
-{
-    const af__prog_t *p = r->prog;
-    int status = atomic_load(&r->status);
-    uv_mutex_lock(&s->mu);
-    s->rounds++;
-    s->nodes_run += (uint64_t)p->n_nodes;
-    if (status)
-        s->failed_rounds++;
-    s->corrupted += (uint64_t)atomic_load(&r->corrupted);
-    int32_t fn = atomic_load(&r->failed_node);
-    if (status && status != AF_ECORRUPT && fn >= 0 && s->first_failed_node < 0) {
-        s->first_failed_node = fn;
-        s->first_failed_status = status;
-    }
-    int fc = atomic_load(&r->first_corrupt);
-    if (fc && s->first_corrupt_tensor < 0) {
-        s->first_corrupt_tensor = fc - 1;
-        s->first_corrupt_node = atomic_load(&r->first_corrupt_node);
-    }
-    if (s->verify)
-        memcpy(s->last_sum, r->sum, (size_t)p->n_tensors * sizeof(uint64_t));
-    if (s->history)
-        memcpy(s->last_seq, r->seq, (size_t)p->n_nodes * sizeof(uint64_t));
-    s->have_last = 1;
-    af__replan_observe(s, r);
-    uv_mutex_unlock(&s->mu);
-
-    af__round_release(r);
-
-    uv_mutex_lock(&s->mu);
-    r->final_status = status;
-    r->done = 1;
-    s->running--;
-    if (r->sync) {
-        uv_cond_broadcast(&s->cv);
-    } else {
-        r->next_done = NULL;
-        if (s->done_tail)
-            s->done_tail->next_done = r;
-        else
-            s->done_head = r;
-        s->done_tail = r;
-        uv_cond_broadcast(&s->cv);
-        if (s->has_async)
-            uv_async_send(&s->async);
-    }
-    uv_mutex_unlock(&s->mu);
 }
 
 /* Runs the callbacks of completed submitted rounds; loop thread. */
@@ -86,7 +36,7 @@ static void drain_done(af_session_t *s)
         if (r->cb)
             r->cb(s, r->id, r->final_status, r->user);
         uv_mutex_lock(&s->mu);
-        slot_put(s, r);
+        af__session_slot_put(s, r);
         uv_mutex_unlock(&s->mu);
         r = next;
     }
@@ -187,7 +137,7 @@ static const af__prog_t *cur_prog(const af_session_t *s)
     return p;
 }
 
-static void const_sums(af_session_t *s, const af__prog_t *p)
+void af__session_const_sums(af_session_t *s, const af__prog_t *p)
 {
     if (!s->verify)
         return; /* only verify kernels compare checksums; weights are not read for nothing */
@@ -255,7 +205,7 @@ static int alloc_consts(af_session_t *s, const af__prog_t *p)
         af__exec_fill(s->const_ptr[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
         own = af__align_up(own + p->bytes[t], 64);
     }
-    const_sums(s, p);
+    af__session_const_sums(s, p);
     return 0;
 }
 
@@ -383,121 +333,6 @@ void af_session_destroy(af_session_t *s)
         uv_close((uv_handle_t *)&s->async, on_close);
     else
         session_free(s);
-}
-
-/* Takes a slot and starts a round. On success *rout is running (or already complete). */
-static int round_begin(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs, int sync,
-                       af_round_cb cb, void *user, af__round_t **rout, af_error_t *err)
-{
-    uv_mutex_lock(&s->mu);
-    af__replan_maybe(s);
-    if (s->consts_dirty && s->running == 0) { /* no round reads the constants right now */
-        const_sums(s, s->prog);
-        af__session_consts_changed(s);
-        s->consts_dirty = 0;
-    }
-    while (s->n_free == 0) {
-        if (!sync) {
-            uv_mutex_unlock(&s->mu);
-            return af__err(err, AF_EBUSY, "%d rounds already in flight", s->n_slots);
-        }
-        uv_cond_wait(&s->cv, &s->mu);
-    }
-    af__round_t *r = &s->slots[s->free_slots[--s->n_free]];
-    r->prog = s->prog;
-    atomic_fetch_add(&r->prog->refs, 1);
-    r->id = s->next_round++;
-    r->sync = sync;
-    r->done = 0;
-    r->cb = cb;
-    r->user = user;
-    s->running++;
-    uv_mutex_unlock(&s->mu);
-
-    const af__prog_t *p = r->prog;
-    int rc = 0;
-    r->arena = NULL;
-    if (p->arena_bytes &&
-        (rc = af_pool_alloc(s->ex->pool, (size_t)p->arena_bytes, (void **)&r->arena))) {
-        af__err(err, rc, "the pool cannot give a %llu-byte arena: %s",
-                (unsigned long long)p->arena_bytes, af_strerror(rc));
-        goto fail;
-    }
-    if ((rc = af__round_start(r, inputs, outputs, err)))
-        goto fail;
-    if (p->n_nodes == 0) {
-        *rout = r;
-        af__round_complete(r);
-        return 0;
-    }
-    /* All roots in one all-or-nothing push: when the deque cannot grow, no node has started
-     * and the round fails cleanly (the session stays usable). */
-    for (int32_t i = 0; i < p->n_roots; i++)
-        r->roots[i] = (af__task_t){r, p->roots[i]};
-    if (af__exec_push(s->ex, -1, r->roots, (size_t)p->n_roots)) {
-        rc = af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", p->n_roots);
-        goto fail;
-    }
-    *rout = r;
-    return 0;
-fail:
-    af__round_release(r);
-    uv_mutex_lock(&s->mu);
-    s->running--;
-    slot_put(s, r);
-    uv_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static void describe_failure(const af__round_t *r, int status, af_error_t *err)
-{
-    const af_graph_t *g = r->prog->g;
-    int fc = atomic_load(&r->first_corrupt);
-    if (status == AF_ECORRUPT && fc) {
-        int32_t node = atomic_load(&r->first_corrupt_node);
-        af__err(err, status, "round %llu: tensor '%s' corrupted (%d tensors): read by %s%s%s",
-                (unsigned long long)r->id, af_graph_tensor(g, fc - 1)->name,
-                atomic_load(&r->corrupted), node >= 0 ? "node '" : "the caller",
-                node >= 0 ? af_graph_node(g, node)->name : "", node >= 0 ? "'" : "");
-    } else {
-        int32_t fn = atomic_load(&r->failed_node);
-        af__err(err, status, "round %llu failed: %s%s%s%s%s%s", (unsigned long long)r->id,
-                af_strerror(status), fn >= 0 ? " (node '" : "",
-                fn >= 0 ? af_graph_node(g, fn)->name : "", fn >= 0 ? "', op " : "",
-                fn >= 0 ? af_graph_node(g, fn)->op : "", fn >= 0 ? ")" : "");
-    }
-}
-
-int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
-                   af_error_t *err)
-{
-    if (!s)
-        return af__err(err, AF_EINVAL, "af_session_run: NULL session");
-    af__round_t *r = NULL; /* set by round_begin on success (-O3 cannot tell) */
-    int rc = round_begin(s, inputs, outputs, 1, NULL, NULL, &r, err);
-    if (rc)
-        return rc;
-    uv_mutex_lock(&s->mu);
-    while (!r->done)
-        uv_cond_wait(&s->cv, &s->mu);
-    rc = r->final_status;
-    if (rc)
-        describe_failure(r, rc, err);
-    slot_put(s, r);
-    uv_mutex_unlock(&s->mu);
-    return rc;
-}
-
-int af_session_submit(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
-                      af_round_cb cb, void *user, uint64_t *round_out)
-{
-    if (!s || !s->has_async)
-        return AF_EINVAL;
-    af__round_t *r = NULL;
-    int rc = round_begin(s, inputs, outputs, 0, cb, user, &r, NULL);
-    if (rc == 0 && round_out)
-        *round_out = r->id;
-    return rc;
 }
 
 int32_t af_session_inflight(const af_session_t *s)

@@ -168,6 +168,8 @@ found:
     return 1;
 }
 
+#define PRIV_MAX ((int)(sizeof(((af__worker_t *)0)->priv) / sizeof(af__task_t)))
+
 static void run_chain(af__worker_t *w, af__task_t t);
 
 /* Runs t now on this worker (when there is no memory to queue it). The batch buffer is set
@@ -184,24 +186,68 @@ static void run_inline(af__worker_t *w, af__task_t t)
     w->rcap = cap;
 }
 
-/* Runs a task and then, as long as it makes one ready, the successor it released. The other
- * successors it makes ready are pushed in one batch (one lock, one wake-up). */
+/* Decrements a round counter, returning its old value. With one worker only that worker ever
+ * decrements (the caller sets the counters before the round's first push, under a deque lock):
+ * a plain load and store then do, without the locked instruction that costs as much as an
+ * empty node. */
+static inline int count_down(atomic_int *c, int solo)
+{
+    if (solo) {
+        int v = atomic_load_explicit(c, memory_order_relaxed);
+        atomic_store_explicit(c, v - 1, memory_order_relaxed);
+        return v;
+    }
+    return atomic_fetch_sub_explicit(c, 1, memory_order_acq_rel);
+}
+
+/*
+ * Runs a task and then, as long as it makes one ready, the successor it released. The other
+ * successors it makes ready are pushed in one batch (one lock, one wake-up) — or, while every
+ * other worker sleeps, up to PRIV_MAX of them are kept in the worker's private stack (no lock,
+ * no shared counter: nobody is there to steal them); the chain ends only when that stack is
+ * empty, so a private task is never stranded.
+ *
+ * Per node the only atomic read-modify-writes (none with one worker: count_down) are the pending
+ * counters of successors with several predecessors (a successor with one is ready as soon as this
+ * node is done) and, for a sink, the round's remaining counter. Why counting sinks is enough: every
+ * node is an ancestor of a sink, and a sink runs only after all its ancestors have released their
+ * successors. Why r stays valid after the last decrement: a successor this node has not released
+ * yet cannot have run, nor can any sink below it, so the round is not over while this node still
+ * has counters to decrement; afterwards it touches only tasks it holds (nodes that have not run).
+ */
 static void run_chain(af__worker_t *w, af__task_t t)
 {
+    af_executor_t *ex = w->ex;
+    int solo = ex->n == 1;
     for (;;) {
         af__round_t *r = t.r;
         const af__prog_t *p = r->prog;
         af__round_run_node(w, r, t.node);
-        atomic_fetch_add_explicit(&w->tasks, 1, memory_order_relaxed);
+        /* only this worker writes its counter: no locked add */
+        atomic_store_explicit(&w->tasks, atomic_load_explicit(&w->tasks, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
         int32_t next = -1;
         size_t nready = 0;
         int32_t lo = p->succ_off[t.node], hi = p->succ_off[t.node + 1];
+        if (lo == hi) {
+            if (count_down(&r->remaining, solo) == 1)
+                af__round_complete(r, w->id); /* r may be reused from here on */
+            if (w->npriv == 0)
+                return;
+            t = w->priv[--w->npriv];
+            continue;
+        }
         for (int32_t i = lo; i < hi; i++) {
             int32_t s = p->succ[i];
-            if (atomic_fetch_sub_explicit(&r->pending[s], 1, memory_order_acq_rel) != 1)
+            if (p->init_pending[s] != 1 && count_down(&r->pending[s], solo) != 1)
                 continue;
             if (next < 0) {
                 next = s;
+                continue;
+            }
+            if (w->npriv < PRIV_MAX &&
+                atomic_load_explicit(&ex->sleepers, memory_order_relaxed) >= ex->n - 1) {
+                w->priv[w->npriv++] = (af__task_t){r, s};
                 continue;
             }
             if (nready == w->rcap &&
@@ -211,16 +257,15 @@ static void run_chain(af__worker_t *w, af__task_t t)
             }
             w->rbuf[nready++] = (af__task_t){r, s};
         }
-        if (nready && af__exec_push(w->ex, w->id, w->rbuf, nready))
-            for (size_t i = 0; i < nready; i++) /* remaining > 0 here: r stays valid */
+        if (nready && af__exec_push(ex, w->id, w->rbuf, nready))
+            for (size_t i = 0; i < nready; i++) /* unrun nodes: r stays valid */
                 run_inline(w, w->rbuf[i]);
-        if (atomic_fetch_sub_explicit(&r->remaining, 1, memory_order_acq_rel) == 1) {
-            af__round_complete(r); /* r may be reused from here on */
+        if (next >= 0)
+            t.node = next;
+        else if (w->npriv > 0)
+            t = w->priv[--w->npriv];
+        else
             return;
-        }
-        if (next < 0)
-            return;
-        t.node = next;
     }
 }
 

@@ -18,75 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- name map ---------------------------------------------------------------------------- */
-
-uint64_t af__graph_hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-typedef const char *(*name_of_fn)(const af_graph_t *g, int32_t id);
-
-static const char *tensor_name_of(const af_graph_t *g, int32_t id)
-{
-    return g->tensors[id].name;
-}
-
-static const char *node_name_of(const af_graph_t *g, int32_t id)
-{
-    return g->nodes[id].name;
-}
-
-static int32_t map_find(const af_graph_t *g, const af__namemap_t *m, name_of_fn name_of,
-                        const char *key)
-{
-    if (m->cap == 0)
-        return -1;
-    size_t mask = m->cap - 1;
-    for (size_t i = af__graph_hash_str(key) & mask;; i = (i + 1) & mask) {
-        int32_t id = m->slots[i];
-        if (id < 0)
-            return -1;
-        if (strcmp(name_of(g, id), key) == 0)
-            return id;
-    }
-}
-
-static int map_insert(const af_graph_t *g, af__namemap_t *m, name_of_fn name_of, int32_t id)
-{
-    if ((m->count + 1) * 2 > m->cap) {
-        size_t ncap = m->cap ? m->cap * 2 : 64;
-        int32_t *ns = af__malloc(ncap * sizeof(*ns));
-        if (!ns)
-            return AF_ENOMEM;
-        memset(ns, 0xff, ncap * sizeof(*ns));
-        for (size_t i = 0; i < m->cap; i++) {
-            int32_t old = m->slots[i];
-            if (old < 0)
-                continue;
-            size_t j = af__graph_hash_str(name_of(g, old)) & (ncap - 1);
-            while (ns[j] >= 0)
-                j = (j + 1) & (ncap - 1);
-            ns[j] = old;
-        }
-        af__free(m->slots);
-        m->slots = ns;
-        m->cap = ncap;
-    }
-    size_t mask = m->cap - 1;
-    size_t j = af__graph_hash_str(name_of(g, id)) & mask;
-    while (m->slots[j] >= 0)
-        j = (j + 1) & mask;
-    m->slots[j] = id;
-    m->count++;
-    return 0;
-}
-
 /* ---- dtypes ------------------------------------------------------------------------------ */
 
 static const struct {
@@ -150,13 +81,28 @@ int af_graph_create(af_graph_t **out)
     return 0;
 }
 
-static void free_strv(char **v, int32_t n)
+int af_graph_reserve(af_graph_t *g, int32_t n_tensors, int32_t n_nodes)
 {
-    if (!v)
-        return;
-    for (int32_t i = 0; i < n; i++)
-        af__free(v[i]);
-    af__free(v);
+    if (!g || g->finalized || n_tensors < 0 || n_nodes < 0)
+        return AF_EINVAL;
+    size_t nt = (size_t)n_tensors, nn = (size_t)n_nodes, c1 = g->cap_tensors, c2 = g->cap_tensors;
+    size_t c3 = g->cap_nodes, c4 = g->cap_nodes, c5 = g->cap_nodes;
+    /* The io table's guess is 3 ids per node; it grows past that as usual. */
+    int rc = 0;
+    if (nt > c1 && !(rc = af__grow((void **)&g->tensors, &c1, nt, sizeof(*g->tensors))))
+        rc = af__grow((void **)&g->alias_names, &c2, nt, sizeof(*g->alias_names));
+    g->cap_tensors = c1 < c2 ? c1 : c2;
+    if (!rc && nn > c3 && !(rc = af__grow((void **)&g->nodes, &c3, nn, sizeof(*g->nodes))) &&
+        !(rc = af__grow((void **)&g->io_first, &c4, nn, sizeof(*g->io_first))))
+        rc = af__grow((void **)&g->attr_cap, &c5, nn, sizeof(*g->attr_cap));
+    g->cap_nodes = c3 < c4 ? (c3 < c5 ? c3 : c5) : (c4 < c5 ? c4 : c5);
+    if (!rc)
+        rc = af__grow((void **)&g->io, &g->cap_io, 3 * nn + 1, sizeof(*g->io));
+    if (!rc)
+        rc = af__graph_map_reserve(&g->tmap, nt);
+    if (!rc)
+        rc = af__graph_map_reserve(&g->nmap, nn);
+    return rc;
 }
 
 static void free_attr_contents(af_attr_t *a)
@@ -172,32 +118,21 @@ void af_graph_destroy(af_graph_t *g)
     if (!g)
         return;
     af__graph_free_stores(g);
-    for (size_t i = 0; i < g->n_tensors; i++) {
-        af__free((void *)g->tensors[i].name);
-        af__free((void *)g->tensors[i].shape);
+    for (size_t i = 0; i < g->n_tensors; i++)
         af__free((void *)g->tensors[i].dynamic_reason);
-        if (g->alias_names)
-            af__free(g->alias_names[i]);
-    }
     for (size_t i = 0; i < g->n_nodes; i++) {
         af_node_info_t *n = &g->nodes[i];
-        af__free((void *)n->name);
-        af__free((void *)n->op);
-        af__free((void *)n->inputs);
-        af__free((void *)n->outputs);
-        af__free((void *)n->inplace);
         for (int32_t a = 0; a < n->n_attrs; a++)
             free_attr_contents((af_attr_t *)&n->attrs[a]);
         af__free((void *)n->attrs);
-        if (g->pending) {
-            free_strv(g->pending[i].in_names, n->n_inputs);
-            free_strv(g->pending[i].out_names, n->n_outputs);
-        }
     }
     af__free(g->tensors);
     af__free(g->alias_names);
     af__free(g->nodes);
-    af__free(g->pending);
+    af__free(g->io);
+    af__free(g->io_first);
+    af__free(g->unresolved);
+    af__graph_free_chunks(g);
     af__free(g->attr_cap);
     af__free(g->attr_slots);
     af__free(g->tmap.slots);
@@ -253,6 +188,8 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_EINVAL, "graph is finalized; tensors cannot be added");
     if (!d || !d->name || !d->name[0])
         return af__err(err, AF_EINVAL, "tensor without a name");
+    uint64_t hash = af__graph_hash_str(d->name);
+    af__graph_map_prefetch(&g->tmap, hash);
     if ((unsigned)d->kind > AF_TENSOR_SCRATCH)
         return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
     if (d->rank > AF_MAX_RANK || (d->rank > 0 && !d->shape))
@@ -260,8 +197,6 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
                        d->rank, AF_MAX_RANK);
     if (g->n_tensors >= INT32_MAX - 1)
         return af__err(err, AF_ENOMEM, "too many tensors");
-    if (map_find(g, &g->tmap, tensor_name_of, d->name) >= 0)
-        return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
     int64_t bytes = d->bytes;
     if (bytes < AF_BYTES_FROM_SHAPE)
         return af__err(err, AF_ESIZE, "tensor '%s': negative size %lld", d->name, (long long)bytes);
@@ -292,24 +227,23 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_ENOMEM, "out of memory");
     /* Both arrays grow in lockstep; keep the smaller capacity as the shared one. */
     g->cap_tensors = cap < cap2 ? cap : cap2;
+    if (af__graph_map_find(g, &g->tmap, d->name, hash) >= 0)
+        return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
 
+    /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_tensor_info_t t = {0};
-    char *alias = NULL;
+    const char *alias = NULL;
     int64_t *shape = NULL;
-    t.name = af__strdup(d->name);
+    t.name = af__graph_strdup(g, d->name);
     if (d->rank > 0) {
-        shape = af__malloc((size_t)d->rank * sizeof(*shape));
+        shape = af__graph_alloc(g, (size_t)d->rank * sizeof(*shape), sizeof(*shape));
         if (shape)
             memcpy(shape, d->shape, (size_t)d->rank * sizeof(*shape));
     }
     if (d->alias_of)
-        alias = af__strdup(d->alias_of);
-    if (!t.name || (d->rank > 0 && !shape) || (d->alias_of && !alias)) {
-        af__free((void *)t.name);
-        af__free(shape);
-        af__free(alias);
+        alias = af__graph_strdup(g, d->alias_of);
+    if (!t.name || (d->rank > 0 && !shape) || (d->alias_of && !alias))
         return af__err(err, AF_ENOMEM, "out of memory");
-    }
     t.bytes = bytes;
     t.dtype = d->dtype;
     t.rank = d->rank < 0 ? -1 : d->rank;
@@ -322,11 +256,8 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     g->tensors[id] = t;
     g->alias_names[id] = alias;
     g->n_tensors++;
-    if (map_insert(g, &g->tmap, tensor_name_of, id)) {
+    if (af__graph_map_insert(&g->tmap, id, hash)) {
         g->n_tensors--;
-        af__free((void *)t.name);
-        af__free(shape);
-        af__free(alias);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
     if (id_out)
@@ -334,19 +265,28 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     return 0;
 }
 
-static char **dup_strv(const char *const *v, int32_t n)
+/* Records node `node`'s io names: the id of each name already declared, else -1 and an entry
+ * in g->unresolved for finalize. 0 or AF_ENOMEM (g->n_io unchanged then). */
+static int record_io(af_graph_t *g, const char *const *names, int32_t n)
 {
-    char **out = af__calloc((size_t)(n > 0 ? n : 1), sizeof(*out));
-    if (!out)
-        return NULL;
+    size_t base = g->n_io, undo = g->n_unresolved;
+    if (af__grow((void **)&g->io, &g->cap_io, base + (size_t)n + 1, sizeof(*g->io)))
+        return AF_ENOMEM;
     for (int32_t i = 0; i < n; i++) {
-        out[i] = af__strdup(v[i]);
-        if (!out[i]) {
-            free_strv(out, i);
-            return NULL;
+        int32_t id = af__graph_map_find(g, &g->tmap, names[i], af__graph_hash_str(names[i]));
+        g->io[base + (size_t)i] = id;
+        if (id >= 0)
+            continue;
+        const char *copy = af__graph_strdup(g, names[i]);
+        if (!copy || af__grow((void **)&g->unresolved, &g->cap_unresolved, g->n_unresolved + 1,
+                              sizeof(*g->unresolved))) {
+            g->n_unresolved = undo;
+            return AF_ENOMEM;
         }
+        g->unresolved[g->n_unresolved++] = (af__unresolved_t){base + (size_t)i, copy};
     }
-    return out;
+    g->n_io = base + (size_t)n;
+    return 0;
 }
 
 int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, af_error_t *err)
@@ -377,36 +317,32 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
         snprintf(autoname, sizeof(autoname), "node%zu", g->n_nodes);
         name = autoname;
     }
-    if (map_find(g, &g->nmap, node_name_of, name) >= 0)
-        return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
+    uint64_t hash = af__graph_hash_str(name);
+    af__graph_map_prefetch(&g->nmap, hash);
 
     size_t need = g->n_nodes + 1, c1 = g->cap_nodes, c2 = g->cap_nodes, c3 = g->cap_nodes;
     if (af__grow((void **)&g->nodes, &c1, need, sizeof(*g->nodes)) ||
-        af__grow((void **)&g->pending, &c2, need, sizeof(*g->pending)) ||
+        af__grow((void **)&g->io_first, &c2, need, sizeof(*g->io_first)) ||
         af__grow((void **)&g->attr_cap, &c3, need, sizeof(*g->attr_cap)))
         return af__err(err, AF_ENOMEM, "out of memory");
     g->cap_nodes = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+    if (af__graph_map_find(g, &g->nmap, name, hash) >= 0)
+        return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
 
+    /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_node_info_t n = {0};
-    af__node_pending_t p = {0};
-    n.name = af__strdup(name);
-    n.op = af__strdup(d->op);
-    p.in_names = dup_strv(d->inputs, d->n_inputs);
-    p.out_names = dup_strv(d->outputs, d->n_outputs);
+    n.name = af__graph_strdup(g, name);
+    n.op = af__graph_strdup(g, d->op);
     af_inplace_t *ip = NULL;
     if (d->n_inplace > 0) {
-        ip = af__malloc((size_t)d->n_inplace * sizeof(*ip));
+        ip = af__graph_alloc(g, (size_t)d->n_inplace * sizeof(*ip), _Alignof(af_inplace_t));
         if (ip)
             memcpy(ip, d->inplace, (size_t)d->n_inplace * sizeof(*ip));
     }
-    if (!n.name || !n.op || !p.in_names || !p.out_names || (d->n_inplace > 0 && !ip)) {
-        af__free((void *)n.name);
-        af__free((void *)n.op);
-        free_strv(p.in_names, d->n_inputs);
-        free_strv(p.out_names, d->n_outputs);
-        af__free(ip);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
+    size_t first = g->n_io, undo = g->n_unresolved;
+    if (!n.name || !n.op || (d->n_inplace > 0 && !ip) || record_io(g, d->inputs, d->n_inputs) ||
+        record_io(g, d->outputs, d->n_outputs))
+        goto oom;
     n.n_inputs = d->n_inputs;
     n.n_outputs = d->n_outputs;
     n.cost = d->cost;
@@ -414,21 +350,20 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
     n.n_inplace = d->n_inplace;
     int32_t id = (int32_t)g->n_nodes;
     g->nodes[id] = n;
-    g->pending[id] = p;
+    g->io_first[id] = first;
     g->attr_cap[id] = 0;
     g->n_nodes++;
-    if (map_insert(g, &g->nmap, node_name_of, id)) {
+    if (af__graph_map_insert(&g->nmap, id, hash)) {
         g->n_nodes--;
-        af__free((void *)n.name);
-        af__free((void *)n.op);
-        free_strv(p.in_names, d->n_inputs);
-        free_strv(p.out_names, d->n_outputs);
-        af__free(ip);
-        return af__err(err, AF_ENOMEM, "out of memory");
+        goto oom;
     }
     if (id_out)
         *id_out = id;
     return 0;
+oom:
+    g->n_io = first;
+    g->n_unresolved = undo;
+    return af__err(err, AF_ENOMEM, "out of memory");
 }
 
 /* ---- attribute-name index ----------------------------------------------------------------- */
@@ -598,12 +533,12 @@ const af_node_info_t *af_graph_node(const af_graph_t *g, int32_t id)
 
 int32_t af_graph_find_tensor(const af_graph_t *g, const char *name)
 {
-    return map_find(g, &g->tmap, tensor_name_of, name);
+    return af__graph_map_find(g, &g->tmap, name, af__graph_hash_str(name));
 }
 
 int32_t af_graph_find_node(const af_graph_t *g, const char *name)
 {
-    return map_find(g, &g->nmap, node_name_of, name);
+    return af__graph_map_find(g, &g->nmap, name, af__graph_hash_str(name));
 }
 
 const af_attr_t *af_graph_node_attr(const af_graph_t *g, int32_t node, const char *name)

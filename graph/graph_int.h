@@ -7,17 +7,22 @@
 
 #include <stdatomic.h>
 
-/* Open-addressing name -> id map; keys are the names stored in the graph's records. */
+/* Open-addressing name -> id map (graph/names.c); keys are the names stored in the graph's
+ * records. A slot is (32 bits of the name's hash) << 32 | id, UINT64_MAX when empty. */
 typedef struct af__namemap {
-    int32_t *slots; /* id or -1 */
-    size_t cap;     /* power of two */
+    uint64_t *slots;
+    size_t cap; /* power of two */
     size_t count;
 } af__namemap_t;
 
-typedef struct af__node_pending {
-    char **in_names;
-    char **out_names;
-} af__node_pending_t;
+/* A node's input or output name that named no tensor yet when the node was added; finalize
+ * resolves it into io[at]. */
+typedef struct af__unresolved {
+    size_t at;
+    const char *name; /* in the graph's arena */
+} af__unresolved_t;
+
+typedef struct af__chunk af__chunk_t;
 
 /* Storage constant data points into (graph/store.c): a heap block or a read-only file mapping,
  * shared by reference count between the graphs whose tensors point into it. */
@@ -35,12 +40,19 @@ struct af_graph {
 
     af_tensor_info_t *tensors;
     size_t n_tensors, cap_tensors;
-    char **alias_names; /* per tensor, until finalize */
+    const char **alias_names; /* per tensor (in the arena), until finalize */
 
     af_node_info_t *nodes;
     size_t n_nodes, cap_nodes;
-    af__node_pending_t *pending; /* per node, until finalize */
-    size_t *attr_cap;            /* per node capacity of nodes[i].attrs */
+    /* Every node's input ids then output ids, node i's from io_first[i]; nodes[i].inputs and
+     * .outputs point here once finalize has resolved the names of unresolved[]. */
+    int32_t *io;
+    size_t n_io, cap_io;
+    size_t *io_first;
+    af__unresolved_t *unresolved;
+    size_t n_unresolved, cap_unresolved;
+    af__chunk_t *chunks; /* the arena: names, op types, shapes, in-place hints */
+    size_t *attr_cap;    /* per node capacity of nodes[i].attrs */
     /* Attribute names of the nodes with more than AF__ATTR_SCAN attributes, so the duplicate
      * check of af_graph_node_set_attr stays O(1): open addressing, slot = node << 32 | index
      * into the node's attrs, -1 empty. Fewer attributes are scanned. */
@@ -60,6 +72,22 @@ struct af_graph {
 
 /* FNV-1a hash of a string (name tables). */
 uint64_t af__graph_hash_str(const char *s);
+/* The id whose name is key (hash: af__graph_hash_str(key)) in m (g->tmap or g->nmap), or -1. */
+int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const char *key,
+                           uint64_t hash);
+/* Starts loading the slot a probe for hash begins at (the tables outgrow the caches: the load
+ * then overlaps the caller's checks). */
+void af__graph_map_prefetch(const af__namemap_t *m, uint64_t hash);
+/* Room for count entries without growing; 0 or AF_ENOMEM (m unchanged). */
+int af__graph_map_reserve(af__namemap_t *m, size_t count);
+/* Adds id under its name's hash; 0 or AF_ENOMEM (m unchanged). */
+int af__graph_map_insert(af__namemap_t *m, int32_t id, uint64_t hash);
+/* bytes from the graph's arena, aligned to align (a power of two up to 16); NULL when out of
+ * memory. Freed only by af_graph_destroy (af__graph_free_chunks). */
+void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align);
+/* A copy of s in the arena, or NULL when out of memory. */
+const char *af__graph_strdup(af_graph_t *g, const char *s);
+void af__graph_free_chunks(af_graph_t *g);
 /* Min-heap of ids (validate.c): push v, pop the smallest. h holds at least *n + 1 entries. */
 void af__graph_heap_push(int32_t *h, size_t *n, int32_t v);
 int32_t af__graph_heap_pop(int32_t *h, size_t *n);

@@ -50,8 +50,6 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
         }
         g->alias_root[i] = t;
         g->alias_root_off[i] = off;
-    }
-    for (size_t i = 0; i < n; i++) {
         const af_tensor_info_t *a = &g->tensors[i];
         if (a->alias_of < 0)
             continue;
@@ -69,30 +67,20 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
 
 static int resolve_names(af_graph_t *g, af_error_t *err)
 {
+    size_t u = 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         af_node_info_t *nd = &g->nodes[i];
-        int32_t *in = af__malloc((size_t)(nd->n_inputs ? nd->n_inputs : 1) * sizeof(*in));
-        int32_t *out = af__malloc((size_t)(nd->n_outputs ? nd->n_outputs : 1) * sizeof(*out));
-        if (!in || !out) {
-            af__free(in);
-            af__free(out);
-            return af__err(err, AF_ENOMEM, "out of memory");
-        }
-        af__free((void *)nd->inputs);
-        af__free((void *)nd->outputs);
-        nd->inputs = in;
-        nd->outputs = out;
-        for (int32_t j = 0; j < nd->n_inputs; j++) {
-            in[j] = af_graph_find_tensor(g, g->pending[i].in_names[j]);
-            if (in[j] < 0)
-                return af__err(err, AF_ENOENT, "node '%s': input '%s' is not a declared tensor",
-                               nd->name, g->pending[i].in_names[j]);
-        }
-        for (int32_t j = 0; j < nd->n_outputs; j++) {
-            out[j] = af_graph_find_tensor(g, g->pending[i].out_names[j]);
-            if (out[j] < 0)
-                return af__err(err, AF_ENOENT, "node '%s': output '%s' is not a declared tensor",
-                               nd->name, g->pending[i].out_names[j]);
+        size_t first = g->io_first[i], end = first + (size_t)nd->n_inputs + (size_t)nd->n_outputs;
+        nd->inputs = g->io + first;
+        nd->outputs = g->io + first + nd->n_inputs;
+        for (; u < g->n_unresolved && g->unresolved[u].at < end; u++) {
+            const af__unresolved_t *r = &g->unresolved[u];
+            int32_t id = af_graph_find_tensor(g, r->name);
+            if (id < 0)
+                return af__err(err, AF_ENOENT, "node '%s': %s '%s' is not a declared tensor",
+                               nd->name, r->at < first + (size_t)nd->n_inputs ? "input" : "output",
+                               r->name);
+            g->io[r->at] = id;
         }
         for (int32_t k = 0; k < nd->n_inplace; k++) {
             const af_inplace_t *h = &nd->inplace[k];
@@ -404,6 +392,7 @@ static void release_tables(af_graph_t *g)
     for (size_t i = 0; i < g->n_nodes; i++) {
         g->nodes[i].n_preds = g->nodes[i].n_succs = 0;
         g->nodes[i].preds = g->nodes[i].succs = NULL;
+        g->nodes[i].inputs = g->nodes[i].outputs = NULL;
     }
 }
 
@@ -418,19 +407,12 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
         release_tables(g);
         return rc;
     }
-    /* Names are resolved for good: drop the pending strings. */
-    for (size_t i = 0; i < g->n_nodes; i++) {
-        for (int32_t j = 0; j < g->nodes[i].n_inputs; j++)
-            af__free(g->pending[i].in_names[j]);
-        for (int32_t j = 0; j < g->nodes[i].n_outputs; j++)
-            af__free(g->pending[i].out_names[j]);
-        af__free(g->pending[i].in_names);
-        af__free(g->pending[i].out_names);
-    }
-    af__free(g->pending);
-    g->pending = NULL;
-    for (size_t i = 0; i < g->n_tensors; i++)
-        af__free(g->alias_names[i]);
+    /* Names are resolved for good (the strings themselves live in the arena). */
+    af__free(g->unresolved);
+    g->unresolved = NULL;
+    g->n_unresolved = g->cap_unresolved = 0;
+    af__free(g->io_first);
+    g->io_first = NULL;
     af__free(g->alias_names);
     g->alias_names = NULL;
     g->finalized = 1;

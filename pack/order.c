@@ -1,8 +1,8 @@
 /*
- * The interval orders the placers share: by start (lower ascending, size descending, id) and by
- * end (upper, id; or upper, lower, id), each a sequence of stable radix sorts from the least
- * significant key up (common/sort.c), so ties fall back to the interval index as the qsort
- * comparators they replaced did.
+ * The interval orders the placers share: by start (lower ascending, size descending, id), by a
+ * key descending (key, size descending, lower, id) and by end (upper, id; or upper, lower, id),
+ * each a sequence of stable radix sorts from the least significant key up (common/sort.c), so ties
+ * fall back to the interval index as the qsort comparators they replaced did.
  *
  * Lock rule: none; reentrant.
  */
@@ -26,6 +26,28 @@ int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int
     for (size_t i = 0; i < n; i++)
         kv[i].key = af__key_i64(iv[kv[i].id].lower);
     af__sort_kv(kv, n, kv + n);
+    ids_out(kv, n, ids);
+    af__free(kv);
+    return 0;
+}
+
+int af__sort_by_key_desc(const af_interval_t *iv, const uint64_t *sz, const uint64_t *key, size_t n,
+                         int32_t *ids)
+{
+    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
+    if (!kv)
+        return AF_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        kv[i] = (af__kv_t){af__key_i64(iv[i].lower), (int32_t)i};
+    af__sort_kv(kv, n, kv + n);
+    for (size_t i = 0; i < n; i++)
+        kv[i].key = af__key_desc(sz[kv[i].id]);
+    af__sort_kv(kv, n, kv + n);
+    if (key) {
+        for (size_t i = 0; i < n; i++)
+            kv[i].key = af__key_desc(key[kv[i].id]);
+        af__sort_kv(kv, n, kv + n);
+    }
     ids_out(kv, n, ids);
     af__free(kv);
     return 0;

@@ -52,6 +52,10 @@ int af__place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
 
 /* Interval ids 0..n-1 by (lower ascending, sz descending, id): the placers' start order. */
 int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ids);
+/* Interval ids 0..n-1 by (key descending, sz descending, lower ascending, id); key NULL: by
+ * (sz descending, lower ascending, id). 0 or AF_ENOMEM. */
+int af__sort_by_key_desc(const af_interval_t *iv, const uint64_t *sz, const uint64_t *key, size_t n,
+                         int32_t *ids);
 /* Interval ids 0..n-1 by (upper, id), or (upper, lower, id) when then_lower. 0 or AF_ENOMEM. */
 int af__sort_by_end(const af_interval_t *iv, size_t n, int then_lower, int32_t *ids);
 

@@ -43,19 +43,6 @@ typedef struct {
     const uint64_t *key;
 } sort_ctx_t;
 
-static int cmp_by_key_desc(const void *a, const void *b, void *arg)
-{
-    const sort_ctx_t *c = arg;
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    if (c->key[x] != c->key[y])
-        return c->key[x] > c->key[y] ? -1 : 1;
-    if (c->sz[x] != c->sz[y])
-        return c->sz[x] > c->sz[y] ? -1 : 1;
-    if (c->iv[x].lower != c->iv[y].lower)
-        return c->iv[x].lower < c->iv[y].lower ? -1 : 1;
-    return x < y ? -1 : (x > y);
-}
-
 static int cmp_by_start(const void *a, const void *b, void *arg)
 {
     const sort_ctx_t *c = arg;
@@ -421,10 +408,12 @@ static int place_greedy_size(af_interval_t *iv, size_t n, const af_place_opts_t 
         af__free(ord);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    for (size_t i = 0; i < n; i++)
-        ord[i] = (int32_t)i;
-    sort_ctx_t c = {iv, sz, sz};
-    qsort_r(ord, n, sizeof(int32_t), cmp_by_key_desc, &c);
+    if (af__sort_by_key_desc(iv, sz, NULL, n, ord)) {
+        engine_free(&e);
+        af__free(sz);
+        af__free(ord);
+        return af__err(err, AF_ENOMEM, "out of memory");
+    }
     *height = engine_place(&e, iv, ord, 1, UINT64_MAX);
     engine_free(&e);
     af__free(sz);
@@ -568,10 +557,12 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
                      : k == KEY_CONFLICTS ? conf[i]
                                           : 0;
         }
-        for (size_t i = 0; i < n; i++)
-            ord[i] = (int32_t)i;
-        sort_ctx_t c = {iv, sz, key};
-        qsort_r(ord, n, sizeof(int32_t), k == KEY_START ? cmp_by_start : cmp_by_key_desc, &c);
+        /* radix orders: at 10^6 intervals a qsort here cost more than the placement itself */
+        if (k == KEY_START ? af__sort_by_start(iv, sz, n, ord)
+                           : af__sort_by_key_desc(iv, sz, key, n, ord)) {
+            rc = af__err(err, AF_ENOMEM, "out of memory");
+            goto out;
+        }
         uint64_t h = engine_place(&e, tmp, ord, members[m].best_fit, best);
         if (h < best) {
             best = h;

@@ -16,25 +16,6 @@
 
 #include <string.h>
 
-/* Interval ids by (size descending, lower ascending, id): stable radix sorts, least significant
- * key first. 0 or AF_ENOMEM. */
-static int by_size_desc(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ord)
-{
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
-    if (!kv)
-        return AF_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_i64(iv[i].lower), (int32_t)i};
-    af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        kv[i].key = af__key_desc(sz[kv[i].id]);
-    af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        ord[i] = kv[i].id;
-    af__free(kv);
-    return 0;
-}
-
 static int shared_color_end(const af_interval_t *iv, size_t n, const uint64_t *sz, int32_t *buf,
                             int32_t *nb, uint64_t *bsize, af_error_t *err)
 {
@@ -87,7 +68,7 @@ static int shared_greedy_size(const af_interval_t *iv, size_t n, const uint64_t 
         af__free(next);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    if (by_size_desc(iv, sz, n, ord)) {
+    if (af__sort_by_key_desc(iv, sz, NULL, n, ord)) {
         af__free(ord);
         af__free(tenants_head);
         af__free(next);

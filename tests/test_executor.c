@@ -638,10 +638,118 @@ static void test_executor_kernel_error_fails_round(void **state)
     af_session_stats_t st;
     af_session_stats(s, &st);
     assert_int_equal(st.failed_rounds, 1);
+    /* A failing round stops a batch: its error comes back, no round starts after it (at most
+     * the max_inflight rounds already started run), and the session stays usable. */
+    assert_int_equal(af_session_run_n(s, 1000, NULL, NULL, &err), AF_EIO);
+    assert_non_null(strstr(err.msg, "failed"));
+    assert_non_null(strstr(err.msg, "'n1'"));
+    af_session_stats(s, &st);
+    assert_true(st.rounds >= 2 && st.rounds <= 1 + (uint64_t)af_executor_opts(ex)->max_inflight);
+    assert_int_equal(st.failed_rounds, st.rounds);
+    assert_int_equal(af_session_inflight(s), 0);
+    assert_int_equal(af_session_run(s, NULL, NULL, &err), AF_EIO); /* still usable */
     af_session_destroy(s);
     af_executor_destroy(ex);
     af_plan_destroy(p);
     af_graph_destroy(g);
+}
+
+/* ---- round batches (af_session_run_n) --------------------------------------------------- */
+
+/* Each round of a batch reads its own input and writes its own output buffer, while rounds
+ * overlap: y_i = relu(x_i) + x_i for 40 rounds on 1, 2 and 4 workers, checksums verified. */
+static void test_executor_run_n_rounds_use_their_buffers(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t s4[] = {4};
+    add_shaped(g, "x", 1, s4, AF_TENSOR_INPUT);
+    add_shaped(g, "r", 1, s4, AF_TENSOR_INTERMEDIATE);
+    add_shaped(g, "y", 1, s4, AF_TENSOR_OUTPUT);
+    add_n(g, "relu", "Relu", "x", NULL, "r");
+    add_n(g, "add", "Add", "r", "x", "y");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    enum { N = 40 };
+    static float x[N][4], y[N][4];
+    af_buffer_t in[N], out[N];
+    for (int i = 0; i < N; i++) {
+        for (int k = 0; k < 4; k++)
+            x[i][k] = (float)(i * 4 + k) * (k % 2 ? -0.5f : 1.0f);
+        in[i] = (af_buffer_t){x[i], sizeof x[i]};
+        out[i] = (af_buffer_t){y[i], sizeof y[i]};
+    }
+    int threads[3] = {1, 2, 4};
+    for (int t = 0; t < 3; t++) {
+        af_executor_opts_t o;
+        af_executor_opts_init(&o);
+        o.threads = threads[t];
+        o.kernels = "real";
+        o.verify = 1;
+        af_executor_t *ex;
+        assert_int_equal(af_executor_create(&o, &ex, NULL), 0);
+        af_session_t *s;
+        af_error_t err;
+        assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
+        memset(y, 0, sizeof y);
+        int rc = af_session_run_n(s, N, in, out, &err);
+        if (rc)
+            fprintf(stderr, "run_n: %s\n", err.msg);
+        assert_int_equal(rc, 0);
+        for (int i = 0; i < N; i++)
+            for (int k = 0; k < 4; k++)
+                assert_float_equal(y[i][k], (x[i][k] > 0 ? x[i][k] : 0) + x[i][k], 1e-6);
+        af_session_stats_t st;
+        af_session_stats(s, &st);
+        assert_int_equal(st.rounds, N);
+        assert_int_equal(st.nodes_run, 2 * N);
+        assert_int_equal(st.corrupted_tensors, 0);
+        assert_int_equal(af_session_inflight(s), 0);
+        assert_int_equal(af_session_run_n(s, 0, NULL, NULL, &err), 0);
+        assert_int_equal(af_session_run_n(s, -1, NULL, NULL, &err), AF_EINVAL);
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
+/* Random DAGs under verify kernels: a batch runs every node of every round, with no tensor
+ * corrupted, on 1, 2 and 4 workers (the schedule's counters differ with one worker). */
+static void test_executor_run_n_random_dags_verified(void **state)
+{
+    (void)state;
+    int threads[3] = {1, 2, 4};
+    af_executor_t *ex[3];
+    for (int i = 0; i < 3; i++)
+        ex[i] = make_exec(threads[i], "verify");
+    for (int d = 0; d < DEFAULT_DAGS / 10; d++) {
+        uint64_t seed = 5000 + (uint64_t)d;
+        af_graph_t *g = rd_graph(seed, 24);
+        if (!g)
+            fail_msg("seed %llu: rd_graph failed", (unsigned long long)seed);
+        af_plan_t *p = make_plan(g, d % 2 ? AF_REUSE_STRICT : AF_REUSE_FENCE, 0);
+        for (int i = 0; i < 3; i++) {
+            af_session_t *s;
+            af_error_t err;
+            assert_int_equal(af_session_create(ex[i], p, NULL, &s, &err), 0);
+            int rc = af_session_run_n(s, 9, NULL, NULL, &err);
+            if (rc)
+                fail_msg("seed %llu, %d threads: %s", (unsigned long long)seed, threads[i],
+                         err.msg);
+            af_session_stats_t st;
+            af_session_stats(s, &st);
+            assert_int_equal(st.rounds, 9);
+            assert_int_equal(st.nodes_run, 9 * (uint64_t)af_graph_node_count(g));
+            assert_int_equal(st.corrupted_tensors, 0);
+            af_session_destroy(s);
+        }
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
+    for (int i = 0; i < 3; i++)
+        af_executor_destroy(ex[i]);
 }
 
 /* ---- dynamic tensors and re-planning ----------------------------------------------------- */
@@ -933,6 +1041,8 @@ int main(void)
         cmocka_unit_test(test_executor_real_conv_pool),
         cmocka_unit_test(test_executor_user_kernel_and_missing_op),
         cmocka_unit_test(test_executor_kernel_error_fails_round),
+        cmocka_unit_test(test_executor_run_n_rounds_use_their_buffers),
+        cmocka_unit_test(test_executor_run_n_random_dags_verified),
         cmocka_unit_test(test_executor_replan_after_warmup),
         cmocka_unit_test(test_executor_dynamic_tensors_from_worker_caches),
         cmocka_unit_test(test_executor_no_heap_calls_per_round),

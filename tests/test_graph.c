@@ -565,6 +565,49 @@ static void test_graph_rejects_wrong_field_types(void **state)
     expect_reject(GRAPH("{'bytes': 4}", ""), AF_EPARSE, "tensors[0]", NULL);
 }
 
+/* Nodes may name tensors declared after them; a finalize that fails on a missing name leaves the
+ * graph buildable, and declaring the tensor lets the next finalize succeed with the right ids.
+ * A reserved graph behaves the same. */
+static void test_graph_builder_resolves_late_names(void **state)
+{
+    (void)state;
+    for (int reserve = 0; reserve < 2; reserve++) {
+        af_graph_t *g;
+        assert_int_equal(af_graph_create(&g), 0);
+        if (reserve)
+            assert_int_equal(af_graph_reserve(g, 3, 2), 0);
+        assert_int_equal(af_graph_reserve(g, -1, 0), AF_EINVAL);
+        const char *i1[] = {"x"}, *o1[] = {"mid"}, *i2[] = {"mid", "x"}, *o2[] = {"y"};
+        af_node_desc_t n1 = {"first", "Relu", i1, 1, o1, 1, 1.0, NULL, 0};
+        af_node_desc_t n2 = {"second", "Add", i2, 2, o2, 1, 1.0, NULL, 0};
+        assert_int_equal(af_graph_add_node(g, &n1, NULL, NULL), 0); /* nothing declared yet */
+        af_tensor_desc_t d = {.name = "x", .bytes = 8, .rank = -1, .kind = AF_TENSOR_INPUT};
+        assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+        assert_int_equal(af_graph_add_node(g, &n2, NULL, NULL), 0); /* x known, mid not */
+        assert_int_equal(af_graph_add_node(g, &n1, NULL, NULL), AF_EDUP);
+        d = (af_tensor_desc_t){.name = "y", .bytes = 8, .rank = -1, .kind = AF_TENSOR_OUTPUT};
+        assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+        af_error_t err;
+        assert_int_equal(af_graph_finalize(g, &err), AF_ENOENT);
+        assert_non_null(strstr(err.msg, "'mid'"));
+        assert_non_null(strstr(err.msg, "'first'"));
+        d = (af_tensor_desc_t){.name = "mid", .bytes = 8, .rank = -1};
+        int32_t mid = -1;
+        assert_int_equal(af_graph_add_tensor(g, &d, &mid, NULL), 0);
+        assert_int_equal(af_graph_finalize(g, &err), 0);
+        assert_int_equal(af_graph_reserve(g, 10, 10), AF_EINVAL); /* finalized */
+        const af_node_info_t *a = af_graph_node(g, af_graph_find_node(g, "first"));
+        const af_node_info_t *b = af_graph_node(g, af_graph_find_node(g, "second"));
+        assert_int_equal(a->inputs[0], af_graph_find_tensor(g, "x"));
+        assert_int_equal(a->outputs[0], mid);
+        assert_int_equal(b->inputs[0], mid);
+        assert_int_equal(b->inputs[1], af_graph_find_tensor(g, "x"));
+        assert_int_equal(b->outputs[0], af_graph_find_tensor(g, "y"));
+        assert_int_equal(af_graph_tensor(g, mid)->producer, af_graph_find_node(g, "first"));
+        af_graph_destroy(g);
+    }
+}
+
 static void test_graph_builder_rejects_cycle(void **state)
 {
     (void)state;
@@ -746,6 +789,7 @@ int main(void)
         cmocka_unit_test(test_graph_rejects_inplace_out_of_range),
         cmocka_unit_test(test_graph_rejects_wrong_field_types),
         cmocka_unit_test(test_graph_builder_rejects_cycle),
+        cmocka_unit_test(test_graph_builder_resolves_late_names),
         cmocka_unit_test(test_graph_rejects_bad_files),
         cmocka_unit_test(test_graph_copy_and_fingerprint),
     };

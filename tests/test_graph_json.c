@@ -512,7 +512,7 @@ static void test_graph_load_json_survives_oom(void **state)
     (void)state;
     char path[1024];
     src_path(path, sizeof(path), "examples/default.json");
-    run_oom("load default.json", path, op_load, 0, AF_ENOMEM, 500);
+    run_oom("load default.json", path, op_load, 0, AF_ENOMEM, 300);
     src_path(path, sizeof(path), "examples/mlp.json");
     run_oom("load+write mlp.json", path, op_load_write, 0, AF_ENOMEM, 50);
     /* A rejected file cleans up too: the second pass (integer overflow) may give the syntax

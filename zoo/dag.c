@@ -122,6 +122,23 @@ int af_zoo_random_dag(uint64_t seed, int32_t max_nodes, af_graph_t **out, af_err
     return finish(g, oom, "random DAG", out, err);
 }
 
+/* prefix followed by k in decimal, into buf (32 bytes): the residual chain names 10^6 tensors,
+ * and snprintf would cost as much as adding them to the graph. */
+static void put_name(char *buf, const char *prefix, int k)
+{
+    char digits[12];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + k % 10);
+        k /= 10;
+    } while (k > 0);
+    size_t len = strlen(prefix);
+    memcpy(buf, prefix, len);
+    while (n > 0)
+        buf[len++] = digits[--n];
+    buf[len] = '\0';
+}
+
 int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af_error_t *err)
 {
     af_zoo_rng_t r = {seed * 11400714819323198485ull + 7};
@@ -130,6 +147,7 @@ int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af
     if (af_graph_create(&g))
         return af__err(err, AF_ENOMEM, "out of memory");
     int blocks = n_tensors / 6 > 1 ? n_tensors / 6 : 1;
+    oom |= af_graph_reserve(g, 1 + 6 * blocks, 4 * blocks) == AF_ENOMEM;
     char x[32], a[32], b[32], c[32], y[32], w1[32], w2[32], nm[32], skip[32];
     af_tensor_desc_t d = {0};
     d.rank = -1;
@@ -141,12 +159,12 @@ int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af
     skip[0] = '\0';
     for (int k = 0; k < blocks; k++) {
         int64_t sz = (int64_t)(4096 + af_zoo_rng_below(&r, 4u << 20));
-        snprintf(a, sizeof a, "a%d", k);
-        snprintf(b, sizeof b, "b%d", k);
-        snprintf(c, sizeof c, "c%d", k);
-        snprintf(y, sizeof y, "x%d", k + 1);
-        snprintf(w1, sizeof w1, "w1_%d", k);
-        snprintf(w2, sizeof w2, "w2_%d", k);
+        put_name(a, "a", k);
+        put_name(b, "b", k);
+        put_name(c, "c", k);
+        put_name(y, "x", k + 1);
+        put_name(w1, "w1_", k);
+        put_name(w2, "w2_", k);
         const char *names[] = {a, b, c, y, w1, w2};
         for (int i = 0; i < 6; i++) {
             d.name = names[i];
@@ -162,21 +180,21 @@ int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af
         const char *i3[] = {b, w2}, *o3[] = {c};
         const char *i4[] = {c, x, skip}, *o4[] = {y};
         af_node_desc_t nd = {0};
-        snprintf(nm, sizeof nm, "conv1_%d", k);
+        put_name(nm, "conv1_", k);
         nd = (af_node_desc_t){nm, "Conv", i1, 2, o1, 1, 100.0, NULL, 0};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
-        snprintf(nm, sizeof nm, "relu_%d", k);
+        put_name(nm, "relu_", k);
         nd = (af_node_desc_t){nm, "Relu", i2, 1, o2, 1, 10.0, &hint, 1};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
-        snprintf(nm, sizeof nm, "conv2_%d", k);
+        put_name(nm, "conv2_", k);
         nd = (af_node_desc_t){nm, "Conv", i3, 2, o3, 1, 100.0, NULL, 0};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
-        snprintf(nm, sizeof nm, "add_%d", k);
+        put_name(nm, "add_", k);
         nd = (af_node_desc_t){nm, "Add", i4, skip[0] && k % 64 == 63 ? 3 : 2, o4, 1, 10.0, NULL, 0};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
         if (k % 64 == 0)
-            snprintf(skip, sizeof skip, "%s", y);
-        snprintf(x, sizeof x, "%s", y);
+            memcpy(skip, y, sizeof skip);
+        memcpy(x, y, sizeof x);
     }
     return finish(g, oom, "residual chain", out, err);
 }

@@ -269,6 +269,20 @@ int af_session_read_output(const af_session_t *s, int32_t i, void *dst, uint64_t
 int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outputs,
                    af_error_t *err);
 
+/*
+ * Runs n rounds and waits once for all of them (Taskflow's run_n): rounds still overlap, up to
+ * max_inflight at once, and a worker that finishes one starts the next in the same slot and
+ * arena, so a round costs no wake-up of the caller and no pool call. inputs/outputs may be NULL,
+ * or arrays of n * af_session_input_count() / n * af_session_output_count() buffers, round i
+ * using the i-th group (rounds run concurrently: they must not share output buffers). Every
+ * round of a batch runs the plan current when the batch started; a re-plan due meanwhile takes
+ * effect at the next call. Returns 0 when every round succeeded; else the first failure's code
+ * (as af_session_run(), err naming the round) after the rounds already running have finished;
+ * no round starts after a failure. AF_EINVAL for n < 0; n = 0 runs nothing. Thread-safe.
+ */
+int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_buffer_t *outputs,
+                     af_error_t *err);
+
 /* Completion of a submitted round, called on the session's loop thread. */
 typedef void (*af_round_cb)(af_session_t *s, uint64_t round, int status, void *user);
 

@@ -126,6 +126,14 @@ typedef struct af_attr {
 
 /* Creates an empty graph. Returns 0 or AF_ENOMEM; *out set only on success. */
 int af_graph_create(af_graph_t **out);
+/*
+ * Makes room for n_tensors tensors and n_nodes nodes (counts of the whole graph, not more):
+ * adding up to that many then grows no table, which saves the copies and page faults of
+ * growing at 10^5+ entries. Optional, a hint only; before finalize. Returns 0, AF_EINVAL
+ * (negative count or a finalized graph) or AF_ENOMEM (the graph unchanged and still usable).
+ * Not thread-safe (a graph is built by one thread).
+ */
+int af_graph_reserve(af_graph_t *g, int32_t n_tensors, int32_t n_nodes);
 /* Frees the graph and everything it owns. NULL is a no-op. */
 void af_graph_destroy(af_graph_t *g);
 
