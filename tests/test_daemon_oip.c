@@ -140,6 +140,7 @@ static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight, const char
     for (int i = 0; !((af__oip_t *)d->oip)->loaded && i < 10000000; i++)
         uv_run(&loop, UV_RUN_ONCE);
     assert_true(((af__oip_t *)d->oip)->loaded);
+    wait_ready(d); /* /v2/health/ready also waits for the (empty) state directory's load */
     return d;
 }
 
