@@ -21,21 +21,10 @@
  * The client reads responses with a minimal reader (status line, Content-Length — the daemon
  * always sends it); it is a load generator for this daemon, not a general HTTP client.
  */
-#include "arenaflow/common.h"
+#include "bench/bench_http.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 enum { K_SUBMIT = 0, K_RUN, K_HEALTH, K_COUNT };
 static const char *const kind_names[K_COUNT] = {"submit", "run", "healthz (ref)"};
@@ -48,16 +37,11 @@ typedef struct cfg {
     uint64_t seed;
 } cfg_t;
 
-typedef struct lat {
-    double *v;
-    size_t n, cap;
-} lat_t;
-
 typedef struct worker {
     pthread_t th;
     int idx;
     const cfg_t *c;
-    lat_t lat[K_COUNT];
+    bh_lat_t lat[K_COUNT];
     uint64_t errors[K_COUNT], hits, misses;
     char **ids; /* graph ids this worker learned, by graph index */
 } worker_t;
@@ -71,19 +55,6 @@ static uint64_t rng_next(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-static void lat_push(lat_t *l, double v)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 4096;
-        l->v = realloc(l->v, l->cap * sizeof(double));
-        if (!l->v) {
-            perror("realloc");
-            exit(1);
-        }
-    }
-    l->v[l->n++] = v;
 }
 
 /* A random DAG: n nodes, each reading one or two earlier tensors, as a JSON graph. */
@@ -119,82 +90,12 @@ static char *make_graph(int k, uint64_t seed)
     return b;
 }
 
-static int dial(const cfg_t *c)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
-    inet_pton(AF_INET, c->host, &a.sin_addr);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct timeval tv = {30, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Sends one request and reads the answer; returns the status (or -1) and the body in *body. */
-static int exchange(int fd, const char *method, const char *path, const char *body, char **resp,
-                    size_t *cap)
-{
-    char head[512];
-    size_t blen = body ? strlen(body) : 0;
-    int hl = snprintf(head, sizeof(head),
-                      "%s %s HTTP/1.1\r\nHost: bench\r\nContent-Length: %zu\r\n"
-                      "Content-Type: application/json\r\n\r\n",
-                      method, path, blen);
-    if (send(fd, head, (size_t)hl, MSG_NOSIGNAL) != hl)
-        return -1;
-    if (blen && send(fd, body, blen, MSG_NOSIGNAL) != (ssize_t)blen)
-        return -1;
-    size_t got = 0, need = SIZE_MAX, hdr_end = 0;
-    for (;;) {
-        if (got + 4096 > *cap) {
-            *cap = (got + 4096) * 2;
-            *resp = realloc(*resp, *cap);
-        }
-        ssize_t r = recv(fd, *resp + got, *cap - got - 1, 0);
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-        (*resp)[got] = '\0';
-        if (!hdr_end) {
-            char *e = strstr(*resp, "\r\n\r\n");
-            if (!e)
-                continue;
-            hdr_end = (size_t)(e - *resp) + 4;
-            char *cl = strcasestr(*resp, "\r\ncontent-length:");
-            if (!cl || cl > e)
-                return -1; /* the daemon always sends Content-Length */
-            need = hdr_end + strtoull(cl + 17, NULL, 10);
-        }
-        if (got >= need)
-            break;
-    }
-    int status = 0;
-    if (sscanf(*resp, "HTTP/1.%*d %d", &status) != 1)
-        return -1;
-    memmove(*resp, *resp + hdr_end, got - hdr_end + 1);
-    return status;
-}
-
 static uint64_t fnv(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * 1099511628211ull;
     return h;
-}
-
-static void sleep_until(uint64_t t_ns)
-{
-    uint64_t now = af_now_ns();
-    if (t_ns <= now)
-        return;
-    struct timespec ts = {(time_t)((t_ns - now) / 1000000000u), (long)((t_ns - now) % 1000000000u)};
-    nanosleep(&ts, NULL);
 }
 
 static void *worker_main(void *arg)
@@ -205,15 +106,14 @@ static void *worker_main(void *arg)
     double interval_ns = 1e9 * c->conns / c->rate;
     uint64_t end = t_start_ns + (uint64_t)((c->warmup + c->duration) * 1e9);
     uint64_t rec_from = t_start_ns + (uint64_t)(c->warmup * 1e9);
-    char *resp = NULL;
-    size_t cap = 0;
-    int fd = dial(c);
+    bh_resp_t resp = {0};
+    int fd = bh_dial(c->host, c->port);
     for (uint64_t i = 0;; i++) {
         uint64_t when =
             t_start_ns + (uint64_t)((double)i * interval_ns + interval_ns * w->idx / c->conns);
         if (when >= end)
             break;
-        sleep_until(when);
+        bh_sleep_until(when);
         int pick = (int)(rng_next(&s) % 100);
         int g = (int)(rng_next(&s) % (uint64_t)c->graphs);
         int kind = pick < c->submit_pct                   ? K_SUBMIT
@@ -224,16 +124,17 @@ static void *worker_main(void *arg)
         char path[128], body[64];
         int status = -1;
         if (fd < 0)
-            fd = dial(c);
+            fd = bh_dial(c->host, c->port);
         if (fd >= 0) {
             if (kind == K_SUBMIT) {
-                status = exchange(fd, "POST", "/v1/graphs", graph_json[g], &resp, &cap);
+                status = bh_exchange(fd, "POST", "/v1/graphs", NULL, graph_json[g],
+                                     strlen(graph_json[g]), NULL, &resp);
             } else if (kind == K_HEALTH) {
-                status = exchange(fd, "GET", "/healthz", NULL, &resp, &cap);
+                status = bh_exchange(fd, "GET", "/healthz", NULL, NULL, 0, NULL, &resp);
             } else {
                 snprintf(path, sizeof(path), "/v1/graphs/%s/run", w->ids[g]);
                 snprintf(body, sizeof(body), "{\"rounds\": %d}", c->rounds);
-                status = exchange(fd, "POST", path, body, &resp, &cap);
+                status = bh_exchange(fd, "POST", path, NULL, body, strlen(body), NULL, &resp);
             }
         }
         uint64_t done = af_now_ns();
@@ -242,7 +143,7 @@ static void *worker_main(void *arg)
             fd = -1;
         }
         if (kind == K_SUBMIT && (status == 200 || status == 201)) {
-            char *p = strstr(resp, "\"id\":\"");
+            char *p = strstr(resp.buf, "\"id\":\"");
             if (p && !w->ids[g])
                 w->ids[g] = strndup(p + 6, 32);
             if (done >= rec_from)
@@ -252,26 +153,12 @@ static void *worker_main(void *arg)
             continue;
         if (status != 200 && status != 201)
             w->errors[kind]++;
-        lat_push(&w->lat[kind], (double)(done - when) / 1e3);
+        bh_lat_push(&w->lat[kind], (double)(done - when) / 1e3);
     }
     if (fd >= 0)
         close(fd);
-    free(resp);
+    free(resp.buf);
     return NULL;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(const lat_t *l, double p)
-{
-    if (!l->n)
-        return 0;
-    size_t k = (size_t)(p / 100.0 * (double)l->n + 0.999999);
-    return l->v[(k ? k : 1) - 1];
 }
 
 static void usage(void)
@@ -291,11 +178,8 @@ int main(int argc, char **argv)
             usage();
         i++;
         if (!strcmp(a, "--addr")) {
-            const char *colon = strrchr(v, ':');
-            if (!colon)
+            if (bh_parse_addr(v, c.host, sizeof(c.host), &c.port) != 0)
                 usage();
-            snprintf(c.host, sizeof(c.host), "%.*s", (int)(colon - v), v);
-            c.port = atoi(colon + 1);
         } else if (!strcmp(a, "--duration"))
             c.duration = atof(v);
         else if (!strcmp(a, "--warmup"))
@@ -331,14 +215,14 @@ int main(int argc, char **argv)
         ws[i].ids = calloc((size_t)c.graphs, sizeof(char *));
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
     }
-    lat_t all[K_COUNT + 1] = {{0}};
+    bh_lat_t all[K_COUNT + 1] = {{0}};
     uint64_t errors[K_COUNT + 1] = {0}, hits = 0, misses = 0, idh = 0;
     for (int i = 0; i < c.conns; i++) {
         pthread_join(ws[i].th, NULL);
         for (int k = 0; k < K_COUNT; k++) {
             for (size_t j = 0; j < ws[i].lat[k].n; j++) {
-                lat_push(&all[k], ws[i].lat[k].v[j]);
-                lat_push(&all[K_COUNT], ws[i].lat[k].v[j]);
+                bh_lat_push(&all[k], ws[i].lat[k].v[j]);
+                bh_lat_push(&all[K_COUNT], ws[i].lat[k].v[j]);
             }
             errors[k] += ws[i].errors[k];
             errors[K_COUNT] += ws[i].errors[k];
@@ -365,16 +249,16 @@ int main(int argc, char **argv)
     printf("%-14s %10s %9s %9s %9s %9s %9s %7s\n", "kind", "requests", "req/s", "p50_us", "p99_us",
            "p99.9_us", "max_us", "errors");
     for (int k = 0; k <= K_COUNT; k++) {
-        lat_t *l = &all[k];
-        qsort(l->v, l->n, sizeof(double), cmp_d);
+        bh_lat_t *l = &all[k];
+        qsort(l->v, l->n, sizeof(double), bh_cmp_d);
         printf("%-14s %10zu %9.1f %9.0f %9.0f %9.0f %9.0f %7" PRIu64 "\n",
-               k == K_COUNT ? "all" : kind_names[k], l->n, (double)l->n / c.duration, pct(l, 50),
-               pct(l, 99), pct(l, 99.9), l->n ? l->v[l->n - 1] : 0.0, errors[k]);
+               k == K_COUNT ? "all" : kind_names[k], l->n, (double)l->n / c.duration, bh_pct(l, 50),
+               bh_pct(l, 99), bh_pct(l, 99.9), l->n ? l->v[l->n - 1] : 0.0, errors[k]);
     }
-    lat_t *run = &all[K_RUN], *ref = &all[K_HEALTH];
+    bh_lat_t *run = &all[K_RUN], *ref = &all[K_HEALTH];
     if (run->n && ref->n)
         printf("run / healthz p50 ratio: %.2f (HTTP alone is the reference)\n",
-               pct(run, 50) / (pct(ref, 50) > 0 ? pct(ref, 50) : 1));
+               bh_pct(run, 50) / (bh_pct(ref, 50) > 0 ? bh_pct(ref, 50) : 1));
     printf("submissions: %" PRIu64 " cache hits, %" PRIu64 " misses; id checksum %016" PRIx64 "\n",
            hits, misses, idh);
     for (int k = 0; k <= K_COUNT; k++)

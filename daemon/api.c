@@ -20,6 +20,7 @@
  * are rendered off the loop thread (they grow with the graph). Loop thread only.
  */
 #include "daemon/daemon_int.h"
+#include "daemon/oip_int.h"
 
 #if defined(__has_include)
 #if __has_include("arenaflow/render.h")
@@ -281,14 +282,10 @@ static int seg_is(const char *s, size_t n, const char *lit)
 }
 
 /* Maps a path to a route; id and idlen get the {id} segment (NULL and 0 when there is none). */
-static af__route_t match(const char *path, size_t len, const char **id, size_t *idlen)
+int af__path_split(const char *path, size_t len, const char **seg, size_t *segl, int max)
 {
-    const char *seg[5];
-    size_t segl[5];
     int n = 0;
     size_t i = 0;
-    *id = NULL;
-    *idlen = 0;
     while (i < len) {
         while (i < len && path[i] == '/')
             i++;
@@ -297,12 +294,24 @@ static af__route_t match(const char *path, size_t len, const char **id, size_t *
         size_t j = i;
         while (j < len && path[j] != '/')
             j++;
-        if (n == 5)
-            return AF__ROUTE_OTHER;
+        if (n == max)
+            return -1;
         seg[n] = path + i;
         segl[n++] = j - i;
         i = j;
     }
+    return n;
+}
+
+static af__route_t match(const char *path, size_t len, const char **id, size_t *idlen)
+{
+    const char *seg[5];
+    size_t segl[5];
+    *id = NULL;
+    *idlen = 0;
+    int n = af__path_split(path, len, seg, segl, 5);
+    if (n < 0)
+        return AF__ROUTE_OTHER;
     if (n == 1 && seg_is(seg[0], segl[0], "metrics"))
         return AF__ROUTE_METRICS;
     if (n == 1 && seg_is(seg[0], segl[0], "healthz"))
@@ -370,6 +379,9 @@ void af__daemon_handle(af__daemon_t *d, const af__dreq_t *req, af__dres_cb cb, v
         return;
     }
     ctx_t c = {.d = d, .req = req, .r = {res, cb, arg}};
+    if (req->path_len >= 3 && memcmp(req->path, "/v2", 3) == 0 &&
+        (req->path_len == 3 || req->path[3] == '/'))
+        return af__oip_handle(d, req, &c.r); /* the Open Inference Protocol (oip.c) */
     const char *id;
     size_t idlen;
     res->route = match(req->path, req->path_len, &id, &idlen);

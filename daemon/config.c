@@ -77,6 +77,12 @@ static const af_opt_t limits_opts[] = {
 static const af_opt_t runs_opts[] = {
     STR("fast_kernels", fast_kernels, "empty", "kernel set of runs without verify"),
 };
+static const af_opt_t models_opts[] = {
+    STR("repository", model_repository, "", "OIP model repository; empty = no models"),
+    STR("kernels", model_kernels, "real", "kernel set of the models (real: the fastest built in)"),
+    I64("max_inflight", max_infers, "64", 1, 65536, "inference requests in flight"),
+    I64("max_shapes", max_shapes, "8", 1, 4096, "plans kept per model with symbolic dims"),
+};
 #undef F
 #undef S
 #undef STR
@@ -92,6 +98,7 @@ static const struct {
     {"auth", auth_opts, AF_ARRAY_SIZE(auth_opts)},
     {"limits", limits_opts, AF_ARRAY_SIZE(limits_opts)},
     {"runs", runs_opts, AF_ARRAY_SIZE(runs_opts)},
+    {"models", models_opts, AF_ARRAY_SIZE(models_opts)},
 };
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug"};
@@ -207,13 +214,16 @@ static int check(const af__dcfg_t *c, char *err, size_t errlen)
         snprintf(err, errlen, "[server] tls_cert and tls_key go together (one is empty)");
         return -1;
     }
-    int known = 0;
-    for (const char *const *n = af_kernel_set_names(); *n; n++)
-        known |= strcmp(*n, c->fast_kernels) == 0;
-    if (!known) {
-        snprintf(err, errlen, "[runs] fast_kernels: '%s' is not a built-in kernel set",
-                 c->fast_kernels);
-        return -1;
+    const char *sets[2] = {c->fast_kernels, c->model_kernels};
+    for (int s = 0; s < 2; s++) {
+        int known = 0;
+        for (const char *const *n = af_kernel_set_names(); *n; n++)
+            known |= strcmp(*n, sets[s]) == 0;
+        if (!known) {
+            snprintf(err, errlen, "[%s] %s: '%s' is not a built-in kernel set",
+                     s ? "models" : "runs", s ? "kernels" : "fast_kernels", sets[s]);
+            return -1;
+        }
     }
     for (size_t i = 0; i < AF_ARRAY_SIZE(log_levels); i++)
         if (strcmp(c->log_level, log_levels[i]) == 0)
@@ -249,6 +259,8 @@ int af__dcfg_load(af__dcfg_t *c, const af__dcli_t *cli, char *err, size_t errlen
         snprintf(n.listen, sizeof(n.listen), "%s", cli->listen);
     if (cli && cli->state_dir)
         snprintf(n.state_dir, sizeof(n.state_dir), "%s", cli->state_dir);
+    if (cli && cli->model_repository)
+        snprintf(n.model_repository, sizeof(n.model_repository), "%s", cli->model_repository);
     if (check(&n, err, errlen) != 0)
         return -1;
     *c = n;

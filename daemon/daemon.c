@@ -11,6 +11,7 @@
  * Loop thread only (the log level is a plain int read by whoever logs).
  */
 #include "daemon/daemon_int.h"
+#include "daemon/oip_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,7 +74,11 @@ int af__daemon_create(uv_loop_t *loop, const af__dcfg_t *cfg, af__daemon_t **out
         free(d);
         return AF_EINVAL;
     }
-    if ((rc = af__work_init(d)) != 0 || (rc = af__load_start(d)) != 0) {
+    if ((rc = af__work_init(d)) != 0 || (rc = af__oip_init(d)) != 0 ||
+        (rc = af__load_start(d)) != 0) {
+        while (af__oip_busy(d) && uv_run(d->loop, UV_RUN_ONCE))
+            ;
+        af__oip_fini(d);
         af__work_fini(d);
         af__tokens_free(d->tokens);
         free(d);
@@ -96,6 +101,8 @@ int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size
     memcpy(d->cfg.state_dir, keep.state_dir, sizeof(keep.state_dir));
     memcpy(d->cfg.tls_cert, keep.tls_cert, sizeof(keep.tls_cert));
     memcpy(d->cfg.tls_key, keep.tls_key, sizeof(keep.tls_key));
+    memcpy(d->cfg.model_repository, keep.model_repository, sizeof(keep.model_repository));
+    memcpy(d->cfg.model_kernels, keep.model_kernels, sizeof(keep.model_kernels));
     af__tokens_free(d->tokens);
     d->tokens = tokens;
     af__dlog_set_level(n->log_level);
@@ -109,7 +116,7 @@ int af__daemon_reconfigure(af__daemon_t *d, const af__dcfg_t *n, char *err, size
 static int busy(const af__daemon_t *d)
 {
     return d->loading || d->pending_plans || d->pending_deletes || d->pending_renders ||
-           d->active_runs || d->planning || d->cache_jobs;
+           d->active_runs || d->planning || d->cache_jobs || af__oip_busy(d);
 }
 
 void af__daemon_destroy(af__daemon_t *d)
@@ -124,6 +131,7 @@ void af__daemon_destroy(af__daemon_t *d)
     af__store_free_all(d); /* sessions first: they are bound to the executors */
     while (d->cache_jobs && uv_run(d->loop, UV_RUN_ONCE)) /* the plans go back off the loop */
         ;
+    af__oip_fini(d);
     af__work_fini(d);
     af_plan_cache_destroy(d->plans); /* every plan was released with its entry */
     af__tokens_free(d->tokens);

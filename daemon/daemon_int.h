@@ -83,6 +83,11 @@ typedef struct af__dcfg {
     char exec_val[AF__DCFG_MAX_PLANNER][64];
     af_executor_opts_t exec_opts;
     char fast_kernels[16]; /* kernel set for runs with verify=false */
+    /* [models]: the OIP v2 model server */
+    char model_repository[AF__DCFG_STR]; /* "" = no repository: /v2 serves no models */
+    char model_kernels[16];              /* kernel set of the models' executor */
+    int64_t max_infers;                  /* inference requests in flight; more get 429 */
+    int64_t max_shapes;                  /* concrete shapes kept per symbolic-dims model */
 } af__dcfg_t;
 
 /* Command-line values that win over the file on every (re)load; NULL = not given. */
@@ -90,6 +95,7 @@ typedef struct af__dcli {
     const char *config;
     const char *listen;
     const char *state_dir;
+    const char *model_repository;
 } af__dcli_t;
 
 /* Fills the defaults. */
@@ -155,6 +161,11 @@ const char *af__http_reason(int status);
     X(METRICS, "/metrics")                                                                         \
     X(HEALTHZ, "/healthz")                                                                         \
     X(READYZ, "/readyz")                                                                           \
+    X(V2_HEALTH, "/v2/health/{live,ready}")                                                        \
+    X(V2_SERVER, "/v2")                                                                            \
+    X(V2_MODEL, "/v2/models/{m}[/versions/{v}][/ready,/config,/stats]")                            \
+    X(V2_INFER, "/v2/models/{m}[/versions/{v}]/infer")                                             \
+    X(V2_REPO, "/v2/repository/...")                                                               \
     X(OTHER, "other")
 
 typedef enum {
@@ -327,6 +338,8 @@ typedef struct af__dreq {
     size_t content_type_len;
     const char *authorization; /* the Authorization header's value, or NULL */
     size_t authorization_len;
+    const char *infer_header; /* Inference-Header-Content-Length's value (OIP), or NULL */
+    size_t infer_header_len;
     const char *reject; /* the HTTP layer refuses the request's framing (400): why; or NULL */
     const char *body;
     size_t body_len;
@@ -338,10 +351,13 @@ typedef struct af__dres {
     char *body;               /* malloc'd (plain malloc: the receiver frees it with free()) */
     size_t body_len;
     af__route_t route;
-    const char *allow; /* for 405: static "GET, DELETE"..., else NULL */
-    int retry_after;   /* seconds for a Retry-After header; 0 = none */
-    int challenge;     /* 401: send WWW-Authenticate */
-    int is_static;     /* the out-of-memory answer: not freed by af__dres_free() */
+    const char *allow;         /* for 405: static "GET, DELETE"..., else NULL */
+    int retry_after;           /* seconds for a Retry-After header; 0 = none */
+    int challenge;             /* 401: send WWW-Authenticate */
+    int is_static;             /* the out-of-memory answer: not freed by af__dres_free() */
+    int oip;                   /* a /v2 request: errors are {"error": "..."} */
+    int has_infer_header;      /* OIP binary outputs: send Inference-Header-Content-Length */
+    uint64_t infer_header_len; /* the JSON header's bytes at the start of the body */
 } af__dres_t;
 
 /* Called exactly once per request, on the loop thread, maybe before af__daemon_handle returns.
@@ -352,6 +368,9 @@ void af__dres_free(af__dres_t *res);
 
 /* Socket-free entry point: what the HTTP glue and the fuzz harness call. Loop thread only. */
 void af__daemon_handle(af__daemon_t *d, const af__dreq_t *req, af__dres_cb cb, void *arg);
+
+/* Splits a path into at most max segments (empty ones skipped). The count, or -1 above max. */
+int af__path_split(const char *path, size_t len, const char **seg, size_t *segl, int max);
 
 /* A pending answer: the response, its callback and argument. */
 typedef struct af__reply {
@@ -430,6 +449,7 @@ struct af__daemon {
     int32_t cache_warnings; /* plan cache warnings already logged */
     af_plan_cache_stats_t cache_stats; /* the last snapshot (cache_ops.c) */
     int64_t cache_jobs;                /* plan-cache work requests in flight */
+    struct af__oip *oip;               /* the /v2 model server (oip_repo.c) */
 };
 
 /* A daemon without sockets: registry, metrics, executor; the state directory loads in the

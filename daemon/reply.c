@@ -2,7 +2,8 @@
  * arenaflowd answers: JSON and error bodies, the JSON views of a graph and its plan report, and
  * the query-string reader shared by the endpoints.
  *
- * Errors are JSON: {"error":{"status":404,"code":"not_found","message":"..."}}; the status,
+ * Errors are JSON: {"error":{"status":404,"code":"not_found","message":"..."}}, or the Open
+ * Inference Protocol's {"error":"..."} for /v2 requests (res->oip); the status,
  * the code and Retry-After come from the kind's row of the error table (errors.c). Messages
  * quote request bytes (paths, methods, names), so they are cleaned to valid UTF-8 first. Every
  * answer is counted in the metrics under its route template and status before the callback
@@ -104,6 +105,12 @@ static void reply_kind(af__daemon_t *d, af__reply_t *r, af__derr_t kind, const c
     if (kind == AF__DERR_UNAUTHORIZED)
         r->res->challenge = 1;
     d->metrics.rejected[kind]++;
+    if (r->res->oip) { /* the Open Inference Protocol's error body, compact as its answers */
+        json_t *j = json_pack("{s:s}", "error", clean);
+        char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        return af__reply_text(d, r, status, "application/json", text, text ? strlen(text) : 0);
+    }
     json_t *j = json_pack("{s:{s:i, s:s, s:s}}", "error", "status", status, "code",
                           af__derr_code(kind), "message", clean);
     af__reply_json(d, r, status, j);

@@ -20,6 +20,7 @@
  *     tokens, TLS certificate, request timeout, and [executor] / fast_kernels (new runs get new
  *     executors) and plan_cache_bytes.
  */
+#include "daemon/oip_int.h"
 #include "daemon/server_int.h"
 
 #include <openssl/err.h>
@@ -211,7 +212,7 @@ static void on_drain_tick(uv_timer_t *t)
     }
     double waited_ms = (double)(af_now_ns() - af__srv.drain_started_ns) / 1e6;
     if (d->active_runs > 0 || d->pending_plans > 0 || d->pending_deletes > 0 ||
-        d->pending_renders > 0 || d->loading) {
+        d->pending_renders > 0 || d->loading || af__oip_busy(d)) {
         if (waited_ms > (double)d->cfg.drain_timeout_ms && !atomic_load(&d->cancel_runs)) {
             af__dlog(AF__LOG_WARN,
                      "drain timeout: stopping %lld runs after their current round and %lld "
@@ -280,22 +281,30 @@ static void on_hup(uv_signal_t *s, int signum)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: arenaflowd [--config FILE] [--listen HOST:PORT] [--state-dir DIR]\n"
+               "                  [--model-repository DIR]\n"
                "  --config FILE      INI file (see configs/arenaflowd.ini): limits, TLS, bearer\n"
                "                     tokens, planner and executor settings; SIGHUP reloads it\n"
                "  --listen HOST:PORT address to serve on (default 127.0.0.1:8080; port 0 = any)\n"
                "  --state-dir DIR    where graphs are kept across restarts (default: none)\n"
+               "  --model-repository DIR  models served by the Open Inference Protocol (/v2):\n"
+               "                     DIR/<name>/<version>/model.onnx (or model.json), loaded at\n"
+               "                     start ([models] repository; see docs/serve.md)\n"
                "  --version          print the version and exit\n");
 }
 
 static int parse_args(int argc, char **argv, af__dcli_t *cli)
 {
     static const struct option longs[] = {
-        {"config", required_argument, NULL, 'c'},    {"listen", required_argument, NULL, 'l'},
-        {"state-dir", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'},
+        {"listen", required_argument, NULL, 'l'},
+        {"state-dir", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"model-repository", required_argument, NULL, 'm'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
-    while ((ch = getopt_long(argc, argv, "c:l:s:hV", longs, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "c:l:s:m:hV", longs, NULL)) != -1) {
         switch (ch) {
         case 'c':
             cli->config = optarg;
@@ -305,6 +314,9 @@ static int parse_args(int argc, char **argv, af__dcli_t *cli)
             break;
         case 's':
             cli->state_dir = optarg;
+            break;
+        case 'm':
+            cli->model_repository = optarg;
             break;
         case 'h':
             usage(stdout);

@@ -68,6 +68,13 @@ static void on_answer(af__dres_t *res, void *arg)
         if (res->challenge)
             h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_WWW_AUTHENTICATE, NULL,
                            H2O_STRLIT("Bearer realm=\"arenaflowd\""));
+        if (res->has_infer_header) {
+            char *v = h2o_mem_alloc_pool(&req->pool, 24);
+            int n = snprintf(v, 24, "%llu", (unsigned long long)res->infer_header_len);
+            h2o_add_header_by_str(&req->pool, &req->res.headers,
+                                  H2O_STRLIT("inference-header-content-length"), 0, NULL, v,
+                                  (size_t)n);
+        }
         if (w->close)
             req->http1_is_persistent = 0;
         req->res.content_length = res->body ? res->body_len : 0;
@@ -187,6 +194,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     }
     header_of(req, H2O_TOKEN_CONTENT_TYPE, &r.content_type, &r.content_type_len);
     header_of(req, H2O_TOKEN_AUTHORIZATION, &r.authorization, &r.authorization_len);
+    ssize_t ih =
+        h2o_find_header_by_str(&req->headers, H2O_STRLIT("inference-header-content-length"), -1);
+    if (ih >= 0) {
+        r.infer_header = req->headers.entries[ih].value.base;
+        r.infer_header_len = req->headers.entries[ih].value.len;
+    }
     r.reject = check_framing(req);
     w->close = r.reject != NULL;
     r.body = req->entity.base ? req->entity.base : "";

@@ -7,7 +7,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang-format clang libclang-rt-14-dev
       libuv1-dev libjemalloc-dev libcmocka-dev libjansson-dev libinih-dev libxxhash-dev
       libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx
-      libh2o-dev curl wrk libdnnl-dev ocl-icd-libopencl1)
+      libh2o-dev curl wrk libdnnl-dev ocl-icd-libopencl1 haproxy python3-numpy)
 if [ "${1:-}" = "--npm" ] && ! command -v npm >/dev/null; then
     pkgs+=(npm)
 fi

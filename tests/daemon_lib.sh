@@ -146,6 +146,16 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 hwm_kib() { awk '/^VmHWM/ {print $2}' "/proc/$1/status"; }
 fd_count() { ls "/proc/$1/fd" | wc -l; }
 
+# wait_v2_ready [what]: until $AFD/v2/health/ready answers 200 (bounded, 10 s), then expect 200.
+wait_v2_ready() {
+    for _ in $(seq 1 200); do
+        req GET /v2/health/ready
+        [ "$CODE" = 200 ] && break
+        sleep 0.05
+    done
+    expect 200 "GET /v2/health/ready ${1:-}"
+}
+
 # hup: SIGHUP and wait until the daemon logged its verdict; HUP_OK=1 when it reloaded.
 hup() {
     local n

@@ -60,7 +60,7 @@ int AF_FUZZ_ENTRY(const uint8_t *data, size_t size)
     }
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    af__dcli_t cli = {path, NULL, NULL};
+    af__dcli_t cli = {path, NULL, NULL, NULL};
     af__dcfg_t *c = malloc(sizeof(*c));
     char msg[1024];
     msg[0] = '\0';

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# OIP v2 load sweep (issue 19): one arenaflowd serving a small real model from a temporary model
+# repository (the ONNX backend test data's pytorch-converted Conv2d, with its weights), and
+# bench_oip sweeping constant rates (JSON and binary inference, /v2/health/live floor) until
+# saturation, then the same model in process through af_session_run for the HTTP overhead.
+#   bench/oip_load.sh [BUILD_DIR] [bench_oip options...]   (default build/, --rate-max 3200)
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${1:-$SRC/build}
+[ $# -gt 0 ] && shift
+MODEL=${OIP_MODEL:-/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx}
+T=$(mktemp -d /tmp/af-oip-load.XXXXXX)
+PID=
+trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+mkdir -p "$T/repo/m/1"
+cp "$MODEL" "$T/repo/m/1/model.onnx"
+"$BIN/arenaflowd" --listen 127.0.0.1:0 --model-repository "$T/repo" 2>"$T/log" &
+PID=$!
+PORT=
+for _ in $(seq 1 400); do
+    PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$T/log" | tail -n 1)
+    [ -n "$PORT" ] && grep -q "model repository .* loaded" "$T/log" && break
+    sleep 0.025
+done
+[ -n "$PORT" ] || { cat "$T/log"; exit 1; }
+KERNELS=$(sed -n 's|.*loading with the \([a-z]*\) kernels.*|\1|p' "$T/log")
+echo "arenaflowd pid $PID port $PORT, $(basename "$(dirname "$MODEL")"), $KERNELS kernels, load $(cut -d' ' -f1-3 /proc/loadavg)"
+"$BIN/bench_oip" --addr "127.0.0.1:$PORT" --model m --onnx "$MODEL" --kernels "$KERNELS" "$@"

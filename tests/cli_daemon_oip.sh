@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# arenaflowd's Open Inference Protocol (/v2, docs/serve.md) on loopback: a model repository
+# written here (Identity models of every datatype, the spec examples' "mymodel" in two versions,
+# two real models with weights from the ONNX backend test data), then
+#   - golden request/response pairs after the specification's examples, byte-for-byte;
+#   - JSON (flat and nested) and binary round trips of every datatype, bit-exact;
+#   - malformed requests: 400 / 404 / 405 with {"error": "..."};
+#   - real models: the daemon's outputs equal `arenaflow run`'s on the same input, same kernels,
+#     and agree with the test data's expected outputs and with ONNX Runtime (where installed);
+#   - symbolic dims: one plan per concrete shape, bounded ([models] max_shapes), LRU evictions;
+#   - the repository API: index, unload (404 after), load (200 after), a failing load (400);
+#   - v1 still answers beside v2.
+# Needs /usr/bin/python3 with numpy and onnx (python3-numpy, python3-onnx); skipped without.
+. "$(dirname "$0")/daemon_lib.sh"
+OPY=/usr/bin/python3
+CHECK="$OPY $SRC/tests/oip_check.py"
+if ! $OPY -c "import numpy, onnx" 2>/dev/null; then
+    echo "SKIP: /usr/bin/python3 lacks numpy or onnx"
+    exit 0
+fi
+DATA=/usr/share/libonnx-testdata/data/pytorch-converted
+REPO=$T/repo
+$CHECK models "$REPO" || fail "cannot write the test models"
+REAL=
+for m in Conv2d Linear; do
+    if [ -f "$DATA/test_$m/model.onnx" ]; then
+        mkdir -p "$REPO/real_$m/1"
+        cp "$DATA/test_$m/model.onnx" "$REPO/real_$m/1/"
+        REAL="$REAL $m"
+    fi
+done
+mkdir -p "$REPO/broken/1"
+echo "not a model" >"$REPO/broken/1/model.onnx"
+
+write_cfg "[models]
+max_shapes = 3"
+start --model-repository "$REPO"
+wait_ready
+wait_v2_ready "once the repository is in"
+KERNELS=$(sed -n 's|.*model repository .*: loading with the \([a-z]*\) kernels.*|\1|p' "$LOG")
+[ -n "$KERNELS" ] || fail "the log does not name the models' kernel set"
+ok "models run on the $KERNELS kernels"
+
+$CHECK golden "$PORT" || fail "golden pairs"
+$CHECK roundtrip "$PORT" || fail "round trips"
+$CHECK malformed "$PORT" || fail "malformed requests"
+$CHECK shapes "$PORT" || fail "symbolic dims"
+planned=$(grep -c "model dyn version 1: planned for" "$LOG")
+evicted=$(grep -c "model dyn: shape .* evicted" "$LOG")
+[ "$planned" -ge 7 ] && [ "$evicted" -ge 4 ] || fail "dyn: $planned plans, $evicted evictions"
+ok "dyn: $planned plans for 9 requests of 6 shapes (max_shapes 3), $evicted evictions"
+
+for m in $REAL; do
+    out=$T/run_$m
+    mkdir -p "$out"
+    arenaflow run "$DATA/test_$m/model.onnx" --kernels "$KERNELS" \
+        --input "0=$DATA/test_$m/test_data_set_0/input_0.pb" --output-dir "$out" >/dev/null ||
+        fail "arenaflow run test_$m"
+    npy=$(ls "$out"/*.npy | head -n 1)
+    $CHECK compare "$PORT" "real_$m" "$DATA/test_$m/test_data_set_0" "$npy" "$out/d" ||
+        fail "real model $m differs from arenaflow run"
+    if command -v node >/dev/null && node -e "require('${AF_ORT_DIR:-/tmp/ortnpm/node_modules}/onnxruntime-node')" 2>/dev/null; then
+        if node "$SRC/tests/oip_ort.js" "$DATA/test_$m/model.onnx" "$out/d.in.raw" \
+            "$(cat "$out/d.dims")" "$out/d.ort.raw" 2>"$out/ort.err"; then
+            $CHECK ortcmp "$out/d.served.raw" "$out/d.ort.raw" ||
+                fail "real model $m differs from ONNX Runtime"
+        elif grep -q "Could not find an implementation" "$out/ort.err"; then
+            echo "note: ONNX Runtime cannot run test_$m ($(head -c 120 "$out/ort.err")): not compared"
+        else
+            fail "ONNX Runtime failed on test_$m: $(head -c 300 "$out/ort.err")"
+        fi
+    else
+        echo "note: onnxruntime-node not found: the ONNX Runtime comparison is skipped"
+    fi
+done
+
+# repository extension
+req POST /v2/repository/index
+expect 200 "POST /v2/repository/index"
+body_has '"name":"broken","state":"UNAVAILABLE"' "the broken model is listed as unavailable"
+body_has '"name":"mymodel","version":"1","state":"READY"' "mymodel 1 is ready"
+req POST /v2/repository/models/mymodel/unload
+expect 200 "unload mymodel"
+req GET /v2/models/mymodel/ready
+expect 404 "mymodel not ready after unload"
+body_has '"error"' "unload: error body"
+req POST /v2/repository/models/mymodel/load
+expect 200 "load mymodel again"
+req GET /v2/models/mymodel/versions/2/ready
+expect 200 "mymodel version 2 ready after load"
+req POST /v2/repository/models/broken/load
+expect 400 "loading a broken model"
+body_has '"error":"failed to load' "broken load: error body"
+req POST /v2/repository/models/absent/load
+expect 400 "loading a model that is not in the repository"
+req GET /v2/repository/models/mymodel/load
+expect 405 "GET on load"
+req GET /v2/models/mymodel/stats
+expect 200 "statistics"
+n=$(jget "d['model_stats'][0]['inference_count']")
+[ "${n:-0}" -ge 0 ] || fail "stats: no inference_count"
+ok "statistics: inference_count $n since the reload"
+
+# v1 beside v2, and the /v2 routes in /metrics
+req GET /v1/graphs
+expect 200 "GET /v1/graphs still served"
+n=$(metric 'arenaflowd_http_requests_total{route="/v2/models/{m}[/versions/{v}]/infer",status="200"}')
+[ "${n:-0}" -ge 66 ] || fail "/metrics does not count the /v2 inferences (got '${n:-}')"
+ok "/metrics: $n inferences answered 200 (60 round trips, 2 golden, 4 real-model)"
+stop
+
+# authentication: health needs no token, metadata and inference a read token, load an admin one
+printf 'admin adm1n-token-0123456789\nread re4d-token-0123456789\n' >"$T/tokens"
+write_cfg "[auth]
+tokens_file = $T/tokens"
+start --model-repository "$REPO"
+wait_ready
+req GET /v2/health/live
+expect 200 "health without a token"
+req GET /v2/models/mymodel
+expect 401 "metadata without a token"
+body_has '"error"' "401 body"
+grep -qi '^www-authenticate: Bearer' "$T/headers" || fail "401 without WWW-Authenticate"
+req GET /v2/models/mymodel -H 'Authorization: Bearer re4d-token-0123456789'
+expect 200 "metadata with a read token"
+req POST /v2/repository/models/mymodel/unload -H 'Authorization: Bearer re4d-token-0123456789'
+expect 403 "unload with a read token"
+req POST /v2/repository/models/mymodel/unload -H 'Authorization: Bearer adm1n-token-0123456789'
+expect 200 "unload with an admin token"
+stop
+echo "PASS: $CHECKS checks"

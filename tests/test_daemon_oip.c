@@ -1,0 +1,315 @@
+/*
+ * Unit tests of arenaflowd's Open Inference Protocol side, socket-free (af__daemon_handle on a
+ * private loop): the FP16 conversion (every one of the 65536 patterns, and round-to-nearest-even
+ * at every midpoint), the JSON tensor codec of every datatype (range and type errors), and a
+ * model repository with a JSON-graph model (Relu, f32) served through /v2: metadata, JSON and
+ * binary inference, many requests in flight at once (rounds in flight on one session: the TSan
+ * build checks them), unload while requests are in flight, reload, and destroy with inferences
+ * still queued.
+ */
+#include "daemon/oip_int.h"
+#include "tests/daemon_testutil.h"
+
+#include <math.h>
+
+static void test_f16_every_pattern(void **state)
+{
+    (void)state;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = af__oip_f16_to_f32((uint16_t)h);
+        uint16_t back = af__oip_f32_to_f16(f);
+        if (isnan(f)) {
+            assert_true((back & 0x7C00u) == 0x7C00u && (back & 0x3FFu) != 0);
+            continue;
+        }
+        if (back != h)
+            fail_msg("f16 0x%04x -> %g -> 0x%04x", h, (double)f, back);
+        /* the midpoint to the next pattern (same sign, finite) rounds to the even one */
+        if ((h & 0x7FFFu) >= 0x7BFFu)
+            continue;
+        float g = af__oip_f16_to_f32((uint16_t)(h + 1));
+        float mid = (float)(((double)f + (double)g) / 2);
+        uint16_t even = (h & 1) ? (uint16_t)(h + 1) : (uint16_t)h;
+        if (af__oip_f32_to_f16(mid) != even)
+            fail_msg("midpoint of 0x%04x and 0x%04x -> 0x%04x", h, h + 1, af__oip_f32_to_f16(mid));
+    }
+    assert_int_equal(af__oip_f32_to_f16(65520.0f), 0x7C00); /* past the largest: infinity */
+    assert_int_equal(af__oip_f32_to_f16(-1e-8f), 0x8000);   /* underflow keeps the sign */
+}
+
+/* Reads JSON text as dt (n elements) and writes it back; the text must come back as `want`. */
+static void codec(int dt, const char *in, uint64_t n, const char *want)
+{
+    uint8_t buf[64];
+    char msg[256];
+    json_t *j = json_loads(in, JSON_DECODE_ANY, NULL);
+    assert_non_null(j);
+    if (af__oip_json_read(j, dt, n, buf, msg, sizeof(msg)) != 0)
+        fail_msg("%s as %s: %s", in, af__oip_dtype_name(dt), msg);
+    json_decref(j);
+    char *b = NULL;
+    size_t len = 0, cap = 0;
+    assert_int_equal(af__oip_json_write(&b, &len, &cap, buf, dt, n), 0);
+    if (strcmp(b, want) != 0)
+        fail_msg("%s as %s came back as %s, want %s", in, af__oip_dtype_name(dt), b, want);
+    free(b);
+}
+
+static void codec_fails(int dt, const char *in, uint64_t n, const char *why)
+{
+    uint8_t buf[64];
+    char msg[256] = "";
+    json_t *j = json_loads(in, JSON_DECODE_ANY, NULL);
+    assert_non_null(j);
+    assert_int_equal(af__oip_json_read(j, dt, n, buf, msg, sizeof(msg)), -1);
+    if (!strstr(msg, why))
+        fail_msg("%s as %s: message '%s' lacks '%s'", in, af__oip_dtype_name(dt), msg, why);
+    json_decref(j);
+}
+
+static void test_json_codec(void **state)
+{
+    (void)state;
+    codec(AF_DTYPE_BOOL, "[[true,false],[false,true]]", 4, "[true,false,false,true]");
+    codec(AF_DTYPE_U8, "[0,255]", 2, "[0,255]");
+    codec(AF_DTYPE_I8, "[-128,127]", 2, "[-128,127]");
+    codec(AF_DTYPE_U16, "[65535]", 1, "[65535]");
+    codec(AF_DTYPE_I16, "[-32768,32767]", 2, "[-32768,32767]");
+    codec(AF_DTYPE_U32, "[4294967295]", 1, "[4294967295]");
+    codec(AF_DTYPE_I32, "[-2147483648]", 1, "[-2147483648]");
+    codec(AF_DTYPE_I64, "[-9223372036854775808,9223372036854775807]", 2,
+          "[-9223372036854775808,9223372036854775807]");
+    codec(AF_DTYPE_U64, "[9223372036854775807]", 1, "[9223372036854775807]");
+    codec(AF_DTYPE_F32, "[0.1,-0.0,1,\"nan\",\"-inf\"]", 5,
+          "[0.100000001,-0.0,1.0,\"nan\",\"-inf\"]");
+    codec(AF_DTYPE_F64, "[0.1,1e300]", 2, "[0.10000000000000001,1.0000000000000001e+300]");
+    codec(AF_DTYPE_F16, "[0.1,65504,1e6]", 3, "[0.099976,65504.0,\"inf\"]");
+    codec(AF_DTYPE_BF16, "[1.5,3]", 2, "[1.5,3.0]");
+    codec(AF_DTYPE_F32, "2.5", 1, "[2.5]"); /* rank 0: a scalar */
+    codec_fails(AF_DTYPE_U8, "[256]", 1, "out of range");
+    codec_fails(AF_DTYPE_I8, "[-129]", 1, "out of range");
+    codec_fails(AF_DTYPE_U64, "[-1]", 1, "out of range");
+    codec_fails(AF_DTYPE_I32, "[1.5]", 1, "not an integer");
+    codec_fails(AF_DTYPE_BOOL, "[1]", 1, "not true or false");
+    codec_fails(AF_DTYPE_F32, "[\"x\"]", 1, "not a number");
+    codec_fails(AF_DTYPE_F32, "[1,2]", 3, "2 elements, the shape 3");
+    codec_fails(AF_DTYPE_F32, "[1,2,3,4]", 3, "more than the 3");
+    codec_fails(AF_DTYPE_F32, "[[[[[[[[[[1]]]]]]]]]]", 1, "deeper");
+    int dt;
+    assert_int_equal(af__oip_dtype_parse("BYTES", &dt), 0);
+    assert_int_equal(dt, AF__OIP_BYTES);
+    assert_int_equal(af__oip_dtype_parse("fp32", &dt), -1); /* names are case-sensitive */
+}
+
+/* ---- a repository served through af__daemon_handle ----------------------------------------- */
+
+static const char relu_graph[] =
+    "{\"format\":\"arenaflow-graph\",\"version\":1,\"name\":\"relu\",\"tensors\":["
+    "{\"name\":\"x\",\"kind\":\"input\",\"dtype\":\"f32\",\"shape\":[2,2]},"
+    "{\"name\":\"y\",\"kind\":\"output\",\"dtype\":\"f32\",\"shape\":[2,2]}],"
+    "\"nodes\":[{\"op\":\"Relu\",\"inputs\":[\"x\"],\"outputs\":[\"y\"]}]}";
+
+/* A daemon serving DIR/relu/1/model.json (and DIR/relu/config.json = config, when given). */
+static af__daemon_t *repo_daemon_max(char *dir, int64_t max_inflight, const char *config)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/relu/1", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/relu/1/model.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(relu_graph, f);
+    fclose(f);
+    if (config) {
+        snprintf(path, sizeof(path), "%s/relu/config.json", dir);
+        assert_non_null(f = fopen(path, "w"));
+        fputs(config, f);
+        fclose(f);
+    }
+    af__dcfg_t cfg;
+    test_cfg(&cfg, NULL);
+    snprintf(cfg.model_repository, sizeof(cfg.model_repository), "%s", dir);
+    snprintf(cfg.model_kernels, sizeof(cfg.model_kernels), "reference");
+    cfg.max_infers = max_inflight;
+    cfg.lim.max_body = 1 << 20;
+    cfg.lim.max_parse_bytes = 1 << 20;
+    af__daemon_t *d = NULL;
+    assert_int_equal(af__daemon_create(&loop, &cfg, &d), 0);
+    for (int i = 0; !((af__oip_t *)d->oip)->loaded && i < 10000000; i++)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(((af__oip_t *)d->oip)->loaded);
+    wait_ready(d); /* /v2/health/ready also waits for the (empty) state directory's load */
+    return d;
+}
+
+static af__daemon_t *repo_daemon(char *dir)
+{
+    return repo_daemon_max(dir, 64, NULL);
+}
+
+static const char infer_json[] =
+    "{\"inputs\":[{\"name\":\"x\",\"shape\":[2,2],\"datatype\":\"FP32\",\"data\":[1,-2,3,-4]}]}";
+static const char infer_want[] = "{\"model_name\":\"relu\",\"model_version\":\"1\",\"outputs\":[{"
+                                 "\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[2,2],\"data\":"
+                                 "[1.0,0.0,3.0,0.0]}]}";
+
+static void test_repository_served(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon(dir);
+    answer_t a;
+    assert_int_equal(call_s(d, "GET", "/v2/health/ready", NULL, &a), 200);
+    free(a.body);
+    assert_int_equal(call_s(d, "GET", "/v2/models/relu", NULL, &a), 200);
+    assert_non_null(strstr(a.body, "\"platform\":\"arenaflow_graph\""));
+    free(a.body);
+    assert_int_equal(call_s(d, "POST", "/v2/models/relu/infer", infer_json, &a), 200);
+    assert_string_equal(a.body, infer_want);
+    free(a.body);
+    /* binary in and out, through the request's Inference-Header-Content-Length */
+    const char hdr[] = "{\"inputs\":[{\"name\":\"x\",\"shape\":[2,2],\"datatype\":\"FP32\","
+                       "\"parameters\":{\"binary_data_size\":16}}],"
+                       "\"parameters\":{\"binary_data_output\":true}}";
+    float in[4] = {-1, 2, -3, 4}, out[4];
+    char body[sizeof(hdr) + 16], hl[16];
+    memcpy(body, hdr, sizeof(hdr) - 1);
+    memcpy(body + sizeof(hdr) - 1, in, 16);
+    snprintf(hl, sizeof(hl), "%zu", sizeof(hdr) - 1);
+    memset(&a, 0, sizeof(a));
+    af__dreq_t r = {.method = "POST", .method_len = 4, .path = "/v2/models/relu/infer"};
+    r.path_len = strlen(r.path);
+    r.body = body;
+    r.body_len = sizeof(hdr) - 1 + 16;
+    r.infer_header = hl;
+    r.infer_header_len = strlen(hl);
+    af__daemon_handle(d, &r, on_answer, &a);
+    wait_answer(&a);
+    assert_int_equal(a.status, 200);
+    const char *end = strstr(a.body, "}]}");
+    assert_non_null(end);
+    size_t jl = (size_t)(end + 3 - a.body);
+    assert_int_equal(a.len, jl + 16);
+    memcpy(out, a.body + jl, 16);
+    assert_true(out[0] == 0 && out[1] == 2 && out[2] == 0 && out[3] == 4);
+    free(a.body);
+    free_daemon(d);
+    remove_tree(dir);
+}
+
+static void test_inflight_unload_reload(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon(dir);
+    enum { N = 24 };
+    answer_t as[N], u;
+    for (int i = 0; i < N; i++)
+        send_req(d, "POST", "/v2/models/relu/infer", 21, infer_json, strlen(infer_json), &as[i]);
+    /* unload while they are in flight: they finish on the model they started with */
+    assert_int_equal(call_s(d, "POST", "/v2/repository/models/relu/unload", NULL, &u), 200);
+    free(u.body);
+    for (int i = 0; i < N; i++) {
+        wait_answer(&as[i]);
+        assert_int_equal(as[i].status, 200);
+        assert_string_equal(as[i].body, infer_want);
+        free(as[i].body);
+    }
+    assert_int_equal(call_s(d, "POST", "/v2/models/relu/infer", infer_json, &u), 404);
+    assert_string_equal(u.body, "{\"error\":\"unknown model 'relu'\"}");
+    free(u.body);
+    assert_int_equal(call_s(d, "POST", "/v2/repository/models/relu/load", NULL, &u), 200);
+    free(u.body);
+    assert_int_equal(call_s(d, "POST", "/v2/models/relu/infer", infer_json, &u), 200);
+    free(u.body);
+    /* destroy with inferences queued: they are answered (or canceled), nothing leaks */
+    for (int i = 0; i < 8; i++)
+        send_req(d, "POST", "/v2/models/relu/infer", 21, infer_json, strlen(infer_json), &as[i]);
+    free_daemon(d);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(as[i].done, 1);
+        free(as[i].body);
+    }
+    remove_tree(dir);
+}
+
+/* [models] max_inflight, and a model's config.json max_inflight: admission is on the loop, so of
+ * 10 requests sent before the loop runs exactly the bound are admitted, the others answered 429
+ * at once. */
+static void expect_admitted(af__daemon_t *d, int want_ok, const char *busy_msg)
+{
+    answer_t as[10];
+    for (int i = 0; i < 10; i++)
+        send_req(d, "POST", "/v2/models/relu/infer", 21, infer_json, strlen(infer_json), &as[i]);
+    int ok = 0, busy = 0;
+    for (int i = 0; i < 10; i++) {
+        wait_answer(&as[i]);
+        ok += as[i].status == 200;
+        if (as[i].status == 429) {
+            busy++;
+            if (!strstr(as[i].body, busy_msg))
+                fail_msg("429 body %s lacks %s", as[i].body, busy_msg);
+        }
+        free(as[i].body);
+    }
+    assert_int_equal(ok, want_ok);
+    assert_int_equal(busy, 10 - want_ok);
+}
+
+static void test_max_inflight_429(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon_max(dir, 2, NULL);
+    expect_admitted(d, 2, "{\"error\":\"2 inferences in flight ([models] max_inflight)");
+    free_daemon(d);
+    remove_tree(dir);
+    /* the model's own bound, from its config.json */
+    dir = make_tmpdir();
+    d = repo_daemon_max(dir, 64, "{\"max_inflight\": 3}");
+    expect_admitted(d, 3, "{\"error\":\"model 'relu' has 3 inferences in flight");
+    free_daemon(d);
+    remove_tree(dir);
+}
+
+/* A JSON header whose DOM would exceed max_parse_bytes is refused before it is parsed (413). */
+static void test_parse_budget(void **state)
+{
+    (void)state;
+    char *dir = make_tmpdir();
+    af__daemon_t *d = repo_daemon(dir);
+    size_t n = 200000, len = 0;
+    char *b = malloc(n * 2 + 200);
+    assert_non_null(b);
+    len += (size_t)sprintf(b, "{\"inputs\":[{\"name\":\"x\",\"shape\":[2,2],\"datatype\":"
+                              "\"FP32\",\"data\":[0");
+    for (size_t i = 1; i < n; i++)
+        b[len++] = ',', b[len++] = '0';
+    len += (size_t)sprintf(b + len, "]}]}");
+    answer_t a;
+    assert_int_equal(call(d, "POST", "/v2/models/relu/infer", b, len, &a), 413);
+    assert_non_null(strstr(a.body, "max_parse_bytes"));
+    free(a.body);
+    assert_int_equal(atomic_load(&d->parse_used), 0);
+    assert_int_equal(call_s(d, "POST", "/v2/models/relu/infer", infer_json, &a), 200);
+    free(a.body);
+    assert_int_equal(atomic_load(&d->parse_used), 0); /* released with the answer */
+    free(b);
+    free_daemon(d);
+    remove_tree(dir);
+}
+
+int main(void)
+{
+    uv_loop_init(&loop);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
+        cmocka_unit_test(test_max_inflight_429),  cmocka_unit_test(test_parse_budget),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    uv_loop_close(&loop);
+    return rc;
+}
