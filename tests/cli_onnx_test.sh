@@ -83,8 +83,15 @@ t = onnx.TensorProto()
 t.ParseFromString(open(sys.argv[1] + "/test_data_set_0/input_0.pb", "rb").read())
 np.save(sys.argv[2] + "/x.npy", numpy_helper.to_array(t))
 EOF
-    arenaflow run "$T/model.onnx" --input "x=$tmp/x.npy" --output-dir "$tmp" --rounds 3 --json \
-        >"$tmp/run.json" || fail "run with .npy input"
+    arenaflow run "$T/model.onnx" --input "x=$tmp/x.npy" --output-dir "$tmp/out/a" --rounds 3 \
+        --json >"$tmp/run.json" || fail "run with .npy input (and an --output-dir to create)"
+    mv "$tmp/out/a/y.npy" "$tmp/y.npy"
+    touch "$tmp/plain"
+    if arenaflow run "$T/model.onnx" --input "x=$tmp/x.npy" --output-dir "$tmp/plain" \
+        >/dev/null 2>"$tmp/err"; then
+        fail "--output-dir naming a file was accepted"
+    fi
+    grep -q "output-dir.*Not a directory" "$tmp/err" || fail "--output-dir error: $(cat "$tmp/err")"
     /usr/bin/python3 - "$T" "$tmp" <<'EOF' || fail "run output differs from the test data"
 import sys, json, onnx, numpy as np
 from onnx import numpy_helper

@@ -19,10 +19,12 @@
 #include "arenaflow/cache.h"
 #include "arenaflow/zoo.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <uv.h>
 
 /* ---- shared helpers (run_util.h) -------------------------------------------------------- */
@@ -131,7 +133,8 @@ static void usage(FILE *f)
             "                     a pattern\n"
             "  --input NAME=DIMS  ONNX: fix a symbolic input shape (input=1,3,224,224) or a\n"
             "                     symbolic dim (batch_size=1); may be repeated\n"
-            "  --output-dir DIR   write every graph output as DIR/<output name>.npy (bytes\n"
+            "  --output-dir DIR   write every graph output as DIR/<output name>.npy (DIR is\n"
+            "                     created when missing; bytes\n"
             "                     outside [A-Za-z0-9._-] and a leading '.' become '_'; a name\n"
             "                     that sanitises like an earlier one gets _<index>)\n"
             "  --kernels SET      real (the fastest built in: onednn when built with oneDNN;\n"
@@ -313,6 +316,35 @@ static int data_load(const run_args_t *a, run_data_t *d)
     return 0;
 }
 
+/* mkdir -p: every missing component of dir is created (0755). 0, or -1 with errno set. */
+static int make_dirs(const char *dir)
+{
+    char p[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof p) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST)
+            return -1;
+        p[i] = c;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
 /* Copies the kept outputs of the last round into d->outs and writes them to --output-dir. */
 static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *d)
 {
@@ -321,6 +353,10 @@ static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *
     d->out_names = calloc((size_t)n + 1, sizeof(char *));
     if (!d->outs || !d->out_names)
         return CLI_FAIL;
+    if (a->output_dir && make_dirs(a->output_dir) != 0) {
+        cli_error("run: --output-dir %s: %s", a->output_dir, strerror(errno));
+        return CLI_FAIL;
+    }
     int rc = 0;
     for (int32_t i = 0; i < n; i++) {
         af_tensor_t v;
