@@ -155,6 +155,55 @@ static const char infer_want[] = "{\"model_name\":\"relu\",\"model_version\":\"1
                                  "\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[2,2],\"data\":"
                                  "[1.0,0.0,3.0,0.0]}]}";
 
+/* config.json: the keys it takes, and an error naming what is wrong with the others. */
+static void test_model_config(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/af-oip-cfg-XXXXXX", *specs[AF__OIP_MAX_SPECS], msg[512];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    static const struct {
+        const char *text, *why; /* why NULL: accepted */
+    } cases[] = {
+        {"{\"instance_count\": 3, \"max_inflight\": 4}", NULL},
+        {"{\"instance_group\": [{\"count\": 2}, {\"count\": 1, \"kind\": \"KIND_CPU\"}]}", NULL},
+        {"{\"max_batch_size\": 8, \"dynamic_batching\": {\"preferred_batch_size\": [2, 8], "
+         "\"max_queue_delay_microseconds\": 100}}",
+         NULL},
+        {"{\"instance_group\": [{\"count\": 1, \"kind\": \"KIND_GPU\"}]}", "KIND_CPU"},
+        {"{\"instance_count\": 2, \"instance_group\": [{\"count\": 1}]}", "not both"},
+        {"{\"instance_count\": 17}", "at most 16"},
+        {"{\"dynamic_batching\": {}}", "needs max_batch_size"},
+        {"{\"max_batch_size\": 4, \"dynamic_batching\": {\"preferred_batch_size\": [5]}}",
+         "1..max_batch_size"},
+        {"{\"max_batch_size\": 4, \"dynamic_batching\": {\"delay\": 5}}", "dynamic_batching is"},
+        {"{\"instances\": 2}", "instances"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(cases[i].text, f);
+        fclose(f);
+        int n = 0;
+        af__mcfg_t cfg;
+        msg[0] = 0;
+        int rc = af__oip_read_config(path, specs, &n, &cfg, msg, sizeof(msg));
+        for (int k = 0; k < n; k++)
+            free(specs[k]);
+        if (cases[i].why ? rc == 0 || !strstr(msg, cases[i].why) : rc != 0)
+            fail_msg("%s: rc %d, '%s'", cases[i].text, rc, msg);
+        if (i == 0)
+            assert_true(cfg.instances == 3 && cfg.max_inflight == 4 && !cfg.batching);
+        if (i == 1)
+            assert_int_equal(cfg.instances, 3);
+        if (i == 2)
+            assert_true(cfg.batching && cfg.max_batch == 8 && cfg.n_preferred == 2 &&
+                        cfg.preferred[1] == 8 && cfg.delay_us == 100);
+    }
+    unlink(path);
+}
+
 static void test_repository_served(void **state)
 {
     (void)state;
@@ -305,9 +354,10 @@ int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
-        cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
-        cmocka_unit_test(test_max_inflight_429),  cmocka_unit_test(test_parse_budget),
+        cmocka_unit_test(test_f16_every_pattern),      cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_model_config),           cmocka_unit_test(test_repository_served),
+        cmocka_unit_test(test_inflight_unload_reload), cmocka_unit_test(test_max_inflight_429),
+        cmocka_unit_test(test_parse_budget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     uv_loop_close(&loop);
