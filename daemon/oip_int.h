@@ -49,6 +49,10 @@ int af__oip_json_read(const json_t *data, int dt, uint64_t numel, void *dst, cha
  * 0 or -1 on OOM. */
 int af__oip_json_write(char **buf, size_t *len, size_t *cap, const void *src, int dt,
                        uint64_t numel);
+/* x as "%.*g" with P (1..9) digits prints it (glibc: the exact value rounded half to even),
+ * without printf, into out (>= 24 bytes, not terminated): its length, or 0 for a value this
+ * does not do (NaN, infinities, exact values past 128 bits: tiny and huge magnitudes). */
+int af__oip_fmt_float(float x, int P, char *out);
 uint16_t af__oip_f32_to_f16(float f);
 float af__oip_f16_to_f32(uint16_t h);
 

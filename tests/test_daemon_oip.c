@@ -155,6 +155,44 @@ static const char infer_want[] = "{\"model_name\":\"relu\",\"model_version\":\"1
                                  "\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[2,2],\"data\":"
                                  "[1.0,0.0,3.0,0.0]}]}";
 
+/* af__oip_fmt_float against snprintf("%.*g"): every FP16 value at 5 digits, and random and
+ * chosen float bit patterns at 9 and 4 digits (fixed seed), byte for byte. */
+static void test_fmt_float_is_printf(void **state)
+{
+    (void)state;
+    char a[48], b[48];
+    uint64_t seed = 0x9E3779B97F4A7C15ull, done = 0;
+    for (uint32_t i = 0; i < 65536 + 3000000; i++) {
+        float f;
+        int P = 9;
+        if (i < 65536) {
+            f = af__oip_f16_to_f32((uint16_t)i);
+            P = 5;
+        } else {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            uint32_t bits = (uint32_t)seed;
+            if (i % 3 == 0) /* magnitudes near 1: the common case */
+                bits = (bits & 0x807FFFFFu) | ((uint32_t)(110 + (seed >> 40) % 40) << 23);
+            memcpy(&f, &bits, 4);
+            P = i % 7 == 0 ? 4 : 9;
+        }
+        int n = af__oip_fmt_float(f, P, a);
+        if (n == 0)
+            continue;
+        snprintf(b, sizeof(b), "%.*g", P, (double)f);
+        a[n] = 0;
+        if (strcmp(a, b) != 0)
+            fail_msg("%.9g (P %d): '%s', printf '%s' (seed 0x9E3779B97F4A7C15)", (double)f, P, a,
+                     b);
+        done++;
+    }
+    assert_true(done > 1000000);  /* the fast path covers magnitudes 2^-21 .. 2^64 */
+    float halfway = 31250.03125f; /* exactly between 9-digit neighbours: half to even */
+    int n = af__oip_fmt_float(halfway, 9, a);
+    a[n] = 0;
+    assert_string_equal(a, "31250.0312");
+}
+
 /* config.json: the keys it takes, and an error naming what is wrong with the others. */
 static void test_model_config(void **state)
 {
@@ -354,10 +392,10 @@ int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16_every_pattern),      cmocka_unit_test(test_json_codec),
-        cmocka_unit_test(test_model_config),           cmocka_unit_test(test_repository_served),
-        cmocka_unit_test(test_inflight_unload_reload), cmocka_unit_test(test_max_inflight_429),
-        cmocka_unit_test(test_parse_budget),
+        cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_model_config),      cmocka_unit_test(test_fmt_float_is_printf),
+        cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
+        cmocka_unit_test(test_max_inflight_429),  cmocka_unit_test(test_parse_budget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     uv_loop_close(&loop);
