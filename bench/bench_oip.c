@@ -67,6 +67,7 @@ static uint8_t *in_bytes[16];
 static uint64_t in_len[16];
 static int n_inputs;
 static double low_p50[2]; /* p50 of each inference kind at the lowest rate */
+static double closed_p50[K_COUNT], closed_cpu[K_COUNT]; /* --pid: the closed loop's figures */
 
 typedef struct step {
     double rate;
@@ -419,6 +420,8 @@ static void cpu_probe(const cfg_t *c, int n)
         }
         uint64_t cpu = proc_cpu_ns(c->pid) - cpu0, wall = af_now_ns() - t0;
         qsort(l.v, l.n, sizeof(double), bh_cmp_d);
+        closed_p50[k] = bh_pct(&l, 50);
+        closed_cpu[k] = l.n ? (double)cpu / 1e3 / (double)l.n : 0.0;
         printf("closed loop %-13s %6zu requests: p50 %.0f us, p99 %.0f us; daemon CPU %.1f us "
                "per request (%.0f%% of one CPU)\n",
                kind_names[k], l.n, bh_pct(&l, 50), bh_pct(&l, 99),
@@ -561,6 +564,12 @@ int main(int argc, char **argv)
                    "overhead per request at the lowest rate (p50 difference): JSON %.0f us, "
                    "binary %.0f us\n",
                    c.kernels, p50, p99, low_p50[K_JSON] - p50, low_p50[K_BIN] - p50);
+        if (p50 > 0 && closed_p50[K_JSON] > 0)
+            printf("HTTP path overhead per request, closed loop (p50 minus in process): JSON %.0f "
+                   "us, binary %.0f us, /v2/health/live alone %.0f us; daemon CPU per request: "
+                   "JSON %.1f us, binary %.1f us, health %.1f us\n",
+                   closed_p50[K_JSON] - p50, closed_p50[K_BIN] - p50, closed_p50[K_HEALTH],
+                   closed_cpu[K_JSON], closed_cpu[K_BIN], closed_cpu[K_HEALTH]);
     }
     for (int k = 0; k < 2; k++)
         free(bodies[k].p), free(bodies[k].ref);

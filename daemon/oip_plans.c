@@ -19,11 +19,13 @@
 #include "daemon/oip_int.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define PLAN_FILE_MAX (1u << 30)
 
