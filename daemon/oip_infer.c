@@ -76,8 +76,9 @@ static int shape_matches(const af_io_info_t *io, const int64_t *dims, int32_t ra
 
 /* The data of input `name` (bytes of dt, numel elements) into dst: from the binary data at
  * *bin_at when params carry binary_data_size, else from JSON `data`. 0 or -1. */
-static int read_data(af__ijob_t *j, const char *name, const json_t *params, const json_t *data,
-                     int dt, int64_t numel, uint64_t bytes, void *dst, uint64_t *bin_at)
+static int read_data(af__ijob_t *j, size_t index, const char *name, const json_t *params,
+                     const json_t *data, int dt, int64_t numel, uint64_t bytes, void *dst,
+                     uint64_t *bin_at)
 {
     size_t hl = j->header_len < 0 ? j->body_len : (size_t)j->header_len;
     const uint8_t *binp = (const uint8_t *)j->body + hl;
@@ -102,14 +103,21 @@ static int read_data(af__ijob_t *j, const char *name, const json_t *params, cons
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
                              "input '%s' has neither data nor binary_data_size", name);
     char why[256];
-    if (af__oip_json_read(data, dt, (uint64_t)numel, dst, why, sizeof(why)) != 0)
+    const af__span_t *sp = NULL;
+    for (int k = 0; json_is_integer(data) && k < j->n_spans; k++)
+        if (j->spans[k].input == (long)index)
+            sp = &j->spans[k]; /* the last "data" of the input, as jansson keeps it */
+    if (sp ? af__oip_text_read(j->body + sp->start, sp->end - sp->start, dt, (uint64_t)numel, dst,
+                               why, sizeof(why)) != 0
+           : af__oip_json_read(data, dt, (uint64_t)numel, dst, why, sizeof(why)) != 0)
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': %s", name, why);
     return 0;
 }
 
 /* One entry of "inputs": checked against the session's input of its name and written into its
  * own buffer, or into slices[k] (a batch's rows) when slices is given. 0 or -1. */
-static int read_input(af__ijob_t *j, const json_t *in, const af_buffer_t *slices, uint64_t *bin_at)
+static int read_input(af__ijob_t *j, size_t index, const json_t *in, const af_buffer_t *slices,
+                      uint64_t *bin_at)
 {
     const char *name = NULL, *dts = NULL;
     json_t *shape = NULL, *params = NULL, *data = NULL;
@@ -155,7 +163,7 @@ static int read_input(af__ijob_t *j, const json_t *in, const af_buffer_t *slices
     if (!buf)
         return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
     j->in[i] = (af_buffer_t){buf, bytes};
-    return read_data(j, name, params, data, dt, numel, bytes, buf, bin_at);
+    return read_data(j, index, name, params, data, dt, numel, bytes, buf, bin_at);
 }
 
 static int want_binary(const json_t *params, int dflt)
@@ -219,7 +227,15 @@ static int parse_header(af__ijob_t *j)
     } while (!atomic_compare_exchange_weak(&j->d->parse_used, &used, used + need));
     j->parse_reserved = need;
     json_error_t je;
-    json_t *h = json_loadb(j->body, hl, 0, &je), *ins = NULL, *outs = NULL, *params = NULL;
+    char *lean = NULL;
+    size_t lean_n = 0;
+    if (af__oip_fast_split(j->body, hl, &lean, &lean_n, j->spans, AF__OIP_MAX_SPECS, &j->n_spans))
+        return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
+    json_t *h = json_loadb(lean ? lean : j->body, lean ? lean_n : hl, 0, &je), *ins = NULL,
+           *outs = NULL, *params = NULL;
+    free(lean);
+    if (!h && lean) /* the error's line and column in the text as sent */
+        json_decref(json_loadb(j->body, hl, 0, &je));
     j->hdr = h;
     if (!h)
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "malformed JSON at line %d column %d: %s",
@@ -260,7 +276,7 @@ int af__ijob_bind(af__ijob_t *j, const af_buffer_t *slices)
     uint64_t at = 0;
     size_t i;
     const json_t *in, *ins = json_object_get(j->hdr, "inputs");
-    json_array_foreach(ins, i, in) if (read_input(j, in, slices, &at) != 0) return -1;
+    json_array_foreach(ins, i, in) if (read_input(j, i, in, slices, &at) != 0) return -1;
     return bind_rest(j, at);
 }
 
@@ -683,6 +699,7 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
     if (!j)
         return af__reply_error(d, r, AF__DERR_BUSY, "out of memory");
     memcpy(j->body, req->body, req->body_len);
+    j->body[req->body_len] = 0;
     *j = (af__ijob_t){.d = d,
                       .m = m,
                       .r = *r,

@@ -54,6 +54,22 @@ int af__oip_json_write(char **buf, size_t *len, size_t *cap, const void *src, in
  * does not do (NaN, infinities, exact values past 128 bits: tiny and huge magnitudes). */
 int af__oip_fmt_float(float x, int P, char *out);
 uint16_t af__oip_f32_to_f16(float f);
+/* af__oip_json_read for the text of a JSON array s[0..n) made of numbers, true/false,
+ * brackets, commas and white space (a span af__oip_fast_split found): the same element rules
+ * and messages. 0, or -1 with a message. */
+int af__oip_text_read(const char *s, size_t n, int dt, uint64_t numel, void *dst, char *msg,
+                      size_t len);
+
+/* The "data" of input `input` (its index in "inputs") at text[start..end). */
+typedef struct af__span {
+    long input;
+    size_t start, end;
+} af__span_t;
+/* Finds the numeric "data" arrays of a request header's inputs (oip_fastjson.c): *out (malloc,
+ * NUL-terminated, *out_n bytes) is the text with each replaced by 0, spans[0..*n_spans) where
+ * they were; *out NULL when none was found (parse s itself). 0, or -1 on OOM. Any thread. */
+int af__oip_fast_split(const char *s, size_t n, char **out, size_t *out_n, af__span_t *spans,
+                       int max, int *n_spans);
 float af__oip_f16_to_f32(uint16_t h);
 
 /* ---- plans, persisted (oip_plans.c) ------------------------------------------------------ */
@@ -240,6 +256,8 @@ typedef struct af__ijob {
     size_t res_len, res_cap;
     int64_t res_header_len; /* -1: no binary outputs */
     uint64_t ns_compute, ns_total;
+    af__span_t spans[AF__OIP_MAX_SPECS]; /* inputs' "data" read from the text, not the DOM */
+    int n_spans;
     struct af__ijob *next;   /* batching: the queue, then the batch */
     struct af__batch *batch; /* batching: the batch this job leads (its key is the batch's) */
 } af__ijob_t;

@@ -14,9 +14,11 @@
  */
 #include "daemon/oip_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -169,13 +171,8 @@ static int float_of(const json_t *v, double *out)
     return 0;
 }
 
-static int put_float(reader_t *r, uint8_t *p, const json_t *v)
+static void store_float(reader_t *r, uint8_t *p, double x)
 {
-    double x;
-    if (float_of(v, &x) != 0) {
-        snprintf(r->msg, r->len, "element %" PRIu64 " is not a number", r->at);
-        return -1;
-    }
     if (r->dt == AF_DTYPE_F64) {
         memcpy(p, &x, 8);
     } else if (r->dt == AF_DTYPE_F32) {
@@ -185,26 +182,35 @@ static int put_float(reader_t *r, uint8_t *p, const json_t *v)
         uint16_t h = r->dt == AF_DTYPE_F16 ? af__oip_f32_to_f16((float)x) : f32_to_bf16((float)x);
         memcpy(p, &h, 2);
     }
+}
+
+static int put_float(reader_t *r, uint8_t *p, const json_t *v)
+{
+    double x;
+    if (float_of(v, &x) != 0) {
+        snprintf(r->msg, r->len, "element %" PRIu64 " is not a number", r->at);
+        return -1;
+    }
+    store_float(r, p, x);
     return 0;
 }
 
-static int put_int(reader_t *r, uint8_t *p, const json_t *v)
+static int not_bool(reader_t *r)
+{
+    snprintf(r->msg, r->len, "element %" PRIu64 " is not true or false", r->at);
+    return -1;
+}
+
+static int not_int(reader_t *r)
+{
+    snprintf(r->msg, r->len, "element %" PRIu64 " is not an integer", r->at);
+    return -1;
+}
+
+/* An integer x as r's (integer) dtype, range checked. */
+static int store_int(reader_t *r, uint8_t *p, int64_t x)
 {
     uint32_t size = af_dtype_size((af_dtype_t)r->dt);
-    if (r->dt == AF_DTYPE_BOOL) {
-        if (!json_is_boolean(v)) {
-            snprintf(r->msg, r->len, "element %" PRIu64 " is not true or false", r->at);
-            return -1;
-        }
-        *p = json_is_true(v) ? 1 : 0;
-        return 0;
-    }
-    if (!json_is_integer(v)) {
-        snprintf(r->msg, r->len, "element %" PRIu64 " is not an integer", r->at);
-        return -1;
-    }
-    /* jansson reads integers as json_int_t (int64): UINT64 above 2^63 cannot be sent in JSON */
-    int64_t x = (int64_t)json_integer_value(v);
     int bits = (int)size * 8;
     int ok =
         is_signed(r->dt)
@@ -219,6 +225,20 @@ static int put_int(reader_t *r, uint8_t *p, const json_t *v)
     for (uint32_t i = 0; i < size; i++)
         p[i] = (uint8_t)(u >> (8 * i)); /* little-endian */
     return 0;
+}
+
+static int put_int(reader_t *r, uint8_t *p, const json_t *v)
+{
+    if (r->dt == AF_DTYPE_BOOL) {
+        if (!json_is_boolean(v))
+            return not_bool(r);
+        *p = json_is_true(v) ? 1 : 0;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return not_int(r);
+    /* jansson reads integers as json_int_t (int64): UINT64 above 2^63 cannot be sent in JSON */
+    return store_int(r, p, (int64_t)json_integer_value(v));
 }
 
 static int walk(reader_t *r, const json_t *v, int depth)
@@ -249,6 +269,72 @@ int af__oip_json_read(const json_t *data, int dt, uint64_t numel, void *dst, cha
     reader_t r = {dt, numel, 0, dst, msg, len};
     if (walk(&r, data, 0) != 0)
         return -1;
+    if (r.at != numel) {
+        snprintf(msg, len, "data has %" PRIu64 " elements, the shape %" PRIu64, r.at, numel);
+        return -1;
+    }
+    return 0;
+}
+
+/* One token of a fast-path span (af__oip_fast_split checked its grammar) into r's next
+ * element. */
+static int text_elem(reader_t *r, const char *t, size_t n)
+{
+    if (r->at >= r->numel) {
+        snprintf(r->msg, r->len, "data has more than the %" PRIu64 " elements of the shape",
+                 r->numel);
+        return -1;
+    }
+    uint8_t *p = r->dst + r->at * af_dtype_size((af_dtype_t)r->dt);
+    int boolean = t[0] == 't' || t[0] == 'f', rc = 0;
+    if (r->dt == AF_DTYPE_BOOL)
+        rc = boolean ? (*p = t[0] == 't', 0) : not_bool(r);
+    else if (boolean)
+        rc = is_float(r->dt)
+                 ? (snprintf(r->msg, r->len, "element %" PRIu64 " is not a number", r->at), -1)
+                 : not_int(r);
+    else if (is_float(r->dt))
+        store_float(r, p, strtod(t, NULL)); /* JSON numbers are C-locale numbers */
+    else if (memchr(t, '.', n) || memchr(t, 'e', n) || memchr(t, 'E', n))
+        rc = not_int(r);
+    else {
+        errno = 0;
+        long long x = strtoll(t, NULL, 10);
+        rc = errno == ERANGE
+                 ? (snprintf(r->msg, r->len, "element %" PRIu64 " is out of range for %s", r->at,
+                             af__oip_dtype_name(r->dt)),
+                    -1)
+                 : store_int(r, p, (int64_t)x);
+    }
+    r->at++;
+    return rc;
+}
+
+int af__oip_text_read(const char *s, size_t n, int dt, uint64_t numel, void *dst, char *msg,
+                      size_t len)
+{
+    reader_t r = {dt, numel, 0, dst, msg, len};
+    int depth = 0;
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '[' && ++depth > AF_MAX_RANK + 1) {
+            snprintf(msg, len, "data nests deeper than %d levels", AF_MAX_RANK);
+            return -1;
+        }
+        if (c == ']')
+            depth--;
+        if (c == '[' || c == ']' || c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            i++;
+            continue;
+        }
+        size_t k = i;
+        while (k < n && s[k] != ',' && s[k] != ']' && s[k] != ' ' && s[k] != '\t' && s[k] != '\n' &&
+               s[k] != '\r')
+            k++;
+        if (text_elem(&r, s + i, k - i) != 0)
+            return -1;
+        i = k;
+    }
     if (r.at != numel) {
         snprintf(msg, len, "data has %" PRIu64 " elements, the shape %" PRIu64, r.at, numel);
         return -1;

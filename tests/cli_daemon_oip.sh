@@ -161,6 +161,7 @@ max_plan_files = 4"
 start --model-repository "$REPO"
 wait_ready
 wait_v2_ready "with max_plan_files 4"
+$CHECK shapes "$PORT" >/dev/null || fail "symbolic dims over corrupted plan files"
 grep -q "\.afplan not restored (" "$LOG" || fail "a corrupted plan file was not reported"
 ok "corrupted plan files: $(grep -c '\.afplan not restored (' "$LOG") reported and planned again"
 $CHECK batching "$PORT" >/dev/null || fail "batching with max_plan_files 4"

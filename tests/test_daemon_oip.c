@@ -193,6 +193,87 @@ static void test_fmt_float_is_printf(void **state)
     assert_string_equal(a, "31250.0312");
 }
 
+/* The "data" arrays taken out of a header before the parse: which are, which are left to jansson
+ * (anything it must judge), and the elements read from the text equal jansson's, messages too. */
+static void test_fast_split(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int spans;      /* spans found */
+        long input_of1; /* the input index of the last span */
+    } cases[] = {
+        {"{\"inputs\": [{\"name\": \"x\", \"data\": [1, 2.5e-3, [-3]]}]}", 1, 0},
+        {"{\"id\": \"a\", \"inputs\": [{\"data\": [true]}, {\"name\": \"y\", \"data\": "
+         "[[1],[2]]}]}",
+         2, 1},
+        {"{\"inputs\": [{\"name\": \"\\\"data\\\": [1]\", \"data\": [\"nan\"]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [01]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1.]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [+1]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1,]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [,1]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1 2]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1, null]}]}", 0, 0},
+        {"{\"inputs\": [{\"parameters\": {\"data\": [1]}}], \"data\": [2]}", 0, 0},
+        {"{\"outputs\": [{\"data\": [1]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1, 2]", 1, 0}, /* truncated: jansson reports it */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *t = cases[i].text;
+        char *lean = NULL;
+        size_t n = 0;
+        af__span_t sp[8];
+        int ns = -1;
+        assert_int_equal(af__oip_fast_split(t, strlen(t), &lean, &n, sp, 8, &ns), 0);
+        if (ns != cases[i].spans)
+            fail_msg("%s: %d spans", t, ns);
+        if (ns == 0) {
+            assert_null(lean);
+            continue;
+        }
+        assert_int_equal(sp[ns - 1].input, cases[i].input_of1);
+        assert_true(t[sp[0].start] == '[' && t[sp[0].end - 1] == ']');
+        json_t *a = json_loadb(t, strlen(t), 0, NULL), *b = json_loadb(lean, n, 0, NULL);
+        assert_true((a == NULL) == (b == NULL)); /* as valid as the text sent */
+        json_decref(a);
+        json_decref(b);
+        free(lean);
+    }
+    /* elements: the text reader and the DOM reader agree, values and messages */
+    static const struct {
+        const char *data;
+        int dt;
+        uint64_t numel;
+    } reads[] = {
+        {"[0.1, -2.5e-7, 3, 1e38, -0.0, 65504, 7e-8]", AF_DTYPE_F32, 7},
+        {"[[0.1, 1e5], [65520, -7e-8]]", AF_DTYPE_F16, 4},
+        {"[0.1, 123456789.123456789, -1e-300]", AF_DTYPE_F64, 3},
+        {"[1, 2, -3]", AF_DTYPE_I8, 3},
+        {"[127, 128]", AF_DTYPE_I8, 2},
+        {"[1, 2.0]", AF_DTYPE_I32, 2},
+        {"[1, -1]", AF_DTYPE_U16, 2},
+        {"[true, false, true]", AF_DTYPE_BOOL, 3},
+        {"[1, true]", AF_DTYPE_BOOL, 2},
+        {"[true]", AF_DTYPE_F32, 1},
+        {"[1, 2, 3]", AF_DTYPE_F32, 2},
+        {"[1]", AF_DTYPE_F32, 2},
+        {"[[[[[[[[[1]]]]]]]]]", AF_DTYPE_F32, 1},
+    };
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+        uint8_t x[64] = {0}, y[64] = {0};
+        char m1[256] = "", m2[256] = "";
+        json_t *d = json_loads(reads[i].data, 0, NULL);
+        assert_non_null(d);
+        int r1 = af__oip_json_read(d, reads[i].dt, reads[i].numel, x, m1, sizeof(m1));
+        int r2 = af__oip_text_read(reads[i].data, strlen(reads[i].data), reads[i].dt,
+                                   reads[i].numel, y, m2, sizeof(m2));
+        json_decref(d);
+        if (r1 != r2 || strcmp(m1, m2) != 0 || memcmp(x, y, sizeof(x)) != 0)
+            fail_msg("%s: DOM %d '%s', text %d '%s'", reads[i].data, r1, m1, r2, m2);
+    }
+}
+
 /* config.json: the keys it takes, and an error naming what is wrong with the others. */
 static void test_model_config(void **state)
 {
@@ -392,10 +473,15 @@ int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
-        cmocka_unit_test(test_model_config),      cmocka_unit_test(test_fmt_float_is_printf),
-        cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
-        cmocka_unit_test(test_max_inflight_429),  cmocka_unit_test(test_parse_budget),
+        cmocka_unit_test(test_f16_every_pattern),
+        cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_model_config),
+        cmocka_unit_test(test_fmt_float_is_printf),
+        cmocka_unit_test(test_fast_split),
+        cmocka_unit_test(test_repository_served),
+        cmocka_unit_test(test_inflight_unload_reload),
+        cmocka_unit_test(test_max_inflight_429),
+        cmocka_unit_test(test_parse_budget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     uv_loop_close(&loop);
