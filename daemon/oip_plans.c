@@ -135,7 +135,8 @@ static void prune(const char *dir, int64_t max)
     }
     if (dd)
         closedir(dd);
-    qsort(f, n, sizeof(*f), older);
+    if (n > 0)
+        qsort(f, n, sizeof(*f), older);
     for (size_t i = 0; max >= 0 && n > (size_t)max && i < n - (size_t)max; i++) {
         char path[AF__DCFG_STR + 128];
         snprintf(path, sizeof(path), "%s/%s", dir, f[i].name);
