@@ -70,9 +70,9 @@ static int is_number(const char *s, size_t i, size_t end)
 }
 
 /* The end of an array at s[i] == '[' made only of numbers, true/false, brackets, commas and
- * white space (tokens checked, brackets balanced, commas not checked: jansson never sees the
- * span, so a bad comma would pass — it is checked here too: a token follows '[' or ','); 0 when
- * it is not such an array. */
+ * white space, checked as JSON (jansson never sees the span): tokens by their grammar, brackets
+ * balanced, a value after every '[' or ',' and none after a value; 0 when it is not such an
+ * array. */
 static size_t data_span(const char *s, size_t n, size_t i)
 {
     int depth = 0, want_value = 1;
