@@ -75,7 +75,7 @@ static int is_number(const char *s, size_t i, size_t end)
  * array. */
 static size_t data_span(const char *s, size_t n, size_t i)
 {
-    int depth = 0, want_value = 1;
+    int depth = 0, want_value = 1, opened = 0;
     for (; i < n; i++) {
         char c = s[i];
         if (is_ws(c))
@@ -83,11 +83,14 @@ static size_t data_span(const char *s, size_t n, size_t i)
         if (c == '[') {
             if (!want_value || ++depth > MAX_DEPTH)
                 return 0;
-            continue; /* a value or ']' follows */
+            opened = 1; /* a value or ']' follows */
+            continue;
         }
+        int was_opened = opened;
+        opened = 0;
         if (c == ']') {
-            if (want_value && s[i - 1] != '[' && !is_ws(s[i - 1]))
-                return 0; /* "[1,]" */
+            if (want_value && !was_opened)
+                return 0; /* "[1,]", "[1, ]" */
             want_value = 0;
             if (--depth == 0)
                 return i + 1;

@@ -212,6 +212,8 @@ static void test_fast_split(void **state)
         {"{\"inputs\": [{\"data\": [1.]}]}", 0, 0},
         {"{\"inputs\": [{\"data\": [+1]}]}", 0, 0},
         {"{\"inputs\": [{\"data\": [1,]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1, ]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [[], [ ]]}]}", 1, 0},
         {"{\"inputs\": [{\"data\": [,1]}]}", 0, 0},
         {"{\"inputs\": [{\"data\": [1 2]}]}", 0, 0},
         {"{\"inputs\": [{\"data\": [1, null]}]}", 0, 0},
