@@ -391,8 +391,8 @@ static void reduction(const offrow_t *r, double off, int off_ok, char *d, size_t
 static void offload_table(const cfg_t *c, offrow_t off[N_TRAIN][NK])
 {
     printf("== 3. offload: modelled overhead of one round, %% over a plain round (A: bandwidth "
-           "%.3g B/s, compute %.3g cost units/s; B, this machine: host link %.3g B/s, below the "
-           "memcpy bandwidth of section 6, compute %.3g cost units/s)\n\n",
+           "%.3g B/s, compute %.3g cost units/s; B, this machine: host link %.3g B/s (memcpy: "
+           "section 6), compute %.3g cost units/s)\n\n",
            c->bandwidth, compute_rate, c->host_bw, c->rate);
     printf(
         "| graph | budget | recompute only | A: recompute + offload | reduction | B: recompute + "
