@@ -612,6 +612,21 @@ static double overhead_at(const af_graph_t *g, uint64_t budget, int offload)
     return v;
 }
 
+/* A zoo graph and the arena of its unbudgeted plan; *p0 gets that plan when asked. */
+static af_graph_t *zoo_with_peak(const char *name, uint64_t *peak, af_plan_t **p0)
+{
+    af_graph_t *g = NULL;
+    assert_int_equal(af_zoo_build(name, NULL, &g, NULL), 0);
+    af_plan_t *p = NULL;
+    assert_int_equal(af_plan_create(g, NULL, &p, NULL), 0);
+    *peak = af_plan_arena_bytes(p);
+    if (p0)
+        *p0 = p;
+    else
+        af_plan_destroy(p);
+    return g;
+}
+
 /* Offload is a choice, never a cost: with it allowed, the modelled overhead is at most that of
  * recomputation alone, and it plans wherever recomputation alone does (small zoo graphs). */
 static void test_budget_offload_never_worse(void **state)
@@ -619,12 +634,8 @@ static void test_budget_offload_never_worse(void **state)
     (void)state;
     static const char *const names[] = {"convnet-train", "resmlp-train"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        af_graph_t *g = NULL;
-        assert_int_equal(af_zoo_build(names[i], NULL, &g, NULL), 0);
-        af_plan_t *p0 = NULL;
-        assert_int_equal(af_plan_create(g, NULL, &p0, NULL), 0);
-        uint64_t peak = af_plan_arena_bytes(p0);
-        af_plan_destroy(p0);
+        uint64_t peak;
+        af_graph_t *g = zoo_with_peak(names[i], &peak, NULL);
         for (int k = 9; k >= 5; k--) {
             uint64_t b = peak / 10 * (uint64_t)k;
             double rec = overhead_at(g, b, 0), off = overhead_at(g, b, 1);
@@ -645,11 +656,9 @@ static void test_budget_never_worse_than_greedy(void **state)
     (void)state;
     static const char *const names[] = {"unet-train", "convnet-train", "resmlp-train"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        af_graph_t *g = NULL;
-        assert_int_equal(af_zoo_build(names[i], NULL, &g, NULL), 0);
+        uint64_t peak;
         af_plan_t *p0 = NULL;
-        assert_int_equal(af_plan_create(g, NULL, &p0, NULL), 0);
-        uint64_t peak = af_plan_arena_bytes(p0);
+        af_graph_t *g = zoo_with_peak(names[i], &peak, &p0);
         int fits = 0;
         for (int k = 9; k >= 5; k--) {
             uint64_t b = peak / 10 * (uint64_t)k;
