@@ -402,6 +402,14 @@ struct af_session {
     uint8_t *kept_valid; /* per output: 1 once a round kept it */
 };
 
+/* Elements per worker in sc_ptr, sc_bytes and sc_flags: the kernel arity bounds rounded up to 64,
+ * so no two workers write the same cache line for every node they run (false sharing cost more
+ * than an empty node at 2 threads). */
+static inline size_t af__session_sc_stride(const af_session_t *s)
+{
+    return ((size_t)(s->max_in + s->max_out) + 64) & ~(size_t)63;
+}
+
 /* Prepares program p's kernels with the session's constants (session.c). */
 int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err);
 /* The caller may have written constants: prepares the kernels again. s->mu held, no round in
