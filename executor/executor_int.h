@@ -36,6 +36,7 @@ typedef struct af__deque {
     uv_mutex_t mu;
     af__task_t *buf;
     size_t cap, head, count;
+    atomic_size_t avail; /* = count, written under mu; read without it by idle workers */
 } af__deque_t;
 
 typedef struct af__worker {
@@ -67,7 +68,6 @@ struct af_executor {
     uv_mutex_t mu; /* AF__RANK_SLEEP */
     uv_cond_t cv;
     atomic_int sleepers;
-    atomic_llong queued; /* tasks sitting in deques */
     atomic_int stop;
     atomic_uint rr; /* round-robin target for submitted roots */
     uv_mutex_t kmu; /* AF__RANK_KERNELS */
