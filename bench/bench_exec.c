@@ -22,7 +22,7 @@
  *     re-derives the plan with the recorded scheduler and checks it against the file).
  *
  * Fixed seeds, warm-up rounds, repetitions, medians. Usage: bench_exec [--quick] [--overhead]
- * [--taskflow PATH]
+ * [--shape chain|fan-out|layered] [--taskflow PATH]
  */
 #include "arenaflow/cache.h"
 #include "arenaflow/executor.h"
@@ -37,7 +37,8 @@
 #include <xxhash.h>
 
 static int quick;
-static int overhead_only; /* --overhead: section 1 alone */
+static int overhead_only;     /* --overhead: section 1 alone */
+static const char *only_shape; /* --shape NAME: section 1 on that shape alone */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -266,6 +267,8 @@ static void bench_overhead(void)
     static const int sizes[2] = {500, 2000};
     for (int z = 0; z < 2; z++)
         for (int k = 0; k < 3; k++) {
+            if (only_shape && strcmp(only_shape, names[k]) != 0)
+                continue;
             af_graph_t *g = synth(k, sizes[z]);
             af_plan_t *p;
             af_error_t err;
@@ -726,15 +729,26 @@ int main(int argc, char **argv)
             quick = 1;
         } else if (strcmp(argv[i], "--overhead") == 0) {
             overhead_only = 1;
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+            only_shape = argv[++i];
+            overhead_only = 1;
         } else if (strcmp(argv[i], "--taskflow") == 0 && i + 1 < argc) {
             taskflow_peer = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_exec [--quick] [--overhead] [--taskflow PATH]\n"
+            fprintf(stderr, "usage: bench_exec [--quick] [--overhead] [--shape NAME] [--taskflow "
+                            "PATH]\n"
                             "  --overhead       only section 1 (scheduling overhead per node)\n"
+                            "  --shape NAME     only section 1, only chain, fan-out or layered\n"
                             "  --taskflow PATH  the peer_taskflow program (built with "
                             "-DAF_TASKFLOW_DIR=DIR); also AF_TASKFLOW_PEER\n");
             return 2;
         }
+    }
+    if (only_shape && strcmp(only_shape, "chain") && strcmp(only_shape, "fan-out") &&
+        strcmp(only_shape, "layered")) {
+        fprintf(stderr, "bench_exec: --shape takes chain, fan-out or layered, not '%s'\n",
+                only_shape);
+        return 2;
     }
     if (taskflow_peer && !taskflow_peer[0])
         taskflow_peer = NULL;
