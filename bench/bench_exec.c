@@ -37,7 +37,7 @@
 #include <xxhash.h>
 
 static int quick;
-static int overhead_only;     /* --overhead: section 1 alone */
+static int overhead_only;      /* --overhead: section 1 alone */
 static const char *only_shape; /* --shape NAME: section 1 on that shape alone */
 
 static int cmp_u64(const void *a, const void *b)
@@ -262,8 +262,8 @@ static void bench_overhead(void)
     printf("run_n and taskflow alternate %d times per cell; each is the median of its turns (each "
            "turn the median of %d repetitions)\n",
            quick ? 3 : 5, reps);
-    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %10s\n", "graph", "nodes", "threads", "run",
-           "run_n", "ref", "taskflow", "run_n/tf", "checksum");
+    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %12s %10s\n", "graph", "nodes", "threads", "run",
+           "run_n", "ref", "taskflow", "run_n/tf", "steals/round", "checksum");
     static const int sizes[2] = {500, 2000};
     for (int z = 0; z < 2; z++)
         for (int k = 0; k < 3; k++) {
@@ -292,6 +292,8 @@ static void bench_overhead(void)
                 if ((rc = af_session_run_n(s, 10, NULL, NULL, &err))) /* warm-up */
                     die("run_n", rc, &err);
                 atomic_store(&empty_calls, 0);
+                uint64_t tasks0, steals0, tasks1, steals1;
+                af_executor_counters(ex, &tasks0, &steals0);
                 double run = exec_ns(s, nn, 0, rounds, reps);
                 /* run_n and the peer alternate `turns` times and each column is the median of
                  * its turns: load that drifts during the cell hits both columns alike. */
@@ -302,6 +304,7 @@ static void bench_overhead(void)
                     tt[i] = taskflow_peer ? taskflow_ns(p, th, rounds, reps) : -1;
                 }
                 uint64_t calls = atomic_load(&empty_calls);
+                af_executor_counters(ex, &tasks1, &steals1);
                 batch = median_d(bt, turns);
                 if (taskflow_peer)
                     tf = median_d(tt, turns);
@@ -312,8 +315,10 @@ static void bench_overhead(void)
                 } else if (taskflow_peer) {
                     snprintf(tfs, sizeof tfs, "failed");
                 }
-                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %10llu%s\n", names[k], nn, th,
-                       run, batch, ref, tfs, ratio, (unsigned long long)calls,
+                double rounds_run = (1.0 + turns) * reps * rounds;
+                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %12.1f %10llu%s\n", names[k],
+                       nn, th, run, batch, ref, tfs, ratio,
+                       (double)(steals1 - steals0) / rounds_run, (unsigned long long)calls,
                        calls == (1ull + (uint64_t)turns) * reps * rounds * nn ? "" : " MISMATCH");
                 fflush(stdout);
                 af_session_destroy(s);

@@ -232,7 +232,12 @@ static void run_inline(af__worker_t *w, af__task_t t)
 /* Decrements a round counter, returning its old value. With one worker only that worker ever
  * decrements (the caller sets the counters before the round's first push, under a deque lock):
  * a plain load and store then do, without the locked instruction that costs as much as an
- * empty node. */
+ * empty node. With several, a counter that already reads 1 is ours alone: every other
+ * decrement of this round has happened (each predecessor decrements once), and the acquire load
+ * of the value the last of them wrote (acq_rel) orders their writes before our reads, as the
+ * locked decrement would. Nothing reads the counter again before the next round resets it, so
+ * the last decrement is skipped: the second predecessor of a two-input node, the common case,
+ * pays no locked instruction and does not pull the line back from the worker that wrote it. */
 static inline int count_down(atomic_int *c, int solo)
 {
     if (solo) {
@@ -240,6 +245,8 @@ static inline int count_down(atomic_int *c, int solo)
         atomic_store_explicit(c, v - 1, memory_order_relaxed);
         return v;
     }
+    if (atomic_load_explicit(c, memory_order_acquire) == 1)
+        return 1;
     return atomic_fetch_sub_explicit(c, 1, memory_order_acq_rel);
 }
 
