@@ -70,8 +70,15 @@ static inline void deque_publish(af__deque_t *d)
     atomic_store_explicit(&d->avail, d->count, memory_order_relaxed);
 }
 
-static int deque_pop_tail(af__deque_t *d, af__task_t *t)
+#define PRIV_MAX ((int)(sizeof(((af__worker_t *)0)->priv) / sizeof(af__task_t)))
+
+/* Pops the newest task of w's own deque. From a long deque (at least 4 times what it takes, so
+ * thieves keep plenty) it also moves up to PRIV_MAX more into w's private stack under the same
+ * lock: a wide fan-out then costs one lock per PRIV_MAX + 1 tasks instead of one per task.
+ * run_chain empties the private stack before it returns, so those tasks are never stranded. */
+static int deque_pop_tail(af__worker_t *w, af__task_t *t)
 {
+    af__deque_t *d = &w->dq;
     int ok = 0;
     if (!deque_avail(d)) /* a stale 0 only delays the task: sleeping re-reads with seq_cst */
         return 0;
@@ -79,6 +86,12 @@ static int deque_pop_tail(af__deque_t *d, af__task_t *t)
     if (d->count) {
         d->count--;
         *t = d->buf[(d->head + d->count) % d->cap];
+        size_t room = (size_t)(PRIV_MAX - w->npriv);
+        if (d->count >= 4 * room)
+            for (size_t i = 0; i < room; i++) {
+                d->count--;
+                w->priv[w->npriv++] = d->buf[(d->head + d->count) % d->cap];
+            }
         deque_publish(d);
         ok = 1;
     }
@@ -197,7 +210,7 @@ static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
 static int find_task(af__worker_t *w, af__task_t *t)
 {
     af_executor_t *ex = w->ex;
-    if (deque_pop_tail(&w->dq, t))
+    if (deque_pop_tail(w, t))
         return 1;
     w->rng = w->rng * 1103515245u + 12345u;
     int32_t start = (int32_t)((w->rng >> 8) % (uint32_t)ex->n);
@@ -210,8 +223,6 @@ static int find_task(af__worker_t *w, af__task_t *t)
     }
     return 0;
 }
-
-#define PRIV_MAX ((int)(sizeof(((af__worker_t *)0)->priv) / sizeof(af__task_t)))
 
 static void run_chain(af__worker_t *w, af__task_t t);
 
@@ -237,15 +248,17 @@ static void run_inline(af__worker_t *w, af__task_t t)
  * of the value the last of them wrote (acq_rel) orders their writes before our reads, as the
  * locked decrement would. Nothing reads the counter again before the next round resets it, so
  * the last decrement is skipped: the second predecessor of a two-input node, the common case,
- * pays no locked instruction and does not pull the line back from the worker that wrote it. */
-static inline int count_down(atomic_int *c, int solo)
+ * pays no locked instruction and needs the line only shared. Only worth it (`peek`) for
+ * counters starting at 2: on a join of many inputs the load nearly never reads 1 and would only
+ * add a second transfer of a contended line before the locked decrement. */
+static inline int count_down(atomic_int *c, int solo, int peek)
 {
     if (solo) {
         int v = atomic_load_explicit(c, memory_order_relaxed);
         atomic_store_explicit(c, v - 1, memory_order_relaxed);
         return v;
     }
-    if (atomic_load_explicit(c, memory_order_acquire) == 1)
+    if (peek && atomic_load_explicit(c, memory_order_acquire) == 1)
         return 1;
     return atomic_fetch_sub_explicit(c, 1, memory_order_acq_rel);
 }
@@ -280,7 +293,7 @@ static void run_chain(af__worker_t *w, af__task_t t)
         size_t nready = 0;
         int32_t lo = p->succ_off[t.node], hi = p->succ_off[t.node + 1];
         if (lo == hi) {
-            if (count_down(&r->remaining, solo) == 1)
+            if (count_down(&r->remaining, solo, 0) == 1)
                 af__round_complete(r, w->id); /* r may be reused from here on */
             if (w->npriv == 0)
                 return;
@@ -289,7 +302,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
         }
         for (int32_t i = lo; i < hi; i++) {
             int32_t s = p->succ[i];
-            if (p->init_pending[s] != 1 && count_down(&r->pending[s], solo) != 1)
+            int32_t ip = p->init_pending[s];
+            if (ip != 1 && count_down(&r->pending[s], solo, ip == 2) != 1)
                 continue;
             if (next < 0) {
                 next = s;
