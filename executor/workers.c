@@ -11,10 +11,10 @@
  * Invariants: a deque's `avail` equals its count (written under its mutex), so an idle worker
  * looks for work with plain loads of the deques' own cache lines: no shared counter is written
  * per task (a global one, read-modify-written by both workers on every push and pop, cost more
- * than an empty node at 2 threads). A pusher stores `avail`, issues a seq_cst fence and then
- * reads `sleepers`, signalling under `mu` when it is > 0; a would-be sleeper increments
- * `sleepers` (seq_cst) under `mu` before re-reading every `avail` (seq_cst): one of the two sees
- * the other, so a wake-up cannot be lost.
+ * than an empty node at 2 threads). A pusher stores `avail` and then reads `sleepers`, both
+ * seq_cst, signalling under `mu` when it is > 0; a would-be sleeper increments `sleepers`
+ * (seq_cst) under `mu` before re-reading every `avail` (seq_cst): in the single order of seq_cst
+ * operations one of the two comes first and is seen by the other, so a wake-up cannot be lost.
  *
  * Lock rule: one deque mutex at a time; `mu` only around sleeping and signalling; never a lock
  * while a kernel runs (ranks in executor_int.h).
@@ -70,6 +70,13 @@ static inline void deque_publish(af__deque_t *d)
     atomic_store_explicit(&d->avail, d->count, memory_order_relaxed);
 }
 
+/* The same after adding tasks, seq_cst: the pusher's side of the wake-up protocol (this store,
+ * then wake_sleepers' load of `sleepers`, against the sleeper's increment, then its loads). */
+static inline void deque_publish_added(af__deque_t *d)
+{
+    atomic_store(&d->avail, d->count);
+}
+
 #define PRIV_MAX ((int)(sizeof(((af__worker_t *)0)->priv) / sizeof(af__task_t)))
 
 /* Pops the newest task of w's own deque. From a long deque (at least 4 times what it takes, so
@@ -108,11 +115,11 @@ static int any_avail(af_executor_t *ex)
     return 0;
 }
 
-/* The pusher's side: tasks were just published; wake sleepers (all when n > 1). */
+/* The pusher's side: tasks were just published (deque_publish_added); wake sleepers (all when
+ * n > 1). */
 static void wake_sleepers(af_executor_t *ex, size_t n)
 {
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&ex->sleepers, memory_order_relaxed) > 0) {
+    if (atomic_load(&ex->sleepers) > 0) {
         uv_mutex_lock(&ex->mu);
         if (n > 1)
             uv_cond_broadcast(&ex->cv);
@@ -149,7 +156,7 @@ int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n
     for (size_t i = 0; i < n; i++)
         d->buf[(d->head + d->count + i) % d->cap] = t[i];
     d->count += n;
-    deque_publish(d);
+    deque_publish_added(d);
     uv_mutex_unlock(&d->mu);
     wake_sleepers(ex, n);
     return 0;
@@ -185,7 +192,7 @@ static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
             for (size_t i = 1; i < k; i++)
                 own->buf[(own->head + own->count + i - 1) % own->cap] = got[i];
             own->count += k - 1;
-            deque_publish(own);
+            deque_publish_added(own);
             k = 1;
         }
         uv_mutex_unlock(&own->mu);
