@@ -97,8 +97,10 @@ void af__dyn_bind(af__worker_t *w);
 int af__dyn_alloc(af_executor_t *ex, size_t bytes, void **out);
 int af__dyn_free(af_executor_t *ex, void *ptr);
 
-/* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers. */
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
+/* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers for
+ * those beyond the first `keep`: a worker pushing onto its own deque tasks it will pop itself
+ * next passes keep = 1 (a batch's next round with a single root wakes nobody). */
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
 void af__exec_reserve(af_executor_t *ex, size_t tasks);
 /* Number of CPUs (at least 1). */

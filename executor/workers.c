@@ -139,7 +139,7 @@ void af__exec_reserve(af_executor_t *ex, size_t tasks)
     }
 }
 
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep)
 {
     if (n == 0)
         return 0;
@@ -158,7 +158,8 @@ int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n
     d->count += n;
     deque_publish_added(d);
     uv_mutex_unlock(&d->mu);
-    wake_sleepers(ex, n);
+    if (n > keep)
+        wake_sleepers(ex, n - keep);
     return 0;
 }
 
@@ -328,7 +329,7 @@ static void run_chain(af__worker_t *w, af__task_t t)
             }
             w->rbuf[nready++] = (af__task_t){r, s};
         }
-        if (nready && af__exec_push(ex, w->id, w->rbuf, nready))
+        if (nready && af__exec_push(ex, w->id, w->rbuf, nready, 0))
             for (size_t i = 0; i < nready; i++) /* unrun nodes: r stays valid */
                 run_inline(w, w->rbuf[i]);
         if (next >= 0)
