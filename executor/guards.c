@@ -16,6 +16,9 @@
  *   - the node comes before a reader of the condition (the If node): the plan keeps the
  *     condition's bytes live until its last reader has run, so until after the node.
  * A dropped guard costs time, never correctness: the If node still selects the taken branch.
+ * A guarded node no graph output depends on (a branch node whose result the If never reads;
+ * converters leave such nodes) is always skipped: it may read outputs of skipped nodes, which
+ * have no value (session.c passes NULL for them).
  */
 #include "executor/executor_int.h"
 
@@ -40,11 +43,13 @@ static int32_t guard_of(const af__prog_t *p, int32_t v, uint8_t *branch)
 }
 
 /*
- * For condition c: drops the guards the rules above refuse. after/tocons are per node scratch:
+ * For condition c: drops the guards the rules above refuse and marks the dead guarded nodes
+ * (no graph output depends on them: always skipped). after/tocons are per node scratch:
  * after[v], v is the producer of c or runs after it (a data path from it); tocons[v], v runs
  * before some reader of c (any program path to it).
  */
-static void settle_cond(af__prog_t *p, int32_t c, uint8_t *after, uint8_t *tocons)
+static void settle_cond(af__prog_t *p, int32_t c, const uint8_t *live, uint8_t *after,
+                        uint8_t *tocons)
 {
     const af_tensor_info_t *ti = af_graph_tensor(p->g, c);
     const int32_t *order = af_plan_order(p->plan);
@@ -63,9 +68,29 @@ static void settle_cond(af__prog_t *p, int32_t c, uint8_t *after, uint8_t *tocon
         for (int32_t j = 0; j < ni->n_preds && !after[v]; j++)
             after[v] = after[ni->preds[j]];
     }
-    for (int32_t v = 0; v < n; v++)
-        if (p->guard_t[v] == c && (!tocons[v] || !after[v] || v == prod))
+    for (int32_t v = 0; v < n; v++) {
+        if (p->guard_t[v] != c)
+            continue;
+        if (!live[v])
+            p->guard_br[v] = AF__GUARD_DEAD;
+        else if (!tocons[v] || !after[v] || v == prod)
             p->guard_t[v] = -1;
+    }
+}
+
+/* live[v]: some graph output depends on node v (it produces one, or a data path leads to one). */
+static void find_live(const af__prog_t *p, uint8_t *live)
+{
+    const int32_t *order = af_plan_order(p->plan);
+    for (int32_t i = p->n_nodes - 1; i >= 0; i--) {
+        int32_t v = order[i];
+        const af_node_info_t *ni = af_graph_node(p->g, v);
+        live[v] = 0;
+        for (int32_t k = 0; k < ni->n_outputs && !live[v]; k++)
+            live[v] = af_graph_tensor(p->g, ni->outputs[k])->kind == AF_TENSOR_OUTPUT;
+        for (int32_t j = 0; j < ni->n_succs && !live[v]; j++)
+            live[v] = live[ni->succs[j]];
+    }
 }
 
 int af__prog_guards(af__prog_t *p, af_error_t *err)
@@ -85,17 +110,21 @@ int af__prog_guards(af__prog_t *p, af_error_t *err)
         return 0;
     }
     uint8_t *after = af__malloc((size_t)n + 1), *tocons = af__malloc((size_t)n + 1);
+    uint8_t *live = af__malloc((size_t)n + 1);
     uint8_t *done = af__calloc((size_t)p->n_tensors + 1, 1);
-    int rc = after && tocons && done ? 0 : AF_ENOMEM;
+    int rc = after && tocons && live && done ? 0 : AF_ENOMEM;
+    if (!rc)
+        find_live(p, live);
     for (int32_t v = 0; !rc && v < n; v++) {
         int32_t c = p->guard_t[v];
         if (c >= 0 && !done[c]) {
             done[c] = 1;
-            settle_cond(p, c, after, tocons);
+            settle_cond(p, c, live, after, tocons);
         }
     }
     af__free(after);
     af__free(tocons);
+    af__free(live);
     af__free(done);
     return rc ? af__err(err, rc, "out of memory compiling the plan") : 0;
 }

@@ -16,7 +16,8 @@
  * first mismatch names the polluted tensor and the node that read it.
  *
  * If branches (guards.c): a node of the branch a round does not take is skipped before its
- * kernel; its outputs are not checked (the If node reads them and copies the taken branch's).
+ * kernel; its outputs have no value this round: the If node, their only reader outside the
+ * branch, gets NULL (0 bytes) for them and copies the taken branch's outputs.
  *
  * Kernel call: the node's prepared state, its working memory (its planned scratch tensor, or the
  * worker's unplanned buffer) and its OpenMP team go into the arguments; a node whose team is
@@ -68,6 +69,8 @@ static inline int skipped(const af__round_t *r, const af__prog_t *p, int32_t v)
 {
     if (!p->guard_t || v < 0 || p->guard_t[v] < 0)
         return 0;
+    if (p->guard_br[v] == AF__GUARD_DEAD)
+        return 1;
     const uint8_t *c = tensor_ptr(r, p, p->guard_t[v]);
     return c && (c[0] != 0) != p->guard_br[v];
 }
@@ -203,9 +206,11 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         in[i] = tensor_ptr(r, p, t);
         inb[i] = tensor_bytes(r, p, t);
         ok_in[i] = 1;
-        if (verify && p->guard_t && skipped(r, p, af_graph_tensor(p->g, t)->producer))
-            ok_in[i] = 0; /* the If node's input from the branch not taken */
-        else if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t]) {
+        if (p->guard_t && skipped(r, p, af_graph_tensor(p->g, t)->producer)) {
+            in[i] = NULL; /* the If node's input from the branch not taken: no value */
+            inb[i] = 0;
+            ok_in[i] = 0;
+        } else if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t]) {
             mark_corrupt(r, t, v);
             ok_in[i] = 0;
         }

@@ -389,12 +389,15 @@ static void test_onnx_if_inlined_loop_rejected(void **state)
 }
 
 /* An op nobody knows (custom domain) gives dynamic outputs, and what follows stays dynamic. */
-/* Counts the kernel calls of the two branch nodes of model_control (observe hook). */
+/* Counts the kernel calls of the two branch nodes of model_control and notes which branch
+ * outputs the If node gets as NULL (observe hook). */
 static int count_branches(void *user, const af_kernel_args_t *a)
 {
     int *n = user;
     n[0] += !strcmp(a->info->name, "then_relu");
     n[1] += !strcmp(a->info->name, "else_sig");
+    if (!strcmp(a->info->name, "ctl")) /* the If: which branch inputs have no value */
+        n[2] = (a->inputs[1] == NULL) | (a->inputs[2] == NULL) << 1;
     return 0;
 }
 
@@ -416,7 +419,7 @@ static void run_taken_branch(af_plan_t *p, const char *cin, int variant, const c
     af_executor_t *ex;
     af_error_t err;
     assert_int_equal(af_executor_create(&o, &ex, &err), 0);
-    int calls[2] = {0, 0};
+    int calls[3] = {0, 0, 0};
     af_session_opts_t so = {.observe = count_branches, .observe_user = calls};
     af_session_t *s;
     assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
@@ -431,8 +434,10 @@ static void run_taken_branch(af_plan_t *p, const char *cin, int variant, const c
             print_error("%s, verify %d: %s\n", set, verify, err.msg);
         assert_int_equal(rc, 0);
         /* the branch not taken never ran (the verify set's Not writes a pattern: one branch) */
-        if (variant == 2 || strcmp(set, "verify"))
+        if (variant == 2 || strcmp(set, "verify")) {
             assert_int_equal(calls[cond], before);
+            assert_int_equal(calls[2], cond ? 2 : 1); /* the If does not read the other one */
+        }
         assert_int_equal(calls[0] + calls[1], round + 1);
         for (int i = 0; i < 10 && strcmp(set, "verify"); i++) {
             double want = cond ? fmax(x[i], 0) : 1 / (1 + exp(-(double)x[i]));
@@ -448,7 +453,8 @@ static void run_taken_branch(af_plan_t *p, const char *cin, int variant, const c
  * reference and the verify kernels, with the condition a graph input or computed from one
  * (the branch's outer values then pass through gates reading it): the condition flips between
  * rounds, the output follows it (-relu(x) or -sigmoid(x)), the other branch's node is never
- * called, and with checksums on the stale outputs of the skipped branch are not reported.
+ * called, the If node gets no value (NULL) for its output, and with checksums on the stale
+ * outputs of the skipped branch are not reported.
  */
 static void test_onnx_if_runs_taken_branch(void **state)
 {
