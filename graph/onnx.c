@@ -16,8 +16,9 @@
  *      condition is only known at run time keeps both branches, each node guarded by the
  *      condition and its branch (the executor runs the taken one), the outer values each
  *      branch reads passed through gates that read the condition (onnx_gate.c), and an If node
- *      reading both branches' outputs (a conservative plan); Loop/Scan are rejected by name, or with
- *      opaque_control_flow kept as one node that also reads the outer values its body reads;
+ *      reading both branches' outputs (a conservative plan); Loop/Scan are rejected by name,
+ *      or with opaque_control_flow kept as one node that also reads the outer values its body
+ *      reads;
  *   3. with use_declared, a shape the model declares fills what inference left unknown, and a
  *      contradiction is an error (onnx_inputs.c);
  *   4. an output whose size stays unknown gets the reason why (onnx_dyn.c);
