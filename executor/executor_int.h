@@ -167,11 +167,20 @@ struct af__prog {
     int32_t *outputs, n_outputs;
     int32_t *slot_of; /* tensor -> input slot (>= 0), output slot (-2 - k) or -1 */
     int32_t n_dyn;    /* dynamic tensors (sized at run time) */
+    /* per node: the condition tensor of its If-branch guard (-1 none) and the branch it belongs
+     * to (1 then, 0 else, AF__GUARD_DEAD: always skipped); both NULL when no node is guarded
+     * (guards.c) */
+    int32_t *guard_t;
+    uint8_t *guard_br;
     atomic_int refs;
 };
 
 int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, af_error_t *err);
 void af__prog_release(af__prog_t *p);
+/* Reads the If-branch guards of p's nodes, adds the edges that order them after their
+ * condition (guards.c). 0 or AF_ENOMEM. */
+int af__prog_guards(af__prog_t *p, af_error_t *err);
+#define AF__GUARD_DEAD 2
 /*
  * Prepares the nodes of a program for its session (kernels.c): backend context, per-node state
  * (primitives, prepacked weights read through const_ptr), fallbacks, teams, working memory

@@ -1,8 +1,9 @@
 /*
  * Reference kernels — data movement, any dtype (elements are copied as bytes): views
- * (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose, Concat, Split, Slice, Pad, Tile,
- * Expand, DepthToSpace, SpaceToDepth, Trilu, Shape, Size, EyeLike, Range, OneHot,
- * ConstantOfShape, If (the importer's form: both branches computed, the taken one copied).
+ * (Reshape, Flatten, Squeeze, Unsqueeze, Identity, the importer's arenaflow.IfGate), Transpose,
+ * Concat, Split, Slice, Pad, Tile, Expand, DepthToSpace, SpaceToDepth, Trilu, Shape, Size,
+ * EyeLike, Range, OneHot, ConstantOfShape, If (the importer's form: both branches planned, the
+ * executor runs the taken one, this kernel copies its outputs).
  *
  * Output shapes come from the graph (the importer inferred them or the model declared them);
  * where an op's result also depends on input values (Slice starts, Pad pads, Trilu k, Range
@@ -734,6 +735,8 @@ const af__kernel_entry_t af__kref_data[] = {
     VIEW(Squeeze),
     VIEW(Unsqueeze),
     VIEW(Identity),
+    /* the importer's gate before an If branch (graph/onnx_gate.c): (value, condition) -> view */
+    {.op = "arenaflow.IfGate", .fn = k_view, .check = c_view},
     ROW(Transpose),
     ROW(Concat),
     ROW(Split),

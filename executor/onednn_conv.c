@@ -8,6 +8,8 @@
  * oneDNN's gemm or reference fallback while another layout gets a direct (jit / brgemm) kernel,
  * the node reorders its input into working memory, runs the fast kernel and reorders the result
  * back (about 3x faster on the convolutions of the models in bench/, docs/executor.md).
+ * ConvTranspose runs as the backward-data pass of the matching convolution, its bias as a
+ * binary step after it: oneDNN 2.6's deconvolution allocates on the heap in every run.
  */
 #include "executor/onednn_int.h"
 
@@ -116,15 +118,13 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
     const dnnl_memory_desc_t *bias = io->has_bias ? &io->b : NULL;
     const odn_win_t *w = &io->win;
     dnnl_status_t s;
-    if (transposed) {
-        dnnl_deconvolution_desc_t d;
-        s = dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference,
-                                                         dnnl_deconvolution_direct, x, &wany, bias,
-                                                         y, w->s, w->d, w->pl, w->pr);
-        return s == dnnl_success ? af__odn_pd(b, &d, NULL, pd)
-                                 : af__odn_nosup(b, "deconvolution descriptor");
-    }
     dnnl_convolution_desc_t d;
+    if (transposed) { /* the backward-data pass of the convolution from y to x (no bias) */
+        s = dnnl_dilated_convolution_backward_data_desc_init(&d, dnnl_convolution_direct, y, &wany,
+                                                             x, w->s, w->d, w->pl, w->pr);
+        return s == dnnl_success ? af__odn_pd(b, &d, NULL, pd)
+                                 : af__odn_nosup(b, "convolution backward-data descriptor");
+    }
     s = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference,
                                                    dnnl_convolution_direct, x, &wany, bias, y, w->s,
                                                    w->d, w->pl, w->pr);
@@ -196,7 +196,9 @@ static int conv_io(odn_build_t *b, int transposed, conv_io_t *io)
     if ((rc = af__odn_window(b, x, y, nx - 2, w + 2, transposed, 0, &io->win)) ||
         (rc = af__odn_md(b, ni->inputs[0], &io->x)) || (rc = af__odn_md(b, ni->outputs[0], &io->y)))
         return rc;
-    /* oneDNN weights: [G,] OC/G, IC/G, k... over the ONNX layout (strides say where). */
+    /* oneDNN weights: [G,] OC/G, IC/G, k... over the ONNX layout (strides say where); for
+     * ConvTranspose those of the backward-data convolution: OC/G = cin/G, IC/G = cout/G, which
+     * is the ONNX layout [cin, cout/G, k...] itself. */
     int64_t og = cout / g, ig = cin / g, kk = 1;
     dnnl_dims_t wd, ws;
     int n = 0;
@@ -204,8 +206,13 @@ static int conv_io(odn_build_t *b, int transposed, conv_io_t *io)
         kk *= w[i];
     if (g > 1)
         wd[n] = g, ws[n++] = og * ig * kk;
-    wd[n] = og, ws[n++] = transposed ? kk : ig * kk;
-    wd[n] = ig, ws[n++] = transposed ? og * kk : kk;
+    if (transposed) {
+        wd[n] = ig, ws[n++] = og * kk;
+        wd[n] = og, ws[n++] = kk;
+    } else {
+        wd[n] = og, ws[n++] = ig * kk;
+        wd[n] = ig, ws[n++] = kk;
+    }
     int64_t acc = 1;
     for (int i = nw - 1; i >= 2; i--) {
         ws[n + i - 2] = acc;
@@ -217,11 +224,34 @@ static int conv_io(odn_build_t *b, int transposed, conv_io_t *io)
         return af__odn_nosup(b, "weights descriptor");
     io->has_bias = ni->n_inputs > 2;
     if (io->has_bias) {
-        dnnl_dims_t bd = {cout};
-        if ((rc = af__odn_md_as(b, ni->inputs[2], 1, bd, &io->b)))
+        dnnl_dims_t bd = {cout, 1, 1, 1, 1}; /* ConvTranspose: [1, cout, 1...], a binary's */
+        if (transposed)
+            bd[0] = 1, bd[1] = cout;
+        if ((rc = af__odn_md_as(b, ni->inputs[2], transposed ? nx : 1, bd, &io->b)))
             return rc;
     }
     return 0;
+}
+
+/*
+ * ConvTranspose's bias: y += b, broadcast over channels, as a binary step in place on the
+ * node's output. (oneDNN's deconvolution would add it itself, but each of its runs allocates
+ * its nested scratchpad on the heap: a backward-data convolution plus this step allocates
+ * nothing, its scratchpad planned like every other.)
+ */
+static int deconv_bias(odn_build_t *b, const conv_io_t *io)
+{
+    dnnl_binary_desc_t d;
+    if (dnnl_binary_desc_init(&d, dnnl_binary_add, &io->y, &io->b, &io->y) != dnnl_success)
+        return af__odn_nosup(b, "bias descriptor");
+    dnnl_primitive_desc_t pd;
+    int rc = af__odn_pd(b, &d, NULL, &pd);
+    odn_arg_t args[3];
+    args[0] = af__odn_arg(DNNL_ARG_SRC_0, ODN_OUT, 0, 0, &io->y);
+    args[2] = af__odn_arg(DNNL_ARG_DST, ODN_OUT, 0, 0, &io->y);
+    if (!rc && (rc = af__odn_arg_const(b, DNNL_ARG_SRC_1, 2, &io->b, &io->b, &args[1])))
+        dnnl_primitive_desc_destroy(pd);
+    return rc ? rc : af__odn_step(b, pd, 3, args);
 }
 
 static int conv_common(odn_build_t *b, int transposed)
@@ -234,10 +264,10 @@ static int conv_common(odn_build_t *b, int transposed)
         return rc;
     odn_arg_t args[4];
     int n = 0;
-    args[n++] = af__odn_arg(DNNL_ARG_SRC, ODN_IN, 0, 0, &io.x);
+    args[n++] = af__odn_arg(transposed ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, ODN_IN, 0, 0, &io.x);
     rc = af__odn_arg_const(b, DNNL_ARG_WEIGHTS, 1, &io.w_user,
                            dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &args[n++]);
-    if (!rc && io.has_bias)
+    if (!rc && io.has_bias && !transposed)
         rc = af__odn_arg_const(b, DNNL_ARG_BIAS, 2, &io.b, &io.b, &args[n++]);
     if (rc) {
         for (int k = 0; k < n; k++)
@@ -246,8 +276,10 @@ static int conv_common(odn_build_t *b, int transposed)
         dnnl_primitive_desc_destroy(pd);
         return rc;
     }
-    args[n++] = af__odn_arg(DNNL_ARG_DST, ODN_OUT, 0, 0, &io.y);
-    return af__odn_main(b, pd, n, args);
+    args[n++] = af__odn_arg(transposed ? DNNL_ARG_DIFF_SRC : DNNL_ARG_DST, ODN_OUT, 0, 0, &io.y);
+    if ((rc = af__odn_main(b, pd, n, args)))
+        return rc;
+    return transposed && io.has_bias ? deconv_bias(b, &io) : 0;
 }
 
 int af__odn_conv(odn_build_t *b)

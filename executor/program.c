@@ -12,6 +12,8 @@
  *   table, then its fallback table); entries that prepare a state are prepared by the session
  *   (prepare.c) once constants exist. Ops without any kernel are listed all at once.
  * - The scratch tensor of every node (an AF_TENSOR_SCRATCH output, af_kernels_lower()).
+ * - The If-branch guards and the edges that order guarded nodes after their condition
+ *   (guards.c).
  *
  * A program is immutable after creation and shared by the rounds that run it (reference
  * counted: a re-planned program replaces the old one while in-flight rounds finish on theirs).
@@ -248,7 +250,7 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
                                  : "out of memory compiling the plan");
         goto fail;
     }
-    if ((rc = build_tensors(p, err)))
+    if ((rc = build_tensors(p, err)) || (rc = af__prog_guards(p, err)))
         goto fail;
     size_t n = (size_t)p->n_nodes + 1;
     p->roots = af__malloc(n * sizeof(int32_t));
@@ -314,6 +316,8 @@ void af__prog_release(af__prog_t *p)
     af__free(p->slot_of);
     af__free(p->inputs);
     af__free(p->outputs);
+    af__free(p->guard_t);
+    af__free(p->guard_br);
     af_plan_destroy(p->own_plan);
     af_graph_destroy(p->own_graph);
     af__free(p);

@@ -15,6 +15,10 @@
  * compared with the checksum its producer recorded; after it runs, each output is hashed. The
  * first mismatch names the polluted tensor and the node that read it.
  *
+ * If branches (guards.c): a node of the branch a round does not take is skipped before its
+ * kernel; its outputs have no value this round: the If node, their only reader outside the
+ * branch, gets NULL (0 bytes) for them and copies the taken branch's outputs.
+ *
  * Kernel call: the node's prepared state, its working memory (its planned scratch tensor, or the
  * worker's unplanned buffer) and its OpenMP team go into the arguments; a node whose team is
  * larger than one takes that many of the executor's cores while it runs (af__exec_cores_take),
@@ -58,6 +62,28 @@ static inline uint64_t tensor_bytes(const af__round_t *r, const af__prog_t *p, i
     default:
         return p->bytes[t];
     }
+}
+
+/* Node v is in the If branch this round does not take (guards.c): it is skipped. */
+static inline int skipped(const af__round_t *r, const af__prog_t *p, int32_t v)
+{
+    if (!p->guard_t || v < 0 || p->guard_t[v] < 0)
+        return 0;
+    if (p->guard_br[v] == AF__GUARD_DEAD)
+        return 1;
+    const uint8_t *c = tensor_ptr(r, p, p->guard_t[v]);
+    return c && (c[0] != 0) != p->guard_br[v];
+}
+
+/* A skipped node: its outputs get checksum 0 (their bytes are stale; nothing checks them: the
+ * only readers are skipped too, or the If node, which ignores the branch not taken). */
+static void skip_node(af__round_t *r, const af_node_info_t *ni, int32_t v)
+{
+    if (r->s->verify)
+        for (int32_t k = 0; k < ni->n_outputs; k++)
+            r->sum[ni->outputs[k]] = 0;
+    if (r->s->history)
+        r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
 }
 
 static void mark_corrupt(af__round_t *r, int32_t t, int32_t node)
@@ -160,6 +186,10 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
     if (atomic_load_explicit(&r->abort, memory_order_relaxed))
         return;
     const af_node_info_t *ni = af_graph_node(p->g, v);
+    if (p->guard_t && skipped(r, p, v)) {
+        skip_node(r, ni, v);
+        return;
+    }
     size_t stride = af__session_sc_stride(s);
     const void **in = (const void **)s->sc_ptr + (size_t)w->id * stride;
     void **outp = s->sc_ptr + (size_t)w->id * stride + s->max_in;
@@ -176,7 +206,11 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         in[i] = tensor_ptr(r, p, t);
         inb[i] = tensor_bytes(r, p, t);
         ok_in[i] = 1;
-        if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t]) {
+        if (p->guard_t && skipped(r, p, af_graph_tensor(p->g, t)->producer)) {
+            in[i] = NULL; /* the If node's input from the branch not taken: no value */
+            inb[i] = 0;
+            ok_in[i] = 0;
+        } else if (verify && in[i] && af__exec_checksum(in[i], inb[i]) != r->sum[t]) {
             mark_corrupt(r, t, v);
             ok_in[i] = 0;
         }

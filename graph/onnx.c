@@ -13,9 +13,12 @@
  *      outputs all fold to known values is dropped and its outputs become constants (this is how
  *      Shape -> Gather -> Concat -> Reshape chains disappear); Constant nodes are dropped too;
  *      an If whose condition folds is replaced by the nodes of the branch it takes, an If whose
- *      condition is only known at run time keeps both branches and an If node reading both
- *      branches' outputs (a conservative plan); Loop/Scan are rejected by name, or with
- *      opaque_control_flow kept as one node that also reads the outer values its body reads;
+ *      condition is only known at run time keeps both branches, each node guarded by the
+ *      condition and its branch (the executor runs the taken one), the outer values each
+ *      branch reads passed through gates that read the condition (onnx_gate.c), and an If node
+ *      reading both branches' outputs (a conservative plan); Loop/Scan are rejected by name,
+ *      or with opaque_control_flow kept as one node that also reads the outer values its body
+ *      reads;
  *   3. with use_declared, a shape the model declares fills what inference left unknown, and a
  *      contradiction is an error (onnx_inputs.c);
  *   4. an output whose size stays unknown gets the reason why (onnx_dyn.c);
@@ -99,6 +102,11 @@ static int hash_insert(imp_t *im, int32_t id)
     return 0;
 }
 
+int32_t af__onnx_val_find(const af__onnx_imp_t *im, const char *name)
+{
+    return val_find(im, name);
+}
+
 /* Id of the value called name, created (unknown shape) when new. -1 on OOM. */
 int32_t af__onnx_val_get(af__onnx_imp_t *im, const char *name)
 {
@@ -136,7 +144,7 @@ static const char *node_label(const Onnx__NodeProto *n)
     return "(unnamed)";
 }
 
-static int keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int n_in, int n_out)
+int af__onnx_keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int n_in, int n_out)
 {
     if (af__grow((void **)&im->nodes, &im->cap_nodes, im->n_nodes + 1, sizeof(*im->nodes)))
         return AF_ENOMEM;
@@ -144,7 +152,7 @@ static int keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int
     if (!copy)
         return AF_ENOMEM;
     memcpy(copy, io, (size_t)(n_in + n_out) * sizeof(int32_t));
-    im->nodes[im->n_nodes++] = (af__onnx_knode_t){n, copy, n_in, n_out};
+    im->nodes[im->n_nodes++] = (af__onnx_knode_t){n, copy, n_in, n_out, -1, 0};
     for (int i = 0; i < n_in + n_out; i++)
         if (io[i] >= 0)
             im->vals[io[i]].used = 1;
@@ -217,8 +225,9 @@ static int note_why(imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v, cons
 /*
  * If with a condition not known at load time: both branches are imported, and the If node
  * reads the condition and both branches' outputs and produces its own. Planning then reserves
- * memory for both branches (a conservative superset: never less than either branch needs), and
- * at run time the If node copies out the outputs of the branch its condition names. An output
+ * memory for both branches (a conservative superset: never less than either branch needs). Each
+ * branch's nodes carry a guard (the condition and the branch): at run time the executor runs
+ * only the taken branch's nodes, and the If node copies out that branch's outputs. An output
  * has a static shape when both branches agree on it; otherwise it is dynamic.
  */
 static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no, int depth)
@@ -240,8 +249,15 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
     kio[0] = io[0];
     int rc;
     for (int k = 0; k < 2; k++) {
-        if ((rc = run_graph(im, b[k], depth + 1)))
+        size_t first = im->n_nodes, end;
+        if ((rc = run_graph(im, b[k], depth + 1)) ||
+            (rc = af__onnx_gate_branch(im, n, first, end = im->n_nodes, io[0], k == 0)))
             return rc;
+        /* nodes of a nested If keep their inner guard: when this branch is not taken they
+         * may run on a stale inner condition, which is safe (the plan holds both branches) */
+        for (size_t j = first; j < end; j++)
+            if (im->nodes[j].guard < 0)
+                im->nodes[j].guard = io[0], im->nodes[j].branch = k == 0;
         for (int i = 0; i < no; i++) {
             const char *nm = b[k]->output[i]->name;
             if (!nm || !nm[0])
@@ -271,7 +287,9 @@ static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni,
                            "give this output one known shape and type")))
             return rc;
     }
-    return keep_node(im, n, kio, 1 + 2 * no, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+    return af__onnx_keep_node(im, n, kio, 1 + 2 * no, no)
+               ? af__err(im->err, AF_ENOMEM, "out of memory")
+               : 0;
 }
 
 /* Adds to io[*n] every outer value a subgraph (and its nested subgraphs) reads. */
@@ -336,7 +354,8 @@ static int import_opaque(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int n
                             "control flow imported as one opaque node: output sizes depend "
                             "on the iterations"))))
             return rc;
-    return keep_node(im, n, io, nin, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+    return af__onnx_keep_node(im, n, io, nin, no) ? af__err(im->err, AF_ENOMEM, "out of memory")
+                                                  : 0;
 }
 
 static int check_node(imp_t *im, const Onnx__NodeProto *n, size_t idx)
@@ -451,7 +470,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
             im->vals[io[ni + i]].is_const = 0;
             im->vals[io[ni + i]].data_src = -1;
         }
-    return keep_node(im, n, io, ni, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
+    return af__onnx_keep_node(im, n, io, ni, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
 
 static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)

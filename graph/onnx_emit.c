@@ -245,6 +245,14 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
         af_attr_t at = {.name = "arenaflow.opset", .type = AF_ATTR_INT, .i = im->opset};
         rc = af_graph_node_set_attr(gr, id, &at, im->err);
     }
+    if (!rc && k->guard >= 0) { /* a node of an If branch: the executor may skip it */
+        af_attr_t at = {
+            .name = "arenaflow.if_cond", .type = AF_ATTR_STRING, .s = im->vals[k->guard].name};
+        rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        at = (af_attr_t){.name = "arenaflow.if_branch", .type = AF_ATTR_INT, .i = k->branch};
+        if (!rc)
+            rc = af_graph_node_set_attr(gr, id, &at, im->err);
+    }
     return rc ? rc : emit_attrs(im, gr, id, n);
 }
 

@@ -76,6 +76,11 @@ typedef struct af__onnx_knode {
     const Onnx__NodeProto *node;
     int32_t *io; /* n_in input value ids (-1 absent) then n_out output ids (-1 absent) */
     int n_in, n_out;
+    /* Kept inside a branch of an If whose condition is known only at run time: the condition's
+     * value id and the branch (1 then, 0 else), emitted as arenaflow.if_cond/if_branch so the
+     * executor skips the node when the other branch is taken. guard -1: always runs. */
+    int32_t guard;
+    int branch;
 } af__onnx_knode_t;
 
 typedef struct af__onnx_binding {
@@ -132,6 +137,16 @@ typedef struct af__onnx_imp {
 
 /* Value table (onnx.c): id of the value called name, created unknown when new; -1 on OOM. */
 int32_t af__onnx_val_get(af__onnx_imp_t *im, const char *name);
+/* Id of the value called name, -1 when there is none (onnx.c). */
+int32_t af__onnx_val_find(const af__onnx_imp_t *im, const char *name);
+/* Appends a kept node reading io[0..n_in) and producing io[n_in..n_in+n_out) (onnx.c).
+ * 0 or AF_ENOMEM. */
+int af__onnx_keep_node(af__onnx_imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int n_in,
+                       int n_out);
+/* Puts a gate (onnx_gate.c) between each outer value and the nodes [first, end) of one branch
+ * (branch 1 then, 0 else) of If node n with condition value cond. 0 or an error. */
+int af__onnx_gate_branch(af__onnx_imp_t *im, const Onnx__NodeProto *n, size_t first, size_t end,
+                         int32_t cond, int branch);
 
 /* Inputs and declared types (onnx_inputs.c). The tensor type of a value info, or NULL. */
 const Onnx__TypeProto__Tensor *af__onnx_tensor_type(const Onnx__ValueInfoProto *vi);

@@ -11,10 +11,12 @@
  * message; under ASan it also proves there is no leak or bad read. The OOM test fails
  * allocation n = 0, 1, ... and checks that every failure is AF_ENOMEM with nothing leaked.
  */
+#include "arenaflow/executor.h"
 #include "arenaflow/onnx.h"
 #include "arenaflow/plan.h"
 #include "tests/onnx_testutil.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -291,7 +293,8 @@ static void test_onnx_broadcast_error_names_node(void **state)
     free(m.b);
 }
 
-/* If on a constant (cond 0/1) or run-time (cond 2) condition; Loop is rejected by name. */
+/* If on a constant (cond 0/1) or run-time condition (cond 2: an input, 3: Not of an input); Loop
+ * is rejected by name. */
 static pb_t model_control(const char *op, int cond)
 {
     pb_t g = {0}, tg = {0}, eg = {0};
@@ -302,8 +305,11 @@ static pb_t model_control(const char *op, int cond)
     add_output(&eg, "e_out", F32);
     attr_t br[] = {{'g', "then_branch", .sub = &tg}, {'g', "else_branch", .sub = &eg}};
     add_input(&g, "x", F32, 2, xd, NULL);
-    if (cond > 1) { /* condition is a graph input */
+    if (cond == 2) { /* condition is a graph input */
         add_input(&g, "cond", BOOL, 0, NULL, NULL);
+    } else if (cond == 3) { /* condition computed from one: Not(cin) */
+        add_input(&g, "cin", BOOL, 0, NULL, NULL);
+        add_node(&g, "Not", "not", "cin", "cond", NULL, 0, NULL);
     } else {
         pb_t ct = tensor_i64(NULL, 1, &c, 1);
         add_node(&g, "Constant", "cond_c", "", "cond", &(attr_t){'t', "value", .sub = &ct}, 1,
@@ -383,6 +389,97 @@ static void test_onnx_if_inlined_loop_rejected(void **state)
 }
 
 /* An op nobody knows (custom domain) gives dynamic outputs, and what follows stays dynamic. */
+/* Counts the kernel calls of the two branch nodes of model_control and notes which branch
+ * outputs the If node gets as NULL (observe hook). */
+static int count_branches(void *user, const af_kernel_args_t *a)
+{
+    int *n = user;
+    n[0] += !strcmp(a->info->name, "then_relu");
+    n[1] += !strcmp(a->info->name, "else_sig");
+    if (!strcmp(a->info->name, "ctl")) /* the If: which branch inputs have no value */
+        n[2] = (a->inputs[1] == NULL) | (a->inputs[2] == NULL) << 1;
+    return 0;
+}
+
+/* Runs model_control(If, variant) on kernel set `set` for 6 rounds with a flipping condition
+ * input; the output and the branch calls are checked each round. */
+static void run_taken_branch(af_plan_t *p, const char *cin, int variant, const char *set,
+                             int verify)
+{
+    const af_graph_t *gr = af_plan_graph(p);
+    int xfirst = af_graph_find_tensor(gr, "x") < af_graph_find_tensor(gr, cin);
+    float x[10], z[10];
+    for (int i = 0; i < 10; i++)
+        x[i] = (float)(i - 4) * 0.75f;
+    af_executor_opts_t o;
+    af_executor_opts_init(&o);
+    o.threads = 2;
+    o.kernels = set;
+    o.verify = verify;
+    af_executor_t *ex;
+    af_error_t err;
+    assert_int_equal(af_executor_create(&o, &ex, &err), 0);
+    int calls[3] = {0, 0, 0};
+    af_session_opts_t so = {.observe = count_branches, .observe_user = calls};
+    af_session_t *s;
+    assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+    for (int round = 0; round < 6; round++) {
+        uint8_t in_cond = (uint8_t)((round * 7 + verify) % 3 == 0);
+        int cond = variant == 3 ? !in_cond : in_cond;
+        af_buffer_t in[2] = {{x, sizeof x}, {&in_cond, 1}}, out = {z, sizeof z};
+        if (!xfirst)
+            in[0] = (af_buffer_t){&in_cond, 1}, in[1] = (af_buffer_t){x, sizeof x};
+        int before = calls[cond], rc = af_session_run(s, in, &out, &err);
+        if (rc)
+            print_error("%s, verify %d: %s\n", set, verify, err.msg);
+        assert_int_equal(rc, 0);
+        /* the branch not taken never ran (the verify set's Not writes a pattern: one branch) */
+        if (variant == 2 || strcmp(set, "verify")) {
+            assert_int_equal(calls[cond], before);
+            assert_int_equal(calls[2], cond ? 2 : 1); /* the If does not read the other one */
+        }
+        assert_int_equal(calls[0] + calls[1], round + 1);
+        for (int i = 0; i < 10 && strcmp(set, "verify"); i++) {
+            double want = cond ? fmax(x[i], 0) : 1 / (1 + exp(-(double)x[i]));
+            assert_true(fabs(z[i] + want) < 1e-6);
+        }
+    }
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+}
+
+/*
+ * A run-time If runs only the branch its condition takes, round by round, on the real, the
+ * reference and the verify kernels, with the condition a graph input or computed from one
+ * (the branch's outer values then pass through gates reading it): the condition flips between
+ * rounds, the output follows it (-relu(x) or -sigmoid(x)), the other branch's node is never
+ * called, the If node gets no value (NULL) for its output, and with checksums on the stale
+ * outputs of the skipped branch are not reported.
+ */
+static void test_onnx_if_runs_taken_branch(void **state)
+{
+    (void)state;
+    const char *sets[] = {"reference", "real", "verify"};
+    for (int variant = 2; variant <= 3; variant++) {
+        pb_t m = model_control("If", variant);
+        af_graph_t *gr;
+        af_plan_t *p;
+        af_error_t err;
+        assert_int_equal(load(&m, NULL, 0, &gr, &err), 0);
+        int gates = 0;
+        for (int32_t k = 0; k < af_graph_node_count(gr); k++)
+            gates += !strcmp(af_graph_node(gr, k)->op, "arenaflow.IfGate");
+        assert_int_equal(gates, 2); /* x, once per branch */
+        assert_int_equal(af_plan_create(gr, NULL, &p, &err), 0);
+        assert_int_equal(af_plan_verify(p, &err), 0);
+        for (int k = 0; k < 6; k++)
+            run_taken_branch(p, variant == 3 ? "cin" : "cond", variant, sets[k / 2], k % 2);
+        af_plan_destroy(p);
+        af_graph_destroy(gr);
+        free(m.b);
+    }
+}
+
 static void test_onnx_unknown_op_dynamic(void **state)
 {
     (void)state;
@@ -617,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_onnx_conv_pool_gemm),
         cmocka_unit_test(test_onnx_broadcast_error_names_node),
         cmocka_unit_test(test_onnx_if_inlined_loop_rejected),
+        cmocka_unit_test(test_onnx_if_runs_taken_branch),
         cmocka_unit_test(test_onnx_unknown_op_dynamic),
         cmocka_unit_test(test_onnx_view_keeps_base_size),
         cmocka_unit_test(test_onnx_overflow_dims_rejected),
