@@ -140,6 +140,7 @@ struct af__prog {
     int32_t *team;
     int32_t *scratch_t;
     uint64_t *scratch_need;
+    uint8_t *post; /* per node: 1 when fused_post ops run after the kernel (fused_post.c) */
     int32_t max_team;   /* largest team of any node */
     int32_t intra;      /* resolved intra-op team of large nodes */
     void *backend;      /* the set's context (oneDNN engine, streams), or NULL */
@@ -279,7 +280,24 @@ typedef struct af__kprep_out {
     uint64_t scratch_bytes; /* working memory the node needs while it runs */
     uint64_t const_bytes;   /* prepacked data the state holds (outside the arena) */
     char impl[64];          /* implementation, e.g. "brgconv:avx512_core" */
+    int post_fused;         /* 1: the state applies the node's fused_post ops (fused_post.c) */
 } af__kprep_out_t;
+
+/* ---- fused unary post-ops (fused_post.c; attributes written by af_plan_fuse) ---------------- */
+
+#define AF__POST_MAX 8
+typedef struct af__post {
+    int32_t n;
+    const char *op[AF__POST_MAX]; /* ONNX op names, static */
+    int kind[AF__POST_MAX];
+    double a[AF__POST_MAX], b[AF__POST_MAX]; /* LeakyRelu/Elu alpha, HardSigmoid alpha beta,
+                                                Clip min max */
+} af__post_t;
+
+/* The fused_post ops of node v (n = 0 when none). AF_EINVAL when the attributes are malformed. */
+int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err);
+/* Applies node v's fused_post ops in place on the f32 output 0 of a kernel call. */
+int af__post_run(const af_graph_t *g, int32_t v, const af_kernel_args_t *a);
 
 typedef struct af__kernel_entry {
     const char *op;

@@ -148,6 +148,8 @@ static int call_kernel(af__worker_t *w, const af__prog_t *p, const af_kernel_arg
     if (cores)
         af__exec_cores_take(ex, team);
     int rc = p->kfn[a->node](a);
+    if (!rc && p->post[a->node])
+        rc = af__post_run(p->g, a->node, a);
     if (cores)
         af__exec_cores_give(ex, team);
     return rc;
