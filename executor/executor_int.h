@@ -140,7 +140,7 @@ struct af__prog {
     int32_t *team;
     int32_t *scratch_t;
     uint64_t *scratch_need;
-    uint8_t *post; /* per node: 1 when fused_post ops run after the kernel (fused_post.c) */
+    uint8_t *post;      /* per node: 1 when fused_post ops run after the kernel (fused_post.c) */
     int32_t max_team;   /* largest team of any node */
     int32_t intra;      /* resolved intra-op team of large nodes */
     void *backend;      /* the set's context (oneDNN engine, streams), or NULL */

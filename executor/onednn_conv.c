@@ -128,8 +128,15 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
     s = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference,
                                                    dnnl_convolution_direct, x, &wany, bias, y, w->s,
                                                    w->d, w->pl, w->pr);
-    return s == dnnl_success ? af__odn_pd(b, &d, NULL, pd)
-                             : af__odn_nosup(b, "convolution descriptor");
+    if (s != dnnl_success)
+        return af__odn_nosup(b, "convolution descriptor");
+    dnnl_primitive_attr_t attr; /* with the fused unary ops (af_plan_fuse) as post-ops */
+    int rc = af__odn_post_attr(b, &attr);
+    if (rc)
+        return rc;
+    rc = af__odn_pd(b, &d, attr, pd);
+    dnnl_primitive_attr_destroy(attr);
+    return rc;
 }
 
 /* A fast (not slow) pd with src and dst in format `tag` (any, or both channels-last: depthwise

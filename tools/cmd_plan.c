@@ -267,13 +267,12 @@ static int print_json(const af_graph_t *g, const af_plan_t *p)
     if (r->unfused_bytes &&
         json_object_set_new(
             o, "fusion",
-            json_pack("{s:i, s:i, s:i, s:i, s:I, s:I}", "fused_nodes", r->fused_nodes,
-                      "bn_folded", r->bn_folded, "post_ops", r->fused_nodes - r->bn_folded,
-                      "fused_tensors", r->fused_tensors, "unfused_bytes",
-                      (json_int_t)r->unfused_bytes, "saved_bytes",
-                      (json_int_t)(r->unfused_bytes > r->arena_bytes
-                                       ? r->unfused_bytes - r->arena_bytes
-                                       : 0)))) {
+            json_pack(
+                "{s:i, s:i, s:i, s:i, s:I, s:I}", "fused_nodes", r->fused_nodes, "bn_folded",
+                r->bn_folded, "post_ops", r->fused_nodes - r->bn_folded, "fused_tensors",
+                r->fused_tensors, "unfused_bytes", (json_int_t)r->unfused_bytes, "saved_bytes",
+                (json_int_t)(r->unfused_bytes > r->arena_bytes ? r->unfused_bytes - r->arena_bytes
+                                                               : 0)))) {
         json_decref(o);
         return -1;
     }

@@ -164,7 +164,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     *a = (run_args_t){.rounds = -1, .warmup = -1, .threads = -1, .inflight = -1};
     static const char *const with_value[] = {
-        "--rounds",  "--threads",        "--inflight", "--warmup", "--batch",     "--config",
+        "--rounds",  "--threads",        "--inflight", "--warmup", "--batch",      "--config",
         "--kernels", "--parallel-reuse", "--cache",    "--input",  "--output-dir", "--fuse"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];

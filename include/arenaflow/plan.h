@@ -156,10 +156,10 @@ typedef struct af_plan_report {
     const char *budget_method; /* what produced the rewrite ("chain-dp", "evict", "steps") */
     double budget_ms;          /* time spent choosing the rewrite (inside total_ms) */
     /* Fusion (zero unless opts.fuse is AF_FUSE_ON and something fused): */
-    int32_t fused_nodes;     /* nodes folded into another (af_fuse_report_t.fused_nodes) */
-    int32_t bn_folded;       /* of them, BatchNormalization folded into Conv */
-    int32_t fused_tensors;   /* intermediates that no longer exist */
-    uint64_t unfused_bytes;  /* arena of the same options on the unfused graph */
+    int32_t fused_nodes;    /* nodes folded into another (af_fuse_report_t.fused_nodes) */
+    int32_t bn_folded;      /* of them, BatchNormalization folded into Conv */
+    int32_t fused_tensors;  /* intermediates that no longer exist */
+    uint64_t unfused_bytes; /* arena of the same options on the unfused graph */
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */
