@@ -287,6 +287,7 @@ typedef struct af__kprep_out {
 
 #define AF__POST_MAX 8
 typedef struct af__post {
+    int32_t sum; /* fused_sum: input added to output 0 before the unary ops, or -1 */
     int32_t n;
     const char *op[AF__POST_MAX]; /* ONNX op names, static */
     int kind[AF__POST_MAX];
@@ -294,10 +295,15 @@ typedef struct af__post {
                                                 Clip min max */
 } af__post_t;
 
-/* The fused_post ops of node v (n = 0 when none). AF_EINVAL when the attributes are malformed. */
+/* The fused_sum input and fused_post ops of node v (sum -1, n 0 when none). AF_EINVAL when the
+ * attributes are malformed. */
 int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err);
-/* Applies node v's fused_post ops in place on the f32 output 0 of a kernel call. */
-int af__post_run(const af_graph_t *g, int32_t v, const af_kernel_args_t *a);
+/* p->post modes: the kernel alone, the kernel then the C loop (sum and unary ops), or a
+ * primitive that applies them (its dst must hold the sum input first). */
+enum { AF__POST_NONE = 0, AF__POST_LOOP = 1, AF__POST_PRIM = 2 };
+/* Calls fn for node v with its fused ops in mode (not AF__POST_NONE). */
+int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
+                  int mode);
 
 typedef struct af__kernel_entry {
     const char *op;

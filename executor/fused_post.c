@@ -1,13 +1,19 @@
 /*
- * Fused unary post-ops (planner/fuse.c, af_plan_fuse): a node with the attribute fused_post
- * ("Relu,Clip") and the parameter lists fused_alpha / fused_beta applies those ops, in order, on
- * its output 0 after its kernel ran — unless the kernel set's prepare put them into its
- * primitive (oneDNN eltwise post-ops, af__kprep_out_t.post_fused). The loop is one pass over the
- * f32 elements, in place, so the layout of the tensor does not matter. The math is the
- * reference kernels' (double, rounded to f32 once per op), so a fused plan on reference kernels
- * gives the unfused plan's values.
+ * Fused ops (planner/fuse.c, af_plan_fuse) around a node's kernel. A node may carry
+ * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv); the plan
+ *   may give output 0 the bytes of input k (in-place hint);
+ * - fused_post ("Relu,Clip") with fused_alpha / fused_beta: unary ops applied, in order, on
+ *   output 0 after the sum.
+ * AF__POST_PRIM: the kernel set's primitive applies them (oneDNN sum and eltwise post-ops,
+ * af__kprep_out_t.post_fused); its dst must hold the addend first, so a sum input that is not
+ * already in place is copied into the output before the kernel. AF__POST_LOOP (every other
+ * kernel): the kernel runs, then one C loop over the f32 elements adds the sum input and applies
+ * the unary ops in place — when the output took the sum input's bytes, the addend is copied
+ * aside first (a heap buffer: the loop is the oracle's path, not a fast one). The unary math is
+ * the reference kernels' (double, rounded to f32 once per op), so a fused plan on the reference
+ * kernels gives the unfused plan's values. Elementwise work does not care about the layout.
  *
- * Lock rule: none; af__post_run touches only the node's output.
+ * Lock rule: none; af__post_call touches only the node's own buffers.
  */
 #include "executor/executor_int.h"
 
@@ -81,6 +87,12 @@ static double apply(const post_op_t *o, double x)
 int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err)
 {
     memset(out, 0, sizeof *out);
+    out->sum = -1;
+    const af_attr_t *sum = af_graph_node_attr(g, v, "fused_sum");
+    const af_node_info_t *ni = af_graph_node(g, v);
+    if (sum && (sum->type != AF_ATTR_INT || sum->i < 1 || sum->i >= ni->n_inputs))
+        return af__err(err, AF_EINVAL, "node '%s': bad fused_sum attribute", ni->name);
+    out->sum = sum ? (int32_t)sum->i : -1;
     const af_attr_t *ops = af_graph_node_attr(g, v, "fused_post");
     if (!ops)
         return 0;
@@ -108,23 +120,51 @@ int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *
     return 0;
 }
 
-int af__post_run(const af_graph_t *g, int32_t v, const af_kernel_args_t *a)
+/* [a, a + n) and [b, b + m) share a byte. */
+static int overlap(const void *a, uint64_t n, const void *b, uint64_t m)
+{
+    const char *x = a, *y = b;
+    return x < y + m && y < x + n;
+}
+
+int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
+                  int mode)
 {
     af__post_t pp;
-    if (af__post_parse(g, v, &pp, NULL))
+    if (af__post_parse(g, v, &pp, NULL) || a->n_outputs < 1 || !a->outputs[0])
         return AF_EINVAL;
-    if (a->n_outputs < 1 || !a->outputs[0])
-        return pp.n ? AF_EINVAL : 0;
     float *y = a->outputs[0];
-    uint64_t n = a->output_bytes[0] / sizeof(float);
-    post_op_t o[AF__POST_MAX];
-    for (int32_t i = 0; i < pp.n; i++)
-        o[i] = (post_op_t){pp.kind[i], pp.a[i], pp.b[i]};
-    for (uint64_t e = 0; e < n; e++) {
-        float x = y[e];
-        for (int32_t i = 0; i < pp.n; i++)
-            x = (float)apply(&o[i], x);
-        y[e] = x;
+    uint64_t bytes = a->output_bytes[0], n = bytes / sizeof(float);
+    const float *s = NULL;
+    float *tmp = NULL;
+    if (pp.sum >= 0) {
+        s = a->inputs[pp.sum];
+        if (!s || a->input_bytes[pp.sum] != bytes)
+            return AF_ESHAPE;
+        int same = overlap(y, bytes, s, bytes);
+        if (mode == AF__POST_PRIM && !same) /* the primitive adds what dst holds */
+            memcpy(y, s, bytes);
+        else if (mode == AF__POST_PRIM && (const void *)y != (const void *)s)
+            return AF_EINVAL;                     /* partly overlapping: never planned */
+        else if (mode == AF__POST_LOOP && same) { /* in place: keep the addend */
+            if (!(tmp = af__malloc(bytes)))
+                return AF_ENOMEM;
+            memcpy(tmp, s, bytes);
+            s = tmp;
+        }
     }
-    return 0;
+    int rc = fn(a);
+    if (!rc && mode == AF__POST_LOOP) {
+        post_op_t o[AF__POST_MAX];
+        for (int32_t i = 0; i < pp.n; i++)
+            o[i] = (post_op_t){pp.kind[i], pp.a[i], pp.b[i]};
+        for (uint64_t e = 0; e < n; e++) {
+            float x = s ? y[e] + s[e] : y[e];
+            for (int32_t i = 0; i < pp.n; i++)
+                x = (float)apply(&o[i], x);
+            y[e] = x;
+        }
+    }
+    af__free(tmp);
+    return rc;
 }

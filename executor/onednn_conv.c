@@ -239,6 +239,13 @@ static int conv_common(odn_build_t *b, int transposed)
     dnnl_primitive_desc_t pd;
     if (rc || (rc = conv_choose(b, &io, transposed, &pd)))
         return rc;
+    if (b->post_fused && af_graph_node_attr(b->in->g, b->in->node, "fused_sum") &&
+        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &io.y)) {
+        dnnl_primitive_desc_destroy(pd); /* dst reordered: the sum would not see the addend */
+        b->no_post = 1;
+        if ((rc = conv_choose(b, &io, transposed, &pd)))
+            return rc;
+    }
     odn_arg_t args[4];
     int n = 0;
     args[n++] = af__odn_arg(DNNL_ARG_SRC, ODN_IN, 0, 0, &io.x);

@@ -342,9 +342,11 @@ int af__odn_fused_post(odn_build_t *b, dnnl_post_ops_t po)
 {
     af__post_t pp;
     b->post_fused = 0;
-    if (af__post_parse(b->in->g, b->in->node, &pp, NULL) || !pp.n)
+    if (b->no_post || af__post_parse(b->in->g, b->in->node, &pp, NULL) || (!pp.n && pp.sum < 0))
         return 0;
     int n0 = dnnl_post_ops_len(po);
+    if (pp.sum >= 0 && dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success)
+        return 0;
     for (int32_t i = 0; i < pp.n; i++)
         if (!append_fused(po, &pp, i))
             return 0; /* the caller drops po: the C loop applies them all (fused_post.c) */
@@ -355,7 +357,10 @@ int af__odn_fused_post(odn_build_t *b, dnnl_post_ops_t po)
 int af__odn_post_attr(odn_build_t *b, dnnl_primitive_attr_t *attr)
 {
     int rc = af__odn_attr_create(b, attr);
-    if (rc || !af_graph_node_attr(b->in->g, b->in->node, "fused_post"))
+    b->post_fused = 0;
+    if (rc || b->no_post ||
+        (!af_graph_node_attr(b->in->g, b->in->node, "fused_post") &&
+         !af_graph_node_attr(b->in->g, b->in->node, "fused_sum")))
         return rc;
     dnnl_post_ops_t po = NULL;
     if (dnnl_post_ops_create(&po) != dnnl_success) {

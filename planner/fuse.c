@@ -28,6 +28,7 @@
 #include <string.h>
 
 #define MAX_POST 8
+#define AF__FUSE_MAX_HINTS 16
 
 typedef struct unary_op {
     const char *op;
@@ -56,6 +57,7 @@ static const unary_op_t unary_ops[] = {
 typedef struct fnode {
     int32_t out0;   /* tensor that replaces output 0, or -1 */
     int32_t w, b;   /* BN fold: index of the new weight / bias in the new constants, or -1 */
+    int32_t sum;    /* residual: tensor added to output 0 (an extra input, in place), or -1 */
     int32_t n_post; /* unary ops applied after the kernel */
     const char *post[MAX_POST];
     double alpha[MAX_POST], beta[MAX_POST];
@@ -286,6 +288,52 @@ static int try_bn(fuse_t *f, int32_t u)
     return fold_bn(f, u, v, C, per);
 }
 
+/* ---- residual Add into Conv ------------------------------------------------------------- */
+
+/* Conv u (with bias) whose output only feeds Add(y, s) or Add(s, y), s an activation of y's
+ * shape: s becomes input 3, added to the convolution's result, and the output may take s's bytes
+ * in place (oneDNN's sum post-op). No cycle can appear: every path from u runs through y, whose
+ * one reader is the Add, so s does not depend on u. */
+static void try_sum(fuse_t *f, int32_t u)
+{
+    const af_graph_t *g = f->g;
+    const af_node_info_t *ui = af_graph_node(g, u);
+    int bias = ui->n_inputs == 3 || f->fn[u].b >= 0; /* a folded BatchNormalization gave one */
+    if (strcmp(ui->op, "Conv") || ui->n_inputs > 3 || !bias || !only_scratch_after_first(g, u))
+        return;
+    int32_t y = out0(f, u);
+    const af_tensor_info_t *yi = af_graph_tensor(g, y);
+    if (yi->n_consumers != 1)
+        return;
+    int32_t w = yi->consumers[0];
+    const af_node_info_t *wi = af_graph_node(g, w);
+    if (strcmp(wi->op, "Add") || wi->n_inputs != 2 || !only_scratch_after_first(g, w) ||
+        f->dead_n[w] || wi->inputs[0] == wi->inputs[1])
+        return;
+    int32_t k = wi->inputs[0] == y ? 1 : 0, s = wi->inputs[k];
+    const af_tensor_info_t *si = af_graph_tensor(g, s), *zi = af_graph_tensor(g, wi->outputs[0]);
+    if (wi->inputs[1 - k] != y || yi->kind != AF_TENSOR_INTERMEDIATE || yi->dtype != AF_DTYPE_F32 ||
+        yi->alias_of >= 0 || f->has_view[y] || si->kind == AF_TENSOR_CONSTANT ||
+        si->dtype != AF_DTYPE_F32 || si->bytes != yi->bytes || si->rank != yi->rank ||
+        zi->bytes != yi->bytes || zi->dtype != AF_DTYPE_F32)
+        return;
+    for (int32_t d = 0; d < yi->rank; d++)
+        if (si->shape[d] != yi->shape[d])
+            return;
+    for (int32_t j = 0; j < ui->n_inputs; j++)
+        if (ui->inputs[j] == s) /* the output may take s's bytes: the Conv must not read it */
+            return;
+    fnode_t *fu = &f->fn[u];
+    fu->sum = s;
+    fu->out0 = wi->outputs[0];
+    fu->cost += wi->cost > 0 ? wi->cost : 0;
+    f->dead_n[w] = 1;
+    f->dead_t[y] = 1;
+    for (int32_t j = 1; j < wi->n_outputs; j++)
+        f->dead_t[wi->outputs[j]] = 1;
+    f->rep.sums++;
+}
+
 /* ---- unary chains ------------------------------------------------------------------------ */
 
 /* Node u absorbs the unary ops that follow its output 0 while they may. */
@@ -412,7 +460,7 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     const af_graph_t *g = f->g;
     const af_node_info_t *ni = af_graph_node(g, v);
     const fnode_t *fv = &f->fn[v];
-    const char **in = names, **out = names + ni->n_inputs + 1;
+    const char **in = names, **out = names + ni->n_inputs + 2; /* room for a bias and a sum */
     int32_t n_in = ni->n_inputs;
     for (int32_t k = 0; k < ni->n_inputs; k++)
         in[k] = af_graph_tensor(g, ni->inputs[k])->name;
@@ -422,10 +470,18 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
         in[2] = f->nc[fv->b].name;
         n_in = n_in < 3 ? 3 : n_in;
     }
+    if (fv->sum >= 0) /* input 3 (after X, W, B), output 0 may take its bytes */
+        in[n_in++] = af_graph_tensor(g, fv->sum)->name;
     for (int32_t k = 0; k < ni->n_outputs; k++)
         out[k] = af_graph_tensor(g, ni->outputs[k])->name;
     if (fv->out0 >= 0)
         out[0] = af_graph_tensor(g, fv->out0)->name;
+    af_inplace_t hints[AF__FUSE_MAX_HINTS];
+    int32_t n_hints = ni->n_inplace < AF__FUSE_MAX_HINTS - 1 ? ni->n_inplace : 0;
+    if (n_hints)
+        memcpy(hints, ni->inplace, (size_t)n_hints * sizeof(*hints));
+    if (fv->sum >= 0)
+        hints[n_hints++] = (af_inplace_t){.output = 0, .input = n_in - 1};
     af_node_desc_t d = {.name = ni->name,
                         .op = ni->op,
                         .inputs = in,
@@ -433,12 +489,15 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
                         .outputs = out,
                         .n_outputs = ni->n_outputs,
                         .cost = fv->cost,
-                        .inplace = ni->inplace,
-                        .n_inplace = ni->n_inplace};
+                        .inplace = fv->sum >= 0 ? hints : ni->inplace,
+                        .n_inplace = fv->sum >= 0 ? n_hints : ni->n_inplace};
     int32_t id;
     int rc = af_graph_add_node(ng, &d, &id, err);
     for (int32_t k = 0; !rc && k < ni->n_attrs; k++)
         rc = af_graph_node_set_attr(ng, id, &ni->attrs[k], err);
+    af_attr_t sa = {.name = "fused_sum", .type = AF_ATTR_INT, .i = n_in - 1};
+    if (!rc && fv->sum >= 0)
+        rc = af_graph_node_set_attr(ng, id, &sa, err);
     if (!rc && fv->n_post)
         rc = add_post_attrs(fv, ng, id, err);
     return rc;
@@ -502,7 +561,7 @@ static int fuse_init(fuse_t *f, const af_graph_t *g)
         if (af_graph_tensor(g, t)->alias_of >= 0)
             f->has_view[af_graph_tensor(g, t)->alias_of] = 1;
     for (int32_t v = 0; v < f->nn; v++) {
-        f->fn[v].out0 = f->fn[v].w = f->fn[v].b = -1;
+        f->fn[v].out0 = f->fn[v].w = f->fn[v].b = f->fn[v].sum = -1;
         f->fn[v].cost = af_graph_node(g, v)->cost;
     }
     return 0;
@@ -522,6 +581,9 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
             rc = try_bn(&f, order[i]);
     for (int32_t i = 0; !rc && i < f.nn; i++)
         if (!f.dead_n[order[i]])
+            try_sum(&f, order[i]);
+    for (int32_t i = 0; !rc && i < f.nn; i++)
+        if (!f.dead_n[order[i]])
             try_chain(&f, order[i]);
     if (rc) {
         free_fuse(&f);
@@ -533,7 +595,7 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
             f.rep.removed_tensors++;
             f.rep.removed_bytes += (uint64_t)af_graph_tensor(g, t)->bytes;
         }
-    f.rep.fused_nodes = f.rep.bn_folded + f.rep.post_ops;
+    f.rep.fused_nodes = f.rep.bn_folded + f.rep.sums + f.rep.post_ops;
     rc = build(&f, out, err);
     if (!rc && rep)
         *rep = f.rep;
@@ -567,6 +629,7 @@ int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_
     p->opts.fuse = AF_FUSE_ON;
     p->rep.fused_nodes = fr.fused_nodes;
     p->rep.bn_folded = fr.bn_folded;
+    p->rep.sums_folded = fr.sums;
     p->rep.fused_tensors = fr.removed_tensors;
     p->rep.unfused_bytes = fr.fused_nodes ? 0 : p->arena;
     if (fr.fused_nodes && !order) {

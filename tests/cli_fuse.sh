@@ -105,6 +105,9 @@ echo "$out" | grep -q "^fused nodes *4 (2 BatchNormalization into Conv" || fail 
 echo "$out" | grep -q "^without fusion" || fail "plan text lacks the unfused arena"
 echo "$out" | grep -q "^fusion saved" || fail "plan text lacks the bytes saved"
 arenaflow plan "$m" --input x=1,3,12,12 --fuse off | grep -q "^fused nodes" && fail "--fuse off fused"
+r=$(ls "$tmp"/models/residual_x=*.onnx)
+arenaflow plan "$r" --input x=1,3,12,12 --fuse on | grep -q "3 BatchNormalization into Conv, 1 residual Add" ||
+    fail "residual model: the Add was not folded into its Conv"
 arenaflow plan "$m" --input x=1,3,12,12 | grep -q "^fused nodes" && fail "plan fused without --kernels real"
 arenaflow plan "$m" --input x=1,3,12,12 --kernels real | grep -q "^fused nodes" ||
     fail "plan --kernels real did not fuse by default"

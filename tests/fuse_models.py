@@ -63,10 +63,11 @@ def main(d):
         y = conv_bn("b", y, 8, 8, ["Relu"], inits, nodes)
         save(os.path.join(d, "convbn_%s_x=1,3,12,12.onnx" % "_".join(act)), nodes, inits,
              [1, 3, 12, 12], y, [1, 8, 12, 12])
-    nodes, inits = [], []  # residual: relu(bn(conv(relu(bn(conv x)))) + skip)
+    nodes, inits = [], []  # residual: relu(bn(conv(relu(bn(conv s)))) + s), s = relu(bn(conv x))
     s = conv_bn("a", "x", 3, 8, ["Relu"], inits, nodes)
-    y = conv_bn("b", s, 8, 8, [], inits, nodes)
-    nodes += [helper.make_node("Add", [y, s], ["sum"]), helper.make_node("Relu", ["sum"], ["out"])]
+    y = conv_bn("b", s, 8, 8, ["Relu"], inits, nodes)
+    y = conv_bn("c", y, 8, 8, [], inits, nodes)
+    nodes += [helper.make_node("Add", [s, y], ["sum"]), helper.make_node("Relu", ["sum"], ["out"])]
     save(os.path.join(d, "residual_x=1,3,12,12.onnx"), nodes, inits, [1, 3, 12, 12], "out",
          [1, 8, 12, 12])
     inits = [const("w", (16, 24)), const("b", (24,)), const("m", (24, 24))]

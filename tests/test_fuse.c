@@ -95,6 +95,35 @@ static af_graph_t *conv_bn_chain(int second, int c_out)
     return g;
 }
 
+/* x -> Conv a -> a; a -> Conv b -> b -> Conv c -> c; Add(c, a) -> sum -> Relu -> out: the Add
+ * folds into Conv c (a is not c's input), which then writes over a in place. */
+static af_graph_t *residual(void)
+{
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t xs[4] = {1, 4, 6, 6}, ws[4] = {4, 4, 1, 1}, cs[1] = {4};
+    tensor(g, "x", AF_TENSOR_INPUT, 4, xs);
+    const char *names[3] = {"a", "b", "c"}, *prev = "x";
+    char w[3][8], b[3][8];
+    for (int i = 0; i < 3; i++) {
+        snprintf(w[i], sizeof w[i], "W%d", i);
+        snprintf(b[i], sizeof b[i], "B%d", i);
+        tensor(g, w[i], AF_TENSOR_CONSTANT, 4, ws);
+        tensor(g, b[i], AF_TENSOR_CONSTANT, 1, cs);
+        tensor(g, names[i], AF_TENSOR_INTERMEDIATE, 4, xs);
+        const char *in[3] = {prev, w[i], b[i]};
+        node(g, names[i], "Conv", in, 3, names[i]);
+        prev = names[i];
+    }
+    tensor(g, "sum", AF_TENSOR_INTERMEDIATE, 4, xs);
+    tensor(g, "out", AF_TENSOR_OUTPUT, 4, xs);
+    const char *ai[2] = {"c", "a"}, *ri[1] = {"sum"};
+    node(g, "add", "Add", ai, 2, "sum");
+    node(g, "relu", "Relu", ri, 1, "out");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
 static af_plan_t *plan(const af_graph_t *g, af_fuse_mode_t fuse)
 {
     af_plan_opts_t o;
@@ -241,12 +270,40 @@ static void check_same(af_executor_t *ex, const af_graph_t *g, const char *what)
     af_plan_destroy(p1);
 }
 
+static void test_fuse_residual_in_place(void **state)
+{
+    (void)state;
+    af_graph_t *g = residual();
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    const af_graph_t *fg = af_plan_graph(p);
+    const af_plan_report_t *r = af_plan_report(p);
+    assert_int_equal(r->sums_folded, 1);
+    assert_int_equal(af_graph_node_count(fg), 3);
+    int32_t c = af_graph_find_node(fg, "c"), a = af_graph_find_tensor(fg, "a");
+    int32_t out = af_graph_find_tensor(fg, "out");
+    const af_node_info_t *ci = af_graph_node(fg, c);
+    assert_int_equal(ci->n_inputs, 4);
+    assert_int_equal(ci->inputs[3], a);
+    assert_int_equal(ci->outputs[0], out);
+    assert_int_equal(af_graph_find_tensor(fg, "sum"), -1);
+    assert_int_equal(af_graph_find_tensor(fg, "c"), -1);
+    assert_int_equal(af_plan_tensor(p, out)->inplace_of, a); /* the output takes a's bytes */
+    assert_true(r->arena_bytes < r->unfused_bytes);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 static void test_fuse_outputs_equal_unfused_small(void **state)
 {
     (void)state;
     const char *sets[] = {"reference", "real"};
     for (int k = 0; k < 2; k++) {
         af_executor_t *ex = make_exec(sets[k]);
+        af_graph_t *rg = residual();
+        char rw[64];
+        snprintf(rw, sizeof rw, "residual (%s)", sets[k]);
+        check_same(ex, rg, rw);
+        af_graph_destroy(rg);
         for (int second = 0; second < 2; second++) {
             af_graph_t *g = conv_bn_chain(second, 0);
             char what[64];
@@ -358,6 +415,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fuse_intermediates_leave_the_plan),
         cmocka_unit_test(test_fuse_second_consumer_or_output_stays),
+        cmocka_unit_test(test_fuse_residual_in_place),
         cmocka_unit_test(test_fuse_outputs_equal_unfused_small),
         cmocka_unit_test(test_fuse_zoo_real_kernels),
         cmocka_unit_test(test_fuse_bad_option_and_args),

@@ -158,6 +158,7 @@ typedef struct af_plan_report {
     /* Fusion (zero unless opts.fuse is AF_FUSE_ON and something fused): */
     int32_t fused_nodes;    /* nodes folded into another (af_fuse_report_t.fused_nodes) */
     int32_t bn_folded;      /* of them, BatchNormalization folded into Conv */
+    int32_t sums_folded;    /* of them, residual Adds folded into Conv (sum post-op) */
     int32_t fused_tensors;  /* intermediates that no longer exist */
     uint64_t unfused_bytes; /* arena of the same options on the unfused graph */
 } af_plan_report_t;
@@ -212,8 +213,9 @@ int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32
 
 /* What af_plan_fuse() did. */
 typedef struct af_fuse_report {
-    int32_t fused_nodes;     /* nodes gone: bn_folded + post_ops */
+    int32_t fused_nodes;     /* nodes gone: bn_folded + sums + post_ops */
     int32_t bn_folded;       /* BatchNormalization nodes folded into the Conv before them */
+    int32_t sums;            /* residual Adds folded into the Conv producing one operand */
     int32_t post_ops;        /* unary nodes applied after another node's kernel instead */
     int32_t removed_tensors; /* intermediates gone */
     uint64_t removed_bytes;  /* their bytes (unaligned) */
@@ -222,7 +224,10 @@ typedef struct af_fuse_report {
 /*
  * Operator fusion, the graph pass behind option `fuse` (planner/fuse.c): a new finalized graph in
  * which BatchNormalization (inference, constant parameters) is folded into the Conv before it
- * (new constant weights and bias, owned by the new graph) and chains of elementwise unary ops
+ * (new constant weights and bias, owned by the new graph), an Add of a Conv's output (with bias)
+ * and another activation of its shape becomes that Conv's input 3 (attribute fused_sum = 3, an
+ * in-place hint lets the output take its bytes: oneDNN's sum post-op), and chains of elementwise
+ * unary ops
  * (Relu, LeakyRelu, Sigmoid, Tanh, Clip, HardSwish, HardSigmoid, Gelu, Elu, Softplus, Abs, Neg,
  * Exp, Sqrt) are folded into the node producing their input, which keeps its op and gains the
  * attributes fused_post ("Relu,Clip"), fused_alpha and fused_beta (one value per op) that the
