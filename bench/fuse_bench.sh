@@ -37,7 +37,6 @@ cases=(
     "melspectrogram.onnx input=normal*3000:1,1280"
     "embedding_model.onnx input_1=normal:1,76,32,1"
     "alexa_v0.1.onnx onnx::Flatten_0=normal:1,16,96"
-    "hey_jarvis_v0.1.onnx onnx::Flatten_0=normal:1,16,96"
     "hey_mycroft_v0.1.onnx onnx::Flatten_0=normal:1,16,96"
     "hey_rhasspy_v0.1.onnx onnx::Flatten_0=normal:1,16,96"
     "timer_v0.1.onnx onnx::Flatten_0=normal:1,34,96"
@@ -59,9 +58,10 @@ for c in "${cases[@]}"; do
     d=$work/${m%.onnx}
     mkdir -p "$d"
     read -r -a ins < <($py "$here/npy_tool.py" make "$d" "$seed" "$@")
-    a=()
+    a=() dims=()
     for i in "${ins[@]}"; do a+=(--input "$i"); done
-    j=$("$af" plan "$models/$m" "${a[@]}" --kernels real --fuse on --json)
+    for sp in "$@"; do dims+=(--input "${sp%%=*}=${sp##*:}"); done # NAME=DIST:DIMS -> NAME=DIMS
+    j=$("$af" plan "$models/$m" "${dims[@]}" --kernels real --fuse on --json)
     ar=$(echo "$j" | js arena_bytes) ur=$(echo "$j" | js fusion.unfused_bytes)
     co=() cf=() mo=() mf=()
     for r in $(seq "$reps"); do
