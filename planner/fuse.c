@@ -8,7 +8,7 @@
  *    the Conv that produces its input: W'[o] = W[o] * s[o], B'[o] = (B[o] - mean[o]) * s[o] +
  *    bias[o] with s = scale / sqrt(var + epsilon), computed here into new constant tensors
  *    ("<W>#bn.<conv>", "<B>#bn.<conv>"). The Conv stays a plain Conv.
- * 2. Chains of elementwise unary ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip, HardSwish,
+ * 2. Chains of elementwise unary ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip, Relu6, HardSwish,
  *    HardSigmoid, Gelu, Elu, Softplus, Abs, Neg, Exp, Sqrt) into the node that produces their
  *    input, whatever its op (Conv, MatMul, Gemm, Add, another unary, ...): the node keeps its op
  *    and gains the attributes fused_post (the ops, comma-separated), fused_alpha and
@@ -42,6 +42,7 @@ static const unary_op_t unary_ops[] = {
     {"Sigmoid", 0, 0, NULL, NULL},
     {"Tanh", 0, 0, NULL, NULL},
     {"Clip", -FLT_MAX, FLT_MAX, "min", "max"},
+    {"Relu6", 0, 6, NULL, NULL}, /* applied as Clip(0, 6) */
     {"HardSwish", 0, 0, NULL, NULL},
     {"HardSigmoid", 0.2f, 0.5f, "alpha", "beta"},
     {"Gelu", 0, 0, NULL, NULL},
@@ -357,7 +358,7 @@ static void try_chain(fuse_t *f, int32_t u)
         if (af_graph_tensor(g, wi->outputs[0])->dtype != AF_DTYPE_F32 ||
             af_graph_tensor(g, wi->outputs[0])->bytes != yi->bytes)
             return;
-        fu->post[fu->n_post] = wi->op;
+        fu->post[fu->n_post] = strcmp(wi->op, "Relu6") ? wi->op : "Clip";
         fu->alpha[fu->n_post] = a;
         fu->beta[fu->n_post++] = b;
         fu->out0 = wi->outputs[0];
