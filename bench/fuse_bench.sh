@@ -6,6 +6,7 @@
 # and 3. latency of the real models with and without fusion: bench_real --threads 1, CPU time
 # per round and median wall time, runs alternating fused / unfused, median of REPS runs.
 #   bench/fuse_bench.sh [BUILD_DIR] [REPS] [ROUNDS]     (default build 3 200)
+# FUSE_BENCH_ZOO=0 skips part 1.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
@@ -22,6 +23,8 @@ kib() { awk -v b="$1" 'BEGIN {printf "%.1f", b / 1024}'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", b ? 100 * (b - a) / b : 0}'; }
 med() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+[ "${FUSE_BENCH_ZOO:-1}" = 1 ] || skip_zoo=1
+[ -n "${skip_zoo:-}" ] || {
 echo "| zoo graph | nodes | fused nodes (BN into Conv) | arena unfused | arena fused | saved | lowered for real: unfused | fused | saved |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for z in resnet50 mobilenetv2 inception3 unet bert gpt2 randwire darts; do
@@ -33,6 +36,7 @@ for z in resnet50 mobilenetv2 inception3 unet bert gpt2 randwire darts; do
     echo "| $z | $(( $(echo "$j" | js nodes) + $(echo "$j" | js fusion.fused_nodes) )) | $(echo "$j" | js fusion.fused_nodes) ($(echo "$j" | js fusion.bn_folded)) | $(kib "$u") KiB | $(kib "$a") KiB | $(pct "$a" "$u")% | $(kib "$ur") KiB | $(kib "$ar") KiB | $(pct "$ar" "$ur")% |"
 done
 echo
+}
 cases=(
     "melspectrogram.onnx input=normal*3000:1,1280"
     "embedding_model.onnx input_1=normal:1,76,32,1"
@@ -47,6 +51,8 @@ cases=(
     "ch_PP-OCRv4_rec_infer.onnx x=uniform:1,3,48,320"
     "ch_PP-OCRv4_det_infer.onnx x=uniform:1,3,320,320"
 )
+# rounds of a model whose round takes far longer than the others' (0.1 s CPU): ROUNDS / 10
+slow="ch_PP-OCRv4_det_infer.onnx"
 echo "| model | nodes | fused nodes (BN into Conv) | arena unfused | arena fused | saved | CPU/round unfused | fused | ratio | median unfused | fused |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 seed=0
@@ -64,10 +70,12 @@ for c in "${cases[@]}"; do
     j=$("$af" plan "$models/$m" "${dims[@]}" --kernels real --fuse on --json)
     ar=$(echo "$j" | js arena_bytes) ur=$(echo "$j" | js fusion.unfused_bytes)
     co=() cf=() mo=() mf=()
+    n=$rounds
+    [ "$m" = "$slow" ] && n=$((rounds / 10))
     for r in $(seq "$reps"); do
         for f in off on; do
-            jb=$("$build/bench_real" "$models/$m" "${a[@]}" --threads 1 --rounds "$rounds" \
-                --warmup $((rounds / 10 + 1)) --fuse $f --json)
+            jb=$("$build/bench_real" "$models/$m" "${a[@]}" --threads 1 --rounds "$n" \
+                --warmup $((n / 10 + 1)) --fuse $f --json)
             if [ $f = on ]; then
                 cf+=("$(echo "$jb" | js cpu_us_per_round)") mf+=("$(echo "$jb" | js median_us)")
             else

@@ -120,6 +120,49 @@ int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *
     return 0;
 }
 
+/* One op over the whole tensor: cheap ops in f32 (exact: the same values as in double), the
+ * rest through the reference's double function. An inner loop per op, so it vectorises. */
+static void loop_op(float *y, uint64_t n, const post_op_t *o)
+{
+    float a = (float)o->a, b = (float)o->b;
+    switch (o->kind) {
+    case P_RELU:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = y[e] > 0 ? y[e] : y[e] == y[e] ? 0 : y[e];
+        return;
+    case P_CLIP:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = y[e] < a ? a : y[e] > b ? b : y[e];
+        return;
+    case P_LEAKY:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = y[e] < 0 ? (float)((double)a * y[e]) : y[e];
+        return;
+    case P_NEG:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = -y[e];
+        return;
+    case P_ABS:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = fabsf(y[e]);
+        return;
+    default:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = (float)apply(o, y[e]);
+    }
+}
+
+/* The C loop: y += s (when there is a sum input), then every unary op in order. */
+static void loop(float *y, const float *s, uint64_t n, const af__post_t *pp)
+{
+    for (uint64_t e = 0; s && e < n; e++)
+        y[e] += s[e];
+    for (int32_t i = 0; i < pp->n; i++) {
+        post_op_t o = {pp->kind[i], pp->a[i], pp->b[i]};
+        loop_op(y, n, &o);
+    }
+}
+
 /* [a, a + n) and [b, b + m) share a byte. */
 static int overlap(const void *a, uint64_t n, const void *b, uint64_t m)
 {
@@ -154,17 +197,8 @@ int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kern
         }
     }
     int rc = fn(a);
-    if (!rc && mode == AF__POST_LOOP) {
-        post_op_t o[AF__POST_MAX];
-        for (int32_t i = 0; i < pp.n; i++)
-            o[i] = (post_op_t){pp.kind[i], pp.a[i], pp.b[i]};
-        for (uint64_t e = 0; e < n; e++) {
-            float x = s ? y[e] + s[e] : y[e];
-            for (int32_t i = 0; i < pp.n; i++)
-                x = (float)apply(&o[i], x);
-            y[e] = x;
-        }
-    }
+    if (!rc && mode == AF__POST_LOOP)
+        loop(y, s, n, &pp);
     af__free(tmp);
     return rc;
 }

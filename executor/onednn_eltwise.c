@@ -263,7 +263,12 @@ int af__odn_binary(odn_build_t *b)
     if (dnnl_binary_desc_init(&d, alg, &a, &c, &y) != dnnl_success)
         return af__odn_nosup(b, "binary descriptor");
     dnnl_primitive_desc_t pd;
-    if ((rc = af__odn_pd(b, &d, NULL, &pd)))
+    dnnl_primitive_attr_t attr; /* fused unary ops (af_plan_fuse) as eltwise post-ops */
+    if ((rc = af__odn_post_attr(b, &attr)))
+        return rc;
+    rc = af__odn_pd(b, &d, attr, &pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (rc)
         return rc;
     odn_arg_t args[3] = {af__odn_arg(DNNL_ARG_SRC_0, ODN_IN, i0, 0, &a),
                          af__odn_arg(DNNL_ARG_SRC_1, ODN_IN, i1, 0, &c),
