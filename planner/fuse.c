@@ -3,18 +3,22 @@
  * the rest of the planner, the verifier and the executor handle. A fused node is one node; the
  * tensors it no longer writes are gone from the graph, so they take no arena bytes.
  *
- * Two folds, in this order:
- * 1. BatchNormalization (inference: one output, constant scale/bias/mean/var with data) into
- *    the Conv that produces its input: W'[o] = W[o] * s[o], B'[o] = (B[o] - mean[o]) * s[o] +
- *    bias[o] with s = scale / sqrt(var + epsilon), computed here into new constant tensors
- *    ("<W>#bn.<conv>", "<B>#bn.<conv>"). The Conv stays a plain Conv.
- * 2. Chains of elementwise unary ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip, Relu6, HardSwish,
+ * Three folds, in this order:
+ * 1. BatchNormalization (inference: one output, constant scale/bias/mean/var, or the zoo's packed
+ *    [4, C] form) into the Conv that produces its input: W'[o] = W[o] * s[o], B'[o] = (B[o] -
+ *    mean[o]) * s[o] + bias[o] with s = scale / sqrt(var + epsilon), computed here into new
+ *    constant tensors ("<W>#bn.<conv>", "<B>#bn.<conv>"); constants without data (the model
+ *    zoo's) fold structurally. The Conv stays a plain Conv.
+ * 2. A residual Add(conv(x), s) into that Conv (with a bias): s becomes input 3, attribute
+ *    fused_sum = 3, with an in-place hint so the output may take s's bytes (oneDNN's sum
+ *    post-op); s must not be one of the Conv's own inputs.
+ * 3. Chains of elementwise unary ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip, Relu6, HardSwish,
  *    HardSigmoid, Gelu, Elu, Softplus, Abs, Neg, Exp, Sqrt) into the node that produces their
  *    input, whatever its op (Conv, MatMul, Gemm, Add, another unary, ...): the node keeps its op
  *    and gains the attributes fused_post (the ops, comma-separated), fused_alpha and
  *    fused_beta (one parameter pair each, resolved here: LeakyRelu's alpha, Clip's bounds...).
- *    The executor applies them in order on output 0 after the node's kernel (oneDNN Conv and
- *    MatMul as eltwise post-ops in the primitive, every other kernel in one C loop).
+ *    The executor applies them in order on output 0 after the node's kernel (oneDNN Conv,
+ *    MatMul/Gemm and binary ops as post-ops in the primitive, every other kernel in a C loop).
  *
  * A tensor is folded away only when it is an f32 intermediate with one consumer, read once,
  * not a graph output, not a view and without views. The pass runs once in node order, so a
