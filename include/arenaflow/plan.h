@@ -160,7 +160,7 @@ typedef struct af_plan_report {
     int32_t bn_folded;      /* of them, BatchNormalization folded into Conv */
     int32_t sums_folded;    /* of them, residual Adds folded into Conv (sum post-op) */
     int32_t fused_tensors;  /* intermediates that no longer exist */
-    uint64_t unfused_bytes; /* arena of the same options on the unfused graph */
+    uint64_t unfused_bytes; /* arena of the same options, without a budget, on the unfused graph */
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */
