@@ -22,10 +22,12 @@
  * --profile (one worker): time per node, from one kernel start to the next (observe hook).
  * --plan-for SET: lower and plan the graph for SET (default: the kernels run), e.g. to run the
  * verify kernels on the very plan the oneDNN kernels run on.
+ * --fuse on|off: operator fusion (planner option fuse; default on when planning for the real or
+ * onednn kernels, as `arenaflow run` does); the JSON gives fused_nodes and the plan's arena.
  *
  * Usage: bench_real MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] [--intra K]
- *                   [--kernels SET] [--plan-for SET] [--rounds N] [--warmup N] [--profile]
- *                   [--fill-weights] [--output-dir DIR] [--json]
+ *                   [--kernels SET] [--plan-for SET] [--fuse on|off] [--rounds N] [--warmup N]
+ *                   [--profile] [--fill-weights] [--output-dir DIR] [--json]
  */
 #include "arenaflow/executor.h"
 #include "arenaflow/graph.h"
@@ -156,7 +158,7 @@ static int observe(void *user, const af_kernel_args_t *a)
 /* ---- the run ----------------------------------------------------------------------------- */
 
 typedef struct args {
-    const char *model, *kernels, *plan_for, *output_dir;
+    const char *model, *kernels, *plan_for, *output_dir, *fuse;
     const char *inputs[16]; /* importer dims specs */
     char specs[16][600];
     struct {
@@ -238,6 +240,8 @@ static int parse(int argc, char **argv, args_t *a)
             a->kernels = argv[++i];
         else if (!strcmp(s, "--plan-for") && v)
             a->plan_for = argv[++i];
+        else if (!strcmp(s, "--fuse") && v)
+            a->fuse = argv[++i];
         else if (!strcmp(s, "--rounds") && v)
             a->rounds = atoi(argv[++i]);
         else if (!strcmp(s, "--warmup") && v)
@@ -401,7 +405,8 @@ int main(int argc, char **argv)
     args_t a;
     if (parse(argc, argv, &a)) {
         fprintf(stderr, "usage: bench_real MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] "
-                        "[--intra K] [--kernels SET] [--plan-for SET] [--rounds N] [--warmup N] "
+                        "[--intra K] [--kernels SET] [--plan-for SET] [--fuse on|off] [--rounds N] "
+                        "[--warmup N] "
                         "[--profile] [--fill-weights] [--output-dir DIR] [--json]\n");
         return 2;
     }
@@ -428,16 +433,26 @@ int main(int argc, char **argv)
     }
     af_executor_opts_t lo = eo;
     lo.kernels = a.plan_for ? a.plan_for : a.kernels;
-    if (!g || af_kernels_lower(&lo, g, &lg, &err) || af_plan_create(lg, NULL, &p, &err) ||
+    af_plan_opts_t po; /* fusion: --fuse, else on when planning for real / onednn kernels */
+    af_plan_opts_init(&po);
+    if (a.fuse && af_plan_opts_set(&po, "fuse", a.fuse, &err)) {
+        fprintf(stderr, "bench_real: %s\n", err.msg);
+        return 2;
+    }
+    if (po.fuse == AF_FUSE_AUTO)
+        po.fuse =
+            !strcmp(lo.kernels, "real") || !strcmp(lo.kernels, "onednn") ? AF_FUSE_ON : AF_FUSE_OFF;
+    if (!g || af_kernels_lower(&lo, g, &lg, &err) || af_plan_create(lg, &po, &p, &err) ||
         af_executor_create(&eo, &ex, &err) || af_session_create(ex, p, &so, &s, &err)) {
         fprintf(stderr, "bench_real: %s\n", err.msg);
         return 1;
     }
+    const af_graph_t *pg = af_plan_graph(p); /* the fused graph: the session's tensor ids */
     long rss_created = proc_kb("VmRSS");
     if (a.fill)
-        fill_weights(s, lg);
+        fill_weights(s, pg);
     bufs_t b;
-    if (make_bufs(s, lg, &b)) {
+    if (make_bufs(s, pg, &b)) {
         fprintf(stderr, "bench_real: too many inputs or outputs\n");
         return 1;
     }
@@ -449,7 +464,7 @@ int main(int argc, char **argv)
             return 1;
         }
     if (a.profile)
-        memset(pr.ns, 0, (size_t)af_graph_node_count(lg) * sizeof(uint64_t));
+        memset(pr.ns, 0, (size_t)af_graph_node_count(pg) * sizeof(uint64_t));
     uint64_t *lat = calloc((size_t)a.rounds, sizeof(uint64_t));
     af_session_stats_t st0, st;
     af_session_stats(s, &st0);
@@ -476,18 +491,18 @@ int main(int argc, char **argv)
         printf(
             "{\"model\": \"%s\", \"kernels\": \"%s\", \"threads\": %d, \"intra_op_threads\": %d, "
             "\"median_us\": %.2f, \"p10_us\": %.2f, \"p90_us\": %.2f, \"cpu_us_per_round\": %.1f, "
-            "\"arena_bytes\": %llu, "
+            "\"arena_bytes\": %llu, \"fused_nodes\": %d, "
             "\"scratch_bytes\": %llu, \"prepacked_bytes\": %llu, \"backend_nodes\": %d, "
             "\"fallback_nodes\": %d, \"heap_calls_per_round\": %.2f, "
             "\"pool_os_calls_per_round\": %.2f, \"process_mallocs_per_round\": %.2f, "
             "\"failed_rounds\": %llu, \"rss_created_kb\": %ld, \"rss_end_kb\": %ld, "
             "\"peak_rss_kb\": %ld, \"checksum\": %.9g}\n",
             a.model, a.kernels, eo.threads, st.intra_op_threads, med, p10, p90, cpu,
-            (unsigned long long)rep->arena_bytes, (unsigned long long)rep->scratch_bytes,
-            (unsigned long long)st.prepacked_bytes, st.backend_nodes, st.fallback_nodes,
-            (double)hooks * per, (double)(st.pool_os_calls - st0.pool_os_calls) * per,
-            (double)mallocs * per, (unsigned long long)st.failed_rounds, rss_created, rss_end, hwm,
-            checksum(s, lg, &b));
+            (unsigned long long)rep->arena_bytes, rep->fused_nodes,
+            (unsigned long long)rep->scratch_bytes, (unsigned long long)st.prepacked_bytes,
+            st.backend_nodes, st.fallback_nodes, (double)hooks * per,
+            (double)(st.pool_os_calls - st0.pool_os_calls) * per, (double)mallocs * per,
+            (unsigned long long)st.failed_rounds, rss_created, rss_end, hwm, checksum(s, pg, &b));
     else
         printf("%s: %s kernels, %d worker(s), intra-op team %d: median %.1f us (p10 %.1f, p90 "
                "%.1f), CPU %.1f us per round; arena %llu B (scratch %llu B), prepacked %llu B, %d "
@@ -501,11 +516,11 @@ int main(int argc, char **argv)
                af_kernel_set_resolve(a.kernels), st.fallback_nodes, (double)hooks * per,
                (double)(st.pool_os_calls - st0.pool_os_calls) * per, (double)mallocs * per,
                (unsigned long long)st.failed_rounds, rss_created, rss_end, hwm,
-               checksum(s, lg, &b));
+               checksum(s, pg, &b));
     if (a.output_dir && write_outputs(a.output_dir, s, &b))
         return 1;
     if (a.profile)
-        print_profile(s, lg, &pr, a.rounds);
+        print_profile(s, pg, &pr, a.rounds);
     af_session_destroy(s);
     af_executor_destroy(ex);
     af_plan_destroy(p);

@@ -142,6 +142,7 @@ struct af__prog {
     int32_t *team;
     int32_t *scratch_t;
     uint64_t *scratch_need;
+    uint8_t *post;      /* per node: 1 when fused_post ops run after the kernel (fused_post.c) */
     int32_t max_team;   /* largest team of any node */
     int32_t intra;      /* resolved intra-op team of large nodes */
     void *backend;      /* the set's context (oneDNN engine, streams), or NULL */
@@ -290,7 +291,30 @@ typedef struct af__kprep_out {
     uint64_t scratch_bytes; /* working memory the node needs while it runs */
     uint64_t const_bytes;   /* prepacked data the state holds (outside the arena) */
     char impl[64];          /* implementation, e.g. "brgconv:avx512_core" */
+    int post_fused;         /* 1: the state applies the node's fused_post ops (fused_post.c) */
 } af__kprep_out_t;
+
+/* ---- fused unary post-ops (fused_post.c; attributes written by af_plan_fuse) ---------------- */
+
+#define AF__POST_MAX 8
+typedef struct af__post {
+    int32_t sum; /* fused_sum: input added to output 0 before the unary ops, or -1 */
+    int32_t n;
+    const char *op[AF__POST_MAX]; /* ONNX op names, static */
+    int kind[AF__POST_MAX];
+    double a[AF__POST_MAX], b[AF__POST_MAX]; /* LeakyRelu/Elu alpha, HardSigmoid alpha beta,
+                                                Clip min max */
+} af__post_t;
+
+/* The fused_sum input and fused_post ops of node v (sum -1, n 0 when none). AF_EINVAL when the
+ * attributes are malformed. */
+int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err);
+/* p->post modes: the kernel alone, the kernel then the C loop (sum and unary ops), or a
+ * primitive that applies them (its dst must hold the sum input first). */
+enum { AF__POST_NONE = 0, AF__POST_LOOP = 1, AF__POST_PRIM = 2 };
+/* Calls fn for node v with its fused ops in mode (not AF__POST_NONE). */
+int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
+                  int mode);
 
 typedef struct af__kernel_entry {
     const char *op;

@@ -86,6 +86,22 @@ static int32_t run_checks(const af_executor_t *ex, const af__prog_t *p, const ui
     return n;
 }
 
+/* Fused unary post-ops (af_plan_fuse) run after every real kernel; the verify and empty
+ * kernels stand for the whole fused node. Malformed attributes are refused here. */
+static int bind_post(const af_executor_t *ex, af__prog_t *p, af_error_t *err)
+{
+    for (int32_t v = 0; v < p->n_nodes; v++) {
+        af__post_t pp;
+        int rc = af__post_parse(p->g, v, &pp, err);
+        if (rc)
+            return rc;
+        p->post[v] = (pp.n > 0 || pp.sum >= 0) && !(ex->set->all && p->kfn[v] == ex->set->all)
+                         ? AF__POST_LOOP
+                         : AF__POST_NONE;
+    }
+    return 0;
+}
+
 int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err)
 {
     const af_graph_t *g = p->g;
@@ -124,7 +140,7 @@ int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err)
     int32_t n_unsup = run_checks(ex, p, miss, &m, n_missing > 0);
     af__free(miss);
     if (!n_missing && !n_unsup)
-        return 0;
+        return bind_post(ex, p, err);
     char tail[96] = "";
     if (m.dropped)
         snprintf(tail, sizeof(tail), " (+%d more)", (int)m.dropped);

@@ -162,6 +162,7 @@ int af__odn_prepare(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err
     }
     out->state = b.st;
     out->scratch_bytes = b.scratch;
+    out->post_fused = b.post_fused;
     memcpy(out->impl, b.impl, sizeof out->impl);
     return 0;
 }

@@ -128,8 +128,15 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
     s = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference,
                                                    dnnl_convolution_direct, x, &wany, bias, y, w->s,
                                                    w->d, w->pl, w->pr);
-    return s == dnnl_success ? af__odn_pd(b, &d, NULL, pd)
-                             : af__odn_nosup(b, "convolution descriptor");
+    if (s != dnnl_success)
+        return af__odn_nosup(b, "convolution descriptor");
+    dnnl_primitive_attr_t attr; /* with the fused unary ops (af_plan_fuse) as post-ops */
+    int rc = af__odn_post_attr(b, &attr);
+    if (rc)
+        return rc;
+    rc = af__odn_pd(b, &d, attr, pd);
+    dnnl_primitive_attr_destroy(attr);
+    return rc;
 }
 
 /* A fast (not slow) pd with src and dst in format `tag` (any, or both channels-last: depthwise
@@ -262,6 +269,13 @@ static int conv_common(odn_build_t *b, int transposed)
     dnnl_primitive_desc_t pd;
     if (rc || (rc = conv_choose(b, &io, transposed, &pd)))
         return rc;
+    if (b->post_fused && af_graph_node_attr(b->in->g, b->in->node, "fused_sum") &&
+        !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &io.y)) {
+        dnnl_primitive_desc_destroy(pd); /* dst reordered: the sum would not see the addend */
+        b->no_post = 1;
+        if ((rc = conv_choose(b, &io, transposed, &pd)))
+            return rc;
+    }
     odn_arg_t args[4];
     int n = 0;
     args[n++] = af__odn_arg(transposed ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, ODN_IN, 0, 0, &io.x);

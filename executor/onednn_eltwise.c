@@ -263,7 +263,12 @@ int af__odn_binary(odn_build_t *b)
     if (dnnl_binary_desc_init(&d, alg, &a, &c, &y) != dnnl_success)
         return af__odn_nosup(b, "binary descriptor");
     dnnl_primitive_desc_t pd;
-    if ((rc = af__odn_pd(b, &d, NULL, &pd)))
+    dnnl_primitive_attr_t attr; /* fused unary ops (af_plan_fuse) as eltwise post-ops */
+    if ((rc = af__odn_post_attr(b, &attr)))
+        return rc;
+    rc = af__odn_pd(b, &d, attr, &pd);
+    dnnl_primitive_attr_destroy(attr);
+    if (rc)
         return rc;
     odn_arg_t args[3] = {af__odn_arg(DNNL_ARG_SRC_0, ODN_IN, i0, 0, &a),
                          af__odn_arg(DNNL_ARG_SRC_1, ODN_IN, i1, 0, &c),
@@ -300,4 +305,76 @@ int af__odn_sum(odn_build_t *b)
         args[i] = af__odn_arg(DNNL_ARG_MULTIPLE_SRC + i, ODN_IN, i, 0, &x[i]);
     args[ni->n_inputs] = af__odn_arg(DNNL_ARG_DST, ODN_OUT, 0, 0, &y);
     return af__odn_main(b, pd, ni->n_inputs + 1, args);
+}
+
+/* ---- fused unary post-ops (af_plan_fuse's fused_post attribute) ------------------------------ */
+
+/* The eltwise algorithm of fused op i (af__post_t), appended to po; 0 when oneDNN lacks it. */
+static int append_fused(dnnl_post_ops_t po, const af__post_t *pp, int32_t i)
+{
+    static const struct {
+        const char *op;
+        dnnl_alg_kind_t alg;
+        int params; /* 0: none, 1: alpha, 2: alpha and beta */
+    } rows[] = {{"Relu", dnnl_eltwise_relu, 0},
+                {"LeakyRelu", dnnl_eltwise_relu, 1},
+                {"Sigmoid", dnnl_eltwise_logistic, 0},
+                {"Tanh", dnnl_eltwise_tanh, 0},
+                {"Clip", dnnl_eltwise_clip_v2, 2},
+                {"HardSwish", dnnl_eltwise_hardswish, 0},
+                {"Gelu", dnnl_eltwise_gelu_erf, 0},
+                {"Elu", dnnl_eltwise_elu, 1},
+                {"Softplus", dnnl_eltwise_soft_relu, 0},
+                {"Abs", dnnl_eltwise_abs, 0},
+                {"Exp", dnnl_eltwise_exp, 0},
+                {"Sqrt", dnnl_eltwise_sqrt, 0}};
+    const char *op = pp->op[i];
+    float a = (float)pp->a[i], b = (float)pp->b[i];
+    if (!strcmp(op, "Neg"))
+        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, -1.0f, 0) ==
+               dnnl_success;
+    if (!strcmp(op, "HardSigmoid")) /* max(0, min(1, a x + b)): linear, then clip */
+        return dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_linear, a, b) == dnnl_success &&
+               dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_clip_v2, 0, 1) == dnnl_success;
+    for (size_t k = 0; k < AF_ARRAY_SIZE(rows); k++)
+        if (!strcmp(rows[k].op, op))
+            return dnnl_post_ops_append_eltwise(po, 1.0f, rows[k].alg, rows[k].params ? a : 0,
+                                                rows[k].params > 1 ? b : 0) == dnnl_success;
+    return 0;
+}
+
+int af__odn_fused_post(odn_build_t *b, dnnl_post_ops_t po)
+{
+    af__post_t pp;
+    b->post_fused = 0;
+    if (b->no_post || af__post_parse(b->in->g, b->in->node, &pp, NULL) || (!pp.n && pp.sum < 0))
+        return 0;
+    int n0 = dnnl_post_ops_len(po);
+    if (pp.sum >= 0 && dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success)
+        return 0;
+    for (int32_t i = 0; i < pp.n; i++)
+        if (!append_fused(po, &pp, i))
+            return 0; /* the caller drops po: the C loop applies them all (fused_post.c) */
+    b->post_fused = dnnl_post_ops_len(po) > n0;
+    return 0;
+}
+
+int af__odn_post_attr(odn_build_t *b, dnnl_primitive_attr_t *attr)
+{
+    int rc = af__odn_attr_create(b, attr);
+    b->post_fused = 0;
+    if (rc || b->no_post ||
+        (!af_graph_node_attr(b->in->g, b->in->node, "fused_post") &&
+         !af_graph_node_attr(b->in->g, b->in->node, "fused_sum")))
+        return rc;
+    dnnl_post_ops_t po = NULL;
+    if (dnnl_post_ops_create(&po) != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        return af__err(b->err, AF_ENOMEM, "oneDNN: cannot create post-ops");
+    }
+    af__odn_fused_post(b, po);
+    if (b->post_fused && dnnl_primitive_attr_set_post_ops(*attr, po) != dnnl_success)
+        b->post_fused = 0;
+    dnnl_post_ops_destroy(po);
+    return 0;
 }

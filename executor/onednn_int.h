@@ -69,7 +69,9 @@ typedef struct odn_build {
     af_error_t *err;
     uint64_t scratch;
     char impl[64];
-    int32_t n_out; /* the node's outputs without its scratch tensor */
+    int32_t n_out;  /* the node's outputs without its scratch tensor */
+    int post_fused; /* the primitive applies the node's fused ops (af__kprep_out_t) */
+    int no_post;    /* build without them (the C loop applies them, fused_post.c) */
 } odn_build_t;
 
 typedef int (*odn_prepare_fn)(odn_build_t *b);
@@ -123,6 +125,13 @@ int af__odn_attr_create(odn_build_t *b, dnnl_primitive_attr_t *attr);
 /* Primitive descriptor; AF_ENOTSUP naming the op when oneDNN refuses it. attr may be NULL. */
 int af__odn_pd(odn_build_t *b, const void *desc, const_dnnl_primitive_attr_t attr,
                dnnl_primitive_desc_t *pd);
+/* Fused ops (af_plan_fuse: fused_sum as a sum post-op, then fused_post as eltwise post-ops;
+ * onednn_eltwise.c): appends them all to po when oneDNN has every one (b->post_fused = 1), else
+ * leaves po as it was in effect (post_fused = 0: po must then not be used; the executor's C loop
+ * applies them). af__odn_post_attr: af__odn_attr_create() plus those post-ops. Both return 0 or
+ * AF_ENOMEM. */
+int af__odn_fused_post(odn_build_t *b, dnnl_post_ops_t po);
+int af__odn_post_attr(odn_build_t *b, dnnl_primitive_attr_t *attr);
 /* Reserves working memory (64-byte aligned offsets). */
 uint64_t af__odn_scratch(odn_build_t *b, uint64_t bytes);
 /* An argument of the node's own memory. */

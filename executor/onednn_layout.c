@@ -74,12 +74,20 @@ static int spatial(const af_tensor_info_t *t, int *same)
     return 1;
 }
 
+/* Input index of node v's fused residual (attribute fused_sum), or -1. */
+static int32_t fused_sum(const af_graph_t *g, int32_t v)
+{
+    const af_attr_t *a = af_graph_node_attr(g, v, "fused_sum");
+    return a && a->type == AF_ATTR_INT ? (int32_t)a->i : -1;
+}
+
 /* Whether input/output slot of node v may be channels-last (its kernel reads it so). */
 static int slot_ok(const af_graph_t *g, int32_t v, int kind, int is_out, int32_t k)
 {
     const af_node_info_t *ni = af_graph_node(g, v);
     switch (kind) {
-    case OP_WINDOW:
+    case OP_WINDOW: /* and a fused residual (af_plan_fuse), read as the output is written */
+        return is_out || k == 0 || (!is_out && k == fused_sum(g, v));
     case OP_TIE_FIRST:
         return is_out || k == 0;
     case OP_TIE_SAME: {
@@ -115,7 +123,7 @@ static void visit(const af_graph_t *g, int32_t v, int on_set, int32_t *up, uint8
             }
             if (kind == OP_WINDOW && !same)
                 wanted[t] = 1;
-            if (kind >= OP_TIE_FIRST)
+            if (kind >= OP_TIE_FIRST || (kind == OP_WINDOW && !is_out && k == fused_sum(g, v)))
                 unite(up, t, ni->outputs[0]);
         }
     }

@@ -39,6 +39,25 @@ static int weights_arg(odn_build_t *b, dnnl_primitive_desc_t pd, int32_t i,
                              dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), out);
 }
 
+/* The fused unary ops (af_plan_fuse) after the bias post-op, when there is one, in attr. */
+static int fused_post(odn_build_t *b, dnnl_primitive_attr_t attr, int post,
+                      const dnnl_memory_desc_t *bias)
+{
+    b->post_fused = 0;
+    if (!af_graph_node_attr(b->in->g, b->in->node, "fused_post"))
+        return 0;
+    dnnl_post_ops_t po = NULL;
+    if (dnnl_post_ops_create(&po) != dnnl_success)
+        return af__err(b->err, AF_ENOMEM, "oneDNN: cannot create post-ops");
+    int rc = post && dnnl_post_ops_append_binary(po, dnnl_binary_add, bias) != dnnl_success
+                 ? af__odn_nosup(b, "bias post-op")
+                 : af__odn_fused_post(b, po);
+    if (!rc && b->post_fused && dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
+        b->post_fused = 0;
+    dnnl_post_ops_destroy(po);
+    return rc;
+}
+
 /* Creates the matmul pd: weights "any" when constant (so they can be prepacked). oneDNN scales
  * the bias with the output scale, so with alpha != 1 a bias comes as a binary-add post-op
  * (post = 1), applied after the scale: alpha * A B + C exactly as Gemm says. */
@@ -67,6 +86,7 @@ static int matmul_pd(odn_build_t *b, const dnnl_memory_desc_t *a, const dnnl_mem
         rc = af__odn_nosup(b, "bias post-op");
     if (po)
         dnnl_post_ops_destroy(po);
+    rc = rc ? rc : fused_post(b, attr, post, bias);
     if (!rc)
         rc = af__odn_pd(b, &d, attr, pd);
     dnnl_primitive_attr_destroy(attr);

@@ -96,6 +96,8 @@ static int prepare_node(af__prog_t *p, const af__kernel_set_t *ks, int32_t v,
         return af__err(err, rc, "node '%s' (op %s): %s", af_graph_node(p->g, v)->name,
                        af_graph_node(p->g, v)->op, why.msg[0] ? why.msg : af_strerror(rc));
     p->kstate[v] = out.state;
+    if (out.post_fused) /* the primitive applies them (a sum: from what its dst holds) */
+        p->post[v] = af_graph_node_attr(p->g, v, "fused_sum") ? AF__POST_PRIM : AF__POST_NONE;
     p->team[v] = in.team;
     if (in.team > p->max_team)
         p->max_team = in.team;
@@ -231,6 +233,10 @@ void af__prog_unprepare(af__prog_t *p)
             const af__kernel_entry_t *e = af__kernel_find(ks->table, op);
             p->kent[v] = e ? e : p->kent[v];
             p->kfn[v] = p->kent[v]->fn;
+            p->post[v] = af_graph_node_attr(p->g, v, "fused_post") ||
+                                 af_graph_node_attr(p->g, v, "fused_sum")
+                             ? AF__POST_LOOP
+                             : AF__POST_NONE;
         }
         p->team[v] = 1;
         p->scratch_need[v] = 0;

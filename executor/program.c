@@ -262,8 +262,9 @@ int af__prog_create(af_executor_t *ex, const af_plan_t *plan, af__prog_t **out, 
     p->scratch_t = af__malloc(n * sizeof(int32_t));
     p->scratch_need = af__calloc(n, sizeof(uint64_t));
     p->kname = af__calloc(n, sizeof(char *));
+    p->post = af__calloc(n, 1);
     if (!p->roots || !p->kfn || !p->kuser || !p->kent || !p->kstate || !p->team || !p->scratch_t ||
-        !p->scratch_need || !p->kname) {
+        !p->scratch_need || !p->kname || !p->post) {
         rc = af__err(err, AF_ENOMEM, "out of memory compiling the plan");
         goto fail;
     }
@@ -302,6 +303,7 @@ void af__prog_release(af__prog_t *p)
     af__free(p->team);
     af__free(p->scratch_t);
     af__free(p->scratch_need);
+    af__free(p->post);
     af__free(p->kname);
     af__free(p->succ_off);
     af__free(p->succ);

@@ -25,6 +25,13 @@ static const char *const *reuse_names(void)
     static const char *const n[] = {"fence", "strict", NULL}; /* = af_parallel_reuse_t values */
     return n;
 }
+static const char *const *fuse_names(void)
+{
+    static const char *const n[] = {"auto", "off", "on", NULL}; /* = af_fuse_mode_t values */
+    return n;
+}
+_Static_assert(AF_FUSE_OFF == 1 && AF_FUSE_ON == 2 && sizeof(af_fuse_mode_t) == sizeof(int),
+               "fuse rows follow the name list");
 _Static_assert(AF_MODE_SHARED == 1 && AF_REUSE_STRICT == 1, "enum rows follow the name lists");
 _Static_assert(sizeof(af_place_mode_t) == sizeof(int) && sizeof(af_parallel_reuse_t) == sizeof(int),
                "enum options are stored as int");
@@ -61,6 +68,8 @@ static const af_opt_t opt_table[] = {
      "host link bytes/s"},
     {"compute_rate", AF_OPT_DOUBLE, F(compute_rate), STR(AF_PLAN_COMPUTE_RATE), 0, 0, NULL, 0,
      AF_OPT_RATE, "node cost units/s"},
+    {"fuse", AF_OPT_ENUM, F(fuse), "auto", 0, 0, fuse_names, 0, 0,
+     "operator fusion: auto (on with real kernels) | off | on"},
 };
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)

@@ -43,6 +43,7 @@ void af_plan_destroy(af_plan_t *p)
     af__free(p->view_next);
     af__free(p->edges);
     af__budget_free(p->budget);
+    af_graph_destroy(p->fused_g);
     af__free(p);
 }
 
@@ -614,6 +615,8 @@ static int is_placer(const char *name)
 int af_plan_create(const af_graph_t *g, const af_plan_opts_t *opts, af_plan_t **out,
                    af_error_t *err)
 {
+    if (opts && opts->fuse == AF_FUSE_ON && g && out && af_graph_is_finalized(g))
+        return af__plan_fused(g, opts, NULL, NULL, out, err);
     int rc = plan_new(g, opts, NULL, NULL, 0, out, err);
     /* Under a budget no order meets: rewrite the graph (planner/budget.c). */
     if (rc == AF_EBUDGET && af__budget_wanted(g, opts))
@@ -637,6 +640,8 @@ int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     if (opts)
         o = *opts;
     o.verify = 1; /* a stored plan is never trusted */
+    if (o.fuse == AF_FUSE_ON && g && out && af_graph_is_finalized(g))
+        return af__plan_fused(g, &o, order, offsets, out, err);
     return plan_new(g, &o, order, offsets, 0, out, err);
 }
 

@@ -35,6 +35,11 @@ int af__schedule(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
                  af__sched_result_t *res, af_error_t *err);
 const af__sched_entry_t *af__sched_find(const char *name);
 
+/* af_plan_create / af_plan_restore with fuse = on (planner/fuse.c): plans or restores
+ * af_plan_fuse()'s graph with fuse off, gives the plan that graph and the fusion report. */
+int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                   const uint64_t *offsets, af_plan_t **out, af_error_t *err);
+
 /* ---- lifetimes (planner/lifetime.c) ----------------------------------------------------- */
 
 /* step[v] = position of node v in order; AF_EINVAL if order is not a topological permutation. */
@@ -176,6 +181,7 @@ struct af_plan {
     uint64_t arena;
     uint64_t host;             /* host-tier bytes (AF_WHERE_HOST tensors, planner/budget_host.c) */
     struct af__budget *budget; /* set when the plan is of a graph rewritten under a budget */
+    af_graph_t *fused_g;       /* af_plan_fuse()'s graph when the plan is of it (owned) */
     int stopped;   /* opts.interrupt answered non-zero: planning unwinds with AF_ECANCELED */
     uint32_t tick; /* af__plan_poll's call counter */
 };

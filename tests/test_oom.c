@@ -351,6 +351,24 @@ static void test_oom_plan_each_placer(void **state)
     }
 }
 
+/* Operator fusion (fuse = on): the fused graph, its plan and the unfused figure. */
+static void test_oom_plan_fused(void **state)
+{
+    (void)state;
+    static const char *const examples[] = {"examples/mlp.json", "examples/default.json"};
+    for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
+        plan_ctx_t c;
+        af_graph_t *g = load_example(examples[i]);
+        c.g = g;
+        af_plan_opts_init(&c.opts);
+        c.opts.fuse = AF_FUSE_ON;
+        char label[128];
+        snprintf(label, sizeof(label), "af_plan_create fuse=on %s", examples[i] + 9);
+        run_oom(label, op_plan, &c, 10);
+        af_graph_destroy(g);
+    }
+}
+
 /* ---- pool --------------------------------------------------------------------------------- */
 
 static int op_pool(void *ctx)
@@ -530,6 +548,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_oom_graph_build_and_csv, mark_live, check_live),
         cmocka_unit_test_setup_teardown(test_oom_plan_default_options, mark_live, check_live),
         cmocka_unit_test_setup_teardown(test_oom_plan_each_placer, mark_live, check_live),
+        cmocka_unit_test_setup_teardown(test_oom_plan_fused, mark_live, check_live),
         cmocka_unit_test_setup_teardown(test_oom_pool_create, mark_live, check_live),
         cmocka_unit_test_setup_teardown(test_oom_executor_create, mark_live, check_live),
         cmocka_unit_test_setup_teardown(test_oom_session_create, mark_live, check_live),

@@ -52,6 +52,11 @@ static void usage(FILE *f)
                "  --kernels SET      plan for kernel set SET (onednn, reference, real...): the\n"
                "                     kernels' working memory (scratch) becomes planned tensors\n"
                "                     and the report says how many arena bytes it takes\n"
+               "  --fuse on|off|auto operator fusion: BatchNormalization folded into Conv, unary\n"
+               "                     ops (Relu, Clip, Sigmoid...) applied by the node before\n"
+               "                     them, so their inputs take no arena bytes; the report\n"
+               "                     gives the bytes saved (default auto: on with --kernels\n"
+               "                     real or onednn, else off)\n"
                "  --events FILE      write the event table (CSV) to FILE ('-' = stdout)\n"
                "  --svg FILE         write the memory map (steps x arena offset) as SVG\n"
                "  --html FILE        the same map in a self-contained HTML page (hover, zoom)\n"
@@ -160,6 +165,24 @@ static void print_budget(const af_plan_report_t *r)
            r->plain_modelled_s > 0 ? 100.0 * (r->modelled_s / r->plain_modelled_s - 1) : 0.0);
 }
 
+/* With fusion: what it folded and the arena it saved against the unfused graph. */
+static void print_fusion(const af_plan_report_t *r)
+{
+    if (!r->unfused_bytes)
+        return;
+    char a[32], b[32];
+    uint64_t saved = r->unfused_bytes > r->arena_bytes ? r->unfused_bytes - r->arena_bytes : 0;
+    af_format_bytes(a, sizeof a, r->unfused_bytes);
+    af_format_bytes(b, sizeof b, saved);
+    printf("fused nodes       %d (%d BatchNormalization into Conv, %d residual Add into Conv, %d "
+           "unary ops as post-ops; %d intermediates gone)\n",
+           r->fused_nodes, r->bn_folded, r->sums_folded,
+           r->fused_nodes - r->bn_folded - r->sums_folded, r->fused_tensors);
+    printf("without fusion    %12llu  %s\n", (unsigned long long)r->unfused_bytes, a);
+    printf("fusion saved      %12llu  %s (%.2f%% of the arena without fusion)\n",
+           (unsigned long long)saved, b, 100.0 * (double)saved / (double)r->unfused_bytes);
+}
+
 static void print_text(const af_graph_t *g, const af_plan_report_t *r)
 {
     char a[32], b[32], c[32], d[32], e[32], f[32];
@@ -207,6 +230,7 @@ static void print_text(const af_graph_t *g, const af_plan_report_t *r)
                (unsigned long long)r->scratch_max_bytes);
     }
     printf("reuse edges       %d\n", r->reuse_edges);
+    print_fusion(r);
     print_budget(r);
     printf("planning time     %.3f ms (schedule %.3f, lifetimes %.3f, place %.3f, verify %.3f)\n",
            r->total_ms + r->verify_ms, r->schedule_ms, r->lifetime_ms, r->place_ms, r->verify_ms);
@@ -238,6 +262,19 @@ static int print_json(const af_graph_t *g, const af_plan_t *p)
         json_object_set_new(o, "scratch_max_bytes",
                             json_integer((json_int_t)r->scratch_max_bytes)) ||
         json_object_set_new(o, "dynamic", dynamic_json(g, p))) {
+        json_decref(o);
+        return -1;
+    }
+    if (r->unfused_bytes &&
+        json_object_set_new(o, "fusion",
+                            json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I}", "fused_nodes",
+                                      r->fused_nodes, "bn_folded", r->bn_folded, "post_ops",
+                                      r->fused_nodes - r->bn_folded - r->sums_folded, "sums_folded",
+                                      r->sums_folded, "fused_tensors", r->fused_tensors,
+                                      "unfused_bytes", (json_int_t)r->unfused_bytes, "saved_bytes",
+                                      (json_int_t)(r->unfused_bytes > r->arena_bytes
+                                                       ? r->unfused_bytes - r->arena_bytes
+                                                       : 0)))) {
         json_decref(o);
         return -1;
     }
@@ -321,6 +358,7 @@ static const struct {
     {"--algo", "placer"},         {"--schedule", "schedule"},   {"--mode", "mode"},
     {"--alignment", "alignment"}, {"--budget", "budget"},       {"--time-limit", "time_limit"},
     {"--capacity", "capacity"},   {"--bandwidth", "bandwidth"}, {"--compute-rate", "compute_rate"},
+    {"--fuse", "fuse"},
 };
 
 int cmd_plan(int argc, char **argv)
@@ -405,6 +443,7 @@ int cmd_plan(int argc, char **argv)
         opts.safe_mode = 1;
     if (no_inplace)
         opts.inplace = 0;
+    cli_resolve_fuse(&opts, kernels);
 
     af_graph_t *g = cli_load_graph(path, inputs, n_inputs);
     if (g && kernels)
@@ -438,14 +477,15 @@ int cmd_plan(int argc, char **argv)
     if (status == CLI_OK && (svg || html))
         status = write_pictures(g, p, &opts, compare, svg, html);
     if (!events || strcmp(events, "-")) {
+        const af_graph_t *pg = af_plan_graph(p); /* fused or rewritten: the plan's ids */
         if (json) {
-            if (print_json(g, p)) {
+            if (print_json(pg, p)) {
                 cli_error("out of memory");
                 status = CLI_FAIL;
             }
         } else {
-            print_text(g, af_plan_report(p));
-            print_dynamic(g, p);
+            print_text(pg, af_plan_report(p));
+            print_dynamic(pg, p);
         }
     }
     af_plan_destroy(p);

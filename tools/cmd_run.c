@@ -89,7 +89,7 @@ int run_load_exec_config(const char *path, af_executor_opts_t *opts)
 #define RUN_MAX_INPUTS 64
 
 typedef struct run_args {
-    const char *path, *config, *kernels, *reuse, *cache, *output_dir;
+    const char *path, *config, *kernels, *reuse, *cache, *output_dir, *fuse;
     long rounds, threads, inflight, warmup, batch;
     int verify, safe, json, compare;
     const char *in_args[RUN_MAX_INPUTS];
@@ -142,6 +142,9 @@ static void usage(FILE *f)
             "                     computes the op exactly, reference otherwise), reference\n"
             "                     (naive C kernels, the oracle), verify (pattern kernels\n"
             "                     checking every input; the default without files) or empty\n"
+            "  --fuse on|off|auto operator fusion (BatchNormalization into Conv, unary ops as\n"
+            "                     post-ops of the node before them; default auto: on with the\n"
+            "                     real and onednn kernels, off otherwise)\n"
             "  --safe             plan in safe mode (no reuse: every tensor its own bytes)\n"
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
@@ -161,8 +164,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     *a = (run_args_t){.rounds = -1, .warmup = -1, .threads = -1, .inflight = -1};
     static const char *const with_value[] = {
-        "--rounds",  "--threads",        "--inflight", "--warmup", "--batch",     "--config",
-        "--kernels", "--parallel-reuse", "--cache",    "--input",  "--output-dir"};
+        "--rounds",  "--threads",        "--inflight", "--warmup", "--batch",      "--config",
+        "--kernels", "--parallel-reuse", "--cache",    "--input",  "--output-dir", "--fuse"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -194,6 +197,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->kernels = v;
         } else if (!strcmp(s, "--cache")) {
             a->cache = v;
+        } else if (!strcmp(s, "--fuse")) {
+            a->fuse = v;
         } else if (!strcmp(s, "--output-dir")) {
             a->output_dir = v;
         } else if (!strcmp(s, "--input")) {
@@ -463,6 +468,8 @@ static int print_json(const run_args_t *a, const af_graph_t *g, const af_plan_t 
     json_object_set_new(o, "unplanned_scratch_bytes",
                         json_integer((json_int_t)r->st.unplanned_scratch_bytes));
     json_object_set_new(o, "prepacked_bytes", json_integer((json_int_t)r->st.prepacked_bytes));
+    json_object_set_new(o, "fused_nodes", json_integer(rep->fused_nodes));
+    json_object_set_new(o, "unfused_arena_bytes", json_integer((json_int_t)rep->unfused_bytes));
     const run_data_t *d = r->data;
     if (d->n_ins) {
         json_t *ins = json_array();
@@ -511,6 +518,10 @@ static void print_text(const run_args_t *a, const af_graph_t *g, const af_plan_t
            a->safe ? " (safe mode)" : "", rep->schedule, rep->placer, rep->reuse_edges, r->plan_ms);
     printf("memory         naive %s -> arena %s (%.2fx less)\n", nb, ab,
            r->st.arena_bytes ? (double)rep->naive_bytes / (double)r->st.arena_bytes : 1.0);
+    if (rep->unfused_bytes)
+        printf("fusion         %d nodes fused (%d BatchNormalization into Conv); arena without "
+               "fusion %llu bytes\n",
+               rep->fused_nodes, rep->bn_folded, (unsigned long long)rep->unfused_bytes);
     if (rep->scratch_tensors || r->st.unplanned_scratch_bytes)
         printf("scratch        %llu bytes of the arena host kernel working memory (%d tensors); "
                "%llu outside it\n",
@@ -644,7 +655,8 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
         cli_error("run: %s", err.msg);
         return CLI_USAGE;
     }
-    if (a->kernels && af_executor_opts_set(eo, "kernels", a->kernels, &err)) {
+    if ((a->kernels && af_executor_opts_set(eo, "kernels", a->kernels, &err)) ||
+        (a->fuse && af_plan_opts_set(po, "fuse", a->fuse, &err))) {
         cli_error("run: %s", err.msg);
         return CLI_USAGE;
     }
@@ -671,6 +683,7 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
                                         : 0);
     if (a->safe)
         po->safe_mode = 1;
+    cli_resolve_fuse(po, eo->kernels);
     return 0;
 }
 

@@ -38,6 +38,14 @@ typedef enum {
     AF_REUSE_STRICT = 1, /* reuse only between tensors ordered by data dependencies */
 } af_parallel_reuse_t;
 
+/* Operator fusion (af_plan_fuse, option `fuse`). */
+typedef enum {
+    AF_FUSE_AUTO = 0, /* on when the plan is for real kernels: the caller (CLI, session) decides;
+                         af_plan_create() itself reads it as off */
+    AF_FUSE_OFF = 1,
+    AF_FUSE_ON = 2,
+} af_fuse_mode_t;
+
 typedef struct af_plan_opts {
     const char *schedule; /* scheduler name (af_schedule_names()); default "best" */
     const char *placer;   /* placement algorithm (af_place_names()); default "portfolio" */
@@ -68,6 +76,9 @@ typedef struct af_plan_opts {
     double bandwidth;    /* host link, bytes/s per direction; default AF_PLAN_BANDWIDTH */
     double compute_rate; /* node cost units per second (FLOP/s when costs are FLOPs, 1e9 when
                             they are ns); default AF_PLAN_COMPUTE_RATE */
+    /* Fusion: with AF_FUSE_ON, af_plan_create() and af_plan_restore() plan af_plan_fuse()'s graph
+     * (owned by the plan, af_plan_graph()) and the report gives what it saved. Default AUTO. */
+    af_fuse_mode_t fuse;
     /* Interruption (not part of the fingerprint, not kept in the plan): when set, planning calls
      * interrupt(interrupt_arg) between its phases and now and then inside its long loops (the
      * any-order bound, reuse edges, placement); a non-zero answer stops it with AF_ECANCELED.
@@ -90,7 +101,7 @@ void af_plan_opts_init(af_plan_opts_t *o);
 /*
  * Sets one option from its config-file spelling (keys: schedule, placer, mode, alignment, alpha,
  * beta, budget, time_limit, capacity, inplace, safe_mode, parallel_reuse, dp_max_nodes,
- * dp_max_states, verify, search_effort, recompute, offload, bandwidth, compute_rate). Sizes
+ * dp_max_states, verify, search_effort, recompute, offload, bandwidth, compute_rate, fuse). Sizes
  * accept suffixes K, M, G (KiB...); search_effort is a plain non-negative integer; bandwidth
  * and compute_rate are positive numbers (1.6e10, also with a K/M/G/T suffix: powers of 1000).
  * Returns 0, or AF_EINVAL with a message naming the key and the bad value. String values are mapped
@@ -144,6 +155,12 @@ typedef struct af_plan_report {
     double plain_modelled_s;   /* modelled time of one plain round (base_cost / compute_rate) */
     const char *budget_method; /* what produced the rewrite ("chain-dp", "evict", "steps") */
     double budget_ms;          /* time spent choosing the rewrite (inside total_ms) */
+    /* Fusion (zero unless opts.fuse is AF_FUSE_ON and something fused): */
+    int32_t fused_nodes;    /* nodes folded into another (af_fuse_report_t.fused_nodes) */
+    int32_t bn_folded;      /* of them, BatchNormalization folded into Conv */
+    int32_t sums_folded;    /* of them, residual Adds folded into Conv (sum post-op) */
+    int32_t fused_tensors;  /* intermediates that no longer exist */
+    uint64_t unfused_bytes; /* arena of the same options, without a budget, on the unfused graph */
 } af_plan_report_t;
 
 /* Where a tensor lives in a plan. */
@@ -193,6 +210,34 @@ void af_plan_destroy(af_plan_t *p);
  */
 int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
                     const uint64_t *offsets, af_plan_t **out, af_error_t *err);
+
+/* What af_plan_fuse() did. */
+typedef struct af_fuse_report {
+    int32_t fused_nodes;     /* nodes gone: bn_folded + sums + post_ops */
+    int32_t bn_folded;       /* BatchNormalization nodes folded into the Conv before them */
+    int32_t sums;            /* residual Adds folded into the Conv producing one operand */
+    int32_t post_ops;        /* unary nodes applied after another node's kernel instead */
+    int32_t removed_tensors; /* intermediates gone */
+    uint64_t removed_bytes;  /* their bytes (unaligned) */
+} af_fuse_report_t;
+
+/*
+ * Operator fusion, the graph pass behind option `fuse` (planner/fuse.c): a new finalized graph in
+ * which BatchNormalization (inference, constant parameters) is folded into the Conv before it
+ * (new constant weights and bias, owned by the new graph), an Add of a Conv's output (with bias)
+ * and another activation of its shape becomes that Conv's input 3 (attribute fused_sum = 3, an
+ * in-place hint lets the output take its bytes: oneDNN's sum post-op), and chains of elementwise
+ * unary ops
+ * (Relu, LeakyRelu, Sigmoid, Tanh, Clip, HardSwish, HardSigmoid, Gelu, Elu, Softplus, Abs, Neg,
+ * Exp, Sqrt) are folded into the node producing their input, which keeps its op and gains the
+ * attributes fused_post ("Relu,Clip"), fused_alpha and fused_beta (one value per op) that the
+ * executor applies on its output 0. Only an f32 intermediate read by one node, once, that is not
+ * a graph output and not a view disappears. Graph outputs, inputs and names are kept. The new
+ * graph shares g's constant data (g may be destroyed first). rep may be NULL. Errors: AF_EINVAL
+ * (NULL, not finalized), AF_ENOMEM. *out set only on success (also when nothing fused).
+ * Reentrant.
+ */
+int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err);
 
 /* The graph the plan's node and tensor ids refer to: the rewritten graph of a plan made under a
  * budget (owned by the plan), else the graph given to af_plan_create(). */

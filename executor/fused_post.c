@@ -1,0 +1,204 @@
+/*
+ * Fused ops (planner/fuse.c, af_plan_fuse) around a node's kernel. A node may carry
+ * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv); the plan
+ *   may give output 0 the bytes of input k (in-place hint);
+ * - fused_post ("Relu,Clip") with fused_alpha / fused_beta: unary ops applied, in order, on
+ *   output 0 after the sum.
+ * AF__POST_PRIM: the kernel set's primitive applies them (oneDNN sum and eltwise post-ops,
+ * af__kprep_out_t.post_fused); its dst must hold the addend first, so a sum input that is not
+ * already in place is copied into the output before the kernel. AF__POST_LOOP (every other
+ * kernel): the kernel runs, then one C loop over the f32 elements adds the sum input and applies
+ * the unary ops in place — when the output took the sum input's bytes, the addend is copied
+ * aside first (a heap buffer: the loop is the oracle's path, not a fast one). The unary math is
+ * the reference kernels' (double, rounded to f32 once per op), so a fused plan on the reference
+ * kernels gives the unfused plan's values. Elementwise work does not care about the layout.
+ *
+ * Lock rule: none; af__post_call touches only the node's own buffers.
+ */
+#include "executor/executor_int.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct post_op {
+    int kind;
+    double a, b;
+} post_op_t;
+
+enum {
+    P_RELU,
+    P_LEAKY,
+    P_SIGMOID,
+    P_TANH,
+    P_CLIP,
+    P_HARDSWISH,
+    P_HARDSIGMOID,
+    P_GELU,
+    P_ELU,
+    P_SOFTPLUS,
+    P_ABS,
+    P_NEG,
+    P_EXP,
+    P_SQRT
+};
+
+static const char *const post_names[] = {"Relu",      "LeakyRelu",   "Sigmoid", "Tanh", "Clip",
+                                         "HardSwish", "HardSigmoid", "Gelu",    "Elu",  "Softplus",
+                                         "Abs",       "Neg",         "Exp",     "Sqrt"};
+
+static double apply(const post_op_t *o, double x)
+{
+    switch (o->kind) {
+    case P_RELU:
+        return x > 0 ? x : x == x ? 0 : x;
+    case P_LEAKY:
+        return x < 0 ? o->a * x : x;
+    case P_SIGMOID:
+        return 1.0 / (1.0 + exp(-x));
+    case P_TANH:
+        return tanh(x);
+    case P_CLIP:
+        return x < o->a ? o->a : x > o->b ? o->b : x;
+    case P_HARDSWISH: {
+        double h = x / 6.0 + 0.5;
+        return x * (h < 0 ? 0 : h > 1 ? 1 : h);
+    }
+    case P_HARDSIGMOID: {
+        double h = o->a * x + o->b;
+        return h < 0 ? 0 : h > 1 ? 1 : h;
+    }
+    case P_GELU:
+        return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case P_ELU:
+        return x < 0 ? o->a * (exp(x) - 1.0) : x;
+    case P_SOFTPLUS:
+        return x > 30 ? x : log1p(exp(x));
+    case P_ABS:
+        return fabs(x);
+    case P_NEG:
+        return -x;
+    case P_EXP:
+        return exp(x);
+    default:
+        return sqrt(x);
+    }
+}
+
+int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    out->sum = -1;
+    const af_attr_t *sum = af_graph_node_attr(g, v, "fused_sum");
+    const af_node_info_t *ni = af_graph_node(g, v);
+    if (sum && (sum->type != AF_ATTR_INT || sum->i < 1 || sum->i >= ni->n_inputs))
+        return af__err(err, AF_EINVAL, "node '%s': bad fused_sum attribute", ni->name);
+    out->sum = sum ? (int32_t)sum->i : -1;
+    const af_attr_t *ops = af_graph_node_attr(g, v, "fused_post");
+    if (!ops)
+        return 0;
+    const af_attr_t *al = af_graph_node_attr(g, v, "fused_alpha");
+    const af_attr_t *be = af_graph_node_attr(g, v, "fused_beta");
+    const char *s = ops->type == AF_ATTR_STRING && ops->s ? ops->s : "";
+    const char *name = af_graph_node(g, v)->name;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        int32_t i = out->n, kind = -1;
+        for (int k = 0; k < (int)AF_ARRAY_SIZE(post_names); k++)
+            if (strlen(post_names[k]) == n && !strncmp(post_names[k], s, n))
+                kind = k;
+        if (kind < 0 || i == AF__POST_MAX || !al || !be || al->type != AF_ATTR_FLOATS ||
+            be->type != AF_ATTR_FLOATS || al->n <= i || be->n <= i)
+            return af__err(err, AF_EINVAL, "node '%s': bad fused_post attributes at '%.*s'", name,
+                           (int)n, s);
+        out->op[i] = post_names[kind];
+        out->kind[i] = kind;
+        out->a[i] = al->floats[i];
+        out->b[i] = be->floats[i];
+        out->n++;
+        s += n + (s[n] == ',');
+    }
+    return 0;
+}
+
+/* One op over the whole tensor: cheap ops in f32 (exact: the same values as in double), the
+ * rest through the reference's double function. An inner loop per op, so it vectorises. */
+static void loop_op(float *y, uint64_t n, const post_op_t *o)
+{
+    float a = (float)o->a, b = (float)o->b;
+    switch (o->kind) {
+    case P_RELU:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = y[e] > 0 ? y[e] : y[e] == y[e] ? 0 : y[e];
+        return;
+    case P_CLIP:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = y[e] < a ? a : y[e] > b ? b : y[e];
+        return;
+    case P_LEAKY:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = y[e] < 0 ? (float)((double)a * y[e]) : y[e];
+        return;
+    case P_NEG:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = -y[e];
+        return;
+    case P_ABS:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = fabsf(y[e]);
+        return;
+    default:
+        for (uint64_t e = 0; e < n; e++)
+            y[e] = (float)apply(o, y[e]);
+    }
+}
+
+/* The C loop: y += s (when there is a sum input), then every unary op in order. */
+static void loop(float *y, const float *s, uint64_t n, const af__post_t *pp)
+{
+    for (uint64_t e = 0; s && e < n; e++)
+        y[e] += s[e];
+    for (int32_t i = 0; i < pp->n; i++) {
+        post_op_t o = {pp->kind[i], pp->a[i], pp->b[i]};
+        loop_op(y, n, &o);
+    }
+}
+
+/* [a, a + n) and [b, b + m) share a byte. */
+static int overlap(const void *a, uint64_t n, const void *b, uint64_t m)
+{
+    const char *x = a, *y = b;
+    return x < y + m && y < x + n;
+}
+
+int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
+                  int mode)
+{
+    af__post_t pp;
+    if (af__post_parse(g, v, &pp, NULL) || a->n_outputs < 1 || !a->outputs[0])
+        return AF_EINVAL;
+    float *y = a->outputs[0];
+    uint64_t bytes = a->output_bytes[0], n = bytes / sizeof(float);
+    const float *s = NULL;
+    float *tmp = NULL;
+    if (pp.sum >= 0) {
+        s = a->inputs[pp.sum];
+        if (!s || a->input_bytes[pp.sum] != bytes)
+            return AF_ESHAPE;
+        int same = overlap(y, bytes, s, bytes);
+        if (mode == AF__POST_PRIM && !same) /* the primitive adds what dst holds */
+            memcpy(y, s, bytes);
+        else if (mode == AF__POST_PRIM && (const void *)y != (const void *)s)
+            return AF_EINVAL;                     /* partly overlapping: never planned */
+        else if (mode == AF__POST_LOOP && same) { /* in place: keep the addend */
+            if (!(tmp = af__malloc(bytes)))
+                return AF_ENOMEM;
+            memcpy(tmp, s, bytes);
+            s = tmp;
+        }
+    }
+    int rc = fn(a);
+    if (!rc && mode == AF__POST_LOOP)
+        loop(y, s, n, &pp);
+    af__free(tmp);
+    return rc;
+}

@@ -1,0 +1,424 @@
+/*
+ * Operator fusion (planner/fuse.c, af_plan_fuse, option fuse): what folds and what must not,
+ * that folded intermediates are gone from the plan, and that a fused plan computes what the
+ * unfused plan computes — on the reference kernels (the oracle applies the post-ops in a C loop)
+ * and on the real kernels (oneDNN post-ops), for small graphs and the model zoo's inference
+ * graphs with weights attached. Outputs are compared within 1e-5 of the largest magnitude of
+ * the unfused output.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "arenaflow/arenaflow.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 1e-5
+
+static void tensor(af_graph_t *g, const char *name, af_tensor_kind_t kind, int rank,
+                   const int64_t *shape)
+{
+    af_tensor_desc_t d = {.name = name,
+                          .bytes = AF_BYTES_FROM_SHAPE,
+                          .dtype = AF_DTYPE_F32,
+                          .rank = rank,
+                          .shape = shape,
+                          .kind = kind};
+    int32_t id;
+    assert_int_equal(af_graph_add_tensor(g, &d, &id, NULL), 0);
+    if (kind != AF_TENSOR_CONSTANT)
+        return;
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= shape[i];
+    float *v = malloc((size_t)n * 4);
+    for (int64_t k = 0; k < n; k++) /* variances and scales positive: names "var", "scale" */
+        v[k] = strstr(name, "var") || strstr(name, "scale")
+                   ? 0.5f + (float)((k * 7 + id) % 11) / 11.0f
+                   : (float)((k * 37 + id * 11) % 97) / 97.0f - 0.5f;
+    assert_int_equal(af_graph_set_data(g, id, v, n * 4, AF_DATA_COPY, NULL), 0);
+    free(v);
+}
+
+static void node(af_graph_t *g, const char *name, const char *op, const char **in, int n_in,
+                 const char *out)
+{
+    af_node_desc_t d = {
+        .name = name, .op = op, .inputs = in, .n_inputs = n_in, .outputs = &out, .n_outputs = 1};
+    assert_int_equal(af_graph_add_node(g, &d, NULL, NULL), 0);
+}
+
+/*
+ * x -> Conv(W, B) -> c -> BatchNormalization -> bn -> Relu -> r -> Clip(lo, hi) -> k -> Sigmoid
+ * -> out; with `second` the Conv output c is also read by an Add (c + out -> out2, the output),
+ * with `c_out` c is a graph output.
+ */
+static af_graph_t *conv_bn_chain(int second, int c_out)
+{
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t xs[4] = {1, 3, 8, 8}, ws[4] = {4, 3, 3, 3}, cs[1] = {4}, ys[4] = {1, 4, 6, 6};
+    int64_t one[1] = {1};
+    tensor(g, "x", AF_TENSOR_INPUT, 4, xs);
+    tensor(g, "W", AF_TENSOR_CONSTANT, 4, ws);
+    tensor(g, "B", AF_TENSOR_CONSTANT, 1, cs);
+    const char *p[4] = {"scale", "bias", "mean", "var"};
+    for (int i = 0; i < 4; i++)
+        tensor(g, p[i], AF_TENSOR_CONSTANT, 1, cs);
+    tensor(g, "lo", AF_TENSOR_CONSTANT, 1, one);
+    tensor(g, "hi", AF_TENSOR_CONSTANT, 1, one);
+    tensor(g, "c", c_out ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE, 4, ys);
+    tensor(g, "bn", AF_TENSOR_INTERMEDIATE, 4, ys);
+    tensor(g, "r", AF_TENSOR_INTERMEDIATE, 4, ys);
+    tensor(g, "k", AF_TENSOR_INTERMEDIATE, 4, ys);
+    tensor(g, "out", second ? AF_TENSOR_INTERMEDIATE : AF_TENSOR_OUTPUT, 4, ys);
+    const char *ci[3] = {"x", "W", "B"}, *bi[5] = {"c", "scale", "bias", "mean", "var"};
+    const char *ri[1] = {"bn"}, *ki[3] = {"r", "lo", "hi"}, *si[1] = {"k"};
+    node(g, "conv", "Conv", ci, 3, "c");
+    node(g, "bnorm", "BatchNormalization", bi, 5, "bn");
+    node(g, "relu", "Relu", ri, 1, "r");
+    node(g, "clip", "Clip", ki, 3, "k");
+    node(g, "sig", "Sigmoid", si, 1, "out");
+    if (second) {
+        tensor(g, "out2", AF_TENSOR_OUTPUT, 4, ys);
+        const char *ai[2] = {"c", "out"};
+        node(g, "add", "Add", ai, 2, "out2");
+    }
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
+/* x -> Conv a -> a; a -> Conv b -> b -> Conv c -> c; Add(c, a) -> sum -> Relu -> out: the Add
+ * folds into Conv c (a is not c's input), which then writes over a in place. */
+static af_graph_t *residual(void)
+{
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t xs[4] = {1, 4, 6, 6}, ws[4] = {4, 4, 1, 1}, cs[1] = {4};
+    tensor(g, "x", AF_TENSOR_INPUT, 4, xs);
+    const char *names[3] = {"a", "b", "c"}, *prev = "x";
+    char w[3][8], b[3][8];
+    for (int i = 0; i < 3; i++) {
+        snprintf(w[i], sizeof w[i], "W%d", i);
+        snprintf(b[i], sizeof b[i], "B%d", i);
+        tensor(g, w[i], AF_TENSOR_CONSTANT, 4, ws);
+        tensor(g, b[i], AF_TENSOR_CONSTANT, 1, cs);
+        tensor(g, names[i], AF_TENSOR_INTERMEDIATE, 4, xs);
+        const char *in[3] = {prev, w[i], b[i]};
+        node(g, names[i], "Conv", in, 3, names[i]);
+        prev = names[i];
+    }
+    tensor(g, "sum", AF_TENSOR_INTERMEDIATE, 4, xs);
+    tensor(g, "out", AF_TENSOR_OUTPUT, 4, xs);
+    const char *ai[2] = {"c", "a"}, *ri[1] = {"sum"};
+    node(g, "add", "Add", ai, 2, "sum");
+    node(g, "relu", "Relu", ri, 1, "out");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
+static af_plan_t *plan(const af_graph_t *g, af_fuse_mode_t fuse)
+{
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.fuse = fuse;
+    af_plan_t *p = NULL;
+    af_error_t err;
+    if (af_plan_create(g, &o, &p, &err))
+        fail_msg("plan: %s", err.msg);
+    assert_int_equal(af_plan_verify(p, NULL), 0);
+    return p;
+}
+
+static void test_fuse_intermediates_leave_the_plan(void **state)
+{
+    (void)state;
+    af_graph_t *g = conv_bn_chain(0, 0);
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    const af_graph_t *fg = af_plan_graph(p);
+    const af_plan_report_t *r = af_plan_report(p);
+    assert_int_equal(af_graph_node_count(fg), 1);
+    assert_int_equal(r->fused_nodes, 4);
+    assert_int_equal(r->bn_folded, 1);
+    assert_int_equal(r->fused_tensors, 4);
+    const char *gone[] = {"c", "bn", "r", "k", "W", "scale"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        assert_int_equal(af_graph_find_tensor(fg, gone[i]), -1);
+    assert_true(af_graph_find_tensor(fg, "out") >= 0);
+    const af_attr_t *a = af_graph_node_attr(fg, 0, "fused_post");
+    assert_non_null(a);
+    assert_string_equal(a->s, "Relu,Clip,Sigmoid");
+    /* a chain peaks at one node's input + output either way: the arena may not grow, and the
+     * four 576-byte intermediates (768 aligned) leave the naive figure */
+    assert_true(r->unfused_bytes >= r->arena_bytes && r->unfused_bytes > 0);
+    af_plan_t *q = plan(g, AF_FUSE_OFF);
+    assert_int_equal(af_plan_report(q)->naive_bytes, r->naive_bytes + 4 * 768);
+    assert_int_equal(af_plan_report(q)->unfused_bytes, 0);
+    assert_int_equal(af_graph_node_count(af_plan_graph(q)), 5);
+    assert_int_equal(af_plan_report(q)->arena_bytes, r->unfused_bytes);
+    af_plan_destroy(q);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
+static void test_fuse_second_consumer_or_output_stays(void **state)
+{
+    (void)state;
+    for (int c_out = 0; c_out < 2; c_out++) {
+        af_graph_t *g = conv_bn_chain(!c_out, c_out);
+        af_graph_t *fg = NULL;
+        af_fuse_report_t fr;
+        assert_int_equal(af_plan_fuse(g, &fg, &fr, NULL), 0);
+        /* c has a second reader (the Add) or is a graph output: the BN is not folded, c stays,
+         * and the chain after it fuses into the BN */
+        assert_int_equal(fr.bn_folded, 0);
+        assert_true(af_graph_find_tensor(fg, "c") >= 0);
+        assert_true(af_graph_find_node(fg, "conv") >= 0);
+        assert_true(af_graph_find_node(fg, "bnorm") >= 0);
+        assert_int_equal(af_graph_find_node(fg, "relu"), -1);
+        assert_int_equal(fr.post_ops, 3);
+        assert_null(af_graph_node_attr(fg, af_graph_find_node(fg, "conv"), "fused_post"));
+        af_graph_destroy(fg);
+        af_graph_destroy(g);
+    }
+}
+
+static af_executor_t *make_exec(const char *kernels)
+{
+    af_executor_opts_t o;
+    af_executor_opts_init(&o);
+    o.threads = 2;
+    o.kernels = kernels;
+    af_executor_t *ex = NULL;
+    assert_int_equal(af_executor_create(&o, &ex, NULL), 0);
+    return ex;
+}
+
+/* Runs p once on fixed inputs; returns output `which` (malloc'd), its float count in *n. */
+static float *run_once(af_executor_t *ex, const af_plan_t *p, int32_t which, size_t *n)
+{
+    const af_graph_t *g = af_plan_graph(p);
+    af_session_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.keep_outputs = 1;
+    af_session_t *s = NULL;
+    af_error_t err;
+    if (af_session_create(ex, p, &so, &s, &err))
+        fail_msg("session: %s", err.msg);
+    int32_t ni = af_session_input_count(s);
+    af_buffer_t in[8];
+    assert_true(ni <= 8);
+    for (int32_t i = 0; i < ni; i++) {
+        uint64_t b = (uint64_t)af_graph_tensor(g, af_session_input_tensor(s, i))->bytes;
+        float *v = malloc(b);
+        for (uint64_t k = 0; k < b / 4; k++)
+            v[k] = (float)((k * 13 + 5) % 89) / 89.0f - 0.4f;
+        in[i] = (af_buffer_t){v, b};
+    }
+    if (af_session_run(s, in, NULL, &err))
+        fail_msg("round: %s", err.msg);
+    uint64_t bytes = 0;
+    const void *d = af_session_output_data(s, which, &bytes);
+    assert_non_null(d);
+    float *res = malloc(bytes);
+    memcpy(res, d, bytes);
+    *n = bytes / 4;
+    for (int32_t i = 0; i < ni; i++)
+        free(in[i].data);
+    af_session_destroy(s);
+    return res;
+}
+
+/* Fused and unfused plans of g give the same output (within TOL of its largest magnitude). */
+static void check_same(af_executor_t *ex, const af_graph_t *g, const char *what)
+{
+    af_plan_t *p0 = plan(g, AF_FUSE_OFF), *p1 = plan(g, AF_FUSE_ON);
+    assert_true(af_plan_report(p1)->fused_nodes > 0);
+    int32_t no = 0;
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++)
+        no += af_graph_tensor(g, t)->kind == AF_TENSOR_OUTPUT;
+    for (int32_t o = 0; o < no; o++) {
+        size_t n0, n1;
+        float *a = run_once(ex, p0, o, &n0), *b = run_once(ex, p1, o, &n1);
+        assert_int_equal(n0, n1);
+        double big = 0, worst = 0;
+        for (size_t k = 0; k < n0; k++)
+            big = fabs(a[k]) > big ? fabs(a[k]) : big;
+        for (size_t k = 0; k < n0; k++) {
+            if (!isfinite(a[k]) || !isfinite(b[k]))
+                fail_msg("%s: output %d element %zu not finite", what, o, k);
+            double e = fabs((double)a[k] - b[k]) / (big > 0 ? big : 1);
+            worst = e > worst ? e : worst;
+        }
+        printf("%s output %d: %zu values, largest %.4g, worst difference %.3g of it (%d nodes "
+               "fused)\n",
+               what, o, n0, big, worst, af_plan_report(p1)->fused_nodes);
+        if (worst > TOL)
+            fail_msg("%s: fused output %d differs by %.3g (relative to %.4g)", what, o, worst, big);
+        assert_true(big > 0);
+        free(a);
+        free(b);
+    }
+    af_plan_destroy(p0);
+    af_plan_destroy(p1);
+}
+
+static void test_fuse_residual_in_place(void **state)
+{
+    (void)state;
+    af_graph_t *g = residual();
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    const af_graph_t *fg = af_plan_graph(p);
+    const af_plan_report_t *r = af_plan_report(p);
+    assert_int_equal(r->sums_folded, 1);
+    assert_int_equal(af_graph_node_count(fg), 3);
+    int32_t c = af_graph_find_node(fg, "c"), a = af_graph_find_tensor(fg, "a");
+    int32_t out = af_graph_find_tensor(fg, "out");
+    const af_node_info_t *ci = af_graph_node(fg, c);
+    assert_int_equal(ci->n_inputs, 4);
+    assert_int_equal(ci->inputs[3], a);
+    assert_int_equal(ci->outputs[0], out);
+    assert_int_equal(af_graph_find_tensor(fg, "sum"), -1);
+    assert_int_equal(af_graph_find_tensor(fg, "c"), -1);
+    assert_int_equal(af_plan_tensor(p, out)->inplace_of, a); /* the output takes a's bytes */
+    assert_true(r->arena_bytes < r->unfused_bytes);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
+static void test_fuse_outputs_equal_unfused_small(void **state)
+{
+    (void)state;
+    const char *sets[] = {"reference", "real"};
+    for (int k = 0; k < 2; k++) {
+        af_executor_t *ex = make_exec(sets[k]);
+        af_graph_t *rg = residual();
+        char rw[64];
+        snprintf(rw, sizeof rw, "residual (%s)", sets[k]);
+        check_same(ex, rg, rw);
+        af_graph_destroy(rg);
+        for (int second = 0; second < 2; second++) {
+            af_graph_t *g = conv_bn_chain(second, 0);
+            char what[64];
+            snprintf(what, sizeof what, "conv-bn-chain%s (%s)", second ? "+add" : "", sets[k]);
+            check_same(ex, g, what);
+            af_graph_destroy(g);
+        }
+        af_executor_destroy(ex);
+    }
+}
+
+/* A copy of g whose constants carry deterministic data (BatchNormalization's packed [4, C]
+ * parameters with positive scale and variance), weights scaled by 1/sqrt(fan-in). */
+static af_graph_t *with_weights(const af_graph_t *g)
+{
+    af_graph_t *c = NULL;
+    assert_int_equal(af_graph_create(&c), 0);
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        af_tensor_desc_t d = {.name = ti->name,
+                              .bytes = ti->bytes,
+                              .dtype = ti->dtype,
+                              .rank = ti->rank,
+                              .shape = ti->shape,
+                              .kind = ti->kind,
+                              .alias_of =
+                                  ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL,
+                              .alias_offset = ti->alias_offset};
+        int32_t id;
+        assert_int_equal(af_graph_add_tensor(c, &d, &id, NULL), 0);
+        if (ti->kind != AF_TENSOR_CONSTANT || ti->dtype != AF_DTYPE_F32 || ti->bytes <= 0)
+            continue;
+        int64_t n = ti->bytes / 4, rows = ti->rank > 0 ? ti->shape[0] : 1;
+        float *v = malloc((size_t)ti->bytes);
+        int bn = ti->n_consumers > 0 &&
+                 !strcmp(af_graph_node(g, ti->consumers[0])->op, "BatchNormalization");
+        double scale = 1.0 / sqrt((double)(n / (rows > 0 ? rows : 1)) + 1);
+        for (int64_t k = 0; k < n; k++) {
+            double u = (double)((k * 37 + t * 11) % 97) / 97.0 - 0.5;
+            int64_t row = bn ? k / (n / 4) : 0;
+            v[k] = bn ? (float)(row == 0 || row == 3 ? 0.75 + 0.5 * (u + 0.5) : 0.2 * u)
+                      : (float)(2.0 * u * scale);
+        }
+        assert_int_equal(af_graph_set_data(c, id, v, ti->bytes, AF_DATA_COPY, NULL), 0);
+        free(v);
+    }
+    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
+        const af_node_info_t *ni = af_graph_node(g, v);
+        const char *in[64], *out[16];
+        assert_true(ni->n_inputs <= 64 && ni->n_outputs <= 16);
+        for (int32_t k = 0; k < ni->n_inputs; k++)
+            in[k] = af_graph_tensor(g, ni->inputs[k])->name;
+        for (int32_t k = 0; k < ni->n_outputs; k++)
+            out[k] = af_graph_tensor(g, ni->outputs[k])->name;
+        af_node_desc_t d = {.name = ni->name,
+                            .op = ni->op,
+                            .inputs = in,
+                            .n_inputs = ni->n_inputs,
+                            .outputs = out,
+                            .n_outputs = ni->n_outputs,
+                            .cost = ni->cost,
+                            .inplace = ni->inplace,
+                            .n_inplace = ni->n_inplace};
+        int32_t id;
+        assert_int_equal(af_graph_add_node(c, &d, &id, NULL), 0);
+        for (int32_t k = 0; k < ni->n_attrs; k++)
+            assert_int_equal(af_graph_node_set_attr(c, id, &ni->attrs[k], NULL), 0);
+    }
+    assert_int_equal(af_graph_finalize(c, NULL), 0);
+    return c;
+}
+
+static void test_fuse_zoo_real_kernels(void **state)
+{
+    (void)state;
+    af_executor_t *ex = make_exec("real");
+    const char *models[] = {"resnet50", "mobilenetv2"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        af_graph_t *z = NULL;
+        af_error_t err;
+        if (af_zoo_build(models[i], NULL, &z, &err))
+            fail_msg("zoo %s: %s", models[i], err.msg);
+        af_graph_t *g = with_weights(z);
+        check_same(ex, g, models[i]);
+        af_graph_destroy(g);
+        af_graph_destroy(z);
+    }
+    af_executor_destroy(ex);
+}
+
+static void test_fuse_bad_option_and_args(void **state)
+{
+    (void)state;
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    assert_int_equal(o.fuse, AF_FUSE_AUTO);
+    af_error_t err;
+    assert_int_equal(af_plan_opts_set(&o, "fuse", "on", &err), 0);
+    assert_int_equal(o.fuse, AF_FUSE_ON);
+    assert_int_equal(af_plan_opts_set(&o, "fuse", "sometimes", &err), AF_EINVAL);
+    assert_non_null(strstr(err.msg, "fuse"));
+    af_graph_t *out = NULL;
+    assert_int_equal(af_plan_fuse(NULL, &out, NULL, &err), AF_EINVAL);
+    assert_null(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fuse_intermediates_leave_the_plan),
+        cmocka_unit_test(test_fuse_second_consumer_or_output_stays),
+        cmocka_unit_test(test_fuse_residual_in_place),
+        cmocka_unit_test(test_fuse_outputs_equal_unfused_small),
+        cmocka_unit_test(test_fuse_zoo_real_kernels),
+        cmocka_unit_test(test_fuse_bad_option_and_args),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
