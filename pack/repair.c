@@ -247,7 +247,8 @@ static int repair_init(repair_t *r, const af_interval_t *iv, size_t n, const uin
     r->win = af__malloc(2 * r->cap * sizeof(int32_t));
     r->ranges = af__malloc((r->cap + 1) * sizeof(af__kv_t));
     r->tmp = af__malloc((r->cap + 1) * sizeof(af__kv_t));
-    if (!r->by_lo || !r->lows || !r->ups || !r->longs || !r->in_win || !r->win || !r->ranges || !r->tmp)
+    if (!r->by_lo || !r->lows || !r->ups || !r->longs || !r->in_win || !r->win || !r->ranges ||
+        !r->tmp)
         return AF_ENOMEM;
     if (by_start)
         memcpy(r->by_lo, by_start, n * sizeof(int32_t));
