@@ -14,17 +14,26 @@
  *   at most --cbc-max-nodes nodes; skipped when cbc is not installed.
  * Extra compute is in % of one plain round (sum of node costs). "over" = the schedule's placed
  * arena is above the budget (infeasible there), "-" = not run.
+ *   arenaflow's extra compute is CBC's cutoff (--no-cbc-cutoff: none): it prunes every branch
+ *   that cannot beat it, and "optimal, none below arenaflow" means CBC proved that no schedule
+ *   of the MILP recomputes less than arenaflow's.
  * Then offload: modelled overhead of recompute alone vs recompute + offload at the same budget
- * (bandwidth --bandwidth, compute rate 10^12 cost units/s); the largest batch that fits each
- * graph's unbudgeted default-batch arena; planning CPU time of bert20-train (1,001 nodes).
- * Checksum: sum of the arenas of every arenaflow plan.
+ * (A: bandwidth --bandwidth, compute rate --compute-rate, default 10^12 cost units/s; B: this
+ * machine, host link --host-bandwidth, default 2e9 B/s, compute --model-rate); the largest
+ * batch that fits each graph's unbudgeted default-batch arena; planning CPU time of
+ * bert20-train (1,001 nodes); then this machine's memcpy bandwidth (the host tier's link) and
+ * the time model against executed rounds of offload plans (budget_model.h; compute rate
+ * --model-rate, default 10^11). Checksum: sum of the arenas of every arenaflow plan.
  *
- * usage: bench_budget [--quick] [--cbc-time S] [--cbc-max-nodes N] [--no-cbc]
- *                     [--bandwidth B] [--no-batch] [--no-chains] [--no-timing] [--graphs A,B]
+ * usage: bench_budget [--quick] [--cbc-time S] [--cbc-max-nodes N] [--no-cbc] [--no-cbc-cutoff]
+ *                     [--bandwidth B] [--host-bandwidth B] [--compute-rate R] [--no-batch]
+ * [--no-chains]
+ *                     [--no-timing] [--no-model] [--model-rate R] [--graphs A,B]
  */
 #include "arenaflow/plan.h"
 #include "budget_baselines.h"
 #include "budget_milp.h"
+#include "budget_model.h"
 #include "arenaflow/zoo.h"
 
 #include <stdio.h>
@@ -36,9 +45,9 @@ static const double ks[] = {0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3};
 #define NK ((int)(sizeof ks / sizeof ks[0]))
 
 typedef struct cfg {
-    int quick, cbc, batch, cbc_max_nodes, chains, timing;
+    int quick, cbc, batch, cbc_max_nodes, chains, timing, model, cbc_cutoff;
     const char *graphs; /* comma-separated training graphs to run, NULL = all */
-    double cbc_time, bandwidth;
+    double cbc_time, bandwidth, rate, host_bw;
     char dir[256];
 } cfg_t;
 
@@ -54,7 +63,7 @@ static struct {
     int chain_cells, chain_equal;
     int cbc_opt, cbc_within5;
     int cmp, better, strictly;
-    int off_cells, off_30;
+    int off_cells, off_30, host_cells, host_30;
     uint64_t checksum;
 } T;
 
@@ -97,6 +106,8 @@ static col_t measure(const af_graph_t *g, const steps_t *s, uint64_t budget)
 }
 
 /* arenaflow at a budget: extra compute %, or with offload the modelled overhead %. */
+static double compute_rate = AF_PLAN_COMPUTE_RATE; /* --compute-rate */
+
 static col_t arenaflow(const af_graph_t *g, uint64_t budget, int offload, double bw,
                        double *overhead)
 {
@@ -106,6 +117,7 @@ static col_t arenaflow(const af_graph_t *g, uint64_t budget, int offload, double
     o.budget = budget;
     o.offload = offload;
     o.bandwidth = bw;
+    o.compute_rate = compute_rate;
     af_plan_t *p = NULL;
     double t0 = cpu_ms();
     int rc = af_plan_create(g, &o, &p, NULL);
@@ -171,17 +183,27 @@ static void tally(const col_t *a, const col_t *b, const char *name, const char *
     }
 }
 
+/* CBC on the Checkmate MILP; unless --no-cbc-cutoff, arenaflow's plan (a, when it fits) is the
+ * cutoff a solution must beat. */
 static col_t checkmate(const cfg_t *c, const af_graph_t *g, const int32_t *order, uint64_t budget,
-                       const char **status)
+                       const col_t *a, const char **status)
 {
     col_t r = {0};
     *status = "-";
     if (!c->cbc || af_graph_node_count(g) > c->cbc_max_nodes)
         return r;
     milp_res_t m;
-    milp_solve(g, order, budget, c->cbc_time, c->dir, &m);
-    static const char *const names[] = {"optimal", "time limit", "infeasible", "no answer"};
+    double cut = c->cbc_cutoff && a->ok ? a->extra / 100 * base_cost(g) : -1;
+    milp_solve(g, order, budget, c->cbc_time, cut, c->dir, &m);
+    static const char *const names[] = {"optimal", "time limit", "infeasible", "no answer",
+                                        "optimal, none below arenaflow"};
     *status = names[m.status];
+    if (m.status == 4) { /* proven: the optimum is arenaflow's value (or above it) */
+        r.run = r.ok = 1;
+        r.extra = a->extra;
+        r.arena = a->arena;
+        return r;
+    }
     if (m.status <= 1) {
         r.run = 1;
         r.ok = 1;
@@ -238,7 +260,7 @@ static void chains(const cfg_t *c)
             bl_greedy(g, order, budget, &s2);
             col_t greedy = measure(g, &s2, budget);
             const char *st;
-            col_t cm = checkmate(c, g, order, budget, &st);
+            col_t cm = checkmate(c, g, order, budget, &a, &st);
             char ca[48], cb[48], cc[48], cd[64], cr[32];
             row_cells(&a, &chen, &greedy, &cm, st, ca, cb, cc, cd);
             if (ref >= 0)
@@ -250,7 +272,7 @@ static void chains(const cfg_t *c)
             T.chain_cells++;
             T.chain_equal += (ref < 0 && !a.ok) ||
                              (ref >= 0 && a.ok && (int)(a.extra * base / 100 + 0.5) == ref);
-            if (cm.run && !strcmp(st, "optimal")) {
+            if (cm.run && !strncmp(st, "optimal", 7)) {
                 T.cbc_opt++;
                 T.cbc_within5 += a.ok && a.extra <= cm.extra * 1.05 + 1e-9;
             }
@@ -301,8 +323,8 @@ static af_graph_t *zoo(const char *name, int32_t batch)
 }
 
 typedef struct offrow {
-    double rec, off; /* modelled overhead % */
-    int rec_ok, off_ok;
+    double rec, off, host; /* modelled overhead % (host: this machine's link and rate) */
+    int rec_ok, off_ok, host_ok;
 } offrow_t;
 
 static void training(const cfg_t *c, offrow_t off[N_TRAIN][NK])
@@ -324,18 +346,22 @@ static void training(const cfg_t *c, offrow_t off[N_TRAIN][NK])
             double ovr = 0, ovo = 0;
             col_t a = arenaflow(g, budget, 0, c->bandwidth, &ovr);
             col_t ao = arenaflow(g, budget, 1, c->bandwidth, &ovo);
-            off[gi][k] = (offrow_t){ovr, ovo, a.ok, ao.ok};
+            double ovh = 0, rate = compute_rate;
+            compute_rate = c->rate;
+            col_t ah = arenaflow(g, budget, 1, c->host_bw, &ovh);
+            compute_rate = rate;
+            off[gi][k] = (offrow_t){ovr, ovo, ovh, a.ok, ao.ok, ah.ok};
             col_t chen = measure(g, &s1, budget);
             steps_t s2 = {0};
             bl_greedy(g, order, budget, &s2);
             col_t greedy = measure(g, &s2, budget);
             const char *st;
-            col_t cm = checkmate(c, g, order, budget, &st);
+            col_t cm = checkmate(c, g, order, budget, &a, &st);
             char ca[48], cb[48], cc[48], cd[64];
             row_cells(&a, &chen, &greedy, &cm, st, ca, cb, cc, cd);
             printf("| %s | %d | %.1f | %.0f | %s | %.0f | %s | %s | %s |\n", train_graphs[gi],
                    af_graph_node_count(g), ks[k], (double)budget / 1048576, ca, a.ms, cb, cc, cd);
-            if (cm.run && !strcmp(st, "optimal")) {
+            if (cm.run && !strncmp(st, "optimal", 7)) {
                 T.cbc_opt++;
                 T.cbc_within5 += a.ok && a.extra <= cm.extra * 1.05 + 1e-9;
             }
@@ -350,25 +376,38 @@ static void training(const cfg_t *c, offrow_t off[N_TRAIN][NK])
     printf("\n");
 }
 
+/* "reduction" cell of recompute-only overhead rec against offload's off (tallied in *n, *n30). */
+static void reduction(const offrow_t *r, double off, int off_ok, char *d, size_t n, int *cells,
+                      int *c30)
+{
+    snprintf(d, n, "-");
+    if (r->rec_ok && off_ok && r->rec > 0) {
+        snprintf(d, n, "%.0f%%", 100 * (1 - off / r->rec));
+        ++*cells;
+        *c30 += off <= 0.7 * r->rec;
+    }
+}
+
 static void offload_table(const cfg_t *c, offrow_t off[N_TRAIN][NK])
 {
-    printf("== 3. offload: modelled overhead of one round, %% over a plain round (bandwidth %.3g "
-           "B/s, compute %.3g cost units/s)\n\n",
-           c->bandwidth, AF_PLAN_COMPUTE_RATE);
-    printf("| graph | budget | recompute only | recompute + offload | reduction |\n"
-           "|---|---|---|---|---|\n");
+    printf("== 3. offload: modelled overhead of one round, %% over a plain round (A: bandwidth "
+           "%.3g B/s, compute %.3g cost units/s; B, this machine: host link %.3g B/s (memcpy: "
+           "section 6), compute %.3g cost units/s)\n\n",
+           c->bandwidth, compute_rate, c->host_bw, c->rate);
+    printf(
+        "| graph | budget | recompute only | A: recompute + offload | reduction | B: recompute + "
+        "offload | reduction |\n|---|---|---|---|---|---|---|\n");
     for (int gi = 0; gi < N_TRAIN; gi++)
         for (int k = 0; k < NK && wanted(c, gi); k++) {
             const offrow_t *r = &off[gi][k];
-            char a[32], b[32], d[32] = "-";
+            char a[32], b[32], h[32], d[32], d2[32];
             snprintf(a, sizeof a, r->rec_ok ? "%.3f" : "refused", r->rec);
             snprintf(b, sizeof b, r->off_ok ? "%.3f" : "refused", r->off);
-            if (r->rec_ok && r->off_ok && r->rec > 0) {
-                snprintf(d, sizeof d, "%.0f%%", 100 * (1 - r->off / r->rec));
-                T.off_cells++;
-                T.off_30 += r->off <= 0.7 * r->rec;
-            }
-            printf("| %s | %.1f | %s | %s | %s |\n", train_graphs[gi], ks[k], a, b, d);
+            snprintf(h, sizeof h, r->host_ok ? "%.3f" : "refused", r->host);
+            reduction(r, r->off, r->off_ok, d, sizeof d, &T.off_cells, &T.off_30);
+            reduction(r, r->host, r->host_ok, d2, sizeof d2, &T.host_cells, &T.host_30);
+            printf("| %s | %.1f | %s | %s | %s | %s | %s |\n", train_graphs[gi], ks[k], a, b, d, h,
+                   d2);
         }
     printf("\n");
 }
@@ -473,6 +512,64 @@ static double timing(const cfg_t *c)
     return worst;
 }
 
+/* ---- 6. the time model against executed rounds -------------------------------------------- */
+
+static void model_check(const cfg_t *c)
+{
+    static const struct {
+        const char *graph;
+        double k;
+    } cells[] = {{"convnet-train", 0.8},
+                 {"resnet50-train", 0.5},
+                 {"unet-train", 0.6},
+                 {"mobilenetv2-train", 0.5}};
+    double bw = bm_memcpy_bandwidth((size_t)64 << 20, 9);
+    printf("== 6. the host link and the time model on this machine: memcpy of 64 MiB (the swap "
+           "kernels' copy), median of 9: %.2f GB/s; "
+           "offload plans made at that bandwidth and compute %.3g cost units/s, executed: "
+           "compute nodes hold one compute stream for cost / rate seconds (asleep), SwapOut/SwapIn "
+           "run the memcpy kernels on the other workers (8 threads, mostly asleep); median of 5 "
+           "rounds\n\n",
+           bw / 1e9, c->rate);
+    printf(
+        "| graph | budget | swapped MiB | swap kernel GB/s | plain modelled s | plain measured s "
+        "| modelled s | measured s | measured / modelled, over the plain plan's |\n"
+        "|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++) {
+        if (c->graphs && !strstr(c->graphs, cells[i].graph))
+            continue;
+        af_graph_t *g = zoo(cells[i].graph, 0);
+        int32_t *order;
+        uint64_t peak = unbudgeted(g, &order);
+        free(order);
+        af_plan_opts_t o;
+        af_plan_opts_init(&o);
+        o.compute_rate = c->rate;
+        o.bandwidth = bw;
+        af_plan_t *p0 = NULL, *p = NULL;
+        if (af_plan_create(g, &o, &p0, NULL))
+            abort();
+        o.budget = (uint64_t)(cells[i].k * (double)peak);
+        o.offload = 1;
+        if (af_plan_create(g, &o, &p, NULL)) {
+            printf("| %s | %.1f | refused | | | | | |\n", cells[i].graph, cells[i].k);
+        } else {
+            const af_plan_report_t *r = af_plan_report(p);
+            double bw0, bw1, m0 = bm_measure_round(p0, c->rate, 5, &bw0);
+            double m = bm_measure_round(p, c->rate, 5, &bw1);
+            printf("| %s | %.1f | %.1f | %.2f | %.4f | %.4f | %.4f | %.4f | %.3f |\n",
+                   cells[i].graph, cells[i].k, (double)r->swapped_bytes / 1048576, bw1 / 1e9,
+                   r->plain_modelled_s, m0, r->modelled_s, m,
+                   (m / r->modelled_s) / (m0 / r->plain_modelled_s));
+            T.checksum += af_plan_arena_bytes(p);
+        }
+        af_plan_destroy(p);
+        af_plan_destroy(p0);
+        af_graph_destroy(g);
+    }
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     cfg_t c = {.cbc = 1,
@@ -481,6 +578,10 @@ int main(int argc, char **argv)
                .cbc_time = 30,
                .chains = 1,
                .timing = 1,
+               .model = 1,
+               .rate = 1e11,
+               .host_bw = 2e9,
+               .cbc_cutoff = 1,
                .bandwidth = AF_PLAN_BANDWIDTH};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -493,6 +594,16 @@ int main(int argc, char **argv)
             c.chains = 0;
         else if (!strcmp(argv[i], "--no-timing"))
             c.timing = 0;
+        else if (!strcmp(argv[i], "--no-cbc-cutoff"))
+            c.cbc_cutoff = 0;
+        else if (!strcmp(argv[i], "--host-bandwidth") && i + 1 < argc)
+            c.host_bw = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--no-model"))
+            c.model = 0;
+        else if (!strcmp(argv[i], "--compute-rate") && i + 1 < argc)
+            compute_rate = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--model-rate") && i + 1 < argc)
+            c.rate = atof(argv[++i]);
         else if (!strcmp(argv[i], "--graphs") && i + 1 < argc)
             c.graphs = argv[++i];
         else if (!strcmp(argv[i], "--cbc-time") && i + 1 < argc)
@@ -503,8 +614,10 @@ int main(int argc, char **argv)
             c.bandwidth = atof(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_budget [--quick] [--cbc-time S] [--cbc-max-nodes N] "
-                            "[--no-cbc] [--bandwidth B] [--no-batch] [--no-chains] "
-                            "[--no-timing] [--graphs A,B]\n");
+                            "[--no-cbc] [--no-cbc-cutoff] [--bandwidth B] [--host-bandwidth B] "
+                            "[--compute-rate R] [--no-batch] "
+                            "[--no-chains] [--no-timing] [--no-model] [--model-rate R] "
+                            "[--graphs A,B]\n");
             return 2;
         }
     }
@@ -531,14 +644,18 @@ int main(int argc, char **argv)
     if (c.batch)
         batches(&c);
     double worst = c.timing ? timing(&c) : 0;
+    if (c.model)
+        model_check(&c);
     printf("summary: chains %d/%d cells equal to the DP reference; CBC proved the optimum in %d "
            "cells, arenaflow within 5%% in %d; against sqrt(n) and greedy, %d cells where the "
            "baseline fits: arenaflow fits and needs no more extra compute in %d (less in %d, "
            "equal in %d; worse or refused in %d); "
-           "offload at least 30%% below recompute alone in %d of %d cells; planning a 1,001-node "
+           "offload at least 30%% below recompute alone in %d of %d cells (A), %d of %d (B, this "
+           "machine); planning a 1,001-node "
            "training graph: at most %.0f CPU ms\n",
            T.chain_equal, T.chain_cells, T.cbc_opt, T.cbc_within5, T.cmp, T.better, T.strictly,
-           T.better - T.strictly, T.cmp - T.better, T.off_30, T.off_cells, worst);
+           T.better - T.strictly, T.cmp - T.better, T.off_30, T.off_cells, T.host_30, T.host_cells,
+           worst);
     if (worse_list[0])
         printf("cells where arenaflow is worse than a baseline that fits:\n%s", worse_list);
     printf("checksum %llu\n", (unsigned long long)T.checksum);

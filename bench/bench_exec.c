@@ -21,7 +21,8 @@
  *  5. Plan cache: time to plan, to hit in memory, and to restore after a restart (the restore
  *     re-derives the plan with the recorded scheduler and checks it against the file).
  *
- * Fixed seeds, warm-up rounds, repetitions, medians. Usage: bench_exec [--quick] [--taskflow PATH]
+ * Fixed seeds, warm-up rounds, repetitions, medians. Usage: bench_exec [--quick] [--overhead]
+ * [--shape chain|fan-out|layered] [--taskflow PATH]
  */
 #include "arenaflow/cache.h"
 #include "arenaflow/executor.h"
@@ -36,6 +37,8 @@
 #include <xxhash.h>
 
 static int quick;
+static int overhead_only;      /* --overhead: section 1 alone */
+static const char *only_shape; /* --shape NAME: section 1 on that shape alone */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -46,6 +49,18 @@ static int cmp_u64(const void *a, const void *b)
 static uint64_t median(uint64_t *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_u64);
+    return v[n / 2];
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_d(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
     return v[n / 2];
 }
 
@@ -244,11 +259,16 @@ static void bench_overhead(void)
     printf("run = af_session_run per round; run_n = af_session_run_n(%d rounds); ref = plain loop "
            "through a function pointer; taskflow = Taskflow run_n(%d) on the same edges%s\n",
            rounds, rounds, taskflow_peer ? "" : " (skipped: no --taskflow / AF_TASKFLOW_PEER)");
-    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %10s\n", "graph", "nodes", "threads", "run",
-           "run_n", "ref", "taskflow", "run_n/tf", "checksum");
+    printf("run_n and taskflow alternate %d times per cell; each is the median of its turns (each "
+           "turn the median of %d repetitions)\n",
+           quick ? 3 : 5, reps);
+    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %12s %10s\n", "graph", "nodes", "threads", "run",
+           "run_n", "ref", "taskflow", "run_n/tf", "steals/round", "checksum");
     static const int sizes[2] = {500, 2000};
     for (int z = 0; z < 2; z++)
         for (int k = 0; k < 3; k++) {
+            if (only_shape && strcmp(only_shape, names[k]) != 0)
+                continue;
             af_graph_t *g = synth(k, sizes[z]);
             af_plan_t *p;
             af_error_t err;
@@ -272,10 +292,22 @@ static void bench_overhead(void)
                 if ((rc = af_session_run_n(s, 10, NULL, NULL, &err))) /* warm-up */
                     die("run_n", rc, &err);
                 atomic_store(&empty_calls, 0);
+                uint64_t tasks0, steals0, tasks1, steals1;
+                af_executor_counters(ex, &tasks0, &steals0);
                 double run = exec_ns(s, nn, 0, rounds, reps);
-                double batch = exec_ns(s, nn, 1, rounds, reps);
+                /* run_n and the peer alternate `turns` times and each column is the median of
+                 * its turns: load that drifts during the cell hits both columns alike. */
+                double bt[5], tt[5], batch, tf = -1;
+                int turns = quick ? 3 : 5;
+                for (int i = 0; i < turns; i++) {
+                    bt[i] = exec_ns(s, nn, 1, rounds, reps);
+                    tt[i] = taskflow_peer ? taskflow_ns(p, th, rounds, reps) : -1;
+                }
                 uint64_t calls = atomic_load(&empty_calls);
-                double tf = taskflow_peer ? taskflow_ns(p, th, rounds, reps) : -1;
+                af_executor_counters(ex, &tasks1, &steals1);
+                batch = median_d(bt, turns);
+                if (taskflow_peer)
+                    tf = median_d(tt, turns);
                 char tfs[32] = "-", ratio[32] = "-";
                 if (tf > 0) {
                     snprintf(tfs, sizeof tfs, "%.1f", tf);
@@ -283,9 +315,11 @@ static void bench_overhead(void)
                 } else if (taskflow_peer) {
                     snprintf(tfs, sizeof tfs, "failed");
                 }
-                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %10llu%s\n", names[k], nn, th,
-                       run, batch, ref, tfs, ratio, (unsigned long long)calls,
-                       calls == 2ull * reps * rounds * nn ? "" : " MISMATCH");
+                double rounds_run = (1.0 + turns) * reps * rounds;
+                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %12.1f %10llu%s\n", names[k],
+                       nn, th, run, batch, ref, tfs, ratio,
+                       (double)(steals1 - steals0) / rounds_run, (unsigned long long)calls,
+                       calls == (1ull + (uint64_t)turns) * reps * rounds * nn ? "" : " MISMATCH");
                 fflush(stdout);
                 af_session_destroy(s);
                 af_executor_destroy(ex);
@@ -698,14 +732,28 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--overhead") == 0) {
+            overhead_only = 1;
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+            only_shape = argv[++i];
+            overhead_only = 1;
         } else if (strcmp(argv[i], "--taskflow") == 0 && i + 1 < argc) {
             taskflow_peer = argv[++i];
         } else {
-            fprintf(stderr, "usage: bench_exec [--quick] [--taskflow PATH]\n"
+            fprintf(stderr, "usage: bench_exec [--quick] [--overhead] [--shape NAME] [--taskflow "
+                            "PATH]\n"
+                            "  --overhead       only section 1 (scheduling overhead per node)\n"
+                            "  --shape NAME     only section 1, only chain, fan-out or layered\n"
                             "  --taskflow PATH  the peer_taskflow program (built with "
                             "-DAF_TASKFLOW_DIR=DIR); also AF_TASKFLOW_PEER\n");
             return 2;
         }
+    }
+    if (only_shape && strcmp(only_shape, "chain") && strcmp(only_shape, "fan-out") &&
+        strcmp(only_shape, "layered")) {
+        fprintf(stderr, "bench_exec: --shape takes chain, fan-out or layered, not '%s'\n",
+                only_shape);
+        return 2;
     }
     if (taskflow_peer && !taskflow_peer[0])
         taskflow_peer = NULL;
@@ -714,6 +762,8 @@ int main(int argc, char **argv)
            "this run\n",
            af_version(), quick ? " --quick" : "");
     bench_overhead();
+    if (overhead_only)
+        return 0;
     bench_zoo();
     bench_cache();
     printf("\nalloc %%: naive = time in malloc/free / round time; arena = one pool take+return "

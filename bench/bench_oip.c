@@ -4,6 +4,7 @@
  *
  *   bench_oip --addr HOST:PORT --model NAME [--rates R1,R2,... | --rate-max R] [--duration S]
  *             [--warmup S] [--connections N] [--health-pct P] [--onnx MODEL.onnx --kernels K]
+ *             [--pid DAEMON_PID]
  *
  * The model's metadata (GET /v2/models/NAME) gives its inputs; each gets a deterministic
  * pattern of its datatype, sent two ways: JSON data ("infer json") and the binary tensor data
@@ -22,6 +23,10 @@
  * latency (us), errors (non-200 or I/O error) and wrong answers. Then the highest rate whose
  * infer p99 stays under 2x the lowest step's p50 ("unloaded").
  *
+ * --pid: after the sweep, a closed loop (one connection, 3000 requests of each kind) reads the
+ * daemon's CPU time (every thread's /proc/PID/task/TID/schedstat) around each kind: CPU per
+ * request, which machine load does not inflate the way it does latency.
+ *
  * --onnx: the same model is also run in this process through af_session_run() with the same
  * input bytes (kernels K, default real): the difference of the p50s is the HTTP path's overhead
  * per request. Exit status: 0, or 1 if any answer below saturation was an error or wrong.
@@ -30,6 +35,7 @@
 #include "arenaflow/onnx.h"
 #include "bench/bench_http.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -44,6 +50,7 @@ typedef struct cfg {
     double rates[32];
     int n_rates;
     const char *onnx, *kernels;
+    int pid; /* --pid: the daemon, for its CPU time per request */
 } cfg_t;
 
 typedef struct body {
@@ -60,6 +67,7 @@ static uint8_t *in_bytes[16];
 static uint64_t in_len[16];
 static int n_inputs;
 static double low_p50[2]; /* p50 of each inference kind at the lowest rate */
+static double closed_p50[K_COUNT], closed_cpu[K_COUNT]; /* --pid: the closed loop's figures */
 
 typedef struct step {
     double rate;
@@ -365,6 +373,65 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
     return saturated;
 }
 
+/* ---- daemon CPU per request ------------------------------------------------------------ */
+
+/* CPU time of every thread of process pid (ns), from /proc/PID/task/TID/schedstat; 0 when
+ * unreadable. */
+static uint64_t proc_cpu_ns(int pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+    DIR *dd = opendir(dir);
+    uint64_t sum = 0;
+    struct dirent *e;
+    while (dd && (e = readdir(dd)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[400];
+        snprintf(path, sizeof(path), "%s/%s/schedstat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        unsigned long long ns = 0;
+        if (f && fscanf(f, "%llu", &ns) == 1)
+            sum += ns;
+        if (f)
+            fclose(f);
+    }
+    if (dd)
+        closedir(dd);
+    return sum;
+}
+
+/* Closed loop, one connection, n requests of each kind: the daemon's CPU time per request
+ * (every thread, /proc schedstat) and the client's p50, beside machine load. */
+static void cpu_probe(const cfg_t *c, int n)
+{
+    int fd = bh_dial(c->host, c->port);
+    bh_resp_t r = {0};
+    if (fd < 0)
+        return;
+    for (int k = 0; k < K_COUNT; k++) {
+        bh_lat_t l = {0};
+        uint64_t cpu0 = proc_cpu_ns(c->pid), t0 = af_now_ns();
+        for (int i = 0; i < n; i++) {
+            uint64_t t = af_now_ns();
+            if (send_kind(fd, k, &r) != 200)
+                break;
+            bh_lat_push(&l, (double)(af_now_ns() - t) / 1e3);
+        }
+        uint64_t cpu = proc_cpu_ns(c->pid) - cpu0, wall = af_now_ns() - t0;
+        qsort(l.v, l.n, sizeof(double), bh_cmp_d);
+        closed_p50[k] = bh_pct(&l, 50);
+        closed_cpu[k] = l.n ? (double)cpu / 1e3 / (double)l.n : 0.0;
+        printf("closed loop %-13s %6zu requests: p50 %.0f us, p99 %.0f us; daemon CPU %.1f us "
+               "per request (%.0f%% of one CPU)\n",
+               kind_names[k], l.n, bh_pct(&l, 50), bh_pct(&l, 99),
+               l.n ? (double)cpu / 1e3 / (double)l.n : 0.0, 100.0 * (double)cpu / (double)wall);
+        free(l.v);
+    }
+    close(fd);
+    free(r.buf);
+}
+
 /* ---- in process ------------------------------------------------------------------------ */
 
 /* p50 of af_session_run on the same model and inputs; 0 on failure (printed). */
@@ -416,7 +483,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: bench_oip --addr HOST:PORT --model NAME [--rates R1,R2,...] "
                     "[--rate-max R] [--duration S] [--warmup S] [--connections N] "
-                    "[--health-pct P] [--onnx MODEL.onnx] [--kernels K]\n");
+                    "[--health-pct P] [--onnx MODEL.onnx] [--kernels K] [--pid DAEMON_PID]\n");
     exit(2);
 }
 
@@ -455,6 +522,8 @@ static void parse_args(int argc, char **argv, cfg_t *c)
             c->onnx = v;
         else if (!strcmp(a, "--kernels"))
             c->kernels = v;
+        else if (!strcmp(a, "--pid"))
+            c->pid = atoi(v);
         else
             usage();
     }
@@ -486,6 +555,8 @@ int main(int argc, char **argv)
     printf("unloaded infer p50 %.0f us (lowest rate); highest rate with infer p99 < 2x that and "
            "no errors: %.0f req/s; errors or wrong answers below saturation: %" PRIu64 "\n",
            unloaded, best, bad);
+    if (c.pid > 0)
+        cpu_probe(&c, 3000);
     if (c.onnx) {
         double p99 = 0, p50 = in_process(&c, &p99);
         if (p50 > 0)
@@ -493,6 +564,12 @@ int main(int argc, char **argv)
                    "overhead per request at the lowest rate (p50 difference): JSON %.0f us, "
                    "binary %.0f us\n",
                    c.kernels, p50, p99, low_p50[K_JSON] - p50, low_p50[K_BIN] - p50);
+        if (p50 > 0 && closed_p50[K_JSON] > 0)
+            printf("HTTP path overhead per request, closed loop (p50 minus in process): JSON %.0f "
+                   "us, binary %.0f us, /v2/health/live alone %.0f us; daemon CPU per request: "
+                   "JSON %.1f us, binary %.1f us, health %.1f us\n",
+                   closed_p50[K_JSON] - p50, closed_p50[K_BIN] - p50, closed_p50[K_HEALTH],
+                   closed_cpu[K_JSON], closed_cpu[K_BIN], closed_cpu[K_HEALTH]);
     }
     for (int k = 0; k < 2; k++)
         free(bodies[k].p), free(bodies[k].ref);

@@ -33,7 +33,8 @@
 #include <unistd.h>
 
 typedef struct milp_res {
-    int status;    /* 0 optimal, 1 feasible (stopped on time), 2 infeasible, 3 no answer */
+    int status;    /* 0 optimal, 1 feasible (stopped on time), 2 infeasible, 3 no answer,
+                      4 nothing beats the cutoff (proven) */
     double extra;  /* objective minus one plain round, in cost units */
     steps_t steps; /* the schedule of the solution (status 0 or 1) */
     double secs;
@@ -223,10 +224,12 @@ static int milp_have_cbc(void)
 
 /*
  * Solves the model for (graph, base order, budget bytes) with a time limit; fills *r. The
- * schedule of the solution (stage by stage, nodes in order) is in r->steps.
+ * schedule of the solution (stage by stage, nodes in order) is in r->steps. cutoff >= 0: extra
+ * cost (cost units) a solution must beat — arenaflow's, so CBC prunes every branch that cannot
+ * (status 4 when it proves that none can: the optimum is at least the cutoff).
  */
 static void milp_solve(const af_graph_t *g, const int32_t *order, uint64_t budget,
-                       double time_limit, const char *dir, milp_res_t *r)
+                       double time_limit, double cutoff, const char *dir, milp_res_t *r)
 {
     memset(r, 0, sizeof(*r));
     r->status = 3;
@@ -237,7 +240,9 @@ static void milp_solve(const af_graph_t *g, const int32_t *order, uint64_t budge
     for (int i = 0; i < G.n; i++)
         base += G.c[i];
     double cscale = 1e6 / base; /* objective around 10^6 */
-    char lp[512], sol[512], cmd[1400];
+    char lp[512], sol[512], cmd[1400], cut[64] = "";
+    if (cutoff >= 0) /* a hair above arenaflow's: its own value is no improvement to find */
+        snprintf(cut, sizeof cut, "cutoff %.12g", (base + cutoff * (1 + 1e-6)) * cscale + 1e-4);
     snprintf(lp, sizeof lp, "%s/checkmate.lp", dir);
     snprintf(sol, sizeof sol, "%s/checkmate.sol", dir);
     FILE *f = fopen(lp, "w");
@@ -250,8 +255,8 @@ static void milp_solve(const af_graph_t *g, const int32_t *order, uint64_t budge
     unlink(sol);
     /* CBC checks its time limit during branch-and-bound only: a hard wall-clock stop as well */
     snprintf(cmd, sizeof cmd,
-             "timeout -s KILL %.0f cbc %s sec %g threads 1 solve solu %s >%s/cbc.log 2>&1",
-             4 * time_limit + 30, lp, time_limit, sol, dir);
+             "timeout -s KILL %.0f cbc %s sec %g threads 1 %s solve solu %s >%s/cbc.log 2>&1",
+             4 * time_limit + 30, lp, time_limit, cut, sol, dir);
     uint64_t t0 = af_now_ns();
     int rc = system(cmd);
     r->secs = (double)(af_now_ns() - t0) / 1e9;
@@ -265,7 +270,7 @@ static void milp_solve(const af_graph_t *g, const int32_t *order, uint64_t budge
         else if (!strncmp(line, "Optimal", 7))
             r->status = 0;
         else if (strstr(line, "nfeasible"))
-            r->status = 2;
+            r->status = cutoff >= 0 ? 4 : 2;
         else if (ov && strstr(line, "Stopped"))
             r->status = 1;
         r->extra = obj / cscale - base;

@@ -82,6 +82,8 @@ static const af_opt_t models_opts[] = {
     STR("kernels", model_kernels, "real", "kernel set of the models (real: the fastest built in)"),
     I64("max_inflight", max_infers, "64", 1, 65536, "inference requests in flight"),
     I64("max_shapes", max_shapes, "8", 1, 4096, "plans kept per model with symbolic dims"),
+    I64("max_plan_files", max_plan_files, "64", 0, 1 << 20,
+        "model plans kept in <state_dir>/model_plans; 0 = none"),
 };
 #undef F
 #undef S

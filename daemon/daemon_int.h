@@ -88,6 +88,7 @@ typedef struct af__dcfg {
     char model_kernels[16];              /* kernel set of the models' executor */
     int64_t max_infers;                  /* inference requests in flight; more get 429 */
     int64_t max_shapes;                  /* concrete shapes kept per symbolic-dims model */
+    int64_t max_plan_files;              /* model plans kept in <state_dir>/model_plans */
 } af__dcfg_t;
 
 /* Command-line values that win over the file on every (re)load; NULL = not given. */
@@ -416,6 +417,8 @@ void af__work_reconfigure(af__daemon_t *d);
 void af__work_entry_release(af__entry_t *e);
 /* 1 when runs are available in this build. */
 int af__work_can_run(void);
+/* Appends the model server's families (plans, batches, instances) to a Prometheus buffer. */
+void af__oip_metrics(af__daemon_t *d, char **b, size_t *l, size_t *c);
 /* Appends pool/executor/plan-cache gauges to a Prometheus text buffer (may add nothing). */
 void af__work_metrics(af__daemon_t *d, char **buf, size_t *len, size_t *cap);
 

@@ -185,6 +185,7 @@ char *af__metrics_render(af__daemon_t *d, size_t *out_len)
             "Plan files found corrupted or foreign at start (ignored).", cs.files_rejected);
     guard_metrics(d, &buf, &len, &cap);
     af__work_metrics(d, &buf, &len, &cap);
+    af__oip_metrics(d, &buf, &len, &cap);
     if (buf && out_len)
         *out_len = len;
     return buf;

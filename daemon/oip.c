@@ -85,13 +85,14 @@ static json_t *versions_json(af__daemon_t *d, const char *name)
  * configuration, Triton's [{name, data_type: "TYPE_FP32", dims}]. */
 static json_t *tensors_json(const af__model_t *m, int output, int config)
 {
+    int skip = config && m->cfg.max_batch > 0; /* Triton: dims without the batch axis */
     json_t *a = json_array();
     int32_t n = af__model_io_count(m, output);
     for (int32_t i = 0; i < n; i++) {
         af_io_info_t io;
         af__model_io(m, output, i, &io);
         json_t *shape = json_array();
-        for (int32_t k = 0; k < io.rank; k++)
+        for (int32_t k = skip; k < io.rank; k++)
             json_array_append_new(shape, json_integer(io.shape[k] < 0 ? -1 : io.shape[k]));
         if (io.rank < 0)
             json_array_append_new(shape, json_integer(-1));
@@ -116,10 +117,65 @@ static json_t *stats_json(const af__model_t *m)
         json_pack("{s:I, s:I}", "count", (json_int_t)m->ok, "ns", (json_int_t)m->ns_compute);
     json_t *queue = json_pack("{s:I, s:I}", "count", (json_int_t)m->ok, "ns",
                               (json_int_t)(m->ns_ok - m->ns_compute));
-    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o}}", "name", m->name,
+    json_t *batches = json_array();
+    for (int r = 1; r < AF__OIP_MAX_BATCH_STATS; r++)
+        if (m->batch_count[r])
+            json_array_append_new(batches,
+                                  json_pack("{s:i, s:{s:I, s:I}}", "batch_size", r, "compute_infer",
+                                            "count", (json_int_t)m->batch_count[r], "ns",
+                                            (json_int_t)m->batch_ns[r]));
+    return json_pack("{s:s, s:s, s:I, s:I, s:I, s:{s:o, s:o, s:o, s:o}, s:o}", "name", m->name,
                      "version", v, "last_inference", (json_int_t)m->last_unix_ms, "inference_count",
-                     (json_int_t)m->ok, "execution_count", (json_int_t)m->ok, "inference_stats",
-                     "success", succ, "fail", fail, "queue", queue, "compute_infer", comp);
+                     (json_int_t)m->ok, "execution_count", (json_int_t)m->executions,
+                     "inference_stats", "success", succ, "fail", fail, "queue", queue,
+                     "compute_infer", comp, "batch_stats", batches);
+}
+
+/* Triton's model configuration: tensors, max_batch_size, instance_group, dynamic_batching. */
+static json_t *config_json(const af__model_t *m)
+{
+    json_t *c = json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:[{s:I, s:s}]}", "name", m->name,
+                          "platform", m->platform, "backend", "arenaflow", "max_batch_size",
+                          (json_int_t)m->cfg.max_batch, "input", tensors_json(m, 0, 1), "output",
+                          tensors_json(m, 1, 1), "instance_group", "count",
+                          (json_int_t)m->cfg.instances, "kind", "KIND_CPU");
+    if (c && m->cfg.batching) {
+        json_t *pref = json_array();
+        for (int i = 0; i < m->cfg.n_preferred; i++)
+            json_array_append_new(pref, json_integer(m->cfg.preferred[i]));
+        json_object_set_new(c, "dynamic_batching",
+                            json_pack("{s:o, s:I}", "preferred_batch_size", pref,
+                                      "max_queue_delay_microseconds", (json_int_t)m->cfg.delay_us));
+    }
+    return c;
+}
+
+void af__oip_metrics(af__daemon_t *d, char **b, size_t *l, size_t *c)
+{
+    const af__oip_t *o = d->oip;
+    if (!o)
+        return;
+    af__buf_printf(b, l, c,
+                   "# HELP arenaflowd_model_plans_total Model and shape plans, by source: planned, "
+                   "or restored from <state_dir>/model_plans.\n"
+                   "# TYPE arenaflowd_model_plans_total counter\n"
+                   "arenaflowd_model_plans_total{source=\"planned\"} %" PRIu64 "\n"
+                   "arenaflowd_model_plans_total{source=\"restored\"} %" PRIu64 "\n"
+                   "# HELP arenaflowd_model_batches_total Batched rounds (dynamic batching).\n"
+                   "# TYPE arenaflowd_model_batches_total counter\n"
+                   "arenaflowd_model_batches_total %" PRIu64 "\n"
+                   "# HELP arenaflowd_model_batched_requests_total Requests run in batches.\n"
+                   "# TYPE arenaflowd_model_batched_requests_total counter\n"
+                   "arenaflowd_model_batched_requests_total %" PRIu64 "\n"
+                   "# HELP arenaflowd_model_instance_rounds_total Rounds per model instance.\n"
+                   "# TYPE arenaflowd_model_instance_rounds_total counter\n",
+                   o->plans_made, o->plans_restored, o->batches, o->batched_requests);
+    for (const af__model_t *m = o->models; m; m = m->next)
+        for (int i = 0; i < m->cfg.instances && i < AF__OIP_MAX_INSTANCES; i++)
+            af__buf_printf(b, l, c,
+                           "arenaflowd_model_instance_rounds_total{model=\"%s\",version=\"%" PRId64
+                           "\",instance=\"%d\"} %" PRIu64 "\n",
+                           m->name, m->version, i, m->inst_rounds[i]);
 }
 
 /* ---- handlers ------------------------------------------------------------------------------ */
@@ -154,10 +210,7 @@ static void h_model(oreq_t *o, af__model_t *m)
     if (!strcmp(a, "stats"))
         return ok_json(o, 200, json_pack("{s:[o]}", "model_stats", stats_json(m)));
     if (!strcmp(a, "config"))
-        return ok_json(o, 200,
-                       json_pack("{s:s, s:s, s:s, s:i, s:o, s:o}", "name", m->name, "platform",
-                                 m->platform, "backend", "arenaflow", "max_batch_size", 0, "input",
-                                 tensors_json(m, 0, 1), "output", tensors_json(m, 1, 1)));
+        return ok_json(o, 200, config_json(m));
     ok_json(o, 200,
             json_pack("{s:s, s:o, s:s, s:o, s:o}", "name", m->name, "versions",
                       versions_json(o->d, m->name), "platform", m->platform, "inputs",

@@ -32,41 +32,9 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#define MSG 512
 #define DYNAMIC_OUTPUT_CAP (16u << 20) /* bytes kept of an output whose size is dynamic */
 
-typedef struct job {
-    uv_work_t w;
-    af__daemon_t *d;
-    af__model_t *m;
-    af_session_t *sess; /* m's, or its variant's for the request's shape (poly models) */
-    af__variant_t *v;
-    json_t *hdr;              /* the parsed JSON header */
-    char key[512];            /* poly: the request's input dims */
-    uint64_t parse_reserved;  /* bytes of the daemon\'s parse budget held for hdr */
-    af_executor_t *ex;        /* poly: where a new shape's session goes */
-    af_plan_opts_t plan_opts; /* poly: [planner] at admission */
-    af__limits_t lim;         /* poly: [limits] at admission */
-    af__reply_t r;
-    char *body;
-    size_t body_len;
-    int64_t header_len; /* -1: the whole body is JSON */
-    /* inputs and outputs of the round, per session index */
-    af_buffer_t *in, *out;
-    uint8_t *want, *binary; /* per output: sent, and sent as binary */
-    /* result */
-    af__derr_t kind;
-    int failed;
-    char msg[MSG];
-    char *res;
-    size_t res_len, res_cap;
-    int64_t res_header_len; /* -1: no binary outputs */
-    uint64_t ns_compute, ns_total;
-} job_t;
-
-static int bad(job_t *j, af__derr_t kind, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad(job_t *j, af__derr_t kind, const char *fmt, ...)
+int af__ijob_fail(af__ijob_t *j, af__derr_t kind, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -94,81 +62,108 @@ static int read_shape(const json_t *a, int64_t *dims, int32_t *rank)
     return 0;
 }
 
-static int shape_matches(const af_io_info_t *io, const int64_t *dims, int32_t rank)
+/* The request's dims against the model's: rank, every fixed dim; with rows > 0 axis 0 must be
+ * rows and the model's (the batch's) axis 0 is not compared. */
+static int shape_matches(const af_io_info_t *io, const int64_t *dims, int32_t rank, int64_t rows)
 {
-    if (io->rank != rank)
+    if (io->rank != rank || (rows > 0 && (rank < 1 || dims[0] != rows)))
         return 0;
-    for (int32_t k = 0; k < rank; k++)
+    for (int32_t k = rows > 0 ? 1 : 0; k < rank; k++)
         if (io->shape[k] >= 0 && io->shape[k] != dims[k])
             return 0;
     return 1;
 }
 
-/* One entry of "inputs": checks it against the model and fills its buffer (from JSON, or the
- * next binary_data_size bytes at *bin). */
-static int bind_input(job_t *j, const json_t *in, const uint8_t *binp, uint64_t bin_len,
-                      uint64_t *bin_at)
+/* The data of input `name` (bytes of dt, numel elements) into dst: from the binary data at
+ * *bin_at when params carry binary_data_size, else from JSON `data`. 0 or -1. */
+static int read_data(af__ijob_t *j, size_t index, const char *name, const json_t *params,
+                     const json_t *data, int dt, int64_t numel, uint64_t bytes, void *dst,
+                     uint64_t *bin_at)
 {
-    const char *name = NULL, *dts = NULL;
-    json_t *shape = NULL, *params = NULL, *data = NULL, *bds = NULL;
-    json_error_t je;
-    if (json_unpack_ex((json_t *)in, &je, 0, "{s:s, s:o, s:s, s?o, s?o}", "name", &name, "shape",
-                       &shape, "datatype", &dts, "parameters", &params, "data", &data) != 0)
-        return bad(j, AF__DERR_BAD_REQUEST, "bad input: %s (want name, shape, datatype, data)",
-                   je.text);
-    int32_t i = af_session_find_input(j->sess, name);
-    af_io_info_t io;
-    if (i < 0 || af_session_io_info(j->sess, 0, i, &io) != 0)
-        return bad(j, AF__DERR_BAD_REQUEST, "unexpected inference input '%s' for model '%s'", name,
-                   j->m->name);
-    if (j->in[i].data)
-        return bad(j, AF__DERR_BAD_REQUEST, "input '%s' is given twice", name);
-    int dt;
-    if (af__oip_dtype_parse(dts, &dt) != 0)
-        return bad(j, AF__DERR_BAD_REQUEST, "input '%s': unknown datatype '%s'", name, dts);
-    if (dt != (int)io.dtype)
-        return bad(j, AF__DERR_BAD_REQUEST, "input '%s': datatype %s, the model expects %s", name,
-                   dts, af__oip_dtype_name(io.dtype) ? af__oip_dtype_name(io.dtype) : "?");
-    int64_t dims[AF_MAX_RANK];
-    int32_t rank;
-    if (read_shape(shape, dims, &rank) != 0)
-        return bad(j, AF__DERR_BAD_REQUEST, "input '%s': shape must be an array of dims >= 0",
-                   name);
-    int64_t numel = af__oip_numel(dims, rank);
-    uint64_t size = af_dtype_size(io.dtype);
-    uint64_t bytes = numel >= 0 && (uint64_t)numel <= io.bytes / (size ? size : 1)
-                         ? (uint64_t)numel * size
-                         : UINT64_MAX;
-    if (!shape_matches(&io, dims, rank) || io.dynamic || bytes != io.bytes)
-        return bad(j, AF__DERR_BAD_REQUEST,
-                   "input '%s': shape does not match the model's (see "
-                   "GET /v2/models/%s)",
-                   name, j->m->name);
-    bds = params ? json_object_get(params, "binary_data_size") : NULL;
-    void *buf = malloc(bytes ? bytes : 1);
-    if (!buf)
-        return bad(j, AF__DERR_BUSY, "out of memory");
-    j->in[i] = (af_buffer_t){buf, bytes};
+    size_t hl = j->header_len < 0 ? j->body_len : (size_t)j->header_len;
+    const uint8_t *binp = (const uint8_t *)j->body + hl;
+    uint64_t bin_len = j->body_len - hl;
+    const json_t *bds = params ? json_object_get(params, "binary_data_size") : NULL;
     if (bds) {
         if (!json_is_integer(bds) || (uint64_t)json_integer_value(bds) != bytes)
-            return bad(j, AF__DERR_BAD_REQUEST,
-                       "input '%s': binary_data_size must be %" PRIu64 " (the shape's bytes)", name,
-                       bytes);
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                                 "input '%s': binary_data_size must be %" PRIu64
+                                 " (the shape's bytes)",
+                                 name, bytes);
         if (bin_len - *bin_at < bytes)
-            return bad(j, AF__DERR_BAD_REQUEST,
-                       "input '%s': %" PRIu64 " bytes of binary data expected, %" PRIu64 " left",
-                       name, bytes, bin_len - *bin_at);
-        memcpy(buf, binp + *bin_at, bytes);
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                                 "input '%s': %" PRIu64 " bytes of binary data expected, %" PRIu64
+                                 " left",
+                                 name, bytes, bin_len - *bin_at);
+        memcpy(dst, binp + *bin_at, bytes);
         *bin_at += bytes;
         return 0;
     }
     if (!data)
-        return bad(j, AF__DERR_BAD_REQUEST, "input '%s' has neither data nor binary_data_size",
-                   name);
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "input '%s' has neither data nor binary_data_size", name);
     char why[256];
-    if (af__oip_json_read(data, dt, (uint64_t)numel, buf, why, sizeof(why)) != 0)
-        return bad(j, AF__DERR_BAD_REQUEST, "input '%s': %s", name, why);
+    const af__span_t *sp = NULL;
+    for (int k = 0; json_is_integer(data) && k < j->n_spans; k++)
+        if (j->spans[k].input == (long)index)
+            sp = &j->spans[k]; /* the last "data" of the input, as jansson keeps it */
+    if (sp ? af__oip_text_read(j->body + sp->start, sp->end - sp->start, dt, (uint64_t)numel, dst,
+                               why, sizeof(why)) != 0
+           : af__oip_json_read(data, dt, (uint64_t)numel, dst, why, sizeof(why)) != 0)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': %s", name, why);
     return 0;
+}
+
+/* One entry of "inputs": checked against the session's input of its name and written into its
+ * own buffer, or into slices[k] (a batch's rows) when slices is given. 0 or -1. */
+static int read_input(af__ijob_t *j, size_t index, const json_t *in, const af_buffer_t *slices,
+                      uint64_t *bin_at)
+{
+    const char *name = NULL, *dts = NULL;
+    json_t *shape = NULL, *params = NULL, *data = NULL;
+    json_error_t je;
+    if (json_unpack_ex((json_t *)in, &je, 0, "{s:s, s:o, s:s, s?o, s?o}", "name", &name, "shape",
+                       &shape, "datatype", &dts, "parameters", &params, "data", &data) != 0)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "bad input: %s (want name, shape, datatype, data)", je.text);
+    int32_t i = af_session_find_input(j->sess, name);
+    af_io_info_t io;
+    if (i < 0 || af_session_io_info(j->sess, 0, i, &io) != 0)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "unexpected inference input '%s' for model '%s'", name, j->m->name);
+    if (j->in[i].data)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s' is given twice", name);
+    int dt;
+    if (af__oip_dtype_parse(dts, &dt) != 0)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': unknown datatype '%s'", name,
+                             dts);
+    if (dt != (int)io.dtype)
+        return af__ijob_fail(
+            j, AF__DERR_BAD_REQUEST, "input '%s': datatype %s, the model expects %s%s", name, dts,
+            af__oip_dtype_name(io.dtype) ? af__oip_dtype_name(io.dtype) : "?",
+            dt == AF__OIP_BYTES ? " (arenaflow models have no string tensors)" : "");
+    int64_t dims[AF_MAX_RANK];
+    int32_t rank;
+    if (read_shape(shape, dims, &rank) != 0)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "input '%s': shape must be an array of dims >= 0", name);
+    int64_t numel = af__oip_numel(dims, rank);
+    uint64_t size = af_dtype_size(io.dtype);
+    void *dst = slices ? slices[i].data : NULL;
+    uint64_t want = slices ? slices[i].bytes : io.bytes;
+    uint64_t bytes = numel >= 0 && (uint64_t)numel <= want / (size ? size : 1)
+                         ? (uint64_t)numel * size
+                         : UINT64_MAX;
+    if (!shape_matches(&io, dims, rank, j->rows) || io.dynamic || bytes != want)
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "input '%s': shape does not match the model's (see "
+                             "GET /v2/models/%s)",
+                             name, j->m->name);
+    void *buf = dst ? dst : malloc(bytes ? bytes : 1);
+    if (!buf)
+        return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
+    j->in[i] = (af_buffer_t){buf, bytes};
+    return read_data(j, index, name, params, data, dt, numel, bytes, buf, bin_at);
 }
 
 static int want_binary(const json_t *params, int dflt)
@@ -178,7 +173,7 @@ static int want_binary(const json_t *params, int dflt)
 }
 
 /* "outputs" and the request's "parameters": which outputs go back, and how. */
-static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
+static int select_outputs(af__ijob_t *j, const json_t *outs, const json_t *params)
 {
     int32_t n = af_session_output_count(j->sess);
     const json_t *bo = params ? json_object_get(params, "binary_data_output") : NULL;
@@ -189,7 +184,7 @@ static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
         return 0;
     }
     if (!json_is_array(outs))
-        return bad(j, AF__DERR_BAD_REQUEST, "\"outputs\" must be an array");
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "\"outputs\" must be an array");
     size_t i;
     const json_t *o;
     json_array_foreach(outs, i, o)
@@ -197,8 +192,9 @@ static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
         const char *name = json_string_value(json_object_get(o, "name"));
         int32_t k = name ? af_session_find_output(j->sess, name) : -1;
         if (k < 0)
-            return bad(j, AF__DERR_BAD_REQUEST, "unexpected inference output '%s' for model '%s'",
-                       name ? name : "(no name)", j->m->name);
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                                 "unexpected inference output '%s' for model '%s'",
+                                 name ? name : "(no name)", j->m->name);
         j->want[k] = 1;
         j->binary[k] = (uint8_t)want_binary(json_object_get(o, "parameters"), dflt);
     }
@@ -206,71 +202,87 @@ static int select_outputs(job_t *j, const json_t *outs, const json_t *params)
 }
 
 /* The JSON header: parsed, "inputs" an array, "id" a string. 0 or -1 (j->hdr set when parsed). */
-static int parse_header(job_t *j)
+static int parse_header(af__ijob_t *j)
 {
     size_t hl = j->header_len < 0 ? j->body_len : (size_t)j->header_len;
     if (j->header_len >= 0 && (uint64_t)j->header_len > j->body_len)
-        return bad(j, AF__DERR_BAD_REQUEST,
-                   "Inference-Header-Content-Length %" PRId64 " exceeds the body (%zu bytes)",
-                   j->header_len, j->body_len);
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "Inference-Header-Content-Length %" PRId64
+                             " exceeds the body (%zu bytes)",
+                             j->header_len, j->body_len);
     /* the JSON DOM takes several times the text: reserved from the daemon's parse budget
      * (max_parse_bytes, shared with /v1 submissions) until the request is answered */
     uint64_t need = af__json_cost(j->body, hl);
     if (need > j->lim.max_parse_bytes)
-        return bad(j, AF__DERR_TOO_LARGE,
-                   "parsing this %zu-byte header would take about %" PRIu64
-                   " MiB; max_parse_bytes is %" PRIu64 " MiB (send tensors as binary data)",
-                   hl, need >> 20, j->lim.max_parse_bytes >> 20);
+        return af__ijob_fail(j, AF__DERR_TOO_LARGE,
+                             "parsing this %zu-byte header would take about %" PRIu64
+                             " MiB; max_parse_bytes is %" PRIu64
+                             " MiB (send tensors as binary data)",
+                             hl, need >> 20, j->lim.max_parse_bytes >> 20);
     uint_fast64_t used = atomic_load(&j->d->parse_used);
     do {
         if (used + need > j->lim.max_parse_bytes)
-            return bad(j, AF__DERR_BUSY,
-                       "other requests are being parsed (max_parse_bytes); retry");
+            return af__ijob_fail(j, AF__DERR_BUSY,
+                                 "other requests are being parsed (max_parse_bytes); retry");
     } while (!atomic_compare_exchange_weak(&j->d->parse_used, &used, used + need));
     j->parse_reserved = need;
     json_error_t je;
-    json_t *h = json_loadb(j->body, hl, 0, &je), *ins = NULL, *outs = NULL, *params = NULL;
+    char *lean = NULL;
+    size_t lean_n = 0;
+    if (af__oip_fast_split(j->body, hl, &lean, &lean_n, j->spans, AF__OIP_MAX_SPECS, &j->n_spans))
+        return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
+    json_t *h = json_loadb(lean ? lean : j->body, lean ? lean_n : hl, 0, &je), *ins = NULL,
+           *outs = NULL, *params = NULL;
+    free(lean);
+    if (!h && lean) /* the error's line and column in the text as sent */
+        json_decref(json_loadb(j->body, hl, 0, &je));
     j->hdr = h;
     if (!h)
-        return bad(j, AF__DERR_BAD_REQUEST, "malformed JSON at line %d column %d: %s", je.line,
-                   je.column, je.text);
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "malformed JSON at line %d column %d: %s",
+                             je.line, je.column, je.text);
     if (json_unpack_ex(h, &je, 0, "{s:o, s?o, s?o}", "inputs", &ins, "outputs", &outs, "parameters",
                        &params) != 0 ||
         !json_is_array(ins))
-        return bad(j, AF__DERR_BAD_REQUEST, "an inference request needs \"inputs\": [...]");
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "an inference request needs \"inputs\": [...]");
     const json_t *id = json_object_get(h, "id");
     if (id && !json_is_string(id))
-        return bad(j, AF__DERR_BAD_REQUEST, "\"id\" must be a string");
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "\"id\" must be a string");
     return 0;
 }
 
-/* Binds every input of the header to the session's buffers and selects the outputs. */
-static int bind_all(job_t *j)
+/* Checks the inputs left unbound and the binary data left over; then selects the outputs. */
+static int bind_rest(af__ijob_t *j, uint64_t at)
 {
     size_t hl = j->header_len < 0 ? j->body_len : (size_t)j->header_len;
-    const uint8_t *bin = (const uint8_t *)j->body + hl;
-    uint64_t bin_len = j->body_len - hl, at = 0;
-    size_t i;
-    const json_t *in, *ins = json_object_get(j->hdr, "inputs");
-    json_array_foreach(ins, i, in) if (bind_input(j, in, bin, bin_len, &at) != 0) return -1;
+    uint64_t bin_len = j->body_len - hl;
     for (int32_t k = 0; k < af_session_input_count(j->sess); k++) {
         af_io_info_t io;
         af_session_io_info(j->sess, 0, k, &io);
         if (!j->in[k].data)
-            return bad(j, AF__DERR_BAD_REQUEST, "input '%s' of model '%s' is missing", io.name,
-                       j->m->name);
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s' of model '%s' is missing",
+                                 io.name, j->m->name);
     }
     if (at != bin_len)
-        return bad(j, AF__DERR_BAD_REQUEST,
-                   "%" PRIu64 " bytes of binary data follow the header that no input claims",
-                   bin_len - at);
-    return select_outputs(j, json_object_get(j->hdr, "outputs"),
-                          json_object_get(j->hdr, "parameters"));
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "%" PRIu64 " bytes of binary data follow the header that no input "
+                             "claims",
+                             bin_len - at);
+    return 0;
+}
+
+int af__ijob_bind(af__ijob_t *j, const af_buffer_t *slices)
+{
+    uint64_t at = 0;
+    size_t i;
+    const json_t *in, *ins = json_object_get(j->hdr, "inputs");
+    json_array_foreach(ins, i, in) if (read_input(j, i, in, slices, &at) != 0) return -1;
+    return bind_rest(j, at);
 }
 
 /* ---- the answer -------------------------------------------------------------------------- */
 
-static int put_str(job_t *j, const char *s)
+static int put_str(af__ijob_t *j, const char *s)
 {
     json_t *v = json_string(s);
     char *t = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
@@ -302,12 +314,14 @@ static int32_t out_shape(const af_io_info_t *io, uint64_t bytes, int64_t *dims)
     return rank;
 }
 
-static int put_output(job_t *j, int32_t k, int first)
+static int put_output(af__ijob_t *j, int32_t k, int first)
 {
     af_io_info_t io;
     af_session_io_info(j->sess, 1, k, &io);
     int64_t dims[AF_MAX_RANK];
     int32_t rank = out_shape(&io, j->out[k].bytes, dims);
+    if (j->rows > 0 && rank > 0) /* a batch's rows of it: axis 0 is the request's */
+        dims[0] = j->rows;
     const char *dt = af__oip_dtype_name(io.dtype);
     char **b = &j->res;
     size_t *l = &j->res_len, *c = &j->res_cap;
@@ -326,7 +340,7 @@ static int put_output(job_t *j, int32_t k, int first)
            af__buf_printf(b, l, c, "}");
 }
 
-static int encode(job_t *j, const json_t *hdr)
+static int encode(af__ijob_t *j, const json_t *hdr)
 {
     char **b = &j->res;
     size_t *l = &j->res_len, *c = &j->res_cap;
@@ -364,9 +378,19 @@ static int encode(job_t *j, const json_t *hdr)
     return 0;
 }
 
+int af__ijob_answer(af__ijob_t *j)
+{
+    if (select_outputs(j, json_object_get(j->hdr, "outputs"),
+                       json_object_get(j->hdr, "parameters")) != 0)
+        return -1;
+    if (encode(j, j->hdr) != 0)
+        return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
+    return 0;
+}
+
 /* ---- off the loop -------------------------------------------------------------------------- */
 
-static int alloc_outputs(job_t *j)
+static int alloc_outputs(af__ijob_t *j)
 {
     int32_t n = af_session_output_count(j->sess);
     for (int32_t k = 0; k < n; k++) {
@@ -375,7 +399,7 @@ static int alloc_outputs(job_t *j)
         uint64_t cap = io.dynamic ? DYNAMIC_OUTPUT_CAP : io.bytes;
         j->out[k] = (af_buffer_t){malloc(cap ? cap : 1), cap};
         if (!j->out[k].data)
-            return bad(j, AF__DERR_BUSY, "out of memory");
+            return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
         j->out[k].bytes = cap;
     }
     return 0;
@@ -383,34 +407,35 @@ static int alloc_outputs(job_t *j)
 
 static void infer_work(uv_work_t *w)
 {
-    job_t *j = w->data;
+    af__ijob_t *j = w->data;
     uint64_t t0 = af_now_ns();
-    if ((j->hdr || parse_header(j) == 0) && bind_all(j) == 0 && alloc_outputs(j) == 0) {
+    if ((j->hdr || parse_header(j) == 0) && af__ijob_bind(j, NULL) == 0 && alloc_outputs(j) == 0) {
         af_error_t err;
         af_error_clear(&err);
         uint64_t t1 = af_now_ns();
         int rc = af_session_run(j->sess, j->in, j->out, &err);
         j->ns_compute = af_now_ns() - t1;
         if (rc != 0)
-            bad(j, af__derr_of(rc), "inference failed (%s): %s", af_err_name(rc),
-                err.msg[0] ? err.msg : af_strerror(rc));
+            af__ijob_fail(j, af__derr_of(rc), "inference failed (%s): %s", af_err_name(rc),
+                          err.msg[0] ? err.msg : af_strerror(rc));
         for (int32_t k = 0; rc == 0 && k < af_session_output_count(j->sess); k++) {
             af_io_info_t io;
             af_session_io_info(j->sess, 1, k, &io);
             if (io.dynamic && j->out[k].bytes > DYNAMIC_OUTPUT_CAP)
-                rc = bad(j, AF__DERR_LIMIT, "output '%s' (%" PRIu64 " bytes) exceeds %u bytes",
-                         io.name, j->out[k].bytes, DYNAMIC_OUTPUT_CAP);
+                rc = af__ijob_fail(j, AF__DERR_LIMIT,
+                                   "output '%s' (%" PRIu64 " bytes) exceeds %u bytes", io.name,
+                                   j->out[k].bytes, DYNAMIC_OUTPUT_CAP);
         }
-        if (rc == 0 && encode(j, j->hdr) != 0)
-            bad(j, AF__DERR_BUSY, "out of memory");
+        if (rc == 0)
+            af__ijob_answer(j);
     }
     j->ns_total = af_now_ns() - t0;
 }
 
-static void job_free(job_t *j)
+static void job_free(af__ijob_t *j)
 {
-    for (int32_t k = 0; j->in && k < af_session_input_count(j->sess); k++)
-        free(j->in[k].data);
+    for (int32_t k = 0; j->in && !j->rows && k < af_session_input_count(j->sess); k++)
+        free(j->in[k].data); /* a batch member's are rows of the batch's */
     for (int32_t k = 0; j->out && k < af_session_output_count(j->sess); k++)
         free(j->out[k].data);
     free(j->in);
@@ -433,15 +458,18 @@ static uint64_t unix_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void infer_after(uv_work_t *w, int status)
+void af__ijob_finish(af__ijob_t *j, int status)
 {
-    job_t *j = w->data;
     af__daemon_t *d = j->d;
     af__oip_t *o = d->oip;
     o->inflight--;
     j->m->inflight--;
+    if (j->picked) {
+        j->m->inst_inflight[j->inst]--;
+        j->m->inst_rounds[j->inst]++;
+    }
     if (status != 0 && !j->failed)
-        bad(j, AF__DERR_DRAINING, "the inference was canceled");
+        af__ijob_fail(j, AF__DERR_DRAINING, "the inference was canceled");
     af__model_t *m = j->m;
     m->last_unix_ms = unix_ms();
     if (j->failed) {
@@ -449,6 +477,7 @@ static void infer_after(uv_work_t *w, int status)
         af__reply_error(d, &j->r, j->kind, "%s", j->msg);
     } else {
         m->ok++;
+        m->executions += j->rows == 0; /* a batch counts its execution once */
         m->ns_ok += j->ns_total;
         m->ns_compute += j->ns_compute;
         j->r.res->has_infer_header = j->res_header_len >= 0;
@@ -461,19 +490,23 @@ static void infer_after(uv_work_t *w, int status)
     job_free(j);
 }
 
+static void infer_after(uv_work_t *w, int status)
+{
+    af__ijob_finish(w->data, status);
+}
+
 /* ---- the steps of a request ------------------------------------------------------------ */
 
-static void queue(job_t *j, uv_work_cb work, uv_after_work_cb after)
+static void queue(af__ijob_t *j, uv_work_cb work, uv_after_work_cb after)
 {
     int rc = uv_queue_work(j->d->loop, &j->w, work, after);
     if (rc != 0) {
-        bad(j, AF__DERR_INTERNAL, "cannot queue the inference: %s", uv_strerror(rc));
+        af__ijob_fail(j, AF__DERR_INTERNAL, "cannot queue the inference: %s", uv_strerror(rc));
         infer_after(&j->w, 0);
     }
 }
 
-/* Buffers for the session's inputs and outputs, once the session is known. 0 or -1. */
-static int attach(job_t *j, af_session_t *s)
+int af__ijob_attach(af__ijob_t *j, af_session_t *s)
 {
     size_t ni = (size_t)af_session_input_count(s), no = (size_t)af_session_output_count(s);
     j->sess = s;
@@ -490,7 +523,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Poly models: "NAME=d0,d1;..." of the request's inputs, sorted by name, into j->key. */
-static int make_key(job_t *j)
+static int make_key(af__ijob_t *j)
 {
     const json_t *in, *ins = json_object_get(j->hdr, "inputs");
     char *parts[AF__OIP_MAX_SPECS];
@@ -503,14 +536,15 @@ static int make_key(job_t *j)
         int64_t dims[AF_MAX_RANK];
         if (t < 0 || af_graph_tensor(j->m->graph, t)->kind != AF_TENSOR_INPUT ||
             strpbrk(name, "=;"))
-            rc = bad(j, AF__DERR_BAD_REQUEST, "unexpected inference input '%s' for model '%s'",
-                     name ? name : "(no name)", j->m->name);
+            rc = af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                               "unexpected inference input '%s' for model '%s'",
+                               name ? name : "(no name)", j->m->name);
         else if (read_shape(json_object_get(in, "shape"), dims, &rank) != 0 ||
                  rank != af_graph_tensor(j->m->graph, t)->rank)
-            rc = bad(j, AF__DERR_BAD_REQUEST, "input '%s': shape must be %d dims >= 0", name,
-                     (int)af_graph_tensor(j->m->graph, t)->rank);
+            rc = af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': shape must be %d dims >= 0",
+                               name, (int)af_graph_tensor(j->m->graph, t)->rank);
         else if (n == AF__OIP_MAX_SPECS)
-            rc = bad(j, AF__DERR_BAD_REQUEST, "more than %d inputs", AF__OIP_MAX_SPECS);
+            rc = af__ijob_fail(j, AF__DERR_BAD_REQUEST, "more than %d inputs", AF__OIP_MAX_SPECS);
         if (rc != 0)
             break;
         char b[400];
@@ -523,7 +557,7 @@ static int make_key(job_t *j)
     for (int k = 0; k < n; k++) {
         size_t l = strlen(parts[k]);
         if (rc == 0 && at + l + 2 > sizeof(j->key))
-            rc = bad(j, AF__DERR_BAD_REQUEST, "the input names and dims are too long");
+            rc = af__ijob_fail(j, AF__DERR_BAD_REQUEST, "the input names and dims are too long");
         if (rc == 0)
             at +=
                 (size_t)snprintf(j->key + at, sizeof(j->key) - at, "%s%s", k ? ";" : "", parts[k]);
@@ -532,31 +566,58 @@ static int make_key(job_t *j)
     return rc;
 }
 
+/* Batching models: j->rows (axis 0 of every input, 1..max_batch_size) and j->rest (the key
+ * without axis 0: what the requests of one batch share). 0 or -1. */
+static int split_rows(af__ijob_t *j)
+{
+    char buf[sizeof(j->key)], *save = NULL;
+    size_t at = 0;
+    snprintf(buf, sizeof(buf), "%s", j->key);
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(t, '='), *end;
+        long long r = eq ? strtoll(eq + 1, &end, 10) : -1;
+        if (r < 1 || r > j->m->cfg.max_batch || (j->rows && r != j->rows))
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                                 "model '%s' batches along axis 0: every input needs the same "
+                                 "axis 0 of 1..%" PRId64 " (its max_batch_size)",
+                                 j->m->name, j->m->cfg.max_batch);
+        j->rows = r;
+        *eq = 0;
+        at += (size_t)snprintf(j->rest + at, sizeof(j->rest) - at, "%s%s=%s", at ? ";" : "", t,
+                               *end == ',' ? end + 1 : end);
+    }
+    return 0;
+}
+
 static void shape_work(uv_work_t *w)
 {
-    job_t *j = w->data;
-    if (parse_header(j) == 0)
-        make_key(j);
+    af__ijob_t *j = w->data;
+    if (parse_header(j) == 0 && make_key(j) == 0 && j->m->cfg.batching)
+        split_rows(j);
 }
 
 static void build_work(uv_work_t *w)
 {
-    job_t *j = w->data;
+    af__ijob_t *j = w->data;
     af_error_t err;
     af_error_clear(&err);
-    j->v =
-        af__variant_build(j->m, j->key, j->ex, &j->plan_opts, &j->lim, &j->d->cancel_plans, &err);
+    j->v = af__variant_build(j->m, j->key, j->ex, &j->plan_opts, &j->lim, &j->pd,
+                             &j->d->cancel_plans, &err);
     if (!j->v)
-        bad(j, af__derr_of(err.code), "cannot plan model '%s' for %s: %s", j->m->name, j->key,
-            err.msg[0] ? err.msg : af_strerror(err.code));
+        af__ijob_fail(j, af__derr_of(err.code), "cannot plan model '%s' for %s: %s", j->m->name,
+                      j->key, err.msg[0] ? err.msg : af_strerror(err.code));
 }
 
-static void run_on(job_t *j, af__variant_t *v)
+static void run_on(af__ijob_t *j, af__variant_t *v)
 {
+    if (j->batch)
+        return af__batch_run(j->batch, v);
     v->refs++;
     j->v = v;
-    if (attach(j, v->sess) != 0) {
-        bad(j, AF__DERR_BUSY, "out of memory");
+    j->inst = af__model_pick(j->m);
+    j->picked = 1;
+    if (af__ijob_attach(j, v->inst[j->inst]) != 0) {
+        af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
         return infer_after(&j->w, 0);
     }
     queue(j, infer_work, infer_after);
@@ -564,24 +625,39 @@ static void run_on(job_t *j, af__variant_t *v)
 
 static void build_after(uv_work_t *w, int status)
 {
-    job_t *j = w->data;
-    if (status != 0 || j->failed)
-        return infer_after(w, status);
+    af__ijob_t *j = w->data;
+    if (status != 0 && !j->failed)
+        af__ijob_fail(j, AF__DERR_DRAINING, "the inference was canceled");
+    if (j->failed)
+        return j->batch ? af__batch_run(j->batch, NULL) : infer_after(w, status);
     af__variant_t *built = j->v;
+    af__oip_t *o = j->d->oip;
     j->v = NULL;
-    ((af__oip_t *)j->d->oip)->variant_builds++;
+    o->variant_builds++;
+    *(built->restored ? &o->plans_restored : &o->plans_made) += 1;
     run_on(j, af__variant_add(j->m, built, j->d->cfg.max_shapes));
+}
+
+void af__ijob_variant(af__ijob_t *j)
+{
+    af__variant_t *v = af__variant_find(j->m, j->key);
+    if (v)
+        return run_on(j, v);
+    int rc = uv_queue_work(j->d->loop, &j->w, build_work, build_after);
+    if (rc != 0) {
+        af__ijob_fail(j, AF__DERR_INTERNAL, "cannot queue the planning: %s", uv_strerror(rc));
+        build_after(&j->w, 0);
+    }
 }
 
 static void shape_after(uv_work_t *w, int status)
 {
-    job_t *j = w->data;
+    af__ijob_t *j = w->data;
     if (status != 0 || j->failed)
         return infer_after(w, status);
-    af__variant_t *v = af__variant_find(j->m, j->key);
-    if (v)
-        return run_on(j, v);
-    queue(j, build_work, build_after);
+    if (j->m->cfg.batching)
+        return af__batch_add(j);
+    af__ijob_variant(j);
 }
 
 /* Inference-Header-Content-Length: -1 absent, else the byte count; -2 malformed. */
@@ -608,7 +684,7 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
         return af__reply_error(d, r, AF__DERR_TOO_MANY,
                                "%" PRId64 " inferences in flight ([models] max_inflight); retry",
                                o->inflight);
-    if (m->max_inflight && m->inflight >= m->max_inflight)
+    if (m->cfg.max_inflight && m->inflight >= m->cfg.max_inflight)
         return af__reply_error(d, r, AF__DERR_TOO_MANY,
                                "model '%s' has %" PRId64 " inferences in flight (its config.json "
                                "max_inflight); retry",
@@ -617,29 +693,34 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
     if (hl == -2)
         return af__reply_error(d, r, AF__DERR_BAD_REQUEST,
                                "Inference-Header-Content-Length is not a byte count");
-    job_t *j = calloc(1, sizeof(*j));
+    af__ijob_t *j = calloc(1, sizeof(*j));
     if (j && !(j->body = malloc(req->body_len + 1)))
         free(j), j = NULL;
     if (!j)
         return af__reply_error(d, r, AF__DERR_BUSY, "out of memory");
     memcpy(j->body, req->body, req->body_len);
-    *j = (job_t){.d = d,
-                 .m = m,
-                 .r = *r,
-                 .body = j->body,
-                 .body_len = req->body_len,
-                 .header_len = hl,
-                 .ex = o->ex,
-                 .plan_opts = d->cfg.plan_opts,
-                 .lim = d->cfg.lim};
+    j->body[req->body_len] = 0;
+    *j = (af__ijob_t){.d = d,
+                      .m = m,
+                      .r = *r,
+                      .body = j->body,
+                      .body_len = req->body_len,
+                      .header_len = hl,
+                      .ex = o->ex,
+                      .plan_opts = d->cfg.plan_opts,
+                      .lim = d->cfg.lim,
+                      .pd = o->pd};
+    j->pd.max_files = d->cfg.max_plan_files;
     j->w.data = j;
     af__model_ref(m);
     o->inflight++;
     m->inflight++;
     if (m->poly)
         return queue(j, shape_work, shape_after);
-    if (attach(j, m->sess) != 0) {
-        bad(j, AF__DERR_BUSY, "out of memory");
+    j->inst = af__model_pick(m);
+    j->picked = 1;
+    if (af__ijob_attach(j, m->inst[j->inst]) != 0) {
+        af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
         return infer_after(&j->w, 0);
     }
     queue(j, infer_work, infer_after);

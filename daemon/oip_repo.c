@@ -44,6 +44,7 @@ typedef struct load_job {
     af_plan_opts_t plan_opts;
     af__limits_t lim;
     af_executor_t *ex;
+    af__plan_dir_t pd;
     af__model_t *got;  /* loaded versions */
     failure_t *failed; /* models (names) that did not load */
     int n_found;       /* model directories seen */
@@ -67,9 +68,25 @@ int af__oip_name_valid(const char *s, size_t n)
     return 1;
 }
 
+/* Binds n sessions of plan (each with its own arena instances) into inst; inst[0] first. */
+static int bind_instances(af_executor_t *ex, const af_plan_t *plan, int64_t n, af_session_t **inst,
+                          af_error_t *err)
+{
+    int rc = 0;
+    for (int64_t i = 0; i < (n < 1 ? 1 : n) && rc == 0; i++)
+        rc = af_session_create(ex, plan, NULL, &inst[i], err);
+    return rc;
+}
+
+static void destroy_instances(af_session_t **inst)
+{
+    for (int i = 0; i < AF__OIP_MAX_INSTANCES; i++)
+        af_session_destroy(inst[i]);
+}
+
 static void variant_free(af__variant_t *v)
 {
-    af_session_destroy(v->sess);
+    destroy_instances(v->inst);
     af_plan_destroy(v->plan);
     af_graph_destroy(v->graph);
     free(v);
@@ -91,9 +108,10 @@ static void model_free(af__model_t *m)
     }
     for (int i = 0; i < m->n_specs; i++)
         free(m->specs[i]);
-    af_session_destroy(m->sess);
+    destroy_instances(m->inst);
     af_plan_destroy(m->plan);
     af_graph_destroy(m->graph);
+    free(m->bq);
     free(m);
 }
 
@@ -108,44 +126,18 @@ void af__model_unref(af__model_t *m)
         model_free(m);
 }
 
-/* ---- planning under the daemon's limits ---------------------------------------------------- */
-
-typedef struct deadline {
-    atomic_int *cancel;
-    uint64_t end_ns;
-    int timed_out;
-} deadline_t;
-
-static int plan_interrupt(void *arg)
+int af__model_pick(af__model_t *m)
 {
-    deadline_t *t = arg;
-    if (atomic_load(t->cancel))
-        return 1;
-    t->timed_out = af_now_ns() > t->end_ns;
-    return t->timed_out;
-}
-
-/* Plans g as /v1 submissions are: interrupted past max_plan_ms or when the daemon stops
- * (cancel), the arena within max_arena_bytes. Off the loop. */
-static int plan_limited(const af_graph_t *g, const af_plan_opts_t *po, const af__limits_t *lim,
-                        atomic_int *cancel, af_plan_t **out, af_error_t *err)
-{
-    deadline_t t = {cancel, af_now_ns() + (uint64_t)lim->max_plan_ms * 1000000u, 0};
-    af_plan_opts_t o = *po;
-    o.interrupt = plan_interrupt;
-    o.interrupt_arg = &t;
-    int rc = af_plan_create(g, &o, out, err);
-    if (rc == AF_ECANCELED && t.timed_out)
-        return af__err(err, AF_ETIMEDOUT, "planning took longer than max_plan_ms (%lld ms)",
-                       (long long)lim->max_plan_ms);
-    if (rc == 0 && af_plan_arena_bytes(*out) > lim->max_arena_bytes) {
-        rc = af__err(err, AF_EINVAL, "the planned arena has %llu bytes; max_arena_bytes is %llu",
-                     (unsigned long long)af_plan_arena_bytes(*out),
-                     (unsigned long long)lim->max_arena_bytes);
-        af_plan_destroy(*out);
-        *out = NULL;
+    int n =
+        (int)(m->cfg.instances < AF__OIP_MAX_INSTANCES ? m->cfg.instances : AF__OIP_MAX_INSTANCES);
+    int start = n > 1 ? (int)(m->picks++ % (uint64_t)n) : 0, best = start;
+    for (int k = 1; k < n; k++) { /* the fewest in flight, ties taken in turn */
+        int i = (start + k) % n;
+        if (m->inst_inflight[i] < m->inst_inflight[best])
+            best = i;
     }
-    return rc;
+    m->inst_inflight[best]++;
+    return best;
 }
 
 /* ---- inputs and outputs, shapes ---------------------------------------------------------- */
@@ -188,7 +180,7 @@ af__variant_t *af__variant_find(af__model_t *m, const char *key)
 
 af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_executor_t *ex,
                                  const af_plan_opts_t *po, const af__limits_t *lim,
-                                 atomic_int *cancel, af_error_t *err)
+                                 const af__plan_dir_t *pd, atomic_int *cancel, af_error_t *err)
 {
     af__variant_t *v = calloc(1, sizeof(*v));
     char *specs[AF__OIP_MAX_SPECS * 2], keybuf[sizeof(v->key)];
@@ -215,13 +207,15 @@ af__variant_t *af__variant_build(const af__model_t *m, const char *key, af_execu
     if (rc == 0 && af__limits_check(lim, v->graph, &kind, why, sizeof(why)) != 0)
         rc = af__err(err, AF_EINVAL, "%s", why);
     if (rc == 0)
-        rc = plan_limited(v->graph, po, lim, cancel, &v->plan, err);
+        rc = af__oip_plan(v->graph, po, lim, cancel, pd, &v->plan, &v->restored, v->note,
+                          sizeof(v->note), err);
     if (rc == 0)
-        rc = af_session_create(ex, v->plan, NULL, &v->sess, err);
+        rc = bind_instances(ex, v->plan, m->cfg.instances, v->inst, err);
     if (rc != 0) {
         variant_free(v);
         return NULL;
     }
+    v->sess = v->inst[0];
     v->refs = 1;
     return v;
 }
@@ -253,66 +247,15 @@ af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max)
     v->next = m->variants;
     m->variants = v;
     m->n_variants++;
-    af__dlog(AF__LOG_INFO, "model %s version %lld: planned for %s (arena %llu bytes)", m->name,
-             (long long)m->version, v->key, (unsigned long long)af_plan_arena_bytes(v->plan));
+    if (v->note[0])
+        af__dlog(AF__LOG_WARN, "model %s: %s", m->name, v->note);
+    af__dlog(AF__LOG_INFO, "model %s version %lld: %s for %s (arena %llu bytes)", m->name,
+             (long long)m->version, v->restored ? "plan restored" : "planned", v->key,
+             (unsigned long long)af_plan_arena_bytes(v->plan));
     return v;
 }
 
 /* ---- off the loop: reading one model ----------------------------------------------------- */
-
-/* config.json -> importer specs ("x=1,3,224,224", "batch_size=1"). 0, or -1 with a message. */
-static int read_config(const char *path, char **specs, int *n, int64_t *max_inflight, char *msg,
-                       size_t len)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return 0;
-    json_error_t je;
-    json_t *c = json_load_file(path, 0, &je), *inputs = NULL, *dims = NULL;
-    json_int_t mi = 0;
-    if (!c ||
-        json_unpack_ex(c, &je, JSON_STRICT, "{s?o, s?o, s?I}", "inputs", &inputs, "dims", &dims,
-                       "max_inflight", &mi) != 0 ||
-        mi < 0) {
-        snprintf(msg, len,
-                 "%.200s: %.100s (want {\"inputs\": {NAME: [dims]}, \"dims\": {PARAM: N}, "
-                 "\"max_inflight\": N})",
-                 path, c && mi < 0 ? "max_inflight must be >= 0" : je.text);
-        json_decref(c);
-        return -1;
-    }
-    *max_inflight = (int64_t)mi;
-    const char *k;
-    json_t *v;
-    int rc = 0;
-    for (int pass = 0; pass < 2 && rc == 0; pass++) {
-        json_t *obj = pass ? dims : inputs;
-        if (obj && !json_is_object(obj))
-            rc = -1;
-        json_object_foreach(obj, k, v)
-        {
-            char s[512];
-            int at = snprintf(s, sizeof(s), "%s=", k);
-            if (pass && json_is_integer(v))
-                snprintf(s + at, sizeof(s) - (size_t)at, "%" JSON_INTEGER_FORMAT,
-                         json_integer_value(v));
-            else if (!pass && json_is_array(v))
-                for (size_t i = 0; i < json_array_size(v) && at < (int)sizeof(s) - 24; i++)
-                    at += snprintf(s + at, sizeof(s) - (size_t)at, "%s%" JSON_INTEGER_FORMAT,
-                                   i ? "," : "", json_integer_value(json_array_get(v, i)));
-            else
-                rc = -1;
-            if (rc != 0 || *n == MAX_SPECS)
-                break;
-            specs[(*n)++] = strdup(s);
-        }
-    }
-    if (rc != 0)
-        snprintf(msg, len,
-                 "%.200s: \"inputs\" maps names to dim arrays, \"dims\" names to integers", path);
-    json_decref(c);
-    return rc;
-}
 
 /* Imports an ONNX model with specs. A model whose inputs keep symbolic dims is imported again
  * with them dynamic, for its metadata: it becomes poly (one plan per concrete shape). */
@@ -345,8 +288,11 @@ static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__mode
     char path[AF__DCFG_STR * 2 + 64], *specs[AF__OIP_MAX_SPECS];
     struct stat st;
     int n = 0, rc;
-    if (read_config(cfg, specs, &n, &m->max_inflight, err->msg, sizeof(err->msg)) != 0)
+    if (af__oip_read_config(cfg, specs, &n, &m->cfg, err->msg, sizeof(err->msg)) != 0) {
+        for (int i = 0; i < n; i++)
+            free(specs[i]);
         return err->code = AF_EINVAL;
+    }
     snprintf(path, sizeof(path), "%s/model.onnx", vdir);
     if (stat(path, &st) == 0) {
         rc = load_onnx(m, path, specs, n, err);
@@ -362,6 +308,45 @@ static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__mode
     return rc;
 }
 
+/* Every input and output has an arenaflow dtype: an ONNX STRING tensor (OIP BYTES) has none, and
+ * no kernel takes strings, so such a model is not served (docs/serve.md). */
+static int check_io_types(const af__model_t *m, af_error_t *err)
+{
+    for (int32_t t = 0; t < af_graph_tensor_count(m->graph); t++) {
+        const af_tensor_info_t *ti = af_graph_tensor(m->graph, t);
+        if ((ti->kind != AF_TENSOR_INPUT && ti->kind != AF_TENSOR_OUTPUT) ||
+            ti->dtype != AF_DTYPE_UNKNOWN)
+            continue;
+        const char *why = af_graph_dynamic_reason(m->graph, t);
+        return af__err(err, AF_EINVAL,
+                       "%s '%s' has no arenaflow datatype (%s): string tensors (OIP BYTES) are "
+                       "not served, no arenaflow kernel takes strings",
+                       ti->kind == AF_TENSOR_INPUT ? "input" : "output", ti->name,
+                       why ? why : "unknown element type");
+    }
+    return 0;
+}
+
+/* max_batch_size needs a batch axis: axis 0 of every input symbolic (planned per batch size). */
+static int check_batch_axis(const af__model_t *m, af_error_t *err)
+{
+    if (m->cfg.max_batch == 0)
+        return 0;
+    if (!m->poly)
+        return af__err(err, AF_EINVAL,
+                       "max_batch_size needs a batch axis: axis 0 of every input symbolic, and "
+                       "this model's inputs are all fixed");
+    for (int32_t i = 0; i < af__model_io_count(m, 0); i++) {
+        af_io_info_t io;
+        af__model_io(m, 0, i, &io);
+        if (io.rank < 1 || io.shape[0] >= 0)
+            return af__err(err, AF_EINVAL,
+                           "max_batch_size needs a batch axis: input '%s' has no symbolic axis 0",
+                           io.name);
+    }
+    return 0;
+}
+
 static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *err)
 {
     af__model_t *m = calloc(1, sizeof(*m));
@@ -373,18 +358,28 @@ static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *
     snprintf(vdir, sizeof(vdir), "%s/%s/%" PRId64, j->dir, name, v);
     snprintf(cfg, sizeof(cfg), "%s/%s/config.json", j->dir, name);
     int rc = load_graph(j, vdir, cfg, m, err);
+    if (rc == 0)
+        rc = check_io_types(m, err);
     af__derr_t kind;
     char why[AF_ERROR_MSG_MAX];
     if (rc == 0 && af__limits_check(&j->lim, m->graph, &kind, why, sizeof(why)) != 0)
         rc = af__err(err, AF_EINVAL, "%s", why);
+    if (rc == 0)
+        rc = check_batch_axis(m, err);
+    if (rc == 0 && !m->poly) {
+        char note[AF_ERROR_MSG_MAX];
+        rc = af__oip_plan(m->graph, &j->plan_opts, &j->lim, &j->d->cancel_plans, &j->pd, &m->plan,
+                          &m->restored, note, sizeof(note), err);
+        if (note[0])
+            af__dlog(AF__LOG_WARN, "model %s: %s", name, note);
+    }
     if (rc == 0 && !m->poly)
-        rc = plan_limited(m->graph, &j->plan_opts, &j->lim, &j->d->cancel_plans, &m->plan, err);
-    if (rc == 0 && !m->poly)
-        rc = af_session_create(j->ex, m->plan, NULL, &m->sess, err);
+        rc = bind_instances(j->ex, m->plan, m->cfg.instances, m->inst, err);
     if (rc != 0) {
         model_free(m);
         return rc;
     }
+    m->sess = m->inst[0];
     m->refs = 1;
     m->next = j->got;
     j->got = m;
@@ -436,6 +431,7 @@ static void load_model(load_job_t *j, const char *name)
 static void load_work(uv_work_t *w)
 {
     load_job_t *j = w->data;
+    af__oip_plans_prune(&j->pd); /* [models] max_plan_files may have shrunk */
     if (j->name[0])
         return load_model(j, j->name);
     DIR *dd = opendir(j->dir);
@@ -494,14 +490,19 @@ static void load_after(uv_work_t *w, int status)
         m->next = o->models;
         o->models = m;
         n++;
+        if (!m->poly)
+            *(m->restored ? &o->plans_restored : &o->plans_made) += 1;
         if (m->poly)
             af__dlog(AF__LOG_INFO,
                      "model %s version %" PRId64 " loaded (%s, symbolic dims: planned per shape)",
                      m->name, m->version, m->platform);
         else
             af__dlog(AF__LOG_INFO,
-                     "model %s version %" PRId64 " loaded (%s, arena %" PRIu64 " bytes)", m->name,
-                     m->version, m->platform, af_plan_arena_bytes(m->plan));
+                     "model %s version %" PRId64 " loaded (%s, arena %" PRIu64
+                     " bytes, plan %s, %" PRId64 " instance%s)",
+                     m->name, m->version, m->platform, af_plan_arena_bytes(m->plan),
+                     m->restored ? "restored" : "planned", m->cfg.instances,
+                     m->cfg.instances == 1 ? "" : "s");
     }
     while (j->failed) {
         failure_t *f = j->failed;
@@ -534,6 +535,8 @@ int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *
     j->plan_opts = d->cfg.plan_opts;
     j->lim = d->cfg.lim;
     j->ex = o->ex;
+    j->pd = o->pd;
+    j->pd.max_files = d->cfg.max_plan_files;
     j->done = done;
     j->arg = arg;
     j->w.data = j;
@@ -622,7 +625,13 @@ int af__oip_init(af__daemon_t *d)
         o->loaded = 1;
         return 0;
     }
-    int rc = af_executor_create(&eo, &o->ex, &err);
+    if (d->cfg.state_dir[0]) /* created with the first plan stored */
+        snprintf(o->pd.dir, sizeof(o->pd.dir), "%s/model_plans", d->cfg.state_dir);
+    int rc = uv_timer_init(d->loop, &o->batch_timer);
+    o->timer_open = rc == 0;
+    o->batch_timer.data = d;
+    if (rc == 0)
+        rc = af_executor_create(&eo, &o->ex, &err);
     if (rc == 0)
         rc = af__oip_load(d, NULL, NULL, NULL);
     if (rc != 0) {
@@ -658,6 +667,10 @@ void af__oip_fini(af__daemon_t *d)
         free(f);
     }
     af_executor_destroy(o->ex);
+    if (o->timer_open) { /* the handle is o's: closed before o goes */
+        uv_close((uv_handle_t *)&o->batch_timer, NULL);
+        uv_run(d->loop, UV_RUN_NOWAIT);
+    }
     free(o);
     d->oip = NULL;
 }

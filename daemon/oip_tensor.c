@@ -14,9 +14,11 @@
  */
 #include "daemon/oip_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -169,13 +171,8 @@ static int float_of(const json_t *v, double *out)
     return 0;
 }
 
-static int put_float(reader_t *r, uint8_t *p, const json_t *v)
+static void store_float(reader_t *r, uint8_t *p, double x)
 {
-    double x;
-    if (float_of(v, &x) != 0) {
-        snprintf(r->msg, r->len, "element %" PRIu64 " is not a number", r->at);
-        return -1;
-    }
     if (r->dt == AF_DTYPE_F64) {
         memcpy(p, &x, 8);
     } else if (r->dt == AF_DTYPE_F32) {
@@ -185,26 +182,35 @@ static int put_float(reader_t *r, uint8_t *p, const json_t *v)
         uint16_t h = r->dt == AF_DTYPE_F16 ? af__oip_f32_to_f16((float)x) : f32_to_bf16((float)x);
         memcpy(p, &h, 2);
     }
+}
+
+static int put_float(reader_t *r, uint8_t *p, const json_t *v)
+{
+    double x;
+    if (float_of(v, &x) != 0) {
+        snprintf(r->msg, r->len, "element %" PRIu64 " is not a number", r->at);
+        return -1;
+    }
+    store_float(r, p, x);
     return 0;
 }
 
-static int put_int(reader_t *r, uint8_t *p, const json_t *v)
+static int not_bool(reader_t *r)
+{
+    snprintf(r->msg, r->len, "element %" PRIu64 " is not true or false", r->at);
+    return -1;
+}
+
+static int not_int(reader_t *r)
+{
+    snprintf(r->msg, r->len, "element %" PRIu64 " is not an integer", r->at);
+    return -1;
+}
+
+/* An integer x as r's (integer) dtype, range checked. */
+static int store_int(reader_t *r, uint8_t *p, int64_t x)
 {
     uint32_t size = af_dtype_size((af_dtype_t)r->dt);
-    if (r->dt == AF_DTYPE_BOOL) {
-        if (!json_is_boolean(v)) {
-            snprintf(r->msg, r->len, "element %" PRIu64 " is not true or false", r->at);
-            return -1;
-        }
-        *p = json_is_true(v) ? 1 : 0;
-        return 0;
-    }
-    if (!json_is_integer(v)) {
-        snprintf(r->msg, r->len, "element %" PRIu64 " is not an integer", r->at);
-        return -1;
-    }
-    /* jansson reads integers as json_int_t (int64): UINT64 above 2^63 cannot be sent in JSON */
-    int64_t x = (int64_t)json_integer_value(v);
     int bits = (int)size * 8;
     int ok =
         is_signed(r->dt)
@@ -219,6 +225,20 @@ static int put_int(reader_t *r, uint8_t *p, const json_t *v)
     for (uint32_t i = 0; i < size; i++)
         p[i] = (uint8_t)(u >> (8 * i)); /* little-endian */
     return 0;
+}
+
+static int put_int(reader_t *r, uint8_t *p, const json_t *v)
+{
+    if (r->dt == AF_DTYPE_BOOL) {
+        if (!json_is_boolean(v))
+            return not_bool(r);
+        *p = json_is_true(v) ? 1 : 0;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return not_int(r);
+    /* jansson reads integers as json_int_t (int64): UINT64 above 2^63 cannot be sent in JSON */
+    return store_int(r, p, (int64_t)json_integer_value(v));
 }
 
 static int walk(reader_t *r, const json_t *v, int depth)
@@ -256,20 +276,208 @@ int af__oip_json_read(const json_t *data, int dt, uint64_t numel, void *dst, cha
     return 0;
 }
 
+/* One token of a fast-path span (af__oip_fast_split checked its grammar) into r's next
+ * element. */
+static int text_elem(reader_t *r, const char *t, size_t n)
+{
+    if (r->at >= r->numel) {
+        snprintf(r->msg, r->len, "data has more than the %" PRIu64 " elements of the shape",
+                 r->numel);
+        return -1;
+    }
+    uint8_t *p = r->dst + r->at * af_dtype_size((af_dtype_t)r->dt);
+    int boolean = t[0] == 't' || t[0] == 'f', rc = 0;
+    if (r->dt == AF_DTYPE_BOOL)
+        rc = boolean ? (*p = t[0] == 't', 0) : not_bool(r);
+    else if (boolean)
+        rc = is_float(r->dt)
+                 ? (snprintf(r->msg, r->len, "element %" PRIu64 " is not a number", r->at), -1)
+                 : not_int(r);
+    else if (is_float(r->dt))
+        store_float(r, p, strtod(t, NULL)); /* JSON numbers are C-locale numbers */
+    else if (memchr(t, '.', n) || memchr(t, 'e', n) || memchr(t, 'E', n))
+        rc = not_int(r);
+    else {
+        errno = 0;
+        long long x = strtoll(t, NULL, 10);
+        rc = errno == ERANGE
+                 ? (snprintf(r->msg, r->len, "element %" PRIu64 " is out of range for %s", r->at,
+                             af__oip_dtype_name(r->dt)),
+                    -1)
+                 : store_int(r, p, (int64_t)x);
+    }
+    r->at++;
+    return rc;
+}
+
+int af__oip_text_read(const char *s, size_t n, int dt, uint64_t numel, void *dst, char *msg,
+                      size_t len)
+{
+    reader_t r = {dt, numel, 0, dst, msg, len};
+    int depth = 0;
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '[' && ++depth > AF_MAX_RANK + 1) {
+            snprintf(msg, len, "data nests deeper than %d levels", AF_MAX_RANK);
+            return -1;
+        }
+        if (c == ']')
+            depth--;
+        if (c == '[' || c == ']' || c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            i++;
+            continue;
+        }
+        size_t k = i;
+        while (k < n && s[k] != ',' && s[k] != ']' && s[k] != ' ' && s[k] != '\t' && s[k] != '\n' &&
+               s[k] != '\r')
+            k++;
+        if (text_elem(&r, s + i, k - i) != 0)
+            return -1;
+        i = k;
+    }
+    if (r.at != numel) {
+        snprintf(msg, len, "data has %" PRIu64 " elements, the shape %" PRIu64, r.at, numel);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- bytes -> JSON ----------------------------------------------------------------------- */
 
-static int put_double(char **buf, size_t *len, size_t *cap, double x, int digits)
+/* Appends n bytes. 0 or -1 on OOM. */
+static int put_raw(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 1024;
+        while (nc < *len + n + 1)
+            nc *= 2;
+        char *nb = realloc(*buf, nc);
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
+__extension__ typedef unsigned __int128 u128;
+
+/* The P digits of q (1 <= P <= 9) as %g prints them with decimal exponent X: trailing zeros
+ * dropped, exponent form when X < -4 or X >= P. Returns the length written at o. */
+static int g_layout(uint64_t q, int P, int X, int neg, char *out)
+{
+    char d[10], *o = out;
+    for (int i = P - 1; i >= 0; i--, q /= 10)
+        d[i] = (char)('0' + q % 10);
+    int n = P;
+    while (n > 1 && d[n - 1] == '0')
+        n--;
+    if (neg)
+        *o++ = '-';
+    if (X < -4 || X >= P) {
+        *o++ = d[0];
+        if (n > 1)
+            *o++ = '.', memcpy(o, d + 1, (size_t)n - 1), o += n - 1;
+        int ax = X < 0 ? -X : X;
+        *o++ = 'e';
+        *o++ = X < 0 ? '-' : '+';
+        if (ax >= 100)
+            *o++ = (char)('0' + ax / 100), ax %= 100;
+        *o++ = (char)('0' + ax / 10);
+        *o++ = (char)('0' + ax % 10);
+    } else if (X >= 0) {
+        for (int i = 0; i <= X; i++)
+            *o++ = i < n ? d[i] : '0';
+        if (n > X + 1)
+            *o++ = '.', memcpy(o, d + X + 1, (size_t)(n - X - 1)), o += n - X - 1;
+    } else {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -X - 1; i++)
+            *o++ = '0';
+        memcpy(o, d, (size_t)n);
+        o += n;
+    }
+    return (int)(o - out);
+}
+
+int af__oip_fmt_float(float x, int P, char *out)
+{
+    uint32_t bits, m;
+    memcpy(&bits, &x, 4);
+    int neg = (int)(bits >> 31), be = (int)((bits >> 23) & 0xFFu), e;
+    m = bits & 0x7FFFFFu;
+    if (be == 0xFF || P < 1 || P > 9)
+        return 0;
+    if (be == 0 && m == 0)
+        return g_layout(0, 1, 0, neg, out);
+    e = be ? be - 150 : -149;
+    m |= be ? 0x800000u : 0;
+    while (!(m & 1u))
+        m >>= 1, e++;
+    if (e > 40 || e < -44) /* the exact value would not fit 128 bits: the caller uses printf */
+        return 0;
+    /* the exact value is N * 10^-k */
+    u128 N = m;
+    int k = e < 0 ? -e : 0;
+    if (e >= 0)
+        N <<= e;
+    for (int i = 0; i < k; i++)
+        N *= 5;
+    int D = 1;
+    for (u128 p = 10; D < 38 && N >= p; p *= 10)
+        D++;
+    int X = D - 1 - k;
+    uint64_t q;
+    if (D > P) { /* round half to even on the exact remainder, as glibc does */
+        u128 div = 1, top = 1;
+        for (int i = 0; i < D - P; i++)
+            div *= 10;
+        for (int i = 0; i < P; i++)
+            top *= 10;
+        u128 qq = N / div, r = N - qq * div, half = div / 2;
+        if (r > half || (r == half && (qq & 1)))
+            qq++;
+        if (qq == top)
+            qq /= 10, X++;
+        q = (uint64_t)qq;
+    } else {
+        q = (uint64_t)N;
+        for (int i = D; i < P; i++)
+            q *= 10;
+    }
+    return g_layout(q, P, X, neg, out);
+}
+
+static int put_double(char **buf, size_t *len, size_t *cap, double x, int digits, int is_float)
 {
     if (isnan(x))
-        return af__buf_printf(buf, len, cap, "\"nan\"");
+        return put_raw(buf, len, cap, "\"nan\"", 5);
     if (isinf(x))
-        return af__buf_printf(buf, len, cap, x > 0 ? "\"inf\"" : "\"-inf\"");
-    char t[40];
-    snprintf(t, sizeof(t), "%.*g", digits, x);
+        return x > 0 ? put_raw(buf, len, cap, "\"inf\"", 5) : put_raw(buf, len, cap, "\"-inf\"", 6);
+    char t[48];
+    int n = is_float ? af__oip_fmt_float((float)x, digits, t) : 0;
+    if (n == 0)
+        n = snprintf(t, sizeof(t), "%.*g", digits, x);
     /* "1" would read back as an integer: keep floats floats, as the spec's examples write them */
-    if (!strpbrk(t, ".eE"))
-        return af__buf_printf(buf, len, cap, "%s.0", t);
-    return af__buf_printf(buf, len, cap, "%s", t);
+    if (!memchr(t, '.', (size_t)n) && !memchr(t, 'e', (size_t)n))
+        t[n++] = '.', t[n++] = '0';
+    return put_raw(buf, len, cap, t, (size_t)n);
+}
+
+/* Decimal digits of an integer. */
+static int put_decimal(char **buf, size_t *len, size_t *cap, uint64_t u, int neg)
+{
+    char t[24], *o = t + sizeof(t);
+    do
+        *--o = (char)('0' + u % 10);
+    while (u /= 10);
+    if (neg)
+        *--o = '-';
+    return put_raw(buf, len, cap, o, (size_t)(t + sizeof(t) - o));
 }
 
 static int put_elem(char **buf, size_t *len, size_t *cap, const uint8_t *p, int dt)
@@ -285,15 +493,15 @@ static int put_elem(char **buf, size_t *len, size_t *cap, const uint8_t *p, int 
         memcpy(&h, p, 2);
         return put_double(buf, len, cap,
                           dt == AF_DTYPE_F16 ? af__oip_f16_to_f32(h) : bf16_to_f32(h),
-                          dt == AF_DTYPE_F16 ? 5 : 4);
+                          dt == AF_DTYPE_F16 ? 5 : 4, 1);
     case AF_DTYPE_F32:
         memcpy(&f, p, 4);
-        return put_double(buf, len, cap, f, 9);
+        return put_double(buf, len, cap, f, 9, 1);
     case AF_DTYPE_F64:
         memcpy(&x, p, 8);
-        return put_double(buf, len, cap, x, 17);
+        return put_double(buf, len, cap, x, 17, 0);
     case AF_DTYPE_BOOL:
-        return af__buf_printf(buf, len, cap, *p ? "true" : "false");
+        return *p ? put_raw(buf, len, cap, "true", 4) : put_raw(buf, len, cap, "false", 5);
     default:
         break;
     }
@@ -301,11 +509,11 @@ static int put_elem(char **buf, size_t *len, size_t *cap, const uint8_t *p, int 
     for (uint32_t k = 0; k < size; k++)
         u |= (uint64_t)p[k] << (8 * k);
     if (!is_signed(dt))
-        return af__buf_printf(buf, len, cap, "%" PRIu64, u);
+        return put_decimal(buf, len, cap, u, 0);
     if (size < 8 && (u >> (size * 8 - 1)) & 1)
         u |= ~UINT64_C(0) << (size * 8); /* sign-extend */
     memcpy(&i, &u, 8);
-    return af__buf_printf(buf, len, cap, "%" PRId64, i);
+    return put_decimal(buf, len, cap, i < 0 ? (uint64_t)0 - u : u, i < 0);
 }
 
 int af__oip_json_write(char **buf, size_t *len, size_t *cap, const void *src, int dt,
@@ -313,12 +521,12 @@ int af__oip_json_write(char **buf, size_t *len, size_t *cap, const void *src, in
 {
     const uint8_t *p = src;
     uint32_t size = af_dtype_size((af_dtype_t)dt);
-    if (af__buf_printf(buf, len, cap, "[") != 0)
+    if (put_raw(buf, len, cap, "[", 1) != 0)
         return -1;
     for (uint64_t i = 0; i < numel; i++) {
-        if ((i && af__buf_printf(buf, len, cap, ",") != 0) ||
+        if ((i && put_raw(buf, len, cap, ",", 1) != 0) ||
             put_elem(buf, len, cap, p + i * size, dt) != 0)
             return -1;
     }
-    return af__buf_printf(buf, len, cap, "]");
+    return put_raw(buf, len, cap, "]", 1);
 }

@@ -36,6 +36,7 @@ typedef struct af__deque {
     uv_mutex_t mu;
     af__task_t *buf;
     size_t cap, head, count;
+    atomic_size_t avail; /* = count, written under mu; read without it by idle workers */
 } af__deque_t;
 
 typedef struct af__worker {
@@ -67,7 +68,6 @@ struct af_executor {
     uv_mutex_t mu; /* AF__RANK_SLEEP */
     uv_cond_t cv;
     atomic_int sleepers;
-    atomic_llong queued; /* tasks sitting in deques */
     atomic_int stop;
     atomic_uint rr; /* round-robin target for submitted roots */
     uv_mutex_t kmu; /* AF__RANK_KERNELS */
@@ -97,8 +97,10 @@ void af__dyn_bind(af__worker_t *w);
 int af__dyn_alloc(af_executor_t *ex, size_t bytes, void **out);
 int af__dyn_free(af_executor_t *ex, void *ptr);
 
-/* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers. */
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
+/* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers for
+ * those beyond the first `keep`: a worker pushing onto its own deque tasks it will pop itself
+ * next passes keep = 1 (a batch's next round with a single root wakes nobody). */
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
 void af__exec_reserve(af_executor_t *ex, size_t tasks);
 /* Number of CPUs (at least 1). */
@@ -401,6 +403,14 @@ struct af_session {
     uint64_t *kept_len;  /* per output: bytes kept, 0 none */
     uint8_t *kept_valid; /* per output: 1 once a round kept it */
 };
+
+/* Elements per worker in sc_ptr, sc_bytes and sc_flags: the kernel arity bounds rounded up to 64,
+ * so no two workers write the same cache line for every node they run (false sharing cost more
+ * than an empty node at 2 threads). */
+static inline size_t af__session_sc_stride(const af_session_t *s)
+{
+    return ((size_t)(s->max_in + s->max_out) + 64) & ~(size_t)63;
+}
 
 /* Prepares program p's kernels with the session's constants (session.c). */
 int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err);

@@ -91,7 +91,10 @@ static void record_round(af_session_t *s, af__round_t *r, int status)
     af__replan_observe(s, r);
 }
 
-/* Pushes the roots of a started round (hint: the deque to use, -1 any). 0 or AF_ENOMEM. */
+/* Pushes the roots of a started round (hint: the deque to use, -1 any). 0 or AF_ENOMEM. A worker
+ * (hint >= 0: it finished the batch's previous round, and its own deque is the target) pops one
+ * of them itself as soon as it is back in its loop, so sleepers are woken only for the others:
+ * on a graph with one root, a batch never wakes the second worker at every round start. */
 static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
 {
     const af__prog_t *p = r->prog;
@@ -99,7 +102,7 @@ static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
      * and the round fails cleanly (the session stays usable). */
     for (int32_t i = 0; i < p->n_roots; i++)
         r->roots[i] = (af__task_t){r, p->roots[i]};
-    if (af__exec_push(r->s->ex, hint, r->roots, (size_t)p->n_roots))
+    if (af__exec_push(r->s->ex, hint, r->roots, (size_t)p->n_roots, hint >= 0 ? 1 : 0))
         return af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", p->n_roots);
     return 0;
 }

@@ -160,7 +160,7 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
     if (atomic_load_explicit(&r->abort, memory_order_relaxed))
         return;
     const af_node_info_t *ni = af_graph_node(p->g, v);
-    size_t stride = (size_t)s->max_in + (size_t)s->max_out;
+    size_t stride = af__session_sc_stride(s);
     const void **in = (const void **)s->sc_ptr + (size_t)w->id * stride;
     void **outp = s->sc_ptr + (size_t)w->id * stride + s->max_in;
     uint64_t *inb = s->sc_bytes + (size_t)w->id * stride;
@@ -204,6 +204,8 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         .priv = r,
         .state = p->kstate[v],
         .team = p->team[v],
+        .scratch = NULL, /* every member named: no block clear (rep stos) on every node */
+        .scratch_bytes = 0,
     };
     if (st >= 0 && p->scratch_need[v] <= p->bytes[st]) {
         a.scratch = r->ptr[st];

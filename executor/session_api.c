@@ -274,7 +274,7 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     const af__prog_t *p = s->prog;
     s->max_in = p->max_in;
     s->max_out = p->max_out;
-    size_t per = (size_t)(s->max_in + s->max_out) + 1;
+    size_t per = af__session_sc_stride(s);
     s->sc_ptr = af__calloc(per * (size_t)ex->n, sizeof(void *));
     s->sc_bytes = af__calloc(per * (size_t)ex->n, sizeof(uint64_t));
     s->sc_flags = af__calloc(per * (size_t)ex->n, 1);

@@ -8,10 +8,13 @@
  * the others are pushed onto its deque. A worker that finds no task spins briefly and then
  * sleeps on the executor's condition variable.
  *
- * Invariants: `queued` counts the tasks sitting in deques; it is incremented before the push
- * becomes visible to sleepers and decremented after a successful pop. A pusher that sees
- * sleepers > 0 signals under `mu`; a would-be sleeper increments `sleepers` under `mu` before
- * re-checking `queued` (both seq_cst), so a wakeup cannot be lost.
+ * Invariants: a deque's `avail` equals its count (written under its mutex), so an idle worker
+ * looks for work with plain loads of the deques' own cache lines: no shared counter is written
+ * per task (a global one, read-modify-written by both workers on every push and pop, cost more
+ * than an empty node at 2 threads). A pusher stores `avail` and then reads `sleepers`, both
+ * seq_cst, signalling under `mu` when it is > 0; a would-be sleeper increments `sleepers`
+ * (seq_cst) under `mu` before re-reading every `avail` (seq_cst): in the single order of seq_cst
+ * operations one of the two comes first and is seen by the other, so a wake-up cannot be lost.
  *
  * Lock rule: one deque mutex at a time; `mu` only around sleeping and signalling; never a lock
  * while a kernel runs (ranks in executor_int.h).
@@ -22,6 +25,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A spin-wait hint: the idle worker's loads leave the busy worker's deque line alone a while. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* ---- deques ----------------------------------------------------------------------------- */
 
@@ -46,17 +59,74 @@ static int deque_reserve(af__deque_t *d, size_t need)
     return 0;
 }
 
-static int deque_pop_tail(af__deque_t *d, af__task_t *t)
+static inline size_t deque_avail(af__deque_t *d)
 {
+    return atomic_load_explicit(&d->avail, memory_order_relaxed);
+}
+
+/* Caller holds d->mu: publishes the count to idle workers. */
+static inline void deque_publish(af__deque_t *d)
+{
+    atomic_store_explicit(&d->avail, d->count, memory_order_relaxed);
+}
+
+/* The same after adding tasks, seq_cst: the pusher's side of the wake-up protocol (this store,
+ * then wake_sleepers' load of `sleepers`, against the sleeper's increment, then its loads). */
+static inline void deque_publish_added(af__deque_t *d)
+{
+    atomic_store(&d->avail, d->count);
+}
+
+#define PRIV_MAX ((int)(sizeof(((af__worker_t *)0)->priv) / sizeof(af__task_t)))
+
+/* Pops the newest task of w's own deque. From a long deque (at least 4 times what it takes, so
+ * thieves keep plenty) it also moves up to PRIV_MAX more into w's private stack under the same
+ * lock: a wide fan-out then costs one lock per PRIV_MAX + 1 tasks instead of one per task.
+ * run_chain empties the private stack before it returns, so those tasks are never stranded. */
+static int deque_pop_tail(af__worker_t *w, af__task_t *t)
+{
+    af__deque_t *d = &w->dq;
     int ok = 0;
+    if (!deque_avail(d)) /* a stale 0 only delays the task: sleeping re-reads with seq_cst */
+        return 0;
     uv_mutex_lock(&d->mu);
     if (d->count) {
         d->count--;
         *t = d->buf[(d->head + d->count) % d->cap];
+        size_t room = (size_t)(PRIV_MAX - w->npriv);
+        if (d->count >= 4 * room)
+            for (size_t i = 0; i < room; i++) {
+                d->count--;
+                w->priv[w->npriv++] = d->buf[(d->head + d->count) % d->cap];
+            }
+        deque_publish(d);
         ok = 1;
     }
     uv_mutex_unlock(&d->mu);
     return ok;
+}
+
+/* Some deque holds a task (seq_cst loads: the sleeper's side of the wake-up protocol). */
+static int any_avail(af_executor_t *ex)
+{
+    for (int32_t i = 0; i < ex->n; i++)
+        if (atomic_load(&ex->workers[i].dq.avail))
+            return 1;
+    return 0;
+}
+
+/* The pusher's side: tasks were just published (deque_publish_added); wake sleepers (all when
+ * n > 1). */
+static void wake_sleepers(af_executor_t *ex, size_t n)
+{
+    if (atomic_load(&ex->sleepers) > 0) {
+        uv_mutex_lock(&ex->mu);
+        if (n > 1)
+            uv_cond_broadcast(&ex->cv);
+        else
+            uv_cond_signal(&ex->cv);
+        uv_mutex_unlock(&ex->mu);
+    }
 }
 
 void af__exec_reserve(af_executor_t *ex, size_t tasks)
@@ -69,7 +139,7 @@ void af__exec_reserve(af_executor_t *ex, size_t tasks)
     }
 }
 
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep)
 {
     if (n == 0)
         return 0;
@@ -86,22 +156,16 @@ int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n
     for (size_t i = 0; i < n; i++)
         d->buf[(d->head + d->count + i) % d->cap] = t[i];
     d->count += n;
-    atomic_fetch_add(&ex->queued, (long long)n);
+    deque_publish_added(d);
     uv_mutex_unlock(&d->mu);
-    if (atomic_load(&ex->sleepers) > 0) {
-        uv_mutex_lock(&ex->mu);
-        if (n > 1)
-            uv_cond_broadcast(&ex->cv);
-        else
-            uv_cond_signal(&ex->cv);
-        uv_mutex_unlock(&ex->mu);
-    }
+    if (n > keep)
+        wake_sleepers(ex, n - keep);
     return 0;
 }
 
 /* Steals the older half of a victim's deque (at most STEAL_MAX): one lock per batch instead of
- * one per task. The first stolen task is returned; the others go to the thief's own deque and
- * stay counted in `queued`. */
+ * one per task. The first stolen task is returned; the others go to the thief's own deque (and
+ * sleepers are woken for them, as for a push). */
 #define STEAL_MAX 32
 static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
 {
@@ -116,6 +180,7 @@ static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
             got[i] = d->buf[(d->head + i) % d->cap];
         d->head = (d->head + k) % d->cap;
         d->count -= k;
+        deque_publish(d);
     }
     uv_mutex_unlock(&d->mu);
     if (!k)
@@ -128,9 +193,12 @@ static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
             for (size_t i = 1; i < k; i++)
                 own->buf[(own->head + own->count + i - 1) % own->cap] = got[i];
             own->count += k - 1;
+            deque_publish_added(own);
             k = 1;
         }
         uv_mutex_unlock(&own->mu);
+        if (k == 1)
+            wake_sleepers(w->ex, 2);
         if (k > 1) { /* no memory to hold them: give them back to the victim's head */
             uv_mutex_lock(&d->mu);
             if (deque_reserve(d, d->count + k - 1) == 0) {
@@ -139,6 +207,7 @@ static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
                     d->buf[d->head] = got[i];
                 }
                 d->count += k - 1;
+                deque_publish(d);
             }
             uv_mutex_unlock(&d->mu);
         }
@@ -149,26 +218,19 @@ static int steal_half(af__worker_t *w, af__deque_t *d, af__task_t *t)
 static int find_task(af__worker_t *w, af__task_t *t)
 {
     af_executor_t *ex = w->ex;
-    if (atomic_load_explicit(&ex->queued, memory_order_relaxed) <= 0)
-        return 0;
-    if (deque_pop_tail(&w->dq, t))
-        goto found;
+    if (deque_pop_tail(w, t))
+        return 1;
     w->rng = w->rng * 1103515245u + 12345u;
     int32_t start = (int32_t)((w->rng >> 8) % (uint32_t)ex->n);
     for (int32_t i = 0; i < ex->n; i++) {
         int32_t v = (start + i) % ex->n;
-        if (v != w->id && steal_half(w, &ex->workers[v].dq, t)) {
+        if (v != w->id && deque_avail(&ex->workers[v].dq) && steal_half(w, &ex->workers[v].dq, t)) {
             atomic_fetch_add_explicit(&w->steals, 1, memory_order_relaxed);
-            goto found;
+            return 1;
         }
     }
     return 0;
-found:
-    atomic_fetch_sub(&ex->queued, 1);
-    return 1;
 }
-
-#define PRIV_MAX ((int)(sizeof(((af__worker_t *)0)->priv) / sizeof(af__task_t)))
 
 static void run_chain(af__worker_t *w, af__task_t t);
 
@@ -189,14 +251,23 @@ static void run_inline(af__worker_t *w, af__task_t t)
 /* Decrements a round counter, returning its old value. With one worker only that worker ever
  * decrements (the caller sets the counters before the round's first push, under a deque lock):
  * a plain load and store then do, without the locked instruction that costs as much as an
- * empty node. */
-static inline int count_down(atomic_int *c, int solo)
+ * empty node. With several, a counter that already reads 1 is ours alone: every other
+ * decrement of this round has happened (each predecessor decrements once), and the acquire load
+ * of the value the last of them wrote (acq_rel) orders their writes before our reads, as the
+ * locked decrement would. Nothing reads the counter again before the next round resets it, so
+ * the last decrement is skipped: the second predecessor of a two-input node, the common case,
+ * pays no locked instruction and needs the line only shared. Only worth it (`peek`) for
+ * counters starting at 2: on a join of many inputs the load nearly never reads 1 and would only
+ * add a second transfer of a contended line before the locked decrement. */
+static inline int count_down(atomic_int *c, int solo, int peek)
 {
     if (solo) {
         int v = atomic_load_explicit(c, memory_order_relaxed);
         atomic_store_explicit(c, v - 1, memory_order_relaxed);
         return v;
     }
+    if (peek && atomic_load_explicit(c, memory_order_acquire) == 1)
+        return 1;
     return atomic_fetch_sub_explicit(c, 1, memory_order_acq_rel);
 }
 
@@ -230,7 +301,7 @@ static void run_chain(af__worker_t *w, af__task_t t)
         size_t nready = 0;
         int32_t lo = p->succ_off[t.node], hi = p->succ_off[t.node + 1];
         if (lo == hi) {
-            if (count_down(&r->remaining, solo) == 1)
+            if (count_down(&r->remaining, solo, 0) == 1)
                 af__round_complete(r, w->id); /* r may be reused from here on */
             if (w->npriv == 0)
                 return;
@@ -239,7 +310,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
         }
         for (int32_t i = lo; i < hi; i++) {
             int32_t s = p->succ[i];
-            if (p->init_pending[s] != 1 && count_down(&r->pending[s], solo) != 1)
+            int32_t ip = p->init_pending[s];
+            if (ip != 1 && count_down(&r->pending[s], solo, ip == 2) != 1)
                 continue;
             if (next < 0) {
                 next = s;
@@ -257,7 +329,7 @@ static void run_chain(af__worker_t *w, af__task_t t)
             }
             w->rbuf[nready++] = (af__task_t){r, s};
         }
-        if (nready && af__exec_push(ex, w->id, w->rbuf, nready))
+        if (nready && af__exec_push(ex, w->id, w->rbuf, nready, 0))
             for (size_t i = 0; i < nready; i++) /* unrun nodes: r stays valid */
                 run_inline(w, w->rbuf[i]);
         if (next >= 0)
@@ -286,15 +358,17 @@ static void worker_main(void *arg)
         while (!find_task(w, &t)) {
             if (atomic_load(&ex->stop))
                 return;
-            if (++spins < 64)
+            if (++spins < 64) {
+                cpu_relax();
                 continue;
+            }
             if (spins < 64 + 32) { /* then yield a little: a wake-up costs a futex call */
                 sched_yield();
                 continue;
             }
             uv_mutex_lock(&ex->mu);
             atomic_fetch_add(&ex->sleepers, 1);
-            while (atomic_load(&ex->queued) <= 0 && !atomic_load(&ex->stop))
+            while (!any_avail(ex) && !atomic_load(&ex->stop))
                 uv_cond_wait(&ex->cv, &ex->mu);
             atomic_fetch_sub(&ex->sleepers, 1);
             uv_mutex_unlock(&ex->mu);

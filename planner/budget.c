@@ -37,7 +37,8 @@ typedef struct search {
     uint64_t budget;
     af__remat_t *ctx[2];
     int n_ctx;
-    double base; /* one plain round, cost units */
+    const int32_t *order; /* the base plan's order */
+    double base;          /* one plain round, cost units */
     uint8_t *protect;
     int quick;     /* minimum-budget probes: part of the portfolio, no local improvement */
     int first_fit; /* stop at the first plan that fits (feasibility is all that is asked) */
@@ -218,6 +219,32 @@ static uint64_t next_target(const bracket_t *k, uint64_t T, uint64_t peak, uint6
 }
 
 /*
+ * The greedy rematerialiser's schedule at the budget, placed (its improved form first, then the
+ * plain one if that packs over the budget): a plan that fits becomes *best, the bar the target
+ * search must beat, so the answer is never worse than the greedy's. Recomputation only (with
+ * offload, recompute_only() runs this search too); not when feasibility is all that is asked.
+ */
+static int greedy_seed(const search_t *s, af_plan_t **best, af_error_t *err)
+{
+    if (s->o->offload || !s->o->recompute || s->first_fit)
+        return 0;
+    int rc = 0;
+    for (int improve = 1; improve >= 0 && !*best && !rc; improve--) {
+        cand_t c = {.method = "greedy"};
+        rc = af__greedy_plan(s->g, s->order, s->o->alignment, s->budget, improve, &c.steps, &c.n,
+                             &c.peak);
+        af_plan_t *p = NULL;
+        if (rc == 1)
+            return 0;
+        if (!rc && !(rc = place(s, &c, &p, err)) && p->arena <= s->budget)
+            *best = p, p = NULL;
+        af_plan_destroy(p);
+        af__free(c.steps);
+    }
+    return rc;
+}
+
+/*
  * The best placed plan within the budget, moving the target as placement demands. 0 with
  * *out, AF_EBUDGET when nothing fits, or an error.
  */
@@ -226,9 +253,9 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
     uint64_t B = s->budget, T = B, align = s->o->alignment;
     uint64_t floor = af__remat_floor(s->ctx[0]);
     af_plan_t *best = NULL;
-    int rc = 0;
+    int rc = greedy_seed(s, &best, err);
     bracket_t k = {0, UINT64_MAX, 0, UINT64_MAX};
-    for (int round = 0; round < MAX_ROUNDS && T >= floor; round++) {
+    for (int round = 0; !rc && round < MAX_ROUNDS && T >= floor; round++) {
         cand_t c, alt;
         if ((rc = schedule(s, T, &c, &alt)) == AF_ENOMEM)
             break;
@@ -292,6 +319,7 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
         return AF_ENOMEM;
     const int32_t *orders[2] = {af_plan_order(p0), af_graph_input_order(g)};
     int32_t nn = af_graph_node_count(g);
+    s->order = orders[0];
     int two = memcmp(orders[0], orders[1], (size_t)nn * sizeof(int32_t)) != 0;
     for (int k = 0; k < 1 + two; k++)
         if (af__remat_create(g, orders[k], o, &s->ctx[s->n_ctx++]))

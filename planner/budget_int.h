@@ -110,6 +110,18 @@ void af__remat_result_free(af__remat_result_t *res);
  * it can be met. */
 uint64_t af__remat_floor(const af__remat_t *r);
 
+/* ---- budget_greedy.c: the greedy rematerialiser (the bar the search must beat) ----------- */
+
+/*
+ * XLA-style greedy on the base order: while the simulated peak is over target, recompute the
+ * copy live across the peak with the lowest cost per byte freed, right before its next reader;
+ * with improve, then take recomputations out while the peak stays within target. 0 with *steps
+ * (af__malloc'd, the caller frees) and *peak when target is met, 1 when candidates ran out
+ * first (nothing returned), AF_ENOMEM.
+ */
+int af__greedy_plan(const af_graph_t *g, const int32_t *order, uint64_t alignment, uint64_t target,
+                    int improve, af_step_t **steps, size_t *n_steps, uint64_t *peak);
+
 /* ---- budget_chain.c: the exact dynamic programme for training chains ------------------------ */
 
 /*

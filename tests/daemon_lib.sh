@@ -57,6 +57,11 @@ sanitizer_clean() { # a sanitizer report in the log fails the test even if the d
     fi
 }
 
+# TSan builds: descriptors libuv closes unseen by TSan (tests/tsan_libuv_fd.supp says why).
+if [ -n "${TSAN_OPTIONS:-}" ] && ! grep -q tsan_libuv_fd <<<"$TSAN_OPTIONS"; then
+    export TSAN_OPTIONS="$TSAN_OPTIONS suppressions=$SRC/tests/tsan_libuv_fd.supp"
+fi
+
 # start [daemon args...]: starts on $CFG and $STATE, waits for the port (bounded).
 start() {
     sanitizer_clean

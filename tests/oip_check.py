@@ -6,6 +6,9 @@ Run with /usr/bin/python3 (numpy and onnx). Subcommands:
   roundtrip PORT        every datatype through ident_<dtype>, JSON and binary, exact equality
   golden PORT           request/response pairs after the specification's examples
   malformed PORT        wrong shape / datatype / short binary / unknown model... -> 400 / 404
+  instances PORT        inst2 (2 instances): its config, concurrent requests answered right
+  batching PORT         bat (dynamic batching): concurrent requests byte-identical to bat_ref
+                        (the same model unbatched), batches formed (statistics)
   compare PORT MODEL CASE_DIR OUT_NPY
                         the model's outputs for CASE_DIR/input_*.pb equal OUT_NPY
                         (written by `arenaflow run --output-dir`), binary and JSON
@@ -80,6 +83,39 @@ def cmd_models(d):
                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])])
     with open(f"{d}/dyn_fixed/config.json", "w") as f:
         json.dump({"dims": {"N": 2}}, f)
+    # instances: two sessions of one static model
+    write_model(f"{d}/inst2/1/model.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    with open(f"{d}/inst2/config.json", "w") as f:
+        json.dump({"instance_group": [{"count": 2, "kind": "KIND_CPU"}]}, f)
+    # dynamic batching: y = Relu(x @ W + b) along a batch axis N; bat_ref is the same model
+    # unbatched (the reference answers); bat_bad asks batching of a model without a batch axis
+    w = numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "W")
+    bias = numpy_helper.from_array(np.array([0.5, -0.25, 0.125, 0], dtype=np.float32), "B")
+    for name in ("bat", "bat_ref"):
+        g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["m"]),
+                               helper.make_node("Add", ["m", "B"], ["a"]),
+                               helper.make_node("Relu", ["a"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])],
+                              initializer=[w, bias])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        os.makedirs(f"{d}/{name}/1", exist_ok=True)
+        onnx.save(m, f"{d}/{name}/1/model.onnx")
+    with open(f"{d}/bat/config.json", "w") as f:
+        json.dump({"max_batch_size": 8, "dynamic_batching": {
+            "preferred_batch_size": [8], "max_queue_delay_microseconds": 50000}}, f)
+    write_model(f"{d}/bat_bad/1/model.onnx", [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    with open(f"{d}/bat_bad/config.json", "w") as f:
+        json.dump({"max_batch_size": 4, "dynamic_batching": {}}, f)
+    # an ONNX STRING tensor: arenaflow has no string dtype (docs/serve.md, BYTES)
+    write_model(f"{d}/strings/1/model.onnx", [helper.make_node("Identity", ["s"], ["t"])],
+                [helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+                [helper.make_tensor_value_info("t", TensorProto.STRING, [2])])
 
 
 def request(port, method, path, body=None, headers=None):
@@ -258,6 +294,12 @@ def cmd_malformed(port):
          b"\0" * 12, 400),
         ("binary left over", {"inputs": [good, b1]}, b"\0" * 8, 400),
         ("no inputs", {"outputs": []}, b"", 400),
+        ("BYTES as JSON strings", {"inputs": [dict(good, datatype="BYTES", shape=[4],
+                                                   data=["a", "bc", "", "d"]), b1]}, b"", 400),
+        ("BYTES as binary (4-byte lengths)",
+         {"inputs": [dict(good, datatype="BYTES", shape=[2], data=None,
+                          parameters={"binary_data_size": 11}), b1]},
+         struct.pack("<I", 2) + b"ab" + struct.pack("<I", 1) + b"c", 400),
     ]
     for what, hdr, binary, want in cases:
         for i in hdr.get("inputs", []):
@@ -322,6 +364,90 @@ def cmd_shapes(port):
     st, _, data = infer(port, "dyn_fixed", {"inputs": [{"name": "x", "shape": [1, 3], "datatype": "FP32",
                                                         "data": [1, 2, 3]}]})
     expect(st, 400, data, "dyn_fixed: N other than the config's 2")
+
+
+def parallel(fn, items, threads=12):
+    import threading
+    out, errs = [None] * len(items), []
+
+    def run(k):
+        for i in range(k, len(items), threads):
+            try:
+                out[i] = fn(items[i])
+            except Exception as e:  # reported below
+                errs.append(f"{items[i]!r}: {e}")
+    ts = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errs:
+        fail("; ".join(errs[:3]))
+    return out
+
+
+def infer_f32(port, model, a, binary):
+    inp = {"name": "x", "shape": list(a.shape), "datatype": "FP32"}
+    if binary:
+        inp["parameters"] = {"binary_data_size": a.nbytes}
+    else:
+        inp["data"] = a.tolist()
+    hdr = {"inputs": [inp], "parameters": {"binary_data_output": binary}}
+    st, hdrs, data = infer(port, model, hdr, a.tobytes() if binary else b"")
+    if st != 200:
+        raise RuntimeError(f"{model} {a.shape}: {st} {data[:200]!r}")
+    head, tail = split_binary(hdrs, data)
+    out = head["outputs"][0]
+    got = (np.frombuffer(tail, dtype=np.float32) if binary
+           else np.array(out["data"], dtype=np.float32))
+    return out["shape"], got.tobytes()
+
+
+def cmd_instances(port):
+    st, _, data = request(port, "GET", "/v2/models/inst2/config")
+    cfg = json.loads(data)
+    if st != 200 or cfg.get("instance_group") != [{"count": 2, "kind": "KIND_CPU"}]:
+        fail(f"inst2 config: {st} {data!r}")
+    ok("inst2 config: instance_group [{count 2, KIND_CPU}]")
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(24)]
+    got = parallel(lambda a: infer_f32(port, "inst2", a, True), xs)
+    for a, (shape, b) in zip(xs, got):
+        if shape != [2, 3] or b != np.maximum(a, 0).tobytes():
+            fail(f"inst2: wrong answer {shape}")
+    ok("inst2: 24 concurrent requests, every answer Relu-exact")
+
+
+def cmd_batching(port):
+    st, _, data = request(port, "GET", "/v2/models/bat/config")
+    cfg = json.loads(data)
+    want = {"preferred_batch_size": [8], "max_queue_delay_microseconds": 50000}
+    if st != 200 or cfg.get("max_batch_size") != 8 or cfg.get("dynamic_batching") != want or \
+            cfg["input"][0]["dims"] != [3]:
+        fail(f"bat config: {st} {data!r}")
+    ok("bat config: max_batch_size 8, dynamic_batching, input dims [3] without the batch axis")
+    rng = np.random.default_rng(11)
+    xs = [rng.standard_normal((1 + i % 3, 3)).astype(np.float32) for i in range(30)]
+    ref = [infer_f32(port, "bat_ref", a, True) for a in xs]  # one at a time, unbatched
+    st, _, data = request(port, "GET", "/v2/models/bat/stats")
+    before = json.loads(data)["model_stats"][0]
+    got = parallel(lambda ab: infer_f32(port, "bat", ab[0], ab[1]),
+                   [(a, i % 2 == 0) for i, a in enumerate(xs)])
+    for i, (r, g) in enumerate(zip(ref, got)):
+        if r != g:
+            fail(f"bat request {i} (rows {xs[i].shape[0]}): batched answer differs: {g[0]} vs {r[0]}")
+    ok("bat: 30 concurrent requests (1-3 rows, JSON and binary) byte-identical to bat_ref unbatched")
+    st, _, data = request(port, "GET", "/v2/models/bat/stats")
+    s = json.loads(data)["model_stats"][0]
+    n = s["inference_count"] - before["inference_count"]
+    e = s["execution_count"] - before["execution_count"]
+    sizes = [b["batch_size"] for b in s["batch_stats"]]
+    if n != 30 or e >= n or not sizes or max(sizes) < 2:
+        fail(f"bat stats: {n} inferences in {e} executions, batch sizes {sizes}")
+    ok(f"bat stats: 30 inferences in {e} executions; batch_stats sizes {sizes}")
+    st, _, data = infer(port, "bat", {"inputs": [{"name": "x", "shape": [9, 3], "datatype": "FP32",
+                                                  "data": [0.0] * 27}]})
+    expect(st, 400, data, "bat: 9 rows over max_batch_size 8")
 
 
 def cmd_compare(port, model, case_dir, out_npy, dump=None):
@@ -396,6 +522,10 @@ if __name__ == "__main__":
         cmd_malformed(int(args[0]))
     elif cmd == "shapes":
         cmd_shapes(int(args[0]))
+    elif cmd == "instances":
+        cmd_instances(int(args[0]))
+    elif cmd == "batching":
+        cmd_batching(int(args[0]))
     elif cmd == "compare":
         cmd_compare(int(args[0]), args[1], args[2], args[3], args[4] if len(args) > 4 else None)
     elif cmd == "ortcmp":

@@ -155,6 +155,176 @@ static const char infer_want[] = "{\"model_name\":\"relu\",\"model_version\":\"1
                                  "\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[2,2],\"data\":"
                                  "[1.0,0.0,3.0,0.0]}]}";
 
+/* af__oip_fmt_float against snprintf("%.*g"): every FP16 value at 5 digits, and random and
+ * chosen float bit patterns at 9 and 4 digits (fixed seed), byte for byte. */
+static void test_fmt_float_is_printf(void **state)
+{
+    (void)state;
+    char a[48], b[48];
+    uint64_t seed = 0x9E3779B97F4A7C15ull, done = 0;
+    for (uint32_t i = 0; i < 65536 + 3000000; i++) {
+        float f;
+        int P = 9;
+        if (i < 65536) {
+            f = af__oip_f16_to_f32((uint16_t)i);
+            P = 5;
+        } else {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            uint32_t bits = (uint32_t)seed;
+            if (i % 3 == 0) /* magnitudes near 1: the common case */
+                bits = (bits & 0x807FFFFFu) | ((uint32_t)(110 + (seed >> 40) % 40) << 23);
+            memcpy(&f, &bits, 4);
+            P = i % 7 == 0 ? 4 : 9;
+        }
+        int n = af__oip_fmt_float(f, P, a);
+        if (n == 0)
+            continue;
+        snprintf(b, sizeof(b), "%.*g", P, (double)f);
+        a[n] = 0;
+        if (strcmp(a, b) != 0)
+            fail_msg("%.9g (P %d): '%s', printf '%s' (seed 0x9E3779B97F4A7C15)", (double)f, P, a,
+                     b);
+        done++;
+    }
+    assert_true(done > 1000000);  /* the fast path covers magnitudes 2^-21 .. 2^64 */
+    float halfway = 31250.03125f; /* exactly between 9-digit neighbours: half to even */
+    int n = af__oip_fmt_float(halfway, 9, a);
+    a[n] = 0;
+    assert_string_equal(a, "31250.0312");
+}
+
+/* The "data" arrays taken out of a header before the parse: which are, which are left to jansson
+ * (anything it must judge), and the elements read from the text equal jansson's, messages too. */
+static void test_fast_split(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int spans;      /* spans found */
+        long input_of1; /* the input index of the last span */
+    } cases[] = {
+        {"{\"inputs\": [{\"name\": \"x\", \"data\": [1, 2.5e-3, [-3]]}]}", 1, 0},
+        {"{\"id\": \"a\", \"inputs\": [{\"data\": [true]}, {\"name\": \"y\", \"data\": "
+         "[[1],[2]]}]}",
+         2, 1},
+        {"{\"inputs\": [{\"name\": \"\\\"data\\\": [1]\", \"data\": [\"nan\"]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [01]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1.]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [+1]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1,]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1, ]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [[], [ ]]}]}", 1, 0},
+        {"{\"inputs\": [{\"data\": [,1]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1 2]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1, null]}]}", 0, 0},
+        {"{\"inputs\": [{\"parameters\": {\"data\": [1]}}], \"data\": [2]}", 0, 0},
+        {"{\"outputs\": [{\"data\": [1]}]}", 0, 0},
+        {"{\"inputs\": [{\"data\": [1, 2]", 1, 0}, /* truncated: jansson reports it */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *t = cases[i].text;
+        char *lean = NULL;
+        size_t n = 0;
+        af__span_t sp[8];
+        int ns = -1;
+        assert_int_equal(af__oip_fast_split(t, strlen(t), &lean, &n, sp, 8, &ns), 0);
+        if (ns != cases[i].spans)
+            fail_msg("%s: %d spans", t, ns);
+        if (ns == 0) {
+            assert_null(lean);
+            continue;
+        }
+        assert_int_equal(sp[ns - 1].input, cases[i].input_of1);
+        assert_true(t[sp[0].start] == '[' && t[sp[0].end - 1] == ']');
+        json_t *a = json_loadb(t, strlen(t), 0, NULL), *b = json_loadb(lean, n, 0, NULL);
+        assert_true((a == NULL) == (b == NULL)); /* as valid as the text sent */
+        json_decref(a);
+        json_decref(b);
+        free(lean);
+    }
+    /* elements: the text reader and the DOM reader agree, values and messages */
+    static const struct {
+        const char *data;
+        int dt;
+        uint64_t numel;
+    } reads[] = {
+        {"[0.1, -2.5e-7, 3, 1e38, -0.0, 65504, 7e-8]", AF_DTYPE_F32, 7},
+        {"[[0.1, 1e5], [65520, -7e-8]]", AF_DTYPE_F16, 4},
+        {"[0.1, 123456789.123456789, -1e-300]", AF_DTYPE_F64, 3},
+        {"[1, 2, -3]", AF_DTYPE_I8, 3},
+        {"[127, 128]", AF_DTYPE_I8, 2},
+        {"[1, 2.0]", AF_DTYPE_I32, 2},
+        {"[1, -1]", AF_DTYPE_U16, 2},
+        {"[true, false, true]", AF_DTYPE_BOOL, 3},
+        {"[1, true]", AF_DTYPE_BOOL, 2},
+        {"[true]", AF_DTYPE_F32, 1},
+        {"[1, 2, 3]", AF_DTYPE_F32, 2},
+        {"[1]", AF_DTYPE_F32, 2},
+        {"[[[[[[[[[1]]]]]]]]]", AF_DTYPE_F32, 1},
+    };
+    for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+        uint8_t x[64] = {0}, y[64] = {0};
+        char m1[256] = "", m2[256] = "";
+        json_t *d = json_loads(reads[i].data, 0, NULL);
+        assert_non_null(d);
+        int r1 = af__oip_json_read(d, reads[i].dt, reads[i].numel, x, m1, sizeof(m1));
+        int r2 = af__oip_text_read(reads[i].data, strlen(reads[i].data), reads[i].dt,
+                                   reads[i].numel, y, m2, sizeof(m2));
+        json_decref(d);
+        if (r1 != r2 || strcmp(m1, m2) != 0 || memcmp(x, y, sizeof(x)) != 0)
+            fail_msg("%s: DOM %d '%s', text %d '%s'", reads[i].data, r1, m1, r2, m2);
+    }
+}
+
+/* config.json: the keys it takes, and an error naming what is wrong with the others. */
+static void test_model_config(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/af-oip-cfg-XXXXXX", *specs[AF__OIP_MAX_SPECS], msg[512];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    static const struct {
+        const char *text, *why; /* why NULL: accepted */
+    } cases[] = {
+        {"{\"instance_count\": 3, \"max_inflight\": 4}", NULL},
+        {"{\"instance_group\": [{\"count\": 2}, {\"count\": 1, \"kind\": \"KIND_CPU\"}]}", NULL},
+        {"{\"max_batch_size\": 8, \"dynamic_batching\": {\"preferred_batch_size\": [2, 8], "
+         "\"max_queue_delay_microseconds\": 100}}",
+         NULL},
+        {"{\"instance_group\": [{\"count\": 1, \"kind\": \"KIND_GPU\"}]}", "KIND_CPU"},
+        {"{\"instance_count\": 2, \"instance_group\": [{\"count\": 1}]}", "not both"},
+        {"{\"instance_count\": 17}", "at most 16"},
+        {"{\"dynamic_batching\": {}}", "needs max_batch_size"},
+        {"{\"max_batch_size\": 4, \"dynamic_batching\": {\"preferred_batch_size\": [5]}}",
+         "1..max_batch_size"},
+        {"{\"max_batch_size\": 4, \"dynamic_batching\": {\"delay\": 5}}", "dynamic_batching is"},
+        {"{\"instances\": 2}", "instances"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(cases[i].text, f);
+        fclose(f);
+        int n = 0;
+        af__mcfg_t cfg;
+        msg[0] = 0;
+        int rc = af__oip_read_config(path, specs, &n, &cfg, msg, sizeof(msg));
+        for (int k = 0; k < n; k++)
+            free(specs[k]);
+        if (cases[i].why ? rc == 0 || !strstr(msg, cases[i].why) : rc != 0)
+            fail_msg("%s: rc %d, '%s'", cases[i].text, rc, msg);
+        if (i == 0)
+            assert_true(cfg.instances == 3 && cfg.max_inflight == 4 && !cfg.batching);
+        if (i == 1)
+            assert_int_equal(cfg.instances, 3);
+        if (i == 2)
+            assert_true(cfg.batching && cfg.max_batch == 8 && cfg.n_preferred == 2 &&
+                        cfg.preferred[1] == 8 && cfg.delay_us == 100);
+    }
+    unlink(path);
+}
+
 static void test_repository_served(void **state)
 {
     (void)state;
@@ -305,9 +475,15 @@ int main(void)
 {
     uv_loop_init(&loop);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_f16_every_pattern), cmocka_unit_test(test_json_codec),
-        cmocka_unit_test(test_repository_served), cmocka_unit_test(test_inflight_unload_reload),
-        cmocka_unit_test(test_max_inflight_429),  cmocka_unit_test(test_parse_budget),
+        cmocka_unit_test(test_f16_every_pattern),
+        cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_model_config),
+        cmocka_unit_test(test_fmt_float_is_printf),
+        cmocka_unit_test(test_fast_split),
+        cmocka_unit_test(test_repository_served),
+        cmocka_unit_test(test_inflight_unload_reload),
+        cmocka_unit_test(test_max_inflight_429),
+        cmocka_unit_test(test_parse_budget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     uv_loop_close(&loop);

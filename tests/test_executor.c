@@ -752,6 +752,87 @@ static void test_executor_run_n_random_dags_verified(void **state)
         af_executor_destroy(ex[i]);
 }
 
+/* Root -> `width` leaves -> one join of all of them (kind 0), or `width`-wide layers whose nodes
+ * read two nodes of the layer before (kind 1): the shapes where workers batch-pop from a long
+ * deque and where the last predecessor of a two-input node skips its locked decrement. */
+static af_graph_t *wide_graph(int kind, int width, int layers)
+{
+    af_graph_t *g;
+    char tn[32], nn[32], a[32], b[32];
+    assert_int_equal(af_graph_create(&g), 0);
+    add_t(g, "x", 256, AF_TENSOR_INPUT);
+    if (kind == 0) {
+        add_t(g, "r", 256, AF_TENSOR_INTERMEDIATE);
+        add_n(g, "root", "Op", "x", NULL, "r");
+        const char **leaves = test_malloc(sizeof(char *) * (size_t)width);
+        char(*names)[16] = test_malloc(16 * (size_t)width);
+        for (int i = 0; i < width; i++) {
+            snprintf(names[i], sizeof names[i], "l%d", i);
+            snprintf(nn, sizeof nn, "leaf%d", i);
+            add_t(g, names[i], 256, AF_TENSOR_INTERMEDIATE);
+            add_n(g, nn, "Op", "r", NULL, names[i]);
+            leaves[i] = names[i];
+        }
+        add_t(g, "y", 256, AF_TENSOR_OUTPUT);
+        const char *out = "y";
+        af_node_desc_t d = {.name = "join",
+                            .op = "Op",
+                            .inputs = leaves,
+                            .n_inputs = width,
+                            .outputs = &out,
+                            .n_outputs = 1};
+        assert_int_equal(af_graph_add_node(g, &d, NULL, NULL), 0);
+        test_free(names);
+        test_free(leaves);
+    } else {
+        uint64_t rng = 7;
+        for (int l = 0; l < layers; l++)
+            for (int j = 0; j < width; j++) {
+                snprintf(tn, sizeof tn, "t%d_%d", l, j);
+                snprintf(nn, sizeof nn, "n%d_%d", l, j);
+                add_t(g, tn, 256, l == layers - 1 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE);
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                snprintf(a, sizeof a, "t%d_%d", l - 1, (int)((rng >> 33) % (uint64_t)width));
+                snprintf(b, sizeof b, "t%d_%d", l - 1, (int)((rng >> 45) % (uint64_t)width));
+                add_n(g, nn, "Op", l ? a : "x", l ? b : NULL, tn);
+            }
+    }
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
+static void test_executor_wide_graphs_run_each_node_once(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 2; kind++) {
+        af_graph_t *g = wide_graph(kind, kind ? 40 : 300, 6);
+        af_plan_t *p = make_plan(g, AF_REUSE_STRICT, 0);
+        uint64_t nodes = (uint64_t)af_graph_node_count(g);
+        for (int threads = 2; threads <= 4; threads += 2) {
+            af_executor_t *ex = make_exec(threads, "verify");
+            af_session_t *s;
+            af_error_t err;
+            assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
+            uint64_t t0, t1;
+            af_executor_counters(ex, &t0, NULL);
+            int rc = af_session_run_n(s, 40, NULL, NULL, &err);
+            if (rc)
+                fail_msg("kind %d, %d threads: %s", kind, threads, err.msg);
+            af_executor_counters(ex, &t1, NULL);
+            af_session_stats_t st;
+            af_session_stats(s, &st);
+            assert_int_equal(st.rounds, 40);
+            assert_int_equal(st.failed_rounds, 0);
+            assert_int_equal(st.corrupted_tensors, 0); /* no node ran before its inputs */
+            assert_int_equal(t1 - t0, 40 * nodes);     /* every node once per round */
+            af_session_destroy(s);
+            af_executor_destroy(ex);
+        }
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
+}
+
 /* ---- dynamic tensors and re-planning ----------------------------------------------------- */
 
 static uint64_t dyn_bytes(void *user, int32_t t, uint64_t round)
@@ -1043,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_executor_kernel_error_fails_round),
         cmocka_unit_test(test_executor_run_n_rounds_use_their_buffers),
         cmocka_unit_test(test_executor_run_n_random_dags_verified),
+        cmocka_unit_test(test_executor_wide_graphs_run_each_node_once),
         cmocka_unit_test(test_executor_replan_after_warmup),
         cmocka_unit_test(test_executor_dynamic_tensors_from_worker_caches),
         cmocka_unit_test(test_executor_no_heap_calls_per_round),
