@@ -6,7 +6,8 @@
  * all keys); only that bit range is sorted, in passes of d bits, least significant digit
  * first, each a counting pass plus a stable scatter into the other buffer. d grows with n (small
  * arrays would pay for clearing big histograms) and never exceeds 11 bits (2,048 counters stay
- * in L1). Short arrays use a stable insertion sort.
+ * in L1). Short arrays use a stable insertion sort; keys already in order (the planner's
+ * intervals often come in start order) are found in the first pass and left as they are.
  *
  * Invariants: stable (equal keys keep their input order), so a sort on several keys is a
  * sequence of sorts from the least significant key to the most significant, and a comparator
@@ -43,12 +44,14 @@ int af__sort_kv(af__kv_t *v, size_t n, af__kv_t *tmp)
         return 0;
     }
     uint64_t any = 0, all = ~0ull;
+    size_t descents = 0; /* keys already in order (a stable sort leaves them) cost this pass only */
     for (size_t i = 0; i < n; i++) {
         any |= v[i].key;
         all &= v[i].key;
+        descents += i > 0 && v[i - 1].key > v[i].key;
     }
     uint64_t diff = any ^ all;
-    if (!diff)
+    if (!diff || !descents)
         return 0;
     int lo = __builtin_ctzll(diff), bits = 64 - __builtin_clzll(diff) - lo;
     int dmax = 4;

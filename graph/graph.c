@@ -227,8 +227,6 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_ENOMEM, "out of memory");
     /* Both arrays grow in lockstep; keep the smaller capacity as the shared one. */
     g->cap_tensors = cap < cap2 ? cap : cap2;
-    if (af__graph_map_find(g, &g->tmap, d->name, hash) >= 0)
-        return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
 
     /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_tensor_info_t t = {0};
@@ -252,14 +250,17 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     t.alias_of = -1;
     t.alias_offset = d->alias_of ? d->alias_offset : 0;
     t.producer = -1;
+    /* The name is looked up last: the prefetch above has had the time to bring its slot in. A
+     * duplicate leaves the record unused past n_tensors. */
     int32_t id = (int32_t)g->n_tensors;
     g->tensors[id] = t;
     g->alias_names[id] = alias;
-    g->n_tensors++;
-    if (af__graph_map_insert(&g->tmap, id, hash)) {
-        g->n_tensors--;
+    int32_t had = af__graph_map_add(g, &g->tmap, d->name, hash, id);
+    if (had == -2)
         return af__err(err, AF_ENOMEM, "out of memory");
-    }
+    if (had >= 0)
+        return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
+    g->n_tensors++;
     if (id_out)
         *id_out = id;
     return 0;
@@ -326,8 +327,6 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
         af__grow((void **)&g->attr_cap, &c3, need, sizeof(*g->attr_cap)))
         return af__err(err, AF_ENOMEM, "out of memory");
     g->cap_nodes = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
-    if (af__graph_map_find(g, &g->nmap, name, hash) >= 0)
-        return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
 
     /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_node_info_t n = {0};
@@ -352,11 +351,15 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
     g->nodes[id] = n;
     g->io_first[id] = first;
     g->attr_cap[id] = 0;
-    g->n_nodes++;
-    if (af__graph_map_insert(&g->nmap, id, hash)) {
-        g->n_nodes--;
+    int32_t had = af__graph_map_add(g, &g->nmap, n.name, hash, id); /* last, as for tensors */
+    if (had == -2)
         goto oom;
+    if (had >= 0) {
+        g->n_io = first;
+        g->n_unresolved = undo;
+        return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
     }
+    g->n_nodes++;
     if (id_out)
         *id_out = id;
     return 0;

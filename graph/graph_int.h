@@ -80,8 +80,11 @@ int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const ch
 void af__graph_map_prefetch(const af__namemap_t *m, uint64_t hash);
 /* Room for count entries without growing; 0 or AF_ENOMEM (m unchanged). */
 int af__graph_map_reserve(af__namemap_t *m, size_t count);
-/* Adds id under its name's hash; 0 or AF_ENOMEM (m unchanged). */
-int af__graph_map_insert(af__namemap_t *m, int32_t id, uint64_t hash);
+/* Adds id under key (hash: af__graph_hash_str(key)) unless key is there: -1 when added, the id
+ * already under key, or -2 when out of memory (m unchanged). One probe does both, so the
+ * builder can look a new name up last, when the slot its prefetch asked for has arrived. */
+int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key, uint64_t hash,
+                          int32_t id);
 /* bytes from the graph's arena, aligned to align (a power of two up to 16); NULL when out of
  * memory. Freed only by af_graph_destroy (af__graph_free_chunks). */
 void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align);

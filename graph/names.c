@@ -152,16 +152,22 @@ int af__graph_map_reserve(af__namemap_t *m, size_t count)
     return 0;
 }
 
-int af__graph_map_insert(af__namemap_t *m, int32_t id, uint64_t hash)
+int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key, uint64_t hash,
+                          int32_t id)
 {
     if (af__graph_map_reserve(m, m->count + 1))
-        return AF_ENOMEM;
+        return -2;
     size_t mask = m->cap - 1;
     uint32_t tag = (uint32_t)hash;
-    size_t j = tag & mask;
-    while (m->slots[j] != EMPTY)
-        j = (j + 1) & mask;
-    m->slots[j] = (uint64_t)tag << 32 | (uint32_t)id;
+    size_t i = tag & mask;
+    for (;; i = (i + 1) & mask) {
+        uint64_t s = m->slots[i];
+        if (s == EMPTY)
+            break;
+        if ((uint32_t)(s >> 32) == tag && strcmp(name_of(g, m, (int32_t)(uint32_t)s), key) == 0)
+            return (int32_t)(uint32_t)s;
+    }
+    m->slots[i] = (uint64_t)tag << 32 | (uint32_t)id;
     m->count++;
-    return 0;
+    return -1;
 }

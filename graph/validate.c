@@ -3,13 +3,15 @@
  *
  * Order of checks (each failure names the culprit and leaves the graph unfinalized):
  *   1. alias names resolve, alias chains end (no alias cycle), views fit inside their base;
- *   2. node input/output names resolve to declared tensors;
- *   3. each tensor has at most one producer; inputs and constants have none;
+ *   2. node input/output names resolve to declared tensors, and
+ *   3. each tensor has at most one producer; inputs and constants have none (2, 3 and 5 are
+ *      checked node by node, in one pass);
  *   4. every tensor that is read or is a graph output has a producer, or is an input or
  *      constant (an alias without a producer is fed by its base, so the base must be);
  *   5. in-place hints point at existing inputs/outputs;
  *   6. node-level edges have no cycle (Kahn; a leftover cycle is walked and printed).
- * Tables are built into one pool (consumers, preds, succs) so destroy is one free.
+ * Tables are built into one pool (preds, consumers, succs) so destroy is one free; one pass
+ * over the nodes finds the preds and counts every tensor's readers.
  */
 #include "graph/graph_int.h"
 
@@ -65,6 +67,25 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
     return 0;
 }
 
+/* Node i becomes the producer of its outputs (check 3). */
+static int claim_outputs(af_graph_t *g, int32_t i, af_error_t *err)
+{
+    const af_node_info_t *nd = &g->nodes[i];
+    for (int32_t j = 0; j < nd->n_outputs; j++) {
+        af_tensor_info_t *t = &g->tensors[nd->outputs[j]];
+        if (t->producer >= 0)
+            return af__err(err, AF_EPRODUCED, "tensor '%s' is produced by both '%s' and '%s'",
+                           t->name, g->nodes[t->producer].name, nd->name);
+        if (t->kind == AF_TENSOR_INPUT || t->kind == AF_TENSOR_CONSTANT)
+            return af__err(err, AF_EPRODUCED,
+                           "tensor '%s' is a graph %s but node '%s' "
+                           "produces it",
+                           t->name, t->kind == AF_TENSOR_INPUT ? "input" : "constant", nd->name);
+        t->producer = i;
+    }
+    return 0;
+}
+
 static int resolve_names(af_graph_t *g, af_error_t *err)
 {
     size_t u = 0;
@@ -82,6 +103,9 @@ static int resolve_names(af_graph_t *g, af_error_t *err)
                                r->name);
             g->io[r->at] = id;
         }
+        int rc = claim_outputs(g, (int32_t)i, err);
+        if (rc)
+            return rc;
         for (int32_t k = 0; k < nd->n_inplace; k++) {
             const af_inplace_t *h = &nd->inplace[k];
             if (h->output < 0 || h->output >= nd->n_outputs || h->input < 0 ||
@@ -95,27 +119,6 @@ static int resolve_names(af_graph_t *g, af_error_t *err)
     return 0;
 }
 
-static int check_producers(af_graph_t *g, af_error_t *err)
-{
-    for (size_t i = 0; i < g->n_nodes; i++) {
-        const af_node_info_t *nd = &g->nodes[i];
-        for (int32_t j = 0; j < nd->n_outputs; j++) {
-            af_tensor_info_t *t = &g->tensors[nd->outputs[j]];
-            if (t->producer >= 0)
-                return af__err(err, AF_EPRODUCED, "tensor '%s' is produced by both '%s' and '%s'",
-                               t->name, g->nodes[t->producer].name, nd->name);
-            if (t->kind == AF_TENSOR_INPUT || t->kind == AF_TENSOR_CONSTANT)
-                return af__err(err, AF_EPRODUCED,
-                               "tensor '%s' is a graph %s but node '%s' "
-                               "produces it",
-                               t->name, t->kind == AF_TENSOR_INPUT ? "input" : "constant",
-                               nd->name);
-            t->producer = (int32_t)i;
-        }
-    }
-    return 0;
-}
-
 /* Producer a reader of tensor t waits for: its own, else (for a view) its base's. */
 static int32_t effective_producer(const af_graph_t *g, int32_t t)
 {
@@ -124,83 +127,89 @@ static int32_t effective_producer(const af_graph_t *g, int32_t t)
     return g->tensors[t].producer;
 }
 
+/* Distinct preds of node i (ascending) at pool, with the distinct-reader counts of its inputs
+ * (cnt[t]) and the successor counts of its preds (cnt[nt + p]) bumped. Returns how many preds,
+ * or -1 (AF_ECYCLE in err) when the node reads its own output. */
+static int32_t node_preds(af_graph_t *g, int32_t i, int32_t *pool, int32_t *tmark, int32_t *nmark,
+                          int32_t *cnt, af_error_t *err)
+{
+    af_node_info_t *nd = &g->nodes[i];
+    int32_t n = 0;
+    nd->preds = pool;
+    for (int32_t j = 0; j < nd->n_inputs; j++) {
+        int32_t t = nd->inputs[j];
+        if (tmark[t] != i) {
+            tmark[t] = i;
+            cnt[t]++;
+        }
+        int32_t p = effective_producer(g, t);
+        if (p == i) {
+            af__err(err, AF_ECYCLE, "cycle: node '%s' reads its own output '%s'", nd->name,
+                    g->tensors[t].name);
+            return -1;
+        }
+        if (p < 0 || nmark[p] == i)
+            continue;
+        nmark[p] = i;
+        int32_t k = n++; /* insertion keeps the list sorted */
+        while (k > 0 && pool[k - 1] > p) {
+            pool[k] = pool[k - 1];
+            k--;
+        }
+        pool[k] = p;
+        cnt[g->n_tensors + (size_t)p]++;
+    }
+    nd->n_preds = n;
+    return n;
+}
+
+/* Preds and per-tensor reader counts in one pass over the nodes, then consumers and succs. */
 static int build_edges(af_graph_t *g, af_error_t *err)
 {
     size_t nn = g->n_nodes, nt = g->n_tensors, total_in = 0;
     for (size_t i = 0; i < nn; i++)
         total_in += (size_t)g->nodes[i].n_inputs;
     g->edge_pool = af__malloc((3 * total_in + 1) * sizeof(int32_t));
-    int32_t *mark = af__malloc((nn > nt ? nn : nt) * sizeof(int32_t) + sizeof(int32_t));
+    int32_t *mark = af__malloc((nn + nt + 1) * sizeof(int32_t));
     int32_t *cnt = af__calloc(nt + nn + 1, sizeof(int32_t));
     if (!g->edge_pool || !mark || !cnt) {
         af__free(mark);
         af__free(cnt);
         return af__err(err, AF_ENOMEM, "out of memory");
     }
-    int32_t *pool = g->edge_pool;
+    int32_t *pool = g->edge_pool, *tmark = mark, *nmark = mark + nt;
     size_t used = 0;
     int rc = 0;
-
-    /* Consumers (distinct nodes per tensor, ascending). */
-    memset(mark, 0xff, nt * sizeof(int32_t));
-    for (size_t i = 0; i < nn; i++)
-        for (int32_t j = 0; j < g->nodes[i].n_inputs; j++) {
-            int32_t t = g->nodes[i].inputs[j];
-            if (mark[t] != (int32_t)i) {
-                mark[t] = (int32_t)i;
-                cnt[t]++;
-            }
-        }
-    for (size_t t = 0; t < nt; t++) {
-        g->tensors[t].consumers = pool + used;
-        g->tensors[t].n_consumers = 0;
-        used += (size_t)cnt[t];
-    }
-    memset(mark, 0xff, nt * sizeof(int32_t));
-    for (size_t i = 0; i < nn; i++)
-        for (int32_t j = 0; j < g->nodes[i].n_inputs; j++) {
-            af_tensor_info_t *t = &g->tensors[g->nodes[i].inputs[j]];
-            if (mark[g->nodes[i].inputs[j]] != (int32_t)i) {
-                mark[g->nodes[i].inputs[j]] = (int32_t)i;
-                ((int32_t *)t->consumers)[t->n_consumers++] = (int32_t)i;
-            }
-        }
-
-    /* Predecessors (distinct, ascending). */
-    memset(mark, 0xff, nn * sizeof(int32_t));
-    memset(cnt, 0, (nn + 1) * sizeof(int32_t));
+    memset(mark, 0xff, (nn + nt) * sizeof(int32_t));
     for (size_t i = 0; i < nn && !rc; i++) {
-        af_node_info_t *nd = &g->nodes[i];
-        int32_t *preds = pool + used;
-        nd->preds = preds;
-        nd->n_preds = 0;
-        for (int32_t j = 0; j < nd->n_inputs; j++) {
-            int32_t p = effective_producer(g, nd->inputs[j]);
-            if (p == (int32_t)i) {
-                rc = af__err(err, AF_ECYCLE, "cycle: node '%s' reads its own output '%s'", nd->name,
-                             g->tensors[nd->inputs[j]].name);
-                break;
-            }
-            if (p < 0 || mark[p] == (int32_t)i)
-                continue;
-            mark[p] = (int32_t)i;
-            /* insertion keeps the list sorted */
-            int32_t k = nd->n_preds++;
-            while (k > 0 && preds[k - 1] > p) {
-                preds[k] = preds[k - 1];
-                k--;
-            }
-            preds[k] = p;
-            cnt[p]++;
-        }
-        used += (size_t)nd->n_preds;
+        int32_t k = node_preds(g, (int32_t)i, pool + used, tmark, nmark, cnt, err);
+        if (k < 0)
+            rc = AF_ECYCLE;
+        else
+            used += (size_t)k;
     }
     if (!rc) {
+        /* Consumers (distinct nodes per tensor, ascending: nodes in increasing order). */
+        for (size_t t = 0; t < nt; t++) {
+            g->tensors[t].consumers = pool + used;
+            g->tensors[t].n_consumers = 0;
+            used += (size_t)cnt[t];
+        }
+        memset(tmark, 0xff, nt * sizeof(int32_t));
+        for (size_t i = 0; i < nn; i++)
+            for (int32_t j = 0; j < g->nodes[i].n_inputs; j++) {
+                int32_t id = g->nodes[i].inputs[j];
+                af_tensor_info_t *t = &g->tensors[id];
+                if (tmark[id] != (int32_t)i) {
+                    tmark[id] = (int32_t)i;
+                    ((int32_t *)t->consumers)[t->n_consumers++] = (int32_t)i;
+                }
+            }
         /* Successors: transpose of preds; iterating i ascending keeps them sorted. */
         for (size_t i = 0; i < nn; i++) {
             g->nodes[i].succs = pool + used;
             g->nodes[i].n_succs = 0;
-            used += (size_t)cnt[i];
+            used += (size_t)cnt[nt + i];
         }
         for (size_t i = 0; i < nn; i++)
             for (int32_t k = 0; k < g->nodes[i].n_preds; k++) {
@@ -402,8 +411,8 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
         return 0;
     int rc;
     if ((rc = resolve_aliases(g, err)) || (rc = resolve_names(g, err)) ||
-        (rc = check_producers(g, err)) || (rc = build_edges(g, err)) ||
-        (rc = check_producers_exist(g, err)) || (rc = build_input_order(g, err))) {
+        (rc = build_edges(g, err)) || (rc = check_producers_exist(g, err)) ||
+        (rc = build_input_order(g, err))) {
         release_tables(g);
         return rc;
     }

@@ -20,12 +20,30 @@ int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int
     af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
     if (!kv)
         return AF_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_desc(sz[i]), (int32_t)i};
-    af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        kv[i].key = af__key_i64(iv[kv[i].id].lower);
-    af__sort_kv(kv, n, kv + n);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    uint64_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = iv[i].lower < lo ? iv[i].lower : lo;
+        hi = iv[i].lower > hi ? iv[i].lower : hi;
+        most = sz[i] > most ? sz[i] : most;
+    }
+    int lbits = n && hi > lo ? 64 - __builtin_clzll((uint64_t)hi - (uint64_t)lo) : 0;
+    int sbits = most ? 64 - __builtin_clzll(most) : 0;
+    if (lbits + sbits <= 64) {
+        /* (lower, size descending) in one key: one sort, none when the ids come in that order */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t l = (uint64_t)iv[i].lower - (uint64_t)lo;
+            kv[i] = (af__kv_t){(sbits == 64 ? 0 : l << sbits) | (most - sz[i]), (int32_t)i};
+        }
+        af__sort_kv(kv, n, kv + n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            kv[i] = (af__kv_t){af__key_desc(sz[i]), (int32_t)i};
+        af__sort_kv(kv, n, kv + n);
+        for (size_t i = 0; i < n; i++)
+            kv[i].key = af__key_i64(iv[kv[i].id].lower);
+        af__sort_kv(kv, n, kv + n);
+    }
     ids_out(kv, n, ids);
     af__free(kv);
     return 0;

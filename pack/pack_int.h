@@ -110,7 +110,12 @@ typedef struct af__engine {
     uint8_t *placed;
     int32_t cls_start[65];
     int32_t *cls_id;
-    int64_t *cls_lower;
+    int64_t *cls_lower, *cls_upper; /* per entry of cls_id: its interval's lower and upper */
+    /* The non-empty classes, and per class where its last query's scan began: queries in start
+     * order (most members) move it forward a little, so it is found by galloping from there. */
+    int n_cls;
+    int8_t cls_list[64];
+    int32_t cls_hint[64];
 } af__engine_t;
 
 /* Long thin instances: a class query looks at this many intervals at most. */

@@ -233,6 +233,7 @@ void af__engine_free(af__engine_t *e)
     af__free(e->placed);
     af__free(e->cls_id);
     af__free(e->cls_lower);
+    af__free(e->cls_upper);
 }
 
 static int length_class(const af_interval_t *v)
@@ -273,11 +274,16 @@ static int engine_classes(af__engine_t *e)
     e->placed = af__calloc(n + 1, 1);
     e->cls_id = af__malloc((n + 1) * sizeof(int32_t));
     e->cls_lower = af__malloc((n + 1) * sizeof(int64_t));
-    if (!e->placed || !e->cls_id || !e->cls_lower)
+    e->cls_upper = af__malloc((n + 1) * sizeof(int64_t));
+    if (!e->placed || !e->cls_id || !e->cls_lower || !e->cls_upper)
         return AF_ENOMEM;
     e->cls_start[0] = 0;
-    for (int c = 0; c < 64; c++)
+    e->n_cls = 0;
+    for (int c = 0; c < 64; c++) {
         e->cls_start[c + 1] = e->cls_start[c] + (int32_t)count[c];
+        if (count[c])
+            e->cls_list[e->n_cls++] = (int8_t)c;
+    }
     int32_t fill[64];
     memcpy(fill, e->cls_start, sizeof fill);
     for (size_t i = 0; i < n; i++) { /* by_start order: each class stays sorted by lower */
@@ -285,6 +291,7 @@ static int engine_classes(af__engine_t *e)
         int32_t at = fill[length_class(&e->iv[id])]++;
         e->cls_id[at] = id;
         e->cls_lower[at] = e->iv[id].lower;
+        e->cls_upper[at] = e->iv[id].upper;
     }
     e->use_classes = 1;
     return 0;
@@ -331,6 +338,7 @@ static void engine_reset(af__engine_t *e)
 {
     if (e->use_classes) {
         memset(e->placed, 0, e->n);
+        memcpy(e->cls_hint, e->cls_start, sizeof e->cls_hint);
         return;
     }
     for (size_t i = 0; i < 2 * e->leaves; i++)
@@ -353,27 +361,49 @@ static void engine_mark_placed(af__engine_t *e, int32_t id)
     }
 }
 
+/* First index in [lo, hi) of the sorted v whose value exceeds x (hi when none), galloping from
+ * hint: O(log d) for a result d entries away from it. */
+static int32_t first_above(const int64_t *v, int32_t lo, int32_t hi, int32_t hint, int64_t x)
+{
+    int32_t a = lo, b = hi, step = 1;
+    if (hint > lo && hint <= hi && v[hint - 1] > x) { /* the answer is below hint */
+        b = hint - 1;
+        while (b - step > lo && v[b - step] > x) {
+            b -= step;
+            step *= 2;
+        }
+        a = b - step > lo ? b - step : lo;
+    } else if (hint > lo && hint <= hi) { /* v[hint - 1] <= x: at or above hint */
+        a = hint;
+        while (a + step < hi && v[a + step] <= x) {
+            a += step;
+            step *= 2;
+        }
+        b = a + step < hi ? a + step : hi;
+    }
+    while (a < b) {
+        int32_t mid = a + (b - a) / 2;
+        if (v[mid] <= x)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
 /* Placed intervals overlapping [l, u): lower < u and upper > l. Returns their count in hits. */
 static size_t class_overlaps(af__engine_t *e, int64_t l, int64_t u)
 {
     size_t k = 0;
-    for (int c = 0; c < 64; c++) {
-        int32_t lo = e->cls_start[c], hi = e->cls_start[c + 1];
-        if (lo == hi)
-            continue;
+    for (int j = 0; j < e->n_cls; j++) {
+        int c = e->cls_list[j];
+        int32_t hi = e->cls_start[c + 1];
         int64_t from = l - (int64_t)(UINT64_C(2) << c); /* lower > from, or it ends before l */
-        while (lo < hi) {
-            int32_t mid = lo + (hi - lo) / 2;
-            if (e->cls_lower[mid] <= from)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        for (int32_t i = lo; i < e->cls_start[c + 1] && e->cls_lower[i] < u; i++) {
-            int32_t id = e->cls_id[i];
-            if (e->placed[id] && e->iv[id].upper > l)
-                e->hits[k++] = id;
-        }
+        int32_t i = first_above(e->cls_lower, e->cls_start[c], hi, e->cls_hint[c], from);
+        e->cls_hint[c] = i;
+        for (; i < hi && e->cls_lower[i] < u; i++)
+            if (e->cls_upper[i] > l && e->placed[e->cls_id[i]])
+                e->hits[k++] = e->cls_id[i];
     }
     return k;
 }

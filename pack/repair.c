@@ -36,6 +36,7 @@ typedef struct repair {
     size_t n;
     int32_t *by_lo; /* short intervals by lower */
     int64_t *lows;  /* their lowers */
+    int64_t *ups;   /* their uppers (a scan reads lows and ups in order, not iv) */
     size_t nshort;
     int32_t *longs; /* the long ones */
     size_t nlong;
@@ -66,7 +67,7 @@ static size_t overlapping(repair_t *r, int64_t t0, int64_t t1, int32_t *out, siz
     size_t i = lo;
     for (; i < r->nshort && r->lows[i] < t1 && k < r->cap; i++) {
         int32_t b = r->by_lo[i];
-        if (r->iv[b].upper > t0 && !(r->in_win[b] & mark)) {
+        if (r->ups[i] > t0 && !(r->in_win[b] & mark)) {
             r->in_win[b] |= (uint8_t)mark;
             out[k++] = b;
         }
@@ -240,12 +241,14 @@ static int repair_init(repair_t *r, const af_interval_t *iv, size_t n, const uin
     r->cap = 4096;
     r->by_lo = af__malloc((n + 1) * sizeof(int32_t));
     r->lows = af__malloc((n + 1) * sizeof(int64_t));
+    r->ups = af__malloc((n + 1) * sizeof(int64_t));
     r->longs = af__malloc((n + 1) * sizeof(int32_t));
     r->in_win = af__calloc(n + 1, 1);
     r->win = af__malloc(2 * r->cap * sizeof(int32_t));
     r->ranges = af__malloc((r->cap + 1) * sizeof(af__kv_t));
     r->tmp = af__malloc((r->cap + 1) * sizeof(af__kv_t));
-    if (!r->by_lo || !r->lows || !r->longs || !r->in_win || !r->win || !r->ranges || !r->tmp)
+    if (!r->by_lo || !r->lows || !r->ups || !r->longs || !r->in_win || !r->win || !r->ranges ||
+        !r->tmp)
         return AF_ENOMEM;
     if (by_start)
         memcpy(r->by_lo, by_start, n * sizeof(int32_t));
@@ -258,7 +261,7 @@ static int repair_init(repair_t *r, const af_interval_t *iv, size_t n, const uin
         if (iv[b].upper - iv[b].lower > r->reach)
             r->longs[r->nlong++] = b;
         else
-            r->by_lo[k++] = b, r->lows[k - 1] = iv[b].lower;
+            r->by_lo[k++] = b, r->lows[k - 1] = iv[b].lower, r->ups[k - 1] = iv[b].upper;
     }
     r->nshort = k;
     return 0;
@@ -268,6 +271,7 @@ static void repair_free(repair_t *r)
 {
     af__free(r->by_lo);
     af__free(r->lows);
+    af__free(r->ups);
     af__free(r->longs);
     af__free(r->in_win);
     af__free(r->win);

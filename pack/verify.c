@@ -35,12 +35,25 @@ typedef struct {
  */
 static void sweep_order(item_t *it, size_t n, af__kv_t *kv, int32_t *ord, item_t **by_last)
 {
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){it[i].handover >= 0, (int32_t)i};
-    af__sort_kv(kv, n, kv + n);
-    for (size_t i = 0; i < n; i++)
-        kv[i].key = af__key_i64(it[kv[i].id].first);
-    af__sort_kv(kv, n, kv + n);
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        lo = it[i].first < lo ? it[i].first : lo;
+        hi = it[i].first > hi ? it[i].first : hi;
+    }
+    if (n && (uint64_t)hi - (uint64_t)lo < (UINT64_C(1) << 62)) {
+        /* one key (first step, hand-over bit): one sort, none when they come in that order */
+        for (size_t i = 0; i < n; i++)
+            kv[i] = (af__kv_t){((uint64_t)it[i].first - (uint64_t)lo) << 1 | (it[i].handover >= 0),
+                               (int32_t)i};
+        af__sort_kv(kv, n, kv + n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            kv[i] = (af__kv_t){it[i].handover >= 0, (int32_t)i};
+        af__sort_kv(kv, n, kv + n);
+        for (size_t i = 0; i < n; i++)
+            kv[i].key = af__key_i64(it[kv[i].id].first);
+        af__sort_kv(kv, n, kv + n);
+    }
     for (size_t i = 0; i < n; i++)
         ord[i] = kv[i].id;
     for (size_t i = 0; i < n; i++)

@@ -8,12 +8,12 @@
  * gets edges only from the tenants it directly replaces. That is enough: an earlier tenant C of
  * the same bytes was itself replaced by A, whose producer waited for C's touchers, and A's
  * touchers run after A's producer. An edge r -> p(B) is left out when data dependencies already
- * order r before p(B) (r is p(B) itself, a direct predecessor, or found by a short backward
- * search bounded to AF__REUSE_DFS_LIMIT visits); the verifier re-proves every pair.
+ * order r before p(B) (r is p(B) itself, an ancestor within 256 steps, or found by a short
+ * backward search bounded to AF__REUSE_DFS_LIMIT visits); the verifier re-proves every pair.
  *
- * Speed without changing a single edge: the bounded search runs in step space over a CSR of
- * pred steps; it is skipped where a 256-step window of exact data ancestry (bitsets built in
- * one pass in step order) shows r is no ancestor at all, and where a failed search for the same
+ * Speed: a 256-step window of exact data ancestry (bitsets built in one pass in step order)
+ * answers for r within 256 steps of p(B); only farther ones take the bounded search, which runs
+ * in step space over a CSR of pred steps and is skipped where a failed search for the same
  * target already made the very same moves (see af__dsearch_ordered). The verifier re-derives
  * every pair with code of its own (planner/verify_reuse.c) and shares none of these helpers.
  *
@@ -256,11 +256,12 @@ int af__dsearch_ordered(af__dsearch_t *d, int32_t rs, int32_t vs)
     return 0;
 }
 
-/* The bounded search's answer; a node the window shows is no data ancestor cannot be found by
- * it, so the search is skipped then. */
+/* Whether data edges order step rs before step vs: within the window its exact answer, beyond
+ * it the bounded search's (a miss there only costs a redundant edge). */
 static int data_ordered(af__dsearch_t *ds, const af__window_t *win, int32_t rs, int32_t vs)
 {
-    return af__window_reaches(win, rs, vs) != 0 && af__dsearch_ordered(ds, rs, vs);
+    int w = af__window_reaches(win, rs, vs);
+    return w >= 0 ? w : af__dsearch_ordered(ds, rs, vs);
 }
 
 int af__plan_sort_leads(const af_plan_t *p, int32_t *leads, size_t n)

@@ -2,7 +2,8 @@
  * common/sort.c (and the interval orders of pack/order.c) and the lower bound built on it: the
  * radix sort must give exactly the order of the comparator sorts it replaced (key, then input
  * position), on keys of every shape, and af_intervals_lower_bound() must equal the max
- * cross-section computed the slow way. Property tests over a fixed-seed PRNG; the seed and case are
+ * cross-section computed the slow way; the packing engine's length-class index finds what its
+ * segment tree finds. Property tests over a fixed-seed PRNG; the seed and case are
  * printed on failure.
  */
 #include "pack/pack_int.h"
@@ -63,14 +64,18 @@ static void test_sort_kv_matches_comparator_sort(void **state)
     (void)state;
     static const size_t sizes[] = {0, 1, 2, 5, 31, 32, 33, 100, 257, 1000, 4097, 70000};
     for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
-        for (int shape = 0; shape < 6; shape++) {
+        for (int shape = 0; shape < 8; shape++) {
             uint64_t seed = rng;
             size_t n = sizes[si];
             af__kv_t *kv = malloc((n + 1) * sizeof(*kv));
             ref_t *ref = malloc((n + 1) * sizeof(*ref));
             for (size_t i = 0; i < n; i++) {
-                /* ids in a scrambled order: stability is about input position, not id */
-                kv[i] = (af__kv_t){draw_key(shape), (int32_t)((i * 7919) % (n ? n : 1))};
+                /* ids in a scrambled order: stability is about input position, not id; shapes
+                 * 6 and 7 come already in order (with repeats), 7 with one key out of place */
+                uint64_t key = shape < 6 ? draw_key(shape) : (uint64_t)i / 3 * 1000;
+                if (shape == 7 && i == n / 2)
+                    key = next() % 1000;
+                kv[i] = (af__kv_t){key, (int32_t)((i * 7919) % (n ? n : 1))};
                 ref[i] = (ref_t){kv[i].key, (int32_t)i};
             }
             af__kv_t *orig = malloc((n + 1) * sizeof(*orig));
@@ -231,6 +236,56 @@ static void test_sort_lower_bound_equals_max_cross_section(void **state)
     }
 }
 
+/* The engine's length-class index (long thin instances) must find the same overlapping placed
+ * intervals as its segment tree, whatever the order of the queries (the class scan starts from
+ * where the last one began): the two give the same offsets, and the packing is valid. */
+static void test_engine_class_index_matches_tree(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 4; round++) {
+        uint64_t seed = rng;
+        size_t n = 20000;
+        af_interval_t *iv = malloc(n * sizeof(*iv)), *a = malloc(n * sizeof(*a));
+        af_interval_t *b = malloc(n * sizeof(*b));
+        uint64_t *sz = malloc(n * sizeof(*sz));
+        int32_t *ord = malloc(n * sizeof(*ord));
+        for (size_t i = 0; i < n; i++) {
+            int64_t lo = (int64_t)(i / 2) + (int64_t)(next() % 3);
+            int64_t len = i % 2000 == 7 ? 5000 : 1 + (int64_t)(next() % 8);
+            iv[i] = (af_interval_t){.lower = lo, .upper = lo + len, .size = 1 + next() % 1000};
+            sz[i] = iv[i].size;
+        }
+        af__engine_t e;
+        assert_int_equal(af__engine_init(&e, iv, n, sz), 0);
+        assert_true(e.use_classes);
+        for (size_t i = 0; i < n; i++) /* by start, by start reversed, then scrambled */
+            ord[i] = round == 0   ? e.by_start[i]
+                     : round == 1 ? e.by_start[n - 1 - i]
+                                  : (int32_t)((i * 7919 + (size_t)round) % n);
+        memcpy(a, iv, n * sizeof(*iv));
+        memcpy(b, iv, n * sizeof(*iv));
+        uint64_t ha = af__engine_place(&e, a, ord, round % 2, UINT64_MAX);
+        e.use_classes = 0;
+        uint64_t hb = af__engine_place(&e, b, ord, round % 2, UINT64_MAX);
+        e.use_classes = 1;
+        af__engine_free(&e);
+        for (size_t i = 0; i < n; i++)
+            if (a[i].offset != b[i].offset) {
+                print_error("seed %llx round %d: interval %zu at %llu (classes), %llu (tree)\n",
+                            (unsigned long long)seed, round, i, (unsigned long long)a[i].offset,
+                            (unsigned long long)b[i].offset);
+                fail();
+            }
+        assert_int_equal(ha, hb);
+        assert_int_equal(af_intervals_verify(a, n, ha, 1, NULL), 0);
+        free(iv);
+        free(a);
+        free(b);
+        free(sz);
+        free(ord);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -238,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_sort_counting_matches_comparator_sort),
         cmocka_unit_test(test_sort_interval_orders_match_comparators),
         cmocka_unit_test(test_sort_lower_bound_equals_max_cross_section),
+        cmocka_unit_test(test_engine_class_index_matches_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
