@@ -68,6 +68,8 @@ enum af__lock_rank {
                                   which takes no lock; no executor lock is taken under it */
     AF__RANK_SESSION = 20,     /* af_session.mu (executor/executor_int.h): slots, stats, program */
     AF__RANK_KERNELS = 30,     /* af_executor.kmu: the kernel registry */
+    AF__RANK_ODN_BUILD = 35,   /* build_mu (executor/onednn.c): one oneDNN node built at a time
+                                  in the process; only allocation happens under it */
     AF__RANK_DEQUE = 40,       /* af__deque.mu: one worker deque, never two at once */
     AF__RANK_SLEEP = 50,       /* af_executor.mu: sleeping and waking workers */
     AF__RANK_CORES = 55,       /* af_executor.tmu: waiting for cores (OpenMP teams); never held

@@ -133,6 +133,34 @@ static int make_memories(odn_node_t *st)
     return 0;
 }
 
+/*
+ * One node is built at a time in the process (AF__RANK_ODN_BUILD). oneDNN's primitive cache
+ * hands two threads that create the same primitive the same descriptor, published by
+ * synchronisation inside libdnnl that ThreadSanitizer cannot see (the library is not
+ * instrumented): a daemon building two instances of a model at once got a race report on the
+ * memory descriptors read here. Building is prepare-time work, so the lock costs a parallel model
+ * load, never a round.
+ */
+static uv_once_t build_once = UV_ONCE_INIT;
+static uv_mutex_t build_mu; /* AF__RANK_ODN_BUILD */
+static int build_mu_ok;
+
+static void build_mu_init(void)
+{
+    build_mu_ok = uv_mutex_init(&build_mu) == 0;
+}
+
+static int prepare_locked(odn_prepare_fn fn, odn_build_t *b)
+{
+    uv_once(&build_once, build_mu_init);
+    if (!build_mu_ok)
+        return af__err(b->err, AF_ENOMEM, "cannot create the lock oneDNN nodes are built under");
+    uv_mutex_lock(&build_mu);
+    int rc = fn(b);
+    uv_mutex_unlock(&build_mu);
+    return rc;
+}
+
 int af__odn_prepare(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err, odn_prepare_fn fn)
 {
     odn_build_t b = {.in = in, .ctx = in->backend, .err = err};
@@ -148,7 +176,7 @@ int af__odn_prepare(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err
         b.st->ctx = b.ctx;
         b.st->workers = in->workers;
     }
-    int rc = fn(&b);
+    int rc = prepare_locked(fn, &b);
     if (!rc && b.st && make_memories(b.st))
         rc = af__err(err, AF_ENOMEM, "out of memory creating oneDNN memory objects");
     if (rc) {
