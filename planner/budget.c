@@ -31,6 +31,7 @@
 #define PROTECT_TRIES 24     /* local improvement: evicted tensors tried as protected */
 #define NOISE_TRIES 8        /* local improvement: jittered runs */
 #define FLIP_TRIES 24        /* local improvement: evicted tensors tried the other way back */
+#define FLIP_WORK 10000      /* ... at most this many simulated nodes (tries x nodes) */
 #define RECOMPUTE_WEIGHT 1e6 /* a swap weight under which recomputation always wins */
 #define REFINE_WORK 6000     /* placed flips: at most this many node placements (tries x nodes) */
 
@@ -134,9 +135,11 @@ static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_
     for (size_t i = 0; i < win.n_steps; i++)
         if (win.steps[i].kind == AF_STEP_SWAP_OUT)
             s->mode[win.steps[i].id] = AF__REMAT_SWAP;
-    int32_t n = flip_order(s, &win, s->flips);
+    int32_t n = flip_order(s, &win, s->flips), nn = af_graph_node_count(s->g);
+    int32_t tries =
+        FLIP_WORK / (nn > 0 ? nn : 1) < FLIP_TRIES ? FLIP_WORK / (nn > 0 ? nn : 1) : FLIP_TRIES;
     af__remat_result_free(&win);
-    for (int32_t i = 0; i < n && i < FLIP_TRIES; i++) {
+    for (int32_t i = 0; i < n && i < tries; i++) {
         int32_t t = s->flips[i];
         uint8_t was = s->mode[t];
         s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
@@ -301,7 +304,7 @@ static uint64_t next_target(const bracket_t *k, uint64_t T, uint64_t peak, uint6
  * The greedy rematerialiser's schedule at the budget, placed (its improved form first, then the
  * plain one if that packs over the budget): a plan that fits becomes *best, the bar the target
  * search must beat, so the answer is never worse than the greedy's. Recomputation only (with
- * offload, recompute_only() runs this search too); not when feasibility is all that is asked.
+ * offload, one_way() runs this search too); not when feasibility is all that is asked.
  */
 static int greedy_seed(const search_t *s, af_plan_t **best, af_error_t *err)
 {
@@ -591,18 +594,23 @@ static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_plan_t
 }
 
 /*
- * With offload and recomputation both allowed, the plan of recomputation alone is a candidate
- * too: the swap-weighted portfolio can pack worse than it, and offload must never cost more than
- * not offloading. Keeps in *p whichever plan has the lower modelled overhead; rc is the
- * offloading search's result (0 with *p, or AF_EBUDGET); returns the combined result.
+ * With offload and recomputation both allowed, the plans of each alone are candidates too: the
+ * mixed portfolio can pack worse than recomputation alone, or swap less well than offload alone
+ * (its scores recompute where a swap would have hidden), and allowing more must never cost more.
+ * `swap` picks the way kept (1 offload alone, 0 recomputation alone). Keeps in *p whichever plan
+ * has the lower modelled overhead; rc is the result so far (0 with *p, or AF_EBUDGET); returns
+ * the combined result. Nothing is searched when *p already costs nothing.
  */
-static int recompute_only(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc,
-                          af_error_t *err)
+static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc, int swap,
+                   af_error_t *err)
 {
-    if (!s->o->offload || !s->o->recompute)
-        return rc;
+    if (!s->o->offload || !s->o->recompute || (!rc && plan_objective(s, *p) <= 0) || (swap && rc))
+        return rc; /* offload alone is for a cheaper plan: it meets no budget the mix missed */
     af_plan_opts_t o2 = *s->o;
-    o2.offload = 0;
+    if (swap)
+        o2.recompute = 0;
+    else
+        o2.offload = 0;
     search_t s2;
     af_plan_t *q = NULL;
     int rc2 = search_init(&s2, s->g, &o2, p0) ? AF_ENOMEM : 0;
@@ -621,6 +629,8 @@ static int recompute_only(const search_t *s, const af_plan_t *p0, af_plan_t **p,
     if (!rc2 && (rc || plan_objective(s, q) < plan_objective(s, *p))) {
         af_plan_destroy(*p);
         *p = q;
+        if (swap)
+            return 0;
         /* from recomputation alone, swap what hides: the same victims, swapped back instead */
         w.cfg.swap_weight = RECOMPUTE_WEIGHT;
         rc2 = w.k >= 0 && w.k < s->n_ctx && plan_objective(s, q) > 0 ? refine(s, &w, p, err) : 0;
@@ -644,8 +654,8 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
     } else if (!rc) {
         s.budget = o->budget;
         rc = search(&s, &p, err);
-        if (rc == 0 || rc == AF_EBUDGET)
-            rc = recompute_only(&s, p0, &p, rc, err);
+        for (int swap = 0; swap < 2 && (rc == 0 || rc == AF_EBUDGET); swap++)
+            rc = one_way(&s, p0, &p, rc, swap, err);
         if (rc == AF_EBUDGET)
             rc = refuse(&s, p0, first, &p, err);
     }
