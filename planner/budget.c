@@ -116,6 +116,24 @@ static int32_t flip_order(const search_t *s, const af__remat_result_t *win, int3
     return n;
 }
 
+/* Runs cfg (its mode is s->mode) with no override, records in s->mode the tensors it swapped and
+ * in s->flips (*n) the tensors it evicted, in the order flips try them. 0, 1 (no schedule),
+ * AF_ENOMEM. */
+static int seed_modes(const search_t *s, int k, const af__remat_cfg_t *cfg, int32_t *n)
+{
+    af__remat_result_t r;
+    memset(s->mode, AF__REMAT_ANY, (size_t)af_graph_tensor_count(s->g));
+    int rc = run(s, k, cfg, &r);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < r.n_steps; i++)
+        if (r.steps[i].kind == AF_STEP_SWAP_OUT)
+            s->mode[r.steps[i].id] = AF__REMAT_SWAP;
+    *n = flip_order(s, &r, s->flips);
+    af__remat_result_free(&r);
+    return 0;
+}
+
 /*
  * With offload and recomputation, the scores decide per eviction whether a tensor is swapped or
  * recomputed from estimates: a transfer that hides behind compute costs nothing, one that
@@ -125,20 +143,14 @@ static int32_t flip_order(const search_t *s, const af__remat_result_t *win, int3
  */
 static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_t *best)
 {
-    af__remat_result_t win;
-    memset(s->mode, AF__REMAT_ANY, (size_t)af_graph_tensor_count(s->g));
     cfg.mode = s->mode;
     cfg.noise = 0;
-    int rc = run(s, k, &cfg, &win);
+    int32_t n, nn = af_graph_node_count(s->g);
+    int rc = seed_modes(s, k, &cfg, &n);
     if (rc)
         return rc == AF_ENOMEM ? rc : 0;
-    for (size_t i = 0; i < win.n_steps; i++)
-        if (win.steps[i].kind == AF_STEP_SWAP_OUT)
-            s->mode[win.steps[i].id] = AF__REMAT_SWAP;
-    int32_t n = flip_order(s, &win, s->flips), nn = af_graph_node_count(s->g);
     int32_t tries =
         FLIP_WORK / (nn > 0 ? nn : 1) < FLIP_TRIES ? FLIP_WORK / (nn > 0 ? nn : 1) : FLIP_TRIES;
-    af__remat_result_free(&win);
     for (int32_t i = 0; i < n && i < tries; i++) {
         int32_t t = s->flips[i];
         uint8_t was = s->mode[t];
@@ -341,16 +353,11 @@ static int refine(const search_t *s, const winner_t *w, af_plan_t **best, af_err
     cfg.protect = NULL;
     cfg.noise = 0;
     cfg.mode = s->mode;
-    memset(s->mode, AF__REMAT_ANY, (size_t)af_graph_tensor_count(s->g));
     af__remat_result_t r;
-    int rc = run(s, w->k, &cfg, &r);
+    int32_t n;
+    int rc = seed_modes(s, w->k, &cfg, &n);
     if (rc)
         return rc == AF_ENOMEM ? rc : 0;
-    for (size_t i = 0; i < r.n_steps; i++)
-        if (r.steps[i].kind == AF_STEP_SWAP_OUT)
-            s->mode[r.steps[i].id] = AF__REMAT_SWAP;
-    int32_t n = flip_order(s, &r, s->flips);
-    af__remat_result_free(&r);
     double cur = plan_objective(s, *best);
     for (int32_t i = 0; i < n && i < tries; i++) {
         int32_t t = s->flips[i];
