@@ -407,9 +407,14 @@ static int32_t pick_victim(af__remat_t *r, int *swap)
                     h *= 1 + 0.25 * rand01(r);
             }
             if (h < bh) {
+                int m = c->mode ? c->mode[x] : AF__REMAT_ANY;
                 bh = h;
                 best = x;
                 *swap = nu != NO_USE && sc < rc;
+                if (nu != NO_USE && m == AF__REMAT_SWAP && can_sw)
+                    *swap = 1;
+                else if (m == AF__REMAT_RECOMPUTE && can_rc)
+                    *swap = 0;
             }
         }
         if (best >= 0)
@@ -544,7 +549,10 @@ static int regen_plan(af__remat_t *r, int32_t x)
     int32_t rt = r->root[x];
     int32_t p = af_graph_tensor(r->g, x)->producer;
     int can_rc = p >= 0 && r->recompute && ((r->flag[rt] & F_DROP) || (rt != x && r->valid[rt]));
-    if (rt == x && r->host[x] && r->offload) {
+    int m = r->cfg->mode ? r->cfg->mode[rt] : AF__REMAT_ANY;
+    if (rt == x && r->host[x] && r->offload && (m != AF__REMAT_RECOMPUTE || !can_rc)) {
+        if (m == AF__REMAT_SWAP)
+            return swap_in(r, x) ? 2 : 0;
         r->stamp++;
         double sc = r->cfg->swap_weight * (double)r->size[x] * r->swap_unit;
         if (!can_rc || sc <= regen(r, x, 0))
