@@ -322,6 +322,10 @@ typedef struct af__kernel_entry {
     af__kernel_check_fn check;
     int (*prepare)(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err);
     void (*release)(void *state);
+    /* 1: the kernel moves elements as bytes (af_dtype_size of them), so it takes string tensors
+     * (af_string_t handles, copied unchanged); a node with a string tensor on any other row is
+     * refused at binding (kernel_bind.c). Read on the reference rows. */
+    uint8_t strings;
 } af__kernel_entry_t;
 
 /* A kernel set's context, made once per program (oneDNN: engine and one stream per worker). */

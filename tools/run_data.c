@@ -57,8 +57,8 @@ static void shape_str(char *out, size_t cap, int32_t rank, const int64_t *shape)
         snprintf(out + n, cap - (size_t)n, "]");
 }
 
-int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *bufs, char *why,
-              size_t cap)
+int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *bufs,
+              int need_strings, char *why, size_t cap)
 {
     int32_t ni = af_session_input_count(s);
     for (int32_t i = 0; i < ni; i++)
@@ -90,6 +90,15 @@ int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *b
             return -1;
         }
         bufs[i] = (af_buffer_t){t->data, t->bytes};
+    }
+    for (int32_t i = 0; need_strings && i < ni; i++) {
+        af_io_info_t io;
+        if (!bufs[i].data && !af_session_io_info(s, 0, i, &io) && io.dtype == AF_DTYPE_STRING) {
+            /* a pattern is no string handle a kernel may copy */
+            snprintf(why, cap, "input '%s' holds strings: give it a .pb file (--input %s=FILE.pb)",
+                     io.name, io.name);
+            return -1;
+        }
     }
     return 0;
 }
@@ -145,10 +154,35 @@ static void stats(const af_tensor_t *t, stats_t *st)
     }
 }
 
+/* The first strings of a string tensor, quoted (bytes outside printable ASCII as \xNN). */
+static void print_strings(FILE *f, const af_tensor_t *t)
+{
+    const af_string_t *h = t->data;
+    uint64_t n = af_tensor_numel(t);
+    fprintf(f, "  [");
+    for (uint64_t i = 0; i < n && i < 6; i++) {
+        fprintf(f, "%s\"", i ? ", " : "");
+        for (uint64_t k = 0; k < h[i].len && k < 40; k++) {
+            unsigned char ch = (unsigned char)h[i].data[k];
+            if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+                fputc(ch, f);
+            else
+                fprintf(f, "\\x%02x", ch);
+        }
+        fprintf(f, "%s\"", h[i].len > 40 ? "..." : "");
+    }
+    fprintf(f, "%s]\n", n > 6 ? ", ..." : "");
+}
+
 void data_print_summary(FILE *f, const char *name, const af_tensor_t *t)
 {
     char sh[160];
     shape_str(sh, sizeof sh, t->rank, t->shape);
+    if (t->dtype == AF_DTYPE_STRING) {
+        fprintf(f, "  %-20s %-5s %-18s", name, af_dtype_name(t->dtype), sh);
+        print_strings(f, t);
+        return;
+    }
     stats_t st;
     stats(t, &st);
     fprintf(f, "  %-20s %-5s %-18s", name, af_dtype_name(t->dtype), sh);
@@ -238,6 +272,21 @@ void data_compare(const af_tensor_t *got, const af_tensor_t *want, double rtol, 
     }
     uint64_t n = af_tensor_numel(want);
     c->ok = 1;
+    if (got->dtype == AF_DTYPE_STRING) { /* the strings' bytes, exactly */
+        const af_string_t *g = got->data, *w = want->data;
+        for (uint64_t i = 0; c->ok && i < n; i++)
+            if (g[i].len != w[i].len || (w[i].len && memcmp(g[i].data, w[i].data, w[i].len))) {
+                c->ok = 0;
+                c->worst = i;
+                snprintf(c->why, sizeof c->why,
+                         "string %llu has %llu bytes \"%.40s\", expected "
+                         "%llu \"%.40s\"",
+                         (unsigned long long)i, (unsigned long long)g[i].len,
+                         g[i].len ? g[i].data : "", (unsigned long long)w[i].len,
+                         w[i].len ? w[i].data : "");
+            }
+        return;
+    }
     for (uint64_t i = 0; i < n; i++) {
         double g = af_tensor_get(got, i), w = af_tensor_get(want, i), d;
         if (isnan(g) || isnan(w))
