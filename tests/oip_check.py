@@ -125,14 +125,14 @@ def string_vi(name, shape):
 def write_string_models(d):
     """ONNX STRING tensors (OIP BYTES): ident_bytes (Identity), strings (Reshape, Gather, Concat
     with a string initializer, Transpose: handles moved by the data-movement kernels; Equal with a
-    string scalar), strings_cast (Cast from STRING: no kernel, so unavailable with a reason)."""
+    Constant value_string), strings_cast (Cast from STRING: no kernel, so unavailable with a reason)."""
     write_model(f"{d}/ident_bytes/1/model.onnx", [helper.make_node("Identity", ["x"], ["y"])],
                 [string_vi("x", SHAPE)], [string_vi("y", SHAPE)])
     inits = [numpy_helper.from_array(np.array([3, 2], np.int64), "shp"),
              numpy_helper.from_array(np.array([2, 0], np.int64), "idx"),
-             helper.make_tensor("C", TensorProto.STRING, [1, 2], STRING_CONST),
-             helper.make_tensor("K", TensorProto.STRING, [], [b"x"])]
-    g = helper.make_graph([helper.make_node("Reshape", ["s", "shp"], ["r"]),
+             helper.make_tensor("C", TensorProto.STRING, [1, 2], STRING_CONST)]
+    g = helper.make_graph([helper.make_node("Constant", [], ["K"], value_string="x"),
+                           helper.make_node("Reshape", ["s", "shp"], ["r"]),
                            helper.make_node("Gather", ["r", "idx"], ["g"], axis=0),
                            helper.make_node("Concat", ["g", "C"], ["t"], axis=0),
                            helper.make_node("Transpose", ["t"], ["u"]),

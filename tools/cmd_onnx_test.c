@@ -373,7 +373,7 @@ static void run_test(ot_ctx_t *c, const char *dir, ot_result_t *r)
         af_error_t err;
         af_error_clear(&err);
         if (af_session_input_count(m.s) > MAX_INPUTS * 2 ||
-            data_bind(m.s, ins, n, bufs, 1, why, sizeof why)) {
+            data_bind(m.s, ins, n, bufs, why, sizeof why)) {
             r->status = OT_FAIL;
             snprintf(r->reason, sizeof r->reason, "%s: %s", sets[k], why);
         } else if (af_session_run(m.s, bufs, NULL, &err)) {

@@ -600,7 +600,7 @@ static int execute(const run_args_t *a, const af_plan_t *p, const af_executor_op
     char why[512];
     if ((rc = af_session_create(ex, p, &so, &s, &err)) ||
         !(d->bufs = calloc((size_t)af_session_input_count(s) + 1, sizeof(af_buffer_t))) ||
-        data_bind(s, d->ins, d->n_ins, d->bufs, !pattern_kernels(eo->kernels), why, sizeof why)) {
+        data_bind(s, d->ins, d->n_ins, d->bufs, why, sizeof why)) {
         cli_error("run: %s", rc ? err.msg : d->bufs ? why : "out of memory");
         af_session_destroy(s);
         uv_run(&loop, UV_RUN_NOWAIT);

@@ -57,8 +57,8 @@ static void shape_str(char *out, size_t cap, int32_t rank, const int64_t *shape)
         snprintf(out + n, cap - (size_t)n, "]");
 }
 
-int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *bufs,
-              int need_strings, char *why, size_t cap)
+int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *bufs, char *why,
+              size_t cap)
 {
     int32_t ni = af_session_input_count(s);
     for (int32_t i = 0; i < ni; i++)
@@ -90,15 +90,6 @@ int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *b
             return -1;
         }
         bufs[i] = (af_buffer_t){t->data, t->bytes};
-    }
-    for (int32_t i = 0; need_strings && i < ni; i++) {
-        af_io_info_t io;
-        if (!bufs[i].data && !af_session_io_info(s, 0, i, &io) && io.dtype == AF_DTYPE_STRING) {
-            /* a pattern is no string handle a kernel may copy */
-            snprintf(why, cap, "input '%s' holds strings: give it a .pb file (--input %s=FILE.pb)",
-                     io.name, io.name);
-            return -1;
-        }
     }
     return 0;
 }
