@@ -350,6 +350,11 @@ def cmd_bytes(port, run_dir=None):
     if st != 200 or [x["datatype"] for x in meta["inputs"] + meta["outputs"]] != ["BYTES", "BYTES"]:
         fail(f"ident_bytes metadata: {st} {data!r}")
     ok(f"ident_bytes metadata: {data.decode()}")
+    st, _, data = request(port, "GET", "/v2/models/ident_bytes/config")
+    cfg = json.loads(data)
+    if st != 200 or [x["data_type"] for x in cfg["input"] + cfg["output"]] != ["TYPE_STRING"] * 2:
+        fail(f"ident_bytes config: {st} {data!r}")
+    ok("ident_bytes config: TYPE_STRING (Triton's name of BYTES)")
     # bytes that are not UTF-8: fine in binary, refused (400) as a JSON output
     raw = [b"\xff\xfe", b"ok", b"", b"\xc3", b"x", b"y"]
     _, got = bytes_infer(port, "ident_bytes", "x", SHAPE, raw, "binary-both", {"y": 6})
