@@ -308,19 +308,24 @@ static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__mode
     return rc;
 }
 
-/* Every input and output has an arenaflow dtype: an ONNX STRING tensor (OIP BYTES) has none, and
- * no kernel takes strings, so such a model is not served (docs/serve.md). */
-static int check_io_types(const af__model_t *m, af_error_t *err)
+/* A model whose input or output has no arenaflow dtype (complex numbers; an ONNX STRING tensor is
+ * AF_DTYPE_STRING, OIP BYTES) has no OIP datatype for it, so it is not served (docs/serve.md). */
+static int check_io_types(const af__model_t *m, const char *kernels, af_error_t *err)
 {
+    int patterns = !strcmp(kernels, "verify") || !strcmp(kernels, "empty");
     for (int32_t t = 0; t < af_graph_tensor_count(m->graph); t++) {
         const af_tensor_info_t *ti = af_graph_tensor(m->graph, t);
+        if (ti->kind == AF_TENSOR_OUTPUT && ti->dtype == AF_DTYPE_STRING && patterns)
+            return af__err(err, AF_EINVAL,
+                           "output '%s' is BYTES, and the %s kernels write patterns, not strings "
+                           "([models] kernels = real serves it)",
+                           ti->name, kernels);
         if ((ti->kind != AF_TENSOR_INPUT && ti->kind != AF_TENSOR_OUTPUT) ||
             ti->dtype != AF_DTYPE_UNKNOWN)
             continue;
         const char *why = af_graph_dynamic_reason(m->graph, t);
         return af__err(err, AF_EINVAL,
-                       "%s '%s' has no arenaflow datatype (%s): string tensors (OIP BYTES) are "
-                       "not served, no arenaflow kernel takes strings",
+                       "%s '%s' has no arenaflow datatype (%s), so it has no OIP datatype",
                        ti->kind == AF_TENSOR_INPUT ? "input" : "output", ti->name,
                        why ? why : "unknown element type");
     }
@@ -359,7 +364,7 @@ static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *
     snprintf(cfg, sizeof(cfg), "%s/%s/config.json", j->dir, name);
     int rc = load_graph(j, vdir, cfg, m, err);
     if (rc == 0)
-        rc = check_io_types(m, err);
+        rc = check_io_types(m, j->d->cfg.model_kernels, err);
     af__derr_t kind;
     char why[AF_ERROR_MSG_MAX];
     if (rc == 0 && af__limits_check(&j->lim, m->graph, &kind, why, sizeof(why)) != 0)

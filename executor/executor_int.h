@@ -239,6 +239,9 @@ uint64_t af__round_sum(const af__round_t *r, int32_t t);
 uint64_t af__exec_checksum(const void *p, uint64_t n);
 /* Fills p with a deterministic pattern derived from seed. */
 void af__exec_fill(void *p, uint64_t n, uint64_t seed);
+/* af__exec_fill for the n bytes of tensor t, except a string tensor, which gets empty strings
+ * (zero handles): a pattern is no handle a kernel may copy and a caller may read. */
+void af__exec_fill_tensor(const af_graph_t *g, int32_t t, void *p, uint64_t n, uint64_t seed);
 /* 64-bit mixer (splitmix64 finaliser). */
 static inline uint64_t af__exec_mix(uint64_t a, uint64_t b)
 {
@@ -322,6 +325,10 @@ typedef struct af__kernel_entry {
     af__kernel_check_fn check;
     int (*prepare)(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err);
     void (*release)(void *state);
+    /* 1: the kernel moves elements as bytes (af_dtype_size of them), so it takes string tensors
+     * (af_string_t handles, copied unchanged); a node with a string tensor on any other row is
+     * refused at binding (kernel_bind.c). Read on the reference rows. */
+    uint8_t strings;
 } af__kernel_entry_t;
 
 /* A kernel set's context, made once per program (oneDNN: engine and one stream per worker). */
