@@ -273,6 +273,7 @@ static void borrow_roundtrip(int use_cache)
     o.classes = ladder;
     o.nclasses = 2;
     o.cache_borrow_ratio = 4; /* let the cache lend its 4 MiB block to a 1 MiB request */
+    o.recut_min = 0;          /* the ladder for every size (re-cutting: test_pool_recut.c) */
     af_pool_t *p = make_pool(&o);
     af_pool_cache_t *k = NULL;
     if (use_cache)

@@ -78,6 +78,11 @@ typedef struct af_pool_opts {
     int poison;                /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
     int exact_peak;            /* keep one shared atomic of live bytes for an exact peak (costs
                                   one atomic add per op); default 0 */
+    uint64_t recut_min;        /* requests above this made through a cache are cut to the 16 KiB
+                                  granule, best fit, from that cache's heap of free extents,
+                                  coalesced on free (no class rounding, memory shared between
+                                  sizes); 0 = off (every request uses the ladder); else
+                                  >= 16 KiB; default 32 KiB. Not returned by trim */
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
