@@ -29,6 +29,11 @@
  * cache, which would have to pay a locked instruction on every free to arbitrate that race too.
  * Pools with poison or exact_peak, and ASan builds, take the CAS on every free.
  *
+ * Requests above recut_min (pool/heap.c) skip the classes: they are re-cut from the cache's heap,
+ * adopted at the first such request and handed back to the pool by flush and destroy; a re-cut
+ * block this cache handed out carries its tag and class byte AF__POOL_HEAP_CLASS, and is freed
+ * with a plain store too (cache_free_heap).
+ *
  * Misses, in order: (1) lend from a larger class in this same cache (above), (2) take a batch from
  * the class's central list (class lock), (3) af__pool_alloc_slow: borrow from a larger central
  * list or map a chunk (global mutex). A full stack hands `batch` blocks back to the central list

@@ -90,7 +90,7 @@ static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 {
     if (rl_take(p->vfree, &p->nvfree, n, start) == 0)
         return 0;
-    if (p->va_bump + n > p->ngranules)
+    if (p->va_bump + n > p->ngranules / 2) /* the upper half is the heaps' (af__pool_span_new) */
         return AF_ENOMEM;
     *start = p->va_bump;
     p->va_bump += n;
@@ -170,11 +170,11 @@ int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t top_start, uint
         return AF_ENOMEM;
     uint64_t s, m = n;
     int rc = 0;
-    if (top_len && top_start + top_len == p->va_bump &&
-        p->va_bump + (n - top_len) <= p->ngranules) {
+    if (top_len && top_start + top_len == p->hp_bump && p->hp_bump + (n - top_len) <= p->ngranules)
         m = n - top_len; /* the heap's top extent grows into the bump pointer */
-        s = p->va_bump;
-        p->va_bump += m;
+    if (p->hp_bump + m <= p->ngranules) {
+        s = p->hp_bump;
+        p->hp_bump += m;
     } else {
         rc = va_take(p, m, &s);
     }

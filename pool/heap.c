@@ -156,8 +156,10 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
     AF__ST(&h->allocs, AF__LD(&h->allocs) + 1);
     AF__ST(&h->live_req, AF__LD(&h->live_req) + (int64_t)size);
     AF__ST(&h->live_bytes, AF__LD(&h->live_bytes) + (int64_t)bytes);
-    af__pool_exact_live(p, (int64_t)size);
-    af__pool_on_alloc(p, b->addr, size);
+    if (k->flags) { /* poison, exact peak, ASan */
+        af__pool_exact_live(p, (int64_t)size);
+        af__pool_on_alloc(p, b->addr, size);
+    }
     *out = b->addr;
     return 0;
 }

@@ -218,8 +218,9 @@ struct af_pool {
     void *va_raw; /* start of the reservation as mmap returned it */
     uint64_t va_bytes;
 
-    pthread_mutex_t glock;   /* AF__RANK_POOL_GLOBAL */
-    uint64_t va_bump;        /* granules handed out from the top of the reservation */
+    pthread_mutex_t glock; /* AF__RANK_POOL_GLOBAL */
+    uint64_t va_bump; /* granules handed out from the bottom half of the reservation (chunks) */
+    uint64_t hp_bump; /* and from the top half (heaps' spans: one heap's growth stays one range) */
     af__pool_range_t *vfree; /* unmapped holes below va_bump */
     size_t nvfree, cap_vfree;
     af__pool_chunk_t **chunks; /* every descriptor ever made (glock) */
@@ -368,7 +369,8 @@ static inline void af__pool_exact_live(af_pool_t *p, int64_t d)
  * list cannot grow). */
 int af__pool_rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start, uint64_t n);
 /* Maps memory for heap h (glock held): n granules, or, when h's last extent [top_start,
- * top_start + top_len) ends at the bump pointer, the n - top_len granules that extend it.
+ * top_start + top_len) ends at the heaps' bump pointer, the n - top_len granules that extend it
+ * (address space from the reservation's top half; from the bottom half once that is used up).
  * Publishes them as a span of h; *start, *len = the new range. */
 int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t top_start, uint64_t top_len,
                       uint64_t n, uint64_t *start, uint64_t *len);
