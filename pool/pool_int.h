@@ -1,15 +1,16 @@
 /*
  * The pool module's one private header, shared by pool/pool.c (create, ladder, stats, block
  * queries), pool/chunk.c (address space, chunks, central lists, huge chunks, trim),
- * pool/borrow.c (the slow path: borrowing under the global mutex) and pool/cache.c (the
- * lock-free per-worker fast path, the cache-less calls). Other modules use
- * include/arenaflow/pool.h only.
+ * pool/borrow.c (the slow path: borrowing under the global mutex), pool/cache.c (the
+ * lock-free per-worker fast path, the cache-less calls) and pool/heap.c (re-cut blocks from a
+ * cache's heap of extents). Other modules use include/arenaflow/pool.h only.
  *
  * Locks (ranks in common/common_int.h, AF__RANK_POOL_*): pool->glock (global mutex: address
- * space, chunk table, borrowing, huge chunks, the list of caches, trim) before cls->lock (one per
- * class: its central free list and its chunks' free counts), never the reverse.
- * A cache's bins are touched only by the thread using the cache; other threads read its
- * counters (relaxed atomics) for statistics.
+ * space, chunk table, borrowing, huge chunks, the list of caches and of heaps, heaps changing
+ * hands, trim) before cls->lock (one per class: its central free list and its chunks' free
+ * counts), never the reverse. A cache's bins, and the extents of the heap it holds, are touched
+ * only by the thread using the cache; other threads read its counters (relaxed atomics) for
+ * statistics and push the heap's blocks they free onto its remote list (CAS).
  */
 #ifndef ARENAFLOW_POOL_INT_H
 #define ARENAFLOW_POOL_INT_H
