@@ -90,7 +90,7 @@ static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 {
     if (rl_take(p->vfree, &p->nvfree, n, start) == 0)
         return 0;
-    if (p->va_bump + n > p->ngranules / 2) /* the upper half is the heaps' (af__pool_span_new) */
+    if (p->va_bump + n > p->hp_low) /* the heaps' spans grow down from the top */
         return AF_ENOMEM;
     *start = p->va_bump;
     p->va_bump += n;
@@ -162,7 +162,7 @@ static int space_map(af_pool_t *p, uint64_t start, uint64_t n)
     return 0;
 }
 
-int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t top_start, uint64_t top_len,
+int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t low_start, uint64_t low_len,
                       uint64_t n, uint64_t *start, uint64_t *len)
 {
     af__pool_chunk_t *ch = desc_get(p);
@@ -170,11 +170,11 @@ int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t top_start, uint
         return AF_ENOMEM;
     uint64_t s, m = n;
     int rc = 0;
-    if (top_len && top_start + top_len == p->hp_bump && p->hp_bump + (n - top_len) <= p->ngranules)
-        m = n - top_len; /* the heap's top extent grows into the bump pointer */
-    if (p->hp_bump + m <= p->ngranules) {
-        s = p->hp_bump;
-        p->hp_bump += m;
+    if (low_len && low_start == p->hp_low && p->hp_low - p->va_bump >= n - low_len)
+        m = n - low_len; /* the heap's lowest extent grows down into the bump pointer */
+    if (p->hp_low - p->va_bump >= m) {
+        p->hp_low -= m;
+        s = p->hp_low;
     } else {
         rc = va_take(p, m, &s);
     }

@@ -3,14 +3,15 @@
  *
  * A request above recut_min made through a cache is not rounded to a class: it is cut, to the
  * granule (16 KiB), from the free extents of the cache's heap, best fit (the smallest extent that
- * holds it, the lowest address among equals), and when freed its granules go back as an extent
- * coalesced with its free neighbours. Memory is shared between sizes as in a general-purpose
- * allocator, so reserved memory follows the peak of live bytes rather than the peaks of each
- * class. When no extent fits, the heap maps memory (glock): only the part its top extent lacks
- * when that extent ends at the pool's bump pointer, so a heap grown by one thread stays one
- * range. A block's descriptor is the granule-indexed one (dtab) at its first granule: free finds
- * it with one load, its length is in the descriptor; the span (a chunk of class AF__POOL_SPAN
- * covering mapped granules of the heap) names the heap.
+ * holds it, the highest address among equals, cut from its top end), and when freed its granules go
+ * back as an extent coalesced with its free neighbours. Memory is shared between sizes as in a
+ * general-purpose allocator, so reserved memory follows the peak of live bytes rather than the
+ * peaks of each class. When no extent fits, the heap maps memory (glock): only the part its lowest
+ * extent lacks when that extent starts at the heaps' bump pointer (spans grow down from the top of
+ * the reservation, chunks up from its bottom), so a heap grown by one thread stays one range. A
+ * block's descriptor is the granule-indexed one (dtab) at its first granule: free finds it with one
+ * load, its length is in the descriptor; the span (a chunk of class AF__POOL_SPAN covering mapped
+ * granules of the heap) names the heap.
  *
  * Threads: only the cache using the heap reads or writes its extents, with no lock. A block freed
  * by anything else (another cache, af_pool_free) is moved to FREE with the same compare-and-swap
@@ -29,12 +30,12 @@
 
 #include <string.h>
 
-/* Index of the smallest extent of at least n granules, or SIZE_MAX. */
+/* Index of the smallest extent of at least n granules (the highest among equals), or SIZE_MAX. */
 static size_t heap_fit(const af__pool_heap_t *h, uint64_t n)
 {
     size_t pick = SIZE_MAX;
     uint64_t best = UINT64_MAX;
-    for (size_t i = 0; i < h->nxt; i++) {
+    for (size_t i = h->nxt; i-- > 0;) {
         uint64_t l = h->xt[i].len;
         if (l >= n && l < best) {
             if (l == n)
@@ -92,15 +93,15 @@ static void heap_take_remote(af_pool_t *p, af__pool_heap_t *h)
 /* Maps at least n more granules for the heap (glock). */
 static int heap_grow(af_pool_t *p, af__pool_heap_t *h, uint64_t n)
 {
-    uint64_t ts = 0, tl = 0, s, m;
-    if (h->nxt) {
-        ts = h->xt[h->nxt - 1].start;
-        tl = h->xt[h->nxt - 1].len;
+    uint64_t ls = 0, ll = 0, s, m;
+    if (h->nxt) { /* the lowest extent: grown downwards when it starts at the heaps' bump */
+        ls = h->xt[0].start;
+        ll = h->xt[0].len;
     }
     af__pool_glock(p);
     int64_t live = af__pool_live_req(p); /* the peak matters as we grow */
     af__pool_note_peak(p, live > 0 ? (uint64_t)live : 0);
-    int rc = af__pool_span_new(p, h, ts, tl, n, &s, &m);
+    int rc = af__pool_span_new(p, h, ls, ll, n, &s, &m);
     af__pool_gunlock(p);
     if (rc)
         return rc;
@@ -137,9 +138,8 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
             return rc;
         i = heap_fit(h, n);
     }
-    uint64_t g = h->xt[i].start;
-    h->xt[i].start += n;
-    h->xt[i].len -= n;
+    h->xt[i].len -= n; /* cut from the top: what is left stays next to where the heap grows */
+    uint64_t g = h->xt[i].start + h->xt[i].len;
     if (h->xt[i].len == 0) {
         memmove(&h->xt[i], &h->xt[i + 1], (h->nxt - i - 1) * sizeof(h->xt[0]));
         h->nxt--;

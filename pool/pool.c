@@ -209,7 +209,7 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     if (!p->cls)
         goto fail_cls;
     p->ngranules = opts->va_reserve >> AF__POOL_GRANULE_SHIFT;
-    p->hp_bump = p->ngranules / 2;
+    p->hp_low = p->ngranules;
     init_classes(p);
 
     p->va_bytes = (p->ngranules + 1) << AF__POOL_GRANULE_SHIFT;

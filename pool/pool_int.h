@@ -220,8 +220,8 @@ struct af_pool {
     uint64_t va_bytes;
 
     pthread_mutex_t glock; /* AF__RANK_POOL_GLOBAL */
-    uint64_t va_bump; /* granules handed out from the bottom half of the reservation (chunks) */
-    uint64_t hp_bump; /* and from the top half (heaps' spans: one heap's growth stays one range) */
+    uint64_t va_bump;      /* granules handed out from the bottom of the reservation up (chunks) */
+    uint64_t hp_low; /* and from its top down (heaps' spans: one heap's growth stays one range) */
     af__pool_range_t *vfree; /* unmapped holes below va_bump */
     size_t nvfree, cap_vfree;
     af__pool_chunk_t **chunks; /* every descriptor ever made (glock) */
@@ -369,11 +369,11 @@ static inline void af__pool_exact_live(af_pool_t *p, int64_t d)
 /* Sorted granule range lists (pool/chunk.c): give merges with neighbours (AF_ENOMEM when the
  * list cannot grow). */
 int af__pool_rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start, uint64_t n);
-/* Maps memory for heap h (glock held): n granules, or, when h's last extent [top_start,
- * top_start + top_len) ends at the heaps' bump pointer, the n - top_len granules that extend it
- * (address space from the reservation's top half; from the bottom half once that is used up).
+/* Maps memory for heap h (glock held): n granules, or, when h's lowest extent [low_start,
+ * low_start + low_len) starts at the heaps' bump pointer (which grows down from the top of the
+ * reservation while chunks grow up from its bottom), the n - low_len granules below it.
  * Publishes them as a span of h; *start, *len = the new range. */
-int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t top_start, uint64_t top_len,
+int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t low_start, uint64_t low_len,
                       uint64_t n, uint64_t *start, uint64_t *len);
 
 /* Heaps (pool/heap.c). adopt/release: glock held (cache create/destroy). */

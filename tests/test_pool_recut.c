@@ -38,8 +38,8 @@ static void test_pool_recut_coalesces_freed_neighbours(void **state)
     assert_int_equal(af_pool_cache_alloc(k, MIB, &a), 0);
     assert_int_equal(af_pool_cache_alloc(k, MIB - 1000, &b), 0);
     assert_int_equal(af_pool_cache_alloc(k, MIB, &c), 0);
-    assert_ptr_equal(b, (char *)a + MIB); /* one range, cut in order */
-    assert_ptr_equal(c, (char *)b + MIB);
+    assert_ptr_equal(b, (char *)a - MIB); /* one range, grown downwards */
+    assert_ptr_equal(c, (char *)b - MIB);
     fill(a, MIB, 1);
     fill(b, MIB - 1000, 2);
     fill(c, MIB, 3);
@@ -53,14 +53,14 @@ static void test_pool_recut_coalesces_freed_neighbours(void **state)
     assert_int_equal(af_pool_cache_free(k, c), 0);
     assert_int_equal(stats_of(p).allocated_bytes, 0);
     assert_int_equal(af_pool_cache_alloc(k, 3 * MIB, &big), 0);
-    assert_ptr_equal(big, a);
+    assert_ptr_equal(big, c);
     af_pool_stats_t st = stats_of(p);
     assert_int_equal(st.os_maps, st0.os_maps);
     assert_int_equal(st.reserved_bytes, 3 * MIB);
-    /* 4 MiB fits no extent: the heap's top grows by the 1 MiB it lacks */
+    /* 4 MiB fits no extent: the heap's lowest extent grows down by the 1 MiB it lacks */
     assert_int_equal(af_pool_cache_free(k, big), 0);
     assert_int_equal(af_pool_cache_alloc(k, 4 * MIB, &big), 0);
-    assert_ptr_equal(big, a);
+    assert_ptr_equal(big, (char *)c - MIB);
     assert_int_equal(stats_of(p).reserved_bytes, 4 * MIB);
     assert_int_equal(af_pool_cache_free(k, big), 0);
     af_pool_cache_destroy(k);
@@ -231,7 +231,7 @@ static void test_pool_recut_heap_outlives_cache(void **state)
     assert_int_equal(af_pool_free(p, a), 0);
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     assert_int_equal(af_pool_cache_alloc(k, 6 * MIB, &b), 0);
-    assert_ptr_equal(b, a);
+    assert_ptr_equal(b, (char *)a + 2 * MIB); /* cut from the top of the freed 8 MiB */
     assert_int_equal(stats_of(p).reserved_bytes, 8 * MIB);
     assert_int_equal(af_pool_cache_free(k, b), 0);
     af_pool_cache_destroy(k);
@@ -306,6 +306,29 @@ static void test_pool_recut_two_threads(void **state)
     af_pool_destroy(p);
 }
 
+/* Chunks grow up from the bottom of the reservation and heaps down from its top: either may
+ * use what the other has not (a small reservation fits a chunk of more than half of it). */
+static void test_pool_recut_shares_address_space(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.va_reserve = 64ull << 20;
+    af_pool_t *p = make_pool(&o);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *h, *x;
+    assert_int_equal(af_pool_alloc(p, 40 * MIB, &a), 0);       /* a class block: from the bottom */
+    assert_int_equal(af_pool_cache_alloc(k, 16 * MIB, &h), 0); /* re-cut: from the top */
+    assert_true((char *)h > (char *)a);
+    assert_int_equal(af_pool_cache_alloc(k, 16 * MIB, &x), AF_ENOMEM); /* 72 MiB > 64 */
+    assert_int_equal(af_pool_alloc(p, 16 * MIB, &x), AF_ENOMEM);
+    assert_int_equal(af_pool_free(p, a), 0);
+    assert_int_equal(af_pool_cache_free(k, h), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -316,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_pool_recut_remote_frees_return),
         cmocka_unit_test(test_pool_recut_heap_outlives_cache),
         cmocka_unit_test(test_pool_recut_two_threads),
+        cmocka_unit_test(test_pool_recut_shares_address_space),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
