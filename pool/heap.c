@@ -147,17 +147,18 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
     af__pool_block_t *b = &p->dtab[g];
     b->ngran = n;
     b->next = NULL;
-    atomic_store_explicit(&b->req, (uint32_t)(size < UINT32_MAX ? size : UINT32_MAX),
-                          memory_order_relaxed);
+    /* the request as counted (capped at 4 GiB: the word is 32 bits) is what free subtracts */
+    uint32_t rq = (uint32_t)(size < UINT32_MAX ? size : UINT32_MAX);
+    atomic_store_explicit(&b->req, rq, memory_order_relaxed);
     atomic_store_explicit(
         &b->state, af__blk_tagged(af__blk_state(AF_BLOCK_INUSE, AF__POOL_HEAP_CLASS, 0), k->tag),
         memory_order_relaxed);
     b->addr = p->va_base + (g << AF__POOL_GRANULE_SHIFT);
     AF__ST(&h->allocs, AF__LD(&h->allocs) + 1);
-    AF__ST(&h->live_req, AF__LD(&h->live_req) + (int64_t)size);
+    AF__ST(&h->live_req, AF__LD(&h->live_req) + (int64_t)rq);
     AF__ST(&h->live_bytes, AF__LD(&h->live_bytes) + (int64_t)bytes);
     if (k->flags) { /* poison, exact peak, ASan */
-        af__pool_exact_live(p, (int64_t)size);
+        af__pool_exact_live(p, (int64_t)rq);
         af__pool_on_alloc(p, b->addr, size);
     }
     *out = b->addr;
