@@ -533,6 +533,7 @@ int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *
     snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
     snprintf(j->dir, sizeof(j->dir), "%s", d->cfg.model_repository);
     j->plan_opts = d->cfg.plan_opts;
+    af_plan_opts_resolve(&j->plan_opts, d->cfg.model_kernels); /* fuse = auto: on for "real" */
     j->lim = d->cfg.lim;
     j->ex = o->ex;
     j->pd = o->pd;
