@@ -716,6 +716,26 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
     return rc;
 }
 
+int af_plan_restore_counts(const af_graph_t *g, const af_plan_opts_t *opts, int32_t *tensors,
+                           int32_t *nodes, af_error_t *err)
+{
+    if (!g || !tensors || !nodes || !af_graph_is_finalized(g))
+        return af__err(err, AF_EINVAL, "af_plan_restore_counts: NULL or unfinalized graph");
+    *tensors = af_graph_tensor_count(g);
+    *nodes = af_graph_node_count(g);
+    if (!opts || opts->fuse != AF_FUSE_ON)
+        return 0;
+    af_graph_t *fg = NULL;
+    af_fuse_report_t fr;
+    int rc = af_plan_fuse(g, &fg, &fr, err);
+    if (!rc && fr.fused_nodes) {
+        *tensors = af_graph_tensor_count(fg);
+        *nodes = af_graph_node_count(fg);
+    }
+    af_graph_destroy(fg);
+    return rc;
+}
+
 /* With fuse = on: plans (or restores) the fused graph, which the plan then owns, and reports
  * what fusion saved against the same options on g (not on a restore: a cache hit stays cheap). */
 int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,

@@ -427,6 +427,73 @@ static void test_fuse_linear_runs_on_onednn(void **state)
     af_executor_destroy(ex);
 }
 
+/* The budget's lower bound ("no schedule can go below") on a fused graph counts an in-place
+ * output once: the fused residual Conv's output takes its sum input's bytes, so the bound is no
+ * more than the arena a plan actually reaches, and a budget below the arena is refused naming a
+ * bound under it. */
+static void test_fuse_budget_bound_counts_in_place_once(void **state)
+{
+    (void)state;
+    af_graph_t *g = residual(), *fg = NULL;
+    assert_int_equal(af_plan_fuse(g, &fg, NULL, NULL), 0);
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.fuse = AF_FUSE_OFF;
+    o.recompute = 1;
+    af_plan_t *p = NULL;
+    af_error_t err;
+    assert_int_equal(af_plan_create(fg, &o, &p, &err), 0);
+    uint64_t least = 0, bound = 0, arena = af_plan_report(p)->arena_bytes;
+    assert_int_equal(af_plan_min_budget(fg, &o, &least, &bound, &err), 0);
+    printf("fused residual: arena %llu, smallest budget %llu, bound %llu\n",
+           (unsigned long long)arena, (unsigned long long)least, (unsigned long long)bound);
+    assert_true(bound > 0);
+    assert_true(bound <= least);
+    assert_true(bound <= arena);
+    o.budget = bound > 64 ? bound - 64 : 1;
+    af_plan_t *q = NULL;
+    assert_int_equal(af_plan_create(fg, &o, &q, &err), AF_EBUDGET);
+    char want[64];
+    snprintf(want, sizeof want, "go below %llu", (unsigned long long)bound);
+    assert_non_null(strstr(err.msg, want));
+    af_plan_destroy(p);
+    af_graph_destroy(fg);
+    af_graph_destroy(g);
+}
+
+/* A fused plan is restored from its order and offsets (a plan file, the daemon's model_plans):
+ * af_plan_restore_counts gives the fused graph's counts, the ones the order and offsets have. */
+static void test_fuse_restore_counts(void **state)
+{
+    (void)state;
+    af_graph_t *g = linear();
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    const af_graph_t *fg = af_plan_graph(p);
+    af_plan_opts_t o = *af_plan_opts(p);
+    int32_t nt = 0, nn = 0;
+    assert_int_equal(af_plan_restore_counts(g, &o, &nt, &nn, NULL), 0);
+    assert_int_equal(nt, af_graph_tensor_count(fg));
+    assert_int_equal(nn, af_graph_node_count(fg));
+    assert_true(nn < af_graph_node_count(g));
+    uint64_t *off = calloc((size_t)nt, sizeof *off);
+    for (int32_t t = 0; t < nt; t++)
+        off[t] = af_plan_tensor(p, t)->offset;
+    af_plan_t *q = NULL;
+    af_error_t err;
+    if (af_plan_restore(g, &o, af_plan_order(p), off, &q, &err))
+        fail_msg("restore: %s", err.msg);
+    assert_int_equal(af_plan_report(q)->arena_bytes, af_plan_report(p)->arena_bytes);
+    assert_int_equal(af_graph_node_count(af_plan_graph(q)), nn);
+    o.fuse = AF_FUSE_OFF;
+    assert_int_equal(af_plan_restore_counts(g, &o, &nt, &nn, NULL), 0);
+    assert_int_equal(nn, af_graph_node_count(g));
+    assert_int_equal(af_plan_restore_counts(NULL, &o, &nt, &nn, &err), AF_EINVAL);
+    free(off);
+    af_plan_destroy(q);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 static void test_fuse_outputs_equal_unfused_small(void **state)
 {
     (void)state;
@@ -540,6 +607,17 @@ static void test_fuse_bad_option_and_args(void **state)
     assert_int_equal(af_plan_opts_set(&o, "fuse", "on", &err), 0);
     assert_int_equal(o.fuse, AF_FUSE_ON);
     assert_int_equal(af_plan_opts_set(&o, "fuse", "sometimes", &err), AF_EINVAL);
+    /* fuse = auto: on for the real kernels, off for the others; explicit values stay */
+    const char *sets[] = {"real", "onednn", "verify", "reference", "empty", NULL};
+    for (int i = 0; i < 6; i++) {
+        af_plan_opts_t r;
+        af_plan_opts_init(&r);
+        af_plan_opts_resolve(&r, sets[i]);
+        assert_int_equal(r.fuse, i < 2 ? AF_FUSE_ON : AF_FUSE_OFF);
+        r.fuse = i < 2 ? AF_FUSE_OFF : AF_FUSE_ON;
+        af_plan_opts_resolve(&r, sets[i]);
+        assert_int_equal(r.fuse, i < 2 ? AF_FUSE_OFF : AF_FUSE_ON);
+    }
     assert_non_null(strstr(err.msg, "fuse"));
     af_graph_t *out = NULL;
     assert_int_equal(af_plan_fuse(NULL, &out, NULL, &err), AF_EINVAL);
@@ -554,6 +632,8 @@ int main(void)
         cmocka_unit_test(test_fuse_residual_in_place),
         cmocka_unit_test(test_fuse_linear_bias_and_residual),
         cmocka_unit_test(test_fuse_linear_runs_on_onednn),
+        cmocka_unit_test(test_fuse_budget_bound_counts_in_place_once),
+        cmocka_unit_test(test_fuse_restore_counts),
         cmocka_unit_test(test_fuse_outputs_equal_unfused_small),
         cmocka_unit_test(test_fuse_zoo_real_kernels),
         cmocka_unit_test(test_fuse_bad_option_and_args),

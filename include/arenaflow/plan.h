@@ -252,6 +252,15 @@ typedef struct af_fuse_report {
  */
 int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err);
 
+/*
+ * The tensor and node counts of the graph a plan of g under opts refers to (af_plan_graph), the
+ * counts an order and offsets for af_plan_restore() must have: the fused graph's with fuse = on
+ * when something fuses, else g's (a budget's rewrite is not predicted: its counts are larger).
+ * Errors: AF_EINVAL (NULL, not finalized), AF_ENOMEM. Reentrant.
+ */
+int af_plan_restore_counts(const af_graph_t *g, const af_plan_opts_t *opts, int32_t *tensors,
+                           int32_t *nodes, af_error_t *err);
+
 /* The graph the plan's node and tensor ids refer to: the rewritten graph of a plan made under a
  * budget (owned by the plan), else the graph given to af_plan_create(). */
 const af_graph_t *af_plan_graph(const af_plan_t *p);
