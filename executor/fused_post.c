@@ -2,8 +2,8 @@
  * Fused ops (planner/fuse.c, af_plan_fuse) around a node's kernel. A node may carry
  * - fused_bias = k: constant input k is added along output 0's last axis (a MatMul's bias: a
  *   PyTorch Linear), first;
- * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv); the plan
- *   may give output 0 the bytes of input k (in-place hint);
+ * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv, MatMul or
+ *   Gemm); the plan may give output 0 the bytes of input k (in-place hint);
  * - fused_post ("Relu,Clip") with fused_alpha / fused_beta: unary ops applied, in order, on
  *   output 0 after the sum.
  * AF__POST_PRIM: the kernel set's primitive applies them (oneDNN bias, sum and eltwise post-ops,

@@ -365,6 +365,8 @@ static int conv_bias(fuse_t *f, int32_t u, int32_t c, int64_t C)
     newc_t *nb = fu->b >= 0 ? &f->nc[fu->b] : NULL;
     const float *old = !nb && ui->n_inputs == 3 ? f32_const(g, ui->inputs[2], C) : NULL;
     int old_data = nb ? nb->data != NULL : ui->n_inputs == 3 ? old != NULL : cd != NULL;
+    if (!nb && ui->n_inputs == 3 && !old && !f32_const_nodata(g, ui->inputs[2], C))
+        return 1; /* a bias that is no constant of C floats */
     if (old_data != (cd != NULL))
         return 1; /* data on one side only */
     if (!nb) {
