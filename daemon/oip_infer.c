@@ -772,6 +772,7 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
                       .lim = d->cfg.lim,
                       .pd = o->pd};
     j->pd.max_files = d->cfg.max_plan_files;
+    af_plan_opts_resolve(&j->plan_opts, d->cfg.model_kernels); /* as the model's load did */
     j->w.data = j;
     af__model_ref(m);
     o->inflight++;

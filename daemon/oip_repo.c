@@ -249,9 +249,10 @@ af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max)
     m->n_variants++;
     if (v->note[0])
         af__dlog(AF__LOG_WARN, "model %s: %s", m->name, v->note);
-    af__dlog(AF__LOG_INFO, "model %s version %lld: %s for %s (arena %llu bytes)", m->name,
-             (long long)m->version, v->restored ? "plan restored" : "planned", v->key,
-             (unsigned long long)af_plan_arena_bytes(v->plan));
+    af__dlog(AF__LOG_INFO, "model %s version %lld: %s for %s (arena %llu bytes, %d nodes fused)",
+             m->name, (long long)m->version, v->restored ? "plan restored" : "planned", v->key,
+             (unsigned long long)af_plan_arena_bytes(v->plan),
+             (int)af_plan_report(v->plan)->fused_nodes);
     return v;
 }
 
@@ -504,10 +505,10 @@ static void load_after(uv_work_t *w, int status)
         else
             af__dlog(AF__LOG_INFO,
                      "model %s version %" PRId64 " loaded (%s, arena %" PRIu64
-                     " bytes, plan %s, %" PRId64 " instance%s)",
+                     " bytes, plan %s, %" PRId64 " instance%s, %d nodes fused)",
                      m->name, m->version, m->platform, af_plan_arena_bytes(m->plan),
                      m->restored ? "restored" : "planned", m->cfg.instances,
-                     m->cfg.instances == 1 ? "" : "s");
+                     m->cfg.instances == 1 ? "" : "s", (int)af_plan_report(m->plan)->fused_nodes);
     }
     while (j->failed) {
         failure_t *f = j->failed;
@@ -538,6 +539,7 @@ int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *
     snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
     snprintf(j->dir, sizeof(j->dir), "%s", d->cfg.model_repository);
     j->plan_opts = d->cfg.plan_opts;
+    af_plan_opts_resolve(&j->plan_opts, d->cfg.model_kernels); /* fuse = auto: on for "real" */
     j->lim = d->cfg.lim;
     j->ex = o->ex;
     j->pd = o->pd;

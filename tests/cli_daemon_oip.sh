@@ -69,6 +69,11 @@ nr=$(metric 'arenaflowd_model_batched_requests_total')
 [ "${nb:-0}" -ge 1 ] && [ "${nr:-0}" -gt "${nb:-0}" ] ||
     fail "/metrics: ${nb:-} batches of ${nr:-} requests"
 ok "/metrics: $nr requests in $nb batches"
+# fuse = auto (the default) is on with the real kernels: MatMul + bias Add + Relu is one node
+case $KERNELS in real | onednn) fused=2 ;; *) fused=0 ;; esac
+grep -q "model bat_ref version 1: \(planned\|plan restored\) for .*, $fused nodes fused)" "$LOG" ||
+    fail "bat_ref (MatMul + Add + Relu) not planned with $fused nodes fused on the $KERNELS kernels"
+ok "bat_ref: served with $fused nodes fused (fuse = auto, $KERNELS kernels), answers as unbatched"
 req GET /v2/repository/index
 body_has '"name":"bat_bad","state":"UNAVAILABLE","reason":"version 1: ' "bat_bad is unavailable"
 body_has 'max_batch_size needs a batch axis' "bat_bad: the reason names the batch axis"
@@ -154,6 +159,9 @@ restored=$(metric 'arenaflowd_model_plans_total{source="restored"}')
 [ "${planned:-x}" = 0 ] && [ "${restored:-0}" -ge 20 ] ||
     fail "after the restart: ${planned:-} planned, ${restored:-} restored (want 0 planned)"
 grep -q "model dyn version 1: plan restored for x=7,3" "$LOG" || fail "dyn x=7,3 not restored"
+$CHECK batching "$PORT" >/dev/null || fail "dynamic batching after the restart"
+grep -q "model bat_ref version 1: plan restored for .*, $fused nodes fused)" "$LOG" ||
+    fail "bat_ref's plans ($fused nodes fused) not restored after the restart: $(grep 'bat_ref.*not restored' "$LOG" | head -1)"
 ok "restart: $restored plans restored from $nfiles files, 0 planned (dyn's 6 shapes among them)"
 stop
 # a corrupted plan file is not trusted: logged, planned again, rewritten

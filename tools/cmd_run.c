@@ -695,7 +695,7 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
                                         : 0);
     if (a->safe)
         po->safe_mode = 1;
-    cli_resolve_fuse(po, eo->kernels);
+    af_plan_opts_resolve(po, eo->kernels);
     return 0;
 }
 

@@ -169,6 +169,14 @@ const char *af_graph_name(const af_graph_t *g);
 int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_out, af_error_t *err);
 
 /*
+ * The descriptor that adds a tensor like tensor t of g to another graph: its name, size, dtype,
+ * shape, kind and view (alias_of: the base tensor's name in g). Its pointers are g's, valid while
+ * g lives; a caller renaming or retyping the copy overwrites those fields. t must be a tensor of
+ * g (an out-of-range id gives an all-zero descriptor, which af_graph_add_tensor refuses).
+ */
+af_tensor_desc_t af_graph_tensor_desc(const af_graph_t *g, int32_t t);
+
+/*
  * Adds a node. Tensor names are resolved by af_graph_finalize(), so tensors may be added after
  * the nodes that use them. Errors: AF_EINVAL, AF_EDUP (node name taken), AF_ENOMEM.
  */
