@@ -124,8 +124,7 @@ static void *scratch_take(size_t size)
     int best = -1;
     for (int k = 0; k < scratch.n_kept; k++) {
         size_t have = scratch.kept[k].size;
-        if (have >= size && have - size <= size / 2 &&
-            (best < 0 || have < scratch.kept[best].size))
+        if (have >= size && have - size <= size / 2 && (best < 0 || have < scratch.kept[best].size))
             best = k;
     }
     if (best < 0)
