@@ -48,6 +48,11 @@ void af_reset_allocator(void)
  * one page fault per 4 KiB. Only the 2 MiB-aligned interior is advised, so nothing outside the
  * block changes; a refusal (THP off, memory not anonymous) changes nothing either.
  */
+#define AF__HUGE_MIN ((size_t)4 << 20)
+#ifndef AF__SCRATCH_MIN
+#define AF__SCRATCH_MIN ((size_t)1 << 20)
+#endif
+
 static void *huge_hint(void *p, size_t size)
 {
 #ifdef MADV_HUGEPAGE
@@ -153,7 +158,7 @@ void af__scratch_end(void)
 void *af__malloc(size_t size)
 {
     if (!scratch.depth || size < AF__SCRATCH_MIN)
-        return hooks.malloc_fn(size ? size : 1);
+        return huge_hint(hooks.malloc_fn(size ? size : 1), size);
     void *p = scratch_take(size);
     return p ? p : scratch_track(huge_hint(hooks.malloc_fn(size), size), size);
 }
@@ -175,7 +180,7 @@ void *af__realloc(void *ptr, size_t size)
 {
     if (scratch.depth && ptr)
         (void)scratch_untrack(ptr);
-    void *p = huge_hint(hooks.realloc_fn(ptr, size ? size : 1), size);
+    void *p = hooks.realloc_fn(ptr, size ? size : 1); /* copied into: no longer first touch */
     if (p && scratch.depth && size >= AF__SCRATCH_MIN)
         (void)scratch_track(p, size);
     return p; /* on failure ptr stays live, untracked: freed as usual */

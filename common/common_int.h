@@ -14,10 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Blocks of this many bytes or more are advised to use transparent huge pages (common.c). */
-#define AF__HUGE_MIN ((size_t)4 << 20)
-/* A scratch scope keeps freed blocks of this many bytes or more for reuse (common.c). */
-#define AF__SCRATCH_MIN ((size_t)1 << 20)
 void *af__malloc(size_t size);
 void *af__calloc(size_t count, size_t size);
 void *af__realloc(void *ptr, size_t size);
