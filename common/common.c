@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <uv.h>
 
@@ -40,27 +41,161 @@ void af_reset_allocator(void)
     hooks.free_fn = free;
 }
 
+/*
+ * Asks for transparent huge pages under a big block (AF__HUGE_MIN bytes or more): the planner's
+ * and the graph's per-tensor tables at 10^6 tensors are tens of MiB each, fresh from the kernel
+ * (allocators hand blocks this big back at free), and with 4 KiB pages their first touch costs
+ * one page fault per 4 KiB. Only the 2 MiB-aligned interior is advised, so nothing outside the
+ * block changes; a refusal (THP off, memory not anonymous) changes nothing either.
+ */
+#define AF__HUGE_MIN ((size_t)4 << 20)
+#ifndef AF__SCRATCH_MIN
+#define AF__SCRATCH_MIN ((size_t)1 << 20)
+#endif
+
+static void *huge_hint(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (p && size >= AF__HUGE_MIN) {
+        uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+        uintptr_t hi = ((uintptr_t)p + size) & ~(huge - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#else
+    (void)size;
+#endif
+    return p;
+}
+
+/*
+ * Scratch scope (af__scratch_begin/end): while one is open on a thread, blocks of
+ * AF__SCRATCH_MIN bytes or more that the library frees are kept, and a later request of about
+ * the same size (the block is at most half again as big) takes one back instead of going to the
+ * allocator. One plan at 10^6 tensors allocates ~600 MB in such blocks over its phases with
+ * ~230 MB live at once; without the scope every one of them is fresh memory the kernel faults
+ * in and zeroes. Kept blocks are freed when the outermost scope closes. Tracking is a small
+ * open-addressing table of the big blocks handed out in the scope (tombstones on free; when it
+ * is full a block is simply not tracked and is freed as usual).
+ */
+#define SCRATCH_SLOTS 256 /* power of two */
+#define SCRATCH_KEEP 16
+#define SCRATCH_TOMB ((void *)1)
+
+typedef struct {
+    void *ptr;
+    size_t size;
+} scratch_block_t;
+
+static _Thread_local struct {
+    int depth, used; /* used: slots not empty (live or tombstone) */
+    int n_kept;
+    scratch_block_t slot[SCRATCH_SLOTS], kept[SCRATCH_KEEP];
+} scratch;
+
+static size_t scratch_hash(const void *p)
+{
+    return (size_t)(((uintptr_t)p >> 12) * 0x9e3779b97f4a7c15ull >> 56) & (SCRATCH_SLOTS - 1);
+}
+
+static void *scratch_track(void *p, size_t size)
+{
+    if (!p || scratch.used >= SCRATCH_SLOTS / 2)
+        return p;
+    size_t i = scratch_hash(p);
+    while (scratch.slot[i].ptr && scratch.slot[i].ptr != SCRATCH_TOMB)
+        i = (i + 1) & (SCRATCH_SLOTS - 1);
+    if (!scratch.slot[i].ptr)
+        scratch.used++;
+    scratch.slot[i] = (scratch_block_t){p, size};
+    return p;
+}
+
+/* Removes p from the table; its size, or 0 when p is not tracked. */
+static size_t scratch_untrack(void *p)
+{
+    for (size_t i = scratch_hash(p); scratch.slot[i].ptr; i = (i + 1) & (SCRATCH_SLOTS - 1))
+        if (scratch.slot[i].ptr == p) {
+            scratch.slot[i].ptr = SCRATCH_TOMB;
+            return scratch.slot[i].size;
+        }
+    return 0;
+}
+
+/* A kept block of size..1.5*size bytes (the smallest), or NULL. */
+static void *scratch_take(size_t size)
+{
+    int best = -1;
+    for (int k = 0; k < scratch.n_kept; k++) {
+        size_t have = scratch.kept[k].size;
+        if (have >= size && have - size <= size / 2 && (best < 0 || have < scratch.kept[best].size))
+            best = k;
+    }
+    if (best < 0)
+        return NULL;
+    scratch_block_t b = scratch.kept[best];
+    scratch.kept[best] = scratch.kept[--scratch.n_kept];
+    return scratch_track(b.ptr, b.size);
+}
+
+void af__scratch_begin(void)
+{
+    scratch.depth++;
+}
+
+void af__scratch_end(void)
+{
+    if (scratch.depth <= 0 || --scratch.depth > 0)
+        return;
+    for (int k = 0; k < scratch.n_kept; k++)
+        hooks.free_fn(scratch.kept[k].ptr);
+    scratch.n_kept = 0;
+    scratch.used = 0;
+    memset(scratch.slot, 0, sizeof(scratch.slot));
+}
+
 void *af__malloc(size_t size)
 {
-    return hooks.malloc_fn(size ? size : 1);
+    if (!scratch.depth || size < AF__SCRATCH_MIN)
+        return huge_hint(hooks.malloc_fn(size ? size : 1), size);
+    void *p = scratch_take(size);
+    return p ? p : scratch_track(huge_hint(hooks.malloc_fn(size), size), size);
 }
 
 void *af__calloc(size_t count, size_t size)
 {
     if (count == 0 || size == 0)
         count = size = 1;
-    return hooks.calloc_fn(count, size);
+    size_t bytes = count <= SIZE_MAX / size ? count * size : 0;
+    if (!scratch.depth || bytes < AF__SCRATCH_MIN)
+        return huge_hint(hooks.calloc_fn(count, size), bytes);
+    void *p = scratch_take(bytes);
+    if (p)
+        return memset(p, 0, bytes);
+    return scratch_track(huge_hint(hooks.calloc_fn(count, size), bytes), bytes);
 }
 
 void *af__realloc(void *ptr, size_t size)
 {
-    return hooks.realloc_fn(ptr, size ? size : 1);
+    if (scratch.depth && ptr)
+        (void)scratch_untrack(ptr);
+    void *p = hooks.realloc_fn(ptr, size ? size : 1); /* copied into: no longer first touch */
+    if (p && scratch.depth && size >= AF__SCRATCH_MIN)
+        (void)scratch_track(p, size);
+    return p; /* on failure ptr stays live, untracked: freed as usual */
 }
 
 void af__free(void *ptr)
 {
-    if (ptr)
-        hooks.free_fn(ptr);
+    if (!ptr)
+        return;
+    size_t size = scratch.depth ? scratch_untrack(ptr) : 0;
+    if (size && scratch.n_kept < SCRATCH_KEEP) {
+        scratch.kept[scratch.n_kept++] = (scratch_block_t){ptr, size};
+        return;
+    }
+    hooks.free_fn(ptr);
 }
 
 char *af__strdup(const char *s)

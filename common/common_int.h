@@ -18,6 +18,10 @@ void *af__malloc(size_t size);
 void *af__calloc(size_t count, size_t size);
 void *af__realloc(void *ptr, size_t size);
 void af__free(void *ptr);
+/* Opens / closes a scratch scope on this thread (nests): big blocks freed inside are kept for
+ * the next request of about their size and freed when the outermost scope closes. */
+void af__scratch_begin(void);
+void af__scratch_end(void);
 char *af__strdup(const char *s);
 /* Grows *arr (element size elem) so it holds at least need elements; doubles capacity. */
 int af__grow(void **arr, size_t *cap, size_t need, size_t elem);

@@ -261,6 +261,7 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     if (had >= 0)
         return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
     g->n_tensors++;
+    g->recent[hash & (AF__RECENT_NAMES - 1)] = id + 1;
     if (id_out)
         *id_out = id;
     return 0;
@@ -274,7 +275,12 @@ static int record_io(af_graph_t *g, const char *const *names, int32_t n)
     if (af__grow((void **)&g->io, &g->cap_io, base + (size_t)n + 1, sizeof(*g->io)))
         return AF_ENOMEM;
     for (int32_t i = 0; i < n; i++) {
-        int32_t id = af__graph_map_find(g, &g->tmap, names[i], af__graph_hash_str(names[i]));
+        uint64_t hash = af__graph_hash_str(names[i]);
+        int32_t *recent = &g->recent[hash & (AF__RECENT_NAMES - 1)], id = *recent - 1;
+        if (id < 0 || strcmp(g->tensors[id].name, names[i]) != 0)
+            id = af__graph_map_find(g, &g->tmap, names[i], hash);
+        if (id >= 0)
+            *recent = id + 1;
         g->io[base + (size_t)i] = id;
         if (id >= 0)
             continue;

@@ -24,6 +24,8 @@ typedef struct af__unresolved {
 
 typedef struct af__chunk af__chunk_t;
 
+#define AF__RECENT_NAMES 256 /* power of two */
+
 /* Storage constant data points into (graph/store.c): a heap block or a read-only file mapping,
  * shared by reference count between the graphs whose tensors point into it. */
 typedef struct af__store {
@@ -60,6 +62,10 @@ struct af_graph {
     size_t attr_slot_cap, attr_slot_count;
 
     af__namemap_t tmap, nmap;
+    /* The tensors added last, by the low bits of their name's hash: id + 1, 0 empty. Node
+     * inputs mostly name tensors added just before; a hit here spares record_io the probe of
+     * tmap, which at 10^6 names is a cache miss per input. */
+    int32_t recent[AF__RECENT_NAMES];
 
     int32_t *input_order;
     int32_t *alias_root;

@@ -17,7 +17,6 @@
 #include "graph/graph_int.h"
 
 #include <string.h>
-#include <sys/mman.h>
 
 #define EMPTY UINT64_MAX
 #define CHUNK_MIN 1024
@@ -107,24 +106,6 @@ void af__graph_map_prefetch(const af__namemap_t *m, uint64_t hash)
         __builtin_prefetch(&m->slots[(uint32_t)hash & (m->cap - 1)]);
 }
 
-/*
- * Asks for transparent huge pages under a big table: probes land anywhere in it, and with 4 KiB
- * pages nearly every probe of a 10^6-name map also misses the TLB. Only the 2 MiB-aligned
- * interior is advised; a refusal (no THP, memory not from mmap) changes nothing.
- */
-static void huge_pages(void *p, size_t len)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + len) & ~(huge - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)len;
-#endif
-}
-
 int af__graph_map_reserve(af__namemap_t *m, size_t count)
 {
     if (count * 2 <= m->cap)
@@ -135,7 +116,7 @@ int af__graph_map_reserve(af__namemap_t *m, size_t count)
     uint64_t *ns = af__malloc(ncap * sizeof(*ns));
     if (!ns)
         return AF_ENOMEM;
-    huge_pages(ns, ncap * sizeof(*ns));
+    /* af__malloc asks for huge pages under a table this big (probes land anywhere in it) */
     memset(ns, 0xff, ncap * sizeof(*ns));
     for (size_t i = 0; i < m->cap; i++) {
         uint64_t s = m->slots[i];

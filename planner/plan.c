@@ -645,8 +645,22 @@ int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32
     return plan_new(g, &o, order, offsets, 0, out, err);
 }
 
+static int plan_make(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                     const uint64_t *offsets, int figure_only, af_plan_t **out, af_error_t *err);
+
+/* One plan is one scratch scope: the big per-tensor tables its phases free are handed to the
+ * next phase instead of coming fresh from the kernel (common.c). */
 static int plan_new(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
                     const uint64_t *offsets, int figure_only, af_plan_t **out, af_error_t *err)
+{
+    af__scratch_begin();
+    int rc = plan_make(g, opts, order, offsets, figure_only, out, err);
+    af__scratch_end();
+    return rc;
+}
+
+static int plan_make(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
+                     const uint64_t *offsets, int figure_only, af_plan_t **out, af_error_t *err)
 {
     if (!g || !out)
         return af__err(err, AF_EINVAL, "NULL graph or output pointer");

@@ -70,7 +70,9 @@ void af_error_clear(af_error_t *err);
  * Allocator hooks. All heap use of the library goes through these (like uv_replace_allocator):
  * tests replace them to fail the n-th allocation. Must be called before any other arenaflow
  * call, or while no arenaflow object exists. Any pointer may be NULL to keep the current one.
- * Returns 0, or AF_EINVAL when the hooks are inconsistent. Not thread-safe.
+ * Returns 0, or AF_EINVAL when the hooks are inconsistent. Not thread-safe. Inside one
+ * af_plan_create call, blocks of 1 MiB or more that the planner frees are kept for its later
+ * requests and reach free_fn when the call returns.
  */
 typedef void *(*af_malloc_fn)(size_t size);
 typedef void *(*af_realloc_fn)(void *ptr, size_t size);
