@@ -266,6 +266,43 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
 }
 
+/*
+ * An inline round: every node on the calling thread, in dependency order (a stack of ready
+ * nodes in the round's roots array, which holds one entry per node; each node is pushed once,
+ * when its last predecessor is done). Only this thread touches the round's counters, so they
+ * are counted down without locked instructions. The node runs in context s->inl[slot] (its own
+ * scratch pointers, oneDNN stream and memory objects); the thread's OpenMP setting is made 1 for
+ * the round (every node of an inline plan runs without a team) and given back after.
+ */
+void af__round_run_inline(af__round_t *r)
+{
+    af_session_t *s = r->s;
+    const af__prog_t *p = r->prog;
+    af__worker_t *w = &s->inl[r->slot];
+    const af__backend_t *be = p->backend ? s->ex->set->backend : NULL;
+    int32_t team0 = be ? be->get_team() : 1, n = 0;
+    w->team = team0;
+    af__task_t *ready = r->roots;
+    for (int32_t i = p->n_roots - 1; i >= 0; i--)
+        ready[n++] = (af__task_t){r, p->roots[i]};
+    uint64_t ran = 0;
+    while (n > 0) {
+        int32_t v = ready[--n].node;
+        af__round_run_node(w, r, v);
+        ran++;
+        for (int32_t i = p->succ_off[v]; i < p->succ_off[v + 1]; i++) {
+            int32_t x = p->succ[i];
+            int c = atomic_load_explicit(&r->pending[x], memory_order_relaxed);
+            atomic_store_explicit(&r->pending[x], c - 1, memory_order_relaxed);
+            if (c == 1)
+                ready[n++] = (af__task_t){r, x};
+        }
+    }
+    if (be && w->team != team0)
+        be->set_team(team0);
+    atomic_fetch_add_explicit(&s->ex->inline_tasks, ran, memory_order_relaxed);
+}
+
 /* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */
 void af__round_complete(af__round_t *r, int32_t hint)
 {
@@ -424,6 +461,7 @@ static const void *session_const(void *cu, int32_t t)
 int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err)
 {
     const_src_t c = {s, p};
+    p->workers = s->n_ctx; /* the workers, and the inline rounds' contexts */
     return af__prog_prepare(p, s->ex, session_const, &c, err);
 }
 
