@@ -172,6 +172,10 @@ typedef struct af__oip {
     struct af__batchq *queues;           /* batch queues with requests waiting */
     int timer_open;
     char load_error[256]; /* the last failure of the start-up scan, "" none */
+    /* small inferences served on the loop thread (oip_infer.c): this window's start and the
+     * work done on the loop in it */
+    uint64_t loop_win_t0, loop_win_busy;
+    uint64_t loop_requests; /* inferences served on the loop thread */
 } af__oip_t;
 
 /* Reads DIR/<name>/config.json at path (absent: defaults): importer specs for "inputs" and
