@@ -18,15 +18,18 @@ BIN=${1:-$SRC/build}
 [ $# -gt 0 ] && shift
 MODEL=${OIP_MODEL:-/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx}
 REPEAT=${OIP_REPEAT:-3}
-INLINE=${OIP_INLINE:-auto} # [executor] inline_rounds of the daemon: auto, true or false
+INLINE=${OIP_INLINE:-} # [executor] inline_rounds of the daemon (auto, true, false); unset: default
 T=$(mktemp -d /tmp/af-oip-load.XXXXXX)
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 mkdir -p "$T/repo/m/1"
 cp "$MODEL" "$T/repo/m/1/model.onnx"
-printf '[executor]\ninline_rounds = %s\n' "$INLINE" >"$T/config.ini"
-"$BIN/arenaflowd" --config "$T/config.ini" --listen 127.0.0.1:0 --model-repository "$T/repo" \
-    2>"$T/log" &
+CONFIG=()
+if [ -n "$INLINE" ]; then
+    printf '[executor]\ninline_rounds = %s\n' "$INLINE" >"$T/config.ini"
+    CONFIG=(--config "$T/config.ini")
+fi
+"$BIN/arenaflowd" "${CONFIG[@]}" --listen 127.0.0.1:0 --model-repository "$T/repo" 2>"$T/log" &
 PID=$!
 PORT=
 for _ in $(seq 1 400); do
@@ -37,7 +40,7 @@ done
 [ -n "$PORT" ] || { cat "$T/log"; exit 1; }
 KERNELS=$(sed -n 's|.*loading with the \([a-z]*\) kernels.*|\1|p' "$T/log")
 echo "arenaflowd pid $PID port $PORT, $(basename "$(dirname "$MODEL")"), $KERNELS kernels," \
-    "inline_rounds = $INLINE"
+    "inline_rounds = ${INLINE:-default}"
 rc=0
 for run in $(seq 1 "$REPEAT"); do
     before=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -30,12 +30,14 @@
 #define DEFAULT_DAGS 1000
 #endif
 
-static af_executor_t *make_exec(int threads, const char *kernels)
+/* inline_rounds: af_executor_opts.inline_rounds (-1 auto, the default) */
+static af_executor_t *make_exec_inline(int threads, const char *kernels, int inline_rounds)
 {
     af_executor_opts_t o;
     af_executor_opts_init(&o);
     o.threads = threads;
     o.kernels = kernels;
+    o.inline_rounds = inline_rounds;
     af_executor_t *ex = NULL;
     af_error_t err;
     int rc = af_executor_create(&o, &ex, &err);
@@ -43,6 +45,11 @@ static af_executor_t *make_exec(int threads, const char *kernels)
         fprintf(stderr, "af_executor_create: %s\n", err.msg);
     assert_int_equal(rc, 0);
     return ex;
+}
+
+static af_executor_t *make_exec(int threads, const char *kernels)
+{
+    return make_exec_inline(threads, kernels, -1);
 }
 
 static af_plan_t *make_plan(const af_graph_t *g, af_parallel_reuse_t mode, int safe)
@@ -1138,18 +1145,6 @@ static int observe_ctx(void *user, const af_kernel_args_t *a)
     while (a->worker > v && !atomic_compare_exchange_weak(&c->hi, &v, a->worker))
         ;
     return 0;
-}
-
-static af_executor_t *make_exec_inline(int threads, const char *kernels, int inline_rounds)
-{
-    af_executor_opts_t o;
-    af_executor_opts_init(&o);
-    o.threads = threads;
-    o.kernels = kernels;
-    o.inline_rounds = inline_rounds;
-    af_executor_t *ex = NULL;
-    assert_int_equal(af_executor_create(&o, &ex, NULL), 0);
-    return ex;
 }
 
 /* Runs `rounds` rounds of p (from `callers` threads at once) with the observe hook; *seen gets
