@@ -66,7 +66,8 @@ typedef struct af_kernel_args {
     const af_graph_t *graph;
     const af_node_info_t *info; /* the node: op, attributes, tensor ids */
     int32_t node;
-    int32_t worker;   /* index of the worker thread running the call */
+    int32_t worker;   /* execution context running the call: a worker, 0..threads-1, or the
+                         caller of an inline round, threads + its slot (inline_rounds) */
     uint64_t round;   /* round number in the session, from 0 */
     int32_t n_inputs; /* = info->n_inputs */
     const void *const *inputs;
@@ -196,9 +197,10 @@ typedef struct af_session_opts {
      */
     int keep_outputs;
     /*
-     * Called on the worker right before each kernel runs, with the node's inputs as the kernel
-     * is about to read them (diagnosis compares them between runs). Returns 0, or an error code
-     * that fails the round. NULL: no call.
+     * Called on the thread running the node (a worker, or the caller of an inline round) right
+     * before each kernel runs, with the node's inputs as the kernel is about to read them
+     * (diagnosis compares them between runs). Returns 0, or an error code that fails the
+     * round. NULL: no call.
      */
     int (*observe)(void *user, const af_kernel_args_t *a);
     void *observe_user;
