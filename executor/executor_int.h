@@ -237,8 +237,8 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t node);
 /* Called by the worker that finished the round's last node (hint: its id, -1 on the caller's
  * thread): a batch's next round is pushed onto that worker's deque. */
 void af__round_complete(af__round_t *r, int32_t hint);
-/* Runs every node of a started round on the calling thread, as context s->inl[r->slot]
- * (af_session_run's inline path); the caller then completes it. */
+/* Runs every node of a started round on the calling thread in plan order, as context
+ * s->inl[r->slot] (af_session_run's inline path); the caller then completes it. */
 void af__round_run_inline(af__round_t *r);
 /* Checksum recorded for tensor t in round r (verify kernels). */
 uint64_t af__round_sum(const af__round_t *r, int32_t t);

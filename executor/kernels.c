@@ -226,6 +226,8 @@ int af__kernel_inline_ok(af_executor_t *ex, const af__prog_t *p)
     /* auto: real kernels only; "verify" and "empty" are the scheduler's test and benchmark sets */
     if (o->inline_rounds == 0 || (o->inline_rounds < 0 && (ex->set->all || !ex->set->table)))
         return 0;
+    if (p->guard_t)
+        return 0; /* If guards add edges the plan's order (the inline order) need not respect */
     int32_t intra = af__kernel_intra(p->plan, o);
     double total = 0;
     for (int32_t v = 0; v < p->n_nodes; v++) {

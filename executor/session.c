@@ -267,12 +267,12 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
 }
 
 /*
- * An inline round: every node on the calling thread, in dependency order (a stack of ready
- * nodes in the round's roots array, which holds one entry per node; each node is pushed once,
- * when its last predecessor is done). Only this thread touches the round's counters, so they
- * are counted down without locked instructions. The node runs in context s->inl[slot] (its own
- * scratch pointers, oneDNN stream and memory objects); the thread's OpenMP setting is made 1 for
- * the round (every node of an inline plan runs without a team) and given back after.
+ * An inline round: every node on the calling thread, in the plan's order (which respects the
+ * data and reuse edges the workers follow: af_plan_verify proves it; plans with If guards, whose
+ * edges it need not respect, never run inline), so a plan runs the sequence it was planned for.
+ * No counter is touched. The node runs in context s->inl[slot] (its own scratch pointers,
+ * oneDNN stream and memory objects); the thread's OpenMP setting is made 1 for the round (every
+ * node of an inline plan runs without a team) and given back after.
  */
 void af__round_run_inline(af__round_t *r)
 {
@@ -280,27 +280,14 @@ void af__round_run_inline(af__round_t *r)
     const af__prog_t *p = r->prog;
     af__worker_t *w = &s->inl[r->slot];
     const af__backend_t *be = p->backend ? s->ex->set->backend : NULL;
-    int32_t team0 = be ? be->get_team() : 1, n = 0;
+    int32_t team0 = be ? be->get_team() : 1;
     w->team = team0;
-    af__task_t *ready = r->roots;
-    for (int32_t i = p->n_roots - 1; i >= 0; i--)
-        ready[n++] = (af__task_t){r, p->roots[i]};
-    uint64_t ran = 0;
-    while (n > 0) {
-        int32_t v = ready[--n].node;
-        af__round_run_node(w, r, v);
-        ran++;
-        for (int32_t i = p->succ_off[v]; i < p->succ_off[v + 1]; i++) {
-            int32_t x = p->succ[i];
-            int c = atomic_load_explicit(&r->pending[x], memory_order_relaxed);
-            atomic_store_explicit(&r->pending[x], c - 1, memory_order_relaxed);
-            if (c == 1)
-                ready[n++] = (af__task_t){r, x};
-        }
-    }
+    const int32_t *order = af_plan_order(p->plan);
+    for (int32_t i = 0; i < p->n_nodes; i++)
+        af__round_run_node(w, r, order[i]);
     if (be && w->team != team0)
         be->set_team(team0);
-    atomic_fetch_add_explicit(&s->ex->inline_tasks, ran, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->ex->inline_tasks, (uint64_t)p->n_nodes, memory_order_relaxed);
 }
 
 /* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */

@@ -106,8 +106,8 @@ typedef struct af_executor_opts {
      * hand-over to a worker and no wake-up of the caller. -1 = auto (default): for real kernel
      * sets (reference, onednn), plans whose every node runs without an OpenMP team and that are
      * small (modelled cost under 2 x 10^6 FLOPs) or a chain (parallelism under 1.2); 0 = never;
-     * 1 = every plan without teams or registered kernels. At most `threads` rounds run inline
-     * at once per executor; a caller that is a worker, and rounds beyond that, go to the
+     * 1 = every plan without teams, If branches or registered kernels. At most `threads` rounds run
+     * inline at once per executor; a caller that is a worker, and rounds beyond that, go to the
      * workers (docs/executor.md, "Inline rounds"). */
     int inline_rounds;
 } af_executor_opts_t;
