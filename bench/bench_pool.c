@@ -25,9 +25,11 @@
  * same figure at 1 and 2 threads — as wall time and as thread CPU time (CLOCK_THREAD_CPUTIME_ID; on
  * a loaded machine the wall figure mostly measures waiting for a CPU). For every pool column, the
  * global + class lock acquisitions during the timed rounds are printed (0 means the fast path never
- * locked). Columns: arenaflow (default options, one cache per thread: the size-class fast path), af
- * locked (af_pool_alloc/af_pool_free, no cache: the class lock per call, how the executor takes a
- * round's arena), the four tuned peers, floor (a bare LIFO stack).
+ * locked). Columns: arenaflow (default options, one cache per thread: the size-class fast path up
+ * to recut_min, 32 KiB, and above it blocks re-cut from the cache's heap of extents), af classes
+ * (the same with recut_min 0: the size-class path alone), af locked (af_pool_alloc/af_pool_free,
+ * no cache: the class lock per call, how the executor takes a round's arena), the four tuned
+ * peers, floor (a bare LIFO stack).
  *
  * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds): "whole" = peak reserved over all 13
  * rounds; "steady" = peak reserved during rounds 4-13, both ÷ the trace's peak live bytes. Peers
@@ -62,7 +64,7 @@ extern void __libc_free(void *);
 
 typedef struct {
     const char *name, *what;
-    int pool;                 /* a fresh pool is made per repetition (others: pool = 0) */
+    int pool; /* a fresh pool is made per repetition (others: pool = 0); 2: with recut_min 0 */
     size_t (*reserved)(void); /* peers: bytes held from the OS now (NULL: not a peer) */
     const peer_lib_t *lib;    /* dlopen'd peers: skipped when not loaded */
     void *(*make)(void *ctx); /* per-thread state */
@@ -225,8 +227,11 @@ TIMED_LOOP(timed_mi, mi_alloc, mi_free)
 /* The columns, in print order: arenaflow first (the reference of the x ratios), then af locked,
  * the tuned peers, floor last. */
 static const alloc_t g_columns[] = {
-    {"arenaflow", "defaults, one af_pool_cache_t per thread (the size-class fast path)", 1, NULL,
-     NULL, pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
+    {"arenaflow",
+     "defaults, one af_pool_cache_t per thread (classes up to 32 KiB, re-cut extents above)", 1,
+     NULL, NULL, pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
+    {"af classes", "one af_pool_cache_t per thread, recut_min 0 (the size-class path only)", 2,
+     NULL, NULL, pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
     {"af locked", "af_pool_alloc/af_pool_free, no cache (the class lock per call)", 1, NULL, NULL,
      nop_make, nop_unmake, locked_alloc, locked_free, timed_locked},
 #ifdef AF_HAVE_JEMALLOC
@@ -348,7 +353,11 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
     double *ns = calloc((size_t)reps, sizeof(double)), *cpu = calloc((size_t)reps, sizeof(double));
     result_t res = {.ran = 1};
     for (int rep = 0; rep < reps; rep++) {
-        if (a->pool && af_pool_create(NULL, &g_pool, NULL))
+        af_pool_opts_t po;
+        af_pool_opts_init(&po);
+        if (a->pool == 2)
+            po.recut_min = 0;
+        if (a->pool && af_pool_create(&po, &g_pool, NULL))
             exit(1);
         pthread_barrier_t bar;
         pthread_barrier_init(&bar, NULL, (unsigned)nthreads + 1);
@@ -392,53 +401,6 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
     free(ns);
     free(cpu);
     return res;
-}
-
-/*
- * What any pool with this ladder could reach on the trace (block sizes = class sizes, huge
- * requests on chunks of their own, counted at their own peak): `recut` = the peak of the sum of
- * live class-rounded sizes (memory re-cut freely between classes whenever needed); `norecut` =
- * the least reserved when blocks are never re-cut but any larger block may serve a request
- * (unlimited borrowing): N_c = max over time of the live requests of class >= c; at least N_c
- * blocks of class >= c must exist, so reserved >= sum_c size_c * (N_c - N_c+1).
- */
-static void ladder_bounds(const trace_t *t, af_pool_t *p, double *recut, double *norecut)
-{
-    uint32_t nc = af_pool_nclasses(p);
-    int64_t cnt[AF_POOL_MAX_CLASSES] = {0}, need[AF_POOL_MAX_CLASSES] = {0};
-    uint64_t *live = calloc(t->nslots + 1, sizeof(uint64_t));
-    uint64_t rounded = 0, rounded_pk = 0, huge = 0, huge_pk = 0;
-    for (size_t i = 0; i < t->nops; i++) {
-        const op_t *o = &t->ops[i];
-        uint64_t sz = o->alloc ? o->size : live[o->slot];
-        live[o->slot] = o->alloc ? o->size : 0;
-        int c = af_pool_class_of(p, sz);
-        uint64_t rs = c < 0 ? (sz + 16383) / 16384 * 16384 : af_pool_class_size(p, (uint32_t)c);
-        int64_t d = o->alloc ? 1 : -1;
-        rounded += (uint64_t)d * rs;
-        rounded_pk = rounded > rounded_pk ? rounded : rounded_pk;
-        if (c < 0) {
-            huge += (uint64_t)d * rs;
-            huge_pk = huge > huge_pk ? huge : huge_pk;
-            continue;
-        }
-        cnt[c] += d;
-        int64_t suffix = 0;
-        for (int k = (int)nc - 1; k >= 0; k--) {
-            suffix += cnt[k];
-            need[k] = suffix > need[k] ? suffix : need[k];
-        }
-    }
-    double sum = (double)huge_pk;
-    int64_t prev = 0;
-    for (int k = (int)nc - 1; k >= 0; k--) {
-        int64_t n = need[k] > prev ? need[k] : prev;
-        sum += (double)af_pool_class_size(p, (uint32_t)k) * (double)(n - prev);
-        prev = n;
-    }
-    free(live);
-    *recut = (double)rounded_pk / (double)t->peak_live;
-    *norecut = sum / (double)t->peak_live;
 }
 
 typedef struct {
@@ -540,14 +502,14 @@ static const struct {
     const char *label;
     int seed_ladder, seed_pure;
     uint32_t steps;
+    int classes_only; /* recut_min 0 */
 } g_cfgs[] = {
-    {"default ladder", 0, 0, 0},
-    {"default, 6 steps/doubl.", 0, 0, 6},
-    {"seed 256K..64M", 1, 1, 0},
-    {"seed + pow2 below", 1, 0, 0},
+    {"defaults (re-cut > 32 KiB)", 0, 0, 0, 0}, {"default ladder, no re-cut", 0, 0, 0, 1},
+    {"default, 6 steps/doubl.", 0, 0, 6, 1},    {"seed 256K..64M", 1, 1, 0, 1},
+    {"seed + pow2 below", 1, 0, 0, 1},
 };
 #define NCFG ((int)(sizeof g_cfgs / sizeof g_cfgs[0]))
-enum { CFG_DEFAULT = 0, CFG_SEED = 2 }; /* rows in the summary */
+enum { CFG_DEFAULT = 0, CFG_CLASSES = 1 }; /* rows in the summary */
 
 static const char *g_only;   /* --only NAME: time just this column (and the floor) */
 static int g_maxthreads = 2; /* --threads N: 1 or 2 */
@@ -579,7 +541,7 @@ static void print_times(const trace_t *t, int nt, int reps, const int *cols, int
                i == 0 ? "   (x = time / arenaflow time)" : "");
     }
     for (int i = 0; i < na; i++)
-        if (cols[i] <= 1) /* arenaflow, af locked */
+        if (g_columns[cols[i]].pool) /* arenaflow, af classes, af locked */
             printf("    %s minus floor (the pool's own cost): %.2f ns wall | %.2f ns CPU\n",
                    g_columns[cols[i]].name, r[cols[i]].ns_pair - fl->ns_pair,
                    r[cols[i]].cpu_pair - fl->cpu_pair);
@@ -623,6 +585,8 @@ static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
         po.seed_pure = g_cfgs[i].seed_pure;
         if (g_cfgs[i].steps)
             po.steps_per_doubling = g_cfgs[i].steps;
+        if (g_cfgs[i].classes_only)
+            po.recut_min = 0;
         sum->f[i] = fragmentation(t, g_cfgs[i].label, &po);
     }
     printf("  peers, each in a fresh process (bench_pool --frag-peer NAME), the same 13 rounds, "
@@ -678,49 +642,59 @@ static void summary(const trace_sum_t *s, int n)
             printf("  %s %.2f", g_columns[c].name, median(v, k));
     }
     printf("\n");
-    int half = 0, k = 0, lean_st = 0, lean_wh = 0, kf = 0;
-    double lo = 1e300, hi = 0;
+    int half[2] = {0, 0}, k = 0, lean_st[2] = {0, 0}, lean_wh[2] = {0, 0}, kf = 0;
+    double lo[2] = {1e300, 1e300}, hi[2] = {0, 0};
     for (int i = 0; i < n; i++) {
         int f = best_peer(&s[i], 0);
-        if (f >= 0 && s[i].r[0][0].ran) {
-            double x = s[i].r[0][0].cpu_pair / s[i].r[0][f].cpu_pair;
-            half += x <= 0.5;
-            lo = x < lo ? x : lo;
-            hi = x > hi ? x : hi;
+        if (f >= 0 && s[i].r[0][0].ran && s[i].r[0][1].ran) {
+            for (int c = 0; c < 2; c++) { /* arenaflow (defaults), af classes */
+                double x = s[i].r[0][c].cpu_pair / s[i].r[0][f].cpu_pair;
+                half[c] += x <= 0.5;
+                lo[c] = x < lo[c] ? x : lo[c];
+                hi[c] = x > hi[c] ? x : hi[c];
+            }
             k++;
         }
         int l = best_peer(&s[i], 1);
         if (l >= 0 && !g_nofrag) {
-            lean_st += s[i].f[CFG_DEFAULT].steady <= s[i].pf[l].steady;
-            lean_wh += s[i].f[CFG_DEFAULT].whole <= s[i].pf[l].whole;
+            for (int c = 0; c < 2; c++) { /* CFG_DEFAULT, CFG_CLASSES */
+                lean_st[c] += s[i].f[c].steady <= s[i].pf[l].steady;
+                lean_wh[c] += s[i].f[c].whole <= s[i].pf[l].whole;
+            }
             kf++;
         }
     }
-    if (k)
-        printf("  arenaflow (size-class path) / fastest tuned peer, 1 thread, CPU: x%.2f .. x%.2f; "
-               "<= x0.5 on %d of %d traces\n",
-               lo, hi, half, k);
-    if (kf)
-        printf("  default ladder reserved / peak live <= the leanest peer's: steady on %d of %d "
-               "traces, whole run on %d of %d\n",
-               lean_st, kf, lean_wh, kf);
+    for (int c = 0; c < 2 && k; c++)
+        printf("  %s / fastest tuned peer, 1 thread, CPU: x%.2f .. x%.2f; <= x0.5 on %d of %d "
+               "traces\n",
+               c ? "af classes (size-class path only)" : "arenaflow (defaults, re-cut > 32 KiB)",
+               lo[c], hi[c], half[c], k);
+    for (int c = 0; c < 2 && kf; c++)
+        printf("  %s reserved / peak live <= the leanest peer's: steady on %d of %d traces, "
+               "whole run on %d of %d\n",
+               c ? "no re-cut (classes only)" : "defaults (re-cut > 32 KiB)", lean_st[c], kf,
+               lean_wh[c], kf);
     if (g_nofrag)
         return;
-    printf("  per trace (ns per pair at 1 thread, CPU; fastest = the fastest tuned peer, af/peer "
-           "= arenaflow / it; reserved / peak live as whole|steady: the default ladder and the "
+    int lk = column_of("af locked");
+    printf("  per trace (ns per pair at 1 thread, CPU; fastest = the fastest tuned peer, x = "
+           "time / its time; reserved / peak live as whole|steady: defaults, classes only and the "
            "leanest peer)\n"
-           "  %-16s %6s %8s %8s %-9s %8s %7s | %-11s %-21s\n",
-           "trace", "pairs", "arenaflw", "locked", "fastest", "ns", "af/peer", "default",
-           "leanest peer");
+           "  %-16s %6s %8s %8s %8s %-9s %8s %6s %6s | %-11s %-11s %-21s\n",
+           "trace", "pairs", "arenaflw", "classes", "locked", "fastest", "ns", "x af", "x cls",
+           "defaults", "classes", "leanest peer");
     for (int i = 0; i < n; i++) {
         const result_t *r = s[i].r[0];
         const char *nm = strrchr(s[i].t->name, '/');
         nm = nm ? nm + 1 : s[i].t->name;
         int f = best_peer(&s[i], 0), l = best_peer(&s[i], 1);
-        printf("  %-16.16s %6zu %8.2f %8.2f %-9s %8.2f %7.2f | %.2f|%.2f   %-9s %.2f|%.2f\n", nm,
-               s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, f >= 0 ? g_columns[f].name : "-",
-               f >= 0 ? r[f].cpu_pair : 0.0, f >= 0 ? r[0].cpu_pair / r[f].cpu_pair : 0.0,
-               s[i].f[CFG_DEFAULT].whole, s[i].f[CFG_DEFAULT].steady,
+        double fns = f >= 0 ? r[f].cpu_pair : 0.0;
+        printf("  %-16.16s %6zu %8.2f %8.2f %8.2f %-9s %8.2f %6.2f %6.2f | %.2f|%.2f   "
+               "%.2f|%.2f   %-9s %.2f|%.2f\n",
+               nm, s[i].t->npairs, r[0].cpu_pair, r[1].cpu_pair, lk >= 0 ? r[lk].cpu_pair : 0.0,
+               f >= 0 ? g_columns[f].name : "-", fns, fns > 0 ? r[0].cpu_pair / fns : 0.0,
+               fns > 0 ? r[1].cpu_pair / fns : 0.0, s[i].f[CFG_DEFAULT].whole,
+               s[i].f[CFG_DEFAULT].steady, s[i].f[CFG_CLASSES].whole, s[i].f[CFG_CLASSES].steady,
                l >= 0 ? g_columns[l].name : "-", l >= 0 ? s[i].pf[l].whole : 0.0,
                l >= 0 ? s[i].pf[l].steady : 0.0);
     }

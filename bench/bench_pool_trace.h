@@ -13,10 +13,14 @@
  * Invariants after finish_trace: every alloc of a slot is followed by exactly one free of it
  * before the slot is allocated again or the trace ends (slots still live get a trailing free),
  * so a trace replays as one self-contained round; npairs, peak_live and the size range are
- * computed over that sequence. Benchmark-only code: out of memory exits the program.
+ * computed over that sequence. ladder_bounds() computes what any pool with a given ladder could
+ * reserve on a trace (with and without re-cutting blocks between classes). Benchmark-only code:
+ * out of memory exits the program.
  */
 #ifndef AF_BENCH_POOL_TRACE_H
 #define AF_BENCH_POOL_TRACE_H
+
+#include "arenaflow/pool.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -236,6 +240,53 @@ static int load_trace(const char *path, trace_t *t)
     t->nslots = (uint32_t)ntab;
     finish_trace(t, &cap);
     return t->npairs ? 0 : -1;
+}
+
+/*
+ * What any pool with this ladder could reach on the trace (block sizes = class sizes, huge
+ * requests on chunks of their own, counted at their own peak): `recut` = the peak of the sum of
+ * live class-rounded sizes (memory re-cut freely between classes whenever needed); `norecut` =
+ * the least reserved when blocks are never re-cut but any larger block may serve a request
+ * (unlimited borrowing): N_c = max over time of the live requests of class >= c; at least N_c
+ * blocks of class >= c must exist, so reserved >= sum_c size_c * (N_c - N_c+1).
+ */
+static void ladder_bounds(const trace_t *t, af_pool_t *p, double *recut, double *norecut)
+{
+    uint32_t nc = af_pool_nclasses(p);
+    int64_t cnt[AF_POOL_MAX_CLASSES] = {0}, need[AF_POOL_MAX_CLASSES] = {0};
+    uint64_t *live = calloc(t->nslots + 1, sizeof(uint64_t));
+    uint64_t rounded = 0, rounded_pk = 0, huge = 0, huge_pk = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        const op_t *o = &t->ops[i];
+        uint64_t sz = o->alloc ? o->size : live[o->slot];
+        live[o->slot] = o->alloc ? o->size : 0;
+        int c = af_pool_class_of(p, sz);
+        uint64_t rs = c < 0 ? (sz + 16383) / 16384 * 16384 : af_pool_class_size(p, (uint32_t)c);
+        int64_t d = o->alloc ? 1 : -1;
+        rounded += (uint64_t)d * rs;
+        rounded_pk = rounded > rounded_pk ? rounded : rounded_pk;
+        if (c < 0) {
+            huge += (uint64_t)d * rs;
+            huge_pk = huge > huge_pk ? huge : huge_pk;
+            continue;
+        }
+        cnt[c] += d;
+        int64_t suffix = 0;
+        for (int k = (int)nc - 1; k >= 0; k--) {
+            suffix += cnt[k];
+            need[k] = suffix > need[k] ? suffix : need[k];
+        }
+    }
+    double sum = (double)huge_pk;
+    int64_t prev = 0;
+    for (int k = (int)nc - 1; k >= 0; k--) {
+        int64_t n = need[k] > prev ? need[k] : prev;
+        sum += (double)af_pool_class_size(p, (uint32_t)k) * (double)(n - prev);
+        prev = n;
+    }
+    free(live);
+    *recut = (double)rounded_pk / (double)t->peak_live;
+    *norecut = sum / (double)t->peak_live;
 }
 
 #endif /* AF_BENCH_POOL_TRACE_H */

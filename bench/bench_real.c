@@ -439,9 +439,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_real: %s\n", err.msg);
         return 2;
     }
-    if (po.fuse == AF_FUSE_AUTO)
-        po.fuse =
-            !strcmp(lo.kernels, "real") || !strcmp(lo.kernels, "onednn") ? AF_FUSE_ON : AF_FUSE_OFF;
+    af_plan_opts_resolve(&po, lo.kernels);
     if (!g || af_kernels_lower(&lo, g, &lg, &err) || af_plan_create(lg, &po, &p, &err) ||
         af_executor_create(&eo, &ex, &err) || af_session_create(ex, p, &so, &s, &err)) {
         fprintf(stderr, "bench_real: %s\n", err.msg);

@@ -84,6 +84,21 @@ static int read_data(af__ijob_t *j, size_t index, const char *name, const json_t
     const uint8_t *binp = (const uint8_t *)j->body + hl;
     uint64_t bin_len = j->body_len - hl;
     const json_t *bds = params ? json_object_get(params, "binary_data_size") : NULL;
+    char why[256];
+    if (bds && dt == AF_DTYPE_STRING) { /* length-prefixed elements, binary_data_size in all */
+        uint64_t n = json_is_integer(bds) && json_integer_value(bds) >= 0
+                         ? (uint64_t)json_integer_value(bds)
+                         : UINT64_MAX;
+        if (n == UINT64_MAX || n > bin_len - *bin_at)
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                                 "input '%s': binary_data_size must be an integer >= 0 within "
+                                 "the %" PRIu64 " bytes of binary data left",
+                                 name, bin_len - *bin_at);
+        if (af__oip_bytes_read(binp + *bin_at, n, (uint64_t)numel, dst, why, sizeof(why)) != 0)
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': %s", name, why);
+        *bin_at += n;
+        return 0;
+    }
     if (bds) {
         if (!json_is_integer(bds) || (uint64_t)json_integer_value(bds) != bytes)
             return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
@@ -102,7 +117,6 @@ static int read_data(af__ijob_t *j, size_t index, const char *name, const json_t
     if (!data)
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
                              "input '%s' has neither data nor binary_data_size", name);
-    char why[256];
     const af__span_t *sp = NULL;
     for (int k = 0; json_is_integer(data) && k < j->n_spans; k++)
         if (j->spans[k].input == (long)index)
@@ -112,6 +126,13 @@ static int read_data(af__ijob_t *j, size_t index, const char *name, const json_t
            : af__oip_json_read(data, dt, (uint64_t)numel, dst, why, sizeof(why)) != 0)
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': %s", name, why);
     return 0;
+}
+
+/* 1 when o's string member key holds a NUL (the header is parsed with JSON_ALLOW_NUL). */
+static int has_nul(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) && strlen(json_string_value(v)) != json_string_length(v);
 }
 
 /* One entry of "inputs": checked against the session's input of its name and written into its
@@ -126,6 +147,8 @@ static int read_input(af__ijob_t *j, size_t index, const json_t *in, const af_bu
                        &shape, "datatype", &dts, "parameters", &params, "data", &data) != 0)
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
                              "bad input: %s (want name, shape, datatype, data)", je.text);
+    if (has_nul(in, "name") || has_nul(in, "datatype"))
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': NUL in name or datatype", name);
     int32_t i = af_session_find_input(j->sess, name);
     af_io_info_t io;
     if (i < 0 || af_session_io_info(j->sess, 0, i, &io) != 0)
@@ -138,10 +161,9 @@ static int read_input(af__ijob_t *j, size_t index, const json_t *in, const af_bu
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "input '%s': unknown datatype '%s'", name,
                              dts);
     if (dt != (int)io.dtype)
-        return af__ijob_fail(
-            j, AF__DERR_BAD_REQUEST, "input '%s': datatype %s, the model expects %s%s", name, dts,
-            af__oip_dtype_name(io.dtype) ? af__oip_dtype_name(io.dtype) : "?",
-            dt == AF__OIP_BYTES ? " (arenaflow models have no string tensors)" : "");
+        return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                             "input '%s': datatype %s, the model expects %s", name, dts,
+                             af__oip_dtype_name(io.dtype) ? af__oip_dtype_name(io.dtype) : "?");
     int64_t dims[AF_MAX_RANK];
     int32_t rank;
     if (read_shape(shape, dims, &rank) != 0)
@@ -190,7 +212,7 @@ static int select_outputs(af__ijob_t *j, const json_t *outs, const json_t *param
     json_array_foreach(outs, i, o)
     {
         const char *name = json_string_value(json_object_get(o, "name"));
-        int32_t k = name ? af_session_find_output(j->sess, name) : -1;
+        int32_t k = name && !has_nul(o, "name") ? af_session_find_output(j->sess, name) : -1;
         if (k < 0)
             return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
                                  "unexpected inference output '%s' for model '%s'",
@@ -231,11 +253,12 @@ static int parse_header(af__ijob_t *j)
     size_t lean_n = 0;
     if (af__oip_fast_split(j->body, hl, &lean, &lean_n, j->spans, AF__OIP_MAX_SPECS, &j->n_spans))
         return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
-    json_t *h = json_loadb(lean ? lean : j->body, lean ? lean_n : hl, 0, &je), *ins = NULL,
-           *outs = NULL, *params = NULL;
+    /* JSON_ALLOW_NUL: a BYTES element may hold NULs ("\u0000"); names are checked for them */
+    json_t *h = json_loadb(lean ? lean : j->body, lean ? lean_n : hl, JSON_ALLOW_NUL, &je),
+           *ins = NULL, *outs = NULL, *params = NULL;
     free(lean);
     if (!h && lean) /* the error's line and column in the text as sent */
-        json_decref(json_loadb(j->body, hl, 0, &je));
+        json_decref(json_loadb(j->body, hl, JSON_ALLOW_NUL, &je));
     j->hdr = h;
     if (!h)
         return af__ijob_fail(j, AF__DERR_BAD_REQUEST, "malformed JSON at line %d column %d: %s",
@@ -331,10 +354,12 @@ static int put_output(af__ijob_t *j, int32_t k, int first)
     for (int32_t d = 0; d < rank; d++)
         if (af__buf_printf(b, l, c, "%s%" PRId64, d ? "," : "", dims[d]))
             return -1;
+    uint64_t numel = j->out[k].bytes / (af_dtype_size(io.dtype) ? af_dtype_size(io.dtype) : 1);
     if (j->binary[k])
         return af__buf_printf(b, l, c, "],\"parameters\":{\"binary_data_size\":%" PRIu64 "}}",
-                              j->out[k].bytes);
-    uint64_t numel = j->out[k].bytes / (af_dtype_size(io.dtype) ? af_dtype_size(io.dtype) : 1);
+                              io.dtype == AF_DTYPE_STRING
+                                  ? af__oip_bytes_size(j->out[k].data, numel)
+                                  : j->out[k].bytes);
     return af__buf_printf(b, l, c, "],\"data\":") ||
            af__oip_json_write(b, l, c, j->out[k].data, io.dtype, numel) ||
            af__buf_printf(b, l, c, "}");
@@ -364,6 +389,13 @@ static int encode(af__ijob_t *j, const json_t *hdr)
     for (int32_t k = 0; any_binary && k < n; k++) {
         if (!j->want[k] || !j->binary[k] || j->out[k].bytes == 0)
             continue;
+        af_io_info_t io;
+        af_session_io_info(j->sess, 1, k, &io);
+        if (io.dtype == AF_DTYPE_STRING) { /* the strings, length-prefixed, not the handles */
+            if (af__oip_bytes_write(b, l, c, j->out[k].data, j->out[k].bytes / sizeof(af_string_t)))
+                return -1;
+            continue;
+        }
         if (j->res_len + j->out[k].bytes + 1 > j->res_cap) {
             size_t nc = j->res_len + (size_t)j->out[k].bytes + 1;
             char *nb = realloc(j->res, nc);
@@ -378,10 +410,39 @@ static int encode(af__ijob_t *j, const json_t *hdr)
     return 0;
 }
 
+/* BYTES outputs the answer cannot carry: JSON strings are UTF-8, a binary element's length
+ * prefix 4 bytes. 0, or -1 (400: the client asks for binary data, or gets a smaller string). */
+static int check_strings(af__ijob_t *j)
+{
+    for (int32_t k = 0; k < af_session_output_count(j->sess); k++) {
+        af_io_info_t io;
+        af_session_io_info(j->sess, 1, k, &io);
+        if (!j->want[k] || io.dtype != AF_DTYPE_STRING)
+            continue;
+        uint64_t numel = j->out[k].bytes / sizeof(af_string_t);
+        const af_string_t *h = j->out[k].data;
+        int64_t bad = j->binary[k] ? -1 : af__oip_strings_utf8(h, numel);
+        for (uint64_t e = 0; bad < 0 && e < numel; e++)
+            bad = h[e].len > UINT32_MAX ? (int64_t)e : -1;
+        if (bad >= 0)
+            return af__ijob_fail(j, AF__DERR_BAD_REQUEST,
+                                 j->binary[k] ? "output '%s': element %" PRId64
+                                                " holds 4 GiB or more, which a BYTES length "
+                                                "prefix cannot say"
+                                              : "output '%s': element %" PRId64
+                                                " is not UTF-8, which a JSON string cannot "
+                                                "carry: ask for it as binary data "
+                                                "(\"binary_data\": true)",
+                                 io.name, bad);
+    }
+    return 0;
+}
+
 int af__ijob_answer(af__ijob_t *j)
 {
     if (select_outputs(j, json_object_get(j->hdr, "outputs"),
-                       json_object_get(j->hdr, "parameters")) != 0)
+                       json_object_get(j->hdr, "parameters")) != 0 ||
+        check_strings(j) != 0)
         return -1;
     if (encode(j, j->hdr) != 0)
         return af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
@@ -735,6 +796,7 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
                       .lim = d->cfg.lim,
                       .pd = o->pd};
     j->pd.max_files = d->cfg.max_plan_files;
+    af_plan_opts_resolve(&j->plan_opts, d->cfg.model_kernels); /* as the model's load did */
     j->w.data = j;
     af__model_ref(m);
     o->inflight++;

@@ -29,12 +29,9 @@
 
 /* ---- datatypes and tensor data (oip_tensor.c) -------------------------------------------- */
 
-/* OIP datatype names. BYTES has no arenaflow dtype: it parses but binds to no model input. */
-#define AF__OIP_BYTES AF_DTYPE_COUNT_
-
-/* "FP32" -> AF_DTYPE_F32 ... "BYTES" -> AF__OIP_BYTES. 0, or -1 for an unknown name. */
+/* "FP32" -> AF_DTYPE_F32 ... "BYTES" -> AF_DTYPE_STRING. 0, or -1 for an unknown name. */
 int af__oip_dtype_parse(const char *name, int *dt);
-/* The OIP name of a dtype (dt may be AF__OIP_BYTES), or NULL when it has none. */
+/* The OIP name of a dtype, or NULL when it has none. */
 const char *af__oip_dtype_name(int dt);
 /* Elements of a shape; -1 with a message when a dim is negative or the product overflows. */
 int64_t af__oip_numel(const int64_t *shape, int32_t rank);
@@ -59,6 +56,21 @@ uint16_t af__oip_f32_to_f16(float f);
  * and messages. 0, or -1 with a message. */
 int af__oip_text_read(const char *s, size_t n, int dt, uint64_t numel, void *dst, char *msg,
                       size_t len);
+
+/* BYTES (AF_DTYPE_STRING, af_string_t handles) in the binary tensor data extension: numel
+ * elements, each a 4-byte little-endian length then its bytes, filling p[0..n) exactly; the
+ * handles written to dst point into p. 0, or -1 with a message (a prefix cut short, a length past
+ * n, bytes left over). */
+int af__oip_bytes_read(const uint8_t *p, uint64_t n, uint64_t numel, void *dst, char *msg,
+                       size_t len);
+/* Bytes af__oip_bytes_write appends for numel handles at src. */
+uint64_t af__oip_bytes_size(const void *src, uint64_t numel);
+/* Appends numel handles' strings in the binary form. 0, or -1 on OOM or a string of 4 GiB or
+ * more (the prefix cannot say it). */
+int af__oip_bytes_write(char **buf, size_t *len, size_t *cap, const void *src, uint64_t numel);
+/* Index of the first of numel handles whose bytes are not UTF-8 (JSON strings cannot carry
+ * them), or -1 when all are. */
+int64_t af__oip_strings_utf8(const void *src, uint64_t numel);
 
 /* The "data" of input `input` (its index in "inputs") at text[start..end). */
 typedef struct af__span {

@@ -75,8 +75,10 @@ static af_plan_t *restore(const af_graph_t *g, const af_plan_opts_t *po, uint64_
     af_plan_t *p = NULL;
     int rc = af_plan_decode(buf, len, &rec, &err);
     af_free(buf);
-    if (rc == 0 && (rec.key != key || rec.tensors != af_graph_tensor_count(g) ||
-                    rec.nodes != af_graph_node_count(g)))
+    int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
+    if (rc == 0)
+        rc = af_plan_restore_counts(g, po, &nt, &nn, &err); /* the fused graph's */
+    if (rc == 0 && (rec.key != key || rec.tensors != nt || rec.nodes != nn))
         rc = af__err(&err, AF_EPARSE, "the record is for another graph");
     if (rc == 0)
         rc = af_plan_restore(g, po, rec.order, rec.offsets, &p, &err);

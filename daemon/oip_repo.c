@@ -249,9 +249,10 @@ af__variant_t *af__variant_add(af__model_t *m, af__variant_t *v, int64_t max)
     m->n_variants++;
     if (v->note[0])
         af__dlog(AF__LOG_WARN, "model %s: %s", m->name, v->note);
-    af__dlog(AF__LOG_INFO, "model %s version %lld: %s for %s (arena %llu bytes)", m->name,
-             (long long)m->version, v->restored ? "plan restored" : "planned", v->key,
-             (unsigned long long)af_plan_arena_bytes(v->plan));
+    af__dlog(AF__LOG_INFO, "model %s version %lld: %s for %s (arena %llu bytes, %d nodes fused)",
+             m->name, (long long)m->version, v->restored ? "plan restored" : "planned", v->key,
+             (unsigned long long)af_plan_arena_bytes(v->plan),
+             (int)af_plan_report(v->plan)->fused_nodes);
     return v;
 }
 
@@ -308,19 +309,24 @@ static int load_graph(load_job_t *j, const char *vdir, const char *cfg, af__mode
     return rc;
 }
 
-/* Every input and output has an arenaflow dtype: an ONNX STRING tensor (OIP BYTES) has none, and
- * no kernel takes strings, so such a model is not served (docs/serve.md). */
-static int check_io_types(const af__model_t *m, af_error_t *err)
+/* A model whose input or output has no arenaflow dtype (complex numbers; an ONNX STRING tensor is
+ * AF_DTYPE_STRING, OIP BYTES) has no OIP datatype for it, so it is not served (docs/serve.md). */
+static int check_io_types(const af__model_t *m, const char *kernels, af_error_t *err)
 {
+    int patterns = !strcmp(kernels, "verify") || !strcmp(kernels, "empty");
     for (int32_t t = 0; t < af_graph_tensor_count(m->graph); t++) {
         const af_tensor_info_t *ti = af_graph_tensor(m->graph, t);
+        if (ti->kind == AF_TENSOR_OUTPUT && ti->dtype == AF_DTYPE_STRING && patterns)
+            return af__err(err, AF_EINVAL,
+                           "output '%s' is BYTES, and the %s kernels write patterns, not strings "
+                           "([models] kernels = real serves it)",
+                           ti->name, kernels);
         if ((ti->kind != AF_TENSOR_INPUT && ti->kind != AF_TENSOR_OUTPUT) ||
             ti->dtype != AF_DTYPE_UNKNOWN)
             continue;
         const char *why = af_graph_dynamic_reason(m->graph, t);
         return af__err(err, AF_EINVAL,
-                       "%s '%s' has no arenaflow datatype (%s): string tensors (OIP BYTES) are "
-                       "not served, no arenaflow kernel takes strings",
+                       "%s '%s' has no arenaflow datatype (%s), so it has no OIP datatype",
                        ti->kind == AF_TENSOR_INPUT ? "input" : "output", ti->name,
                        why ? why : "unknown element type");
     }
@@ -359,7 +365,7 @@ static int load_version(load_job_t *j, const char *name, int64_t v, af_error_t *
     snprintf(cfg, sizeof(cfg), "%s/%s/config.json", j->dir, name);
     int rc = load_graph(j, vdir, cfg, m, err);
     if (rc == 0)
-        rc = check_io_types(m, err);
+        rc = check_io_types(m, j->d->cfg.model_kernels, err);
     af__derr_t kind;
     char why[AF_ERROR_MSG_MAX];
     if (rc == 0 && af__limits_check(&j->lim, m->graph, &kind, why, sizeof(why)) != 0)
@@ -499,10 +505,10 @@ static void load_after(uv_work_t *w, int status)
         else
             af__dlog(AF__LOG_INFO,
                      "model %s version %" PRId64 " loaded (%s, arena %" PRIu64
-                     " bytes, plan %s, %" PRId64 " instance%s)",
+                     " bytes, plan %s, %" PRId64 " instance%s, %d nodes fused)",
                      m->name, m->version, m->platform, af_plan_arena_bytes(m->plan),
                      m->restored ? "restored" : "planned", m->cfg.instances,
-                     m->cfg.instances == 1 ? "" : "s");
+                     m->cfg.instances == 1 ? "" : "s", (int)af_plan_report(m->plan)->fused_nodes);
     }
     while (j->failed) {
         failure_t *f = j->failed;
@@ -533,6 +539,7 @@ int af__oip_load(af__daemon_t *d, const char *name, af__oip_done_fn done, void *
     snprintf(j->name, sizeof(j->name), "%s", name ? name : "");
     snprintf(j->dir, sizeof(j->dir), "%s", d->cfg.model_repository);
     j->plan_opts = d->cfg.plan_opts;
+    af_plan_opts_resolve(&j->plan_opts, d->cfg.model_kernels); /* fuse = auto: on for "real" */
     j->lim = d->cfg.lim;
     j->ex = o->ex;
     j->pd = o->pd;

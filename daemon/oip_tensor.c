@@ -25,11 +25,11 @@ static const struct {
     const char *name;
     int dt;
 } dtypes[] = {
-    {"BOOL", AF_DTYPE_BOOL},  {"UINT8", AF_DTYPE_U8},   {"UINT16", AF_DTYPE_U16},
-    {"UINT32", AF_DTYPE_U32}, {"UINT64", AF_DTYPE_U64}, {"INT8", AF_DTYPE_I8},
-    {"INT16", AF_DTYPE_I16},  {"INT32", AF_DTYPE_I32},  {"INT64", AF_DTYPE_I64},
-    {"FP16", AF_DTYPE_F16},   {"FP32", AF_DTYPE_F32},   {"FP64", AF_DTYPE_F64},
-    {"BF16", AF_DTYPE_BF16},  {"BYTES", AF__OIP_BYTES},
+    {"BOOL", AF_DTYPE_BOOL},  {"UINT8", AF_DTYPE_U8},     {"UINT16", AF_DTYPE_U16},
+    {"UINT32", AF_DTYPE_U32}, {"UINT64", AF_DTYPE_U64},   {"INT8", AF_DTYPE_I8},
+    {"INT16", AF_DTYPE_I16},  {"INT32", AF_DTYPE_I32},    {"INT64", AF_DTYPE_I64},
+    {"FP16", AF_DTYPE_F16},   {"FP32", AF_DTYPE_F32},     {"FP64", AF_DTYPE_F64},
+    {"BF16", AF_DTYPE_BF16},  {"BYTES", AF_DTYPE_STRING},
 };
 
 int af__oip_dtype_parse(const char *name, int *dt)
@@ -241,6 +241,22 @@ static int put_int(reader_t *r, uint8_t *p, const json_t *v)
     return store_int(r, p, (int64_t)json_integer_value(v));
 }
 
+static int not_string(reader_t *r)
+{
+    snprintf(r->msg, r->len, "element %" PRIu64 " is not a string (BYTES elements are)", r->at);
+    return -1;
+}
+
+/* A BYTES element: the handle of jansson's copy of the string (UTF-8, NULs allowed). */
+static int put_string(reader_t *r, uint8_t *p, const json_t *v)
+{
+    if (!json_is_string(v))
+        return not_string(r);
+    af_string_t h = {json_string_value(v), (uint64_t)json_string_length(v)};
+    memcpy(p, &h, sizeof(h));
+    return 0;
+}
+
 static int walk(reader_t *r, const json_t *v, int depth)
 {
     if (json_is_array(v)) {
@@ -259,7 +275,9 @@ static int walk(reader_t *r, const json_t *v, int depth)
         return -1;
     }
     uint8_t *p = r->dst + r->at * af_dtype_size((af_dtype_t)r->dt);
-    int rc = is_float(r->dt) ? put_float(r, p, v) : put_int(r, p, v);
+    int rc = r->dt == AF_DTYPE_STRING ? put_string(r, p, v)
+             : is_float(r->dt)        ? put_float(r, p, v)
+                                      : put_int(r, p, v);
     r->at++;
     return rc;
 }
@@ -287,7 +305,9 @@ static int text_elem(reader_t *r, const char *t, size_t n)
     }
     uint8_t *p = r->dst + r->at * af_dtype_size((af_dtype_t)r->dt);
     int boolean = t[0] == 't' || t[0] == 'f', rc = 0;
-    if (r->dt == AF_DTYPE_BOOL)
+    if (r->dt == AF_DTYPE_STRING) /* the span holds no strings, only numbers and true/false */
+        rc = not_string(r);
+    else if (r->dt == AF_DTYPE_BOOL)
         rc = boolean ? (*p = t[0] == 't', 0) : not_bool(r);
     else if (boolean)
         rc = is_float(r->dt)
@@ -480,6 +500,37 @@ static int put_decimal(char **buf, size_t *len, size_t *cap, uint64_t u, int neg
     return put_raw(buf, len, cap, o, (size_t)(t + sizeof(t) - o));
 }
 
+/* The string of handle p as a JSON string: '"', '\\' and control characters escaped, the rest
+ * (UTF-8, checked by af__oip_strings_utf8 beforehand) as it is. 0 or -1 on OOM. */
+static int put_json_string(char **buf, size_t *len, size_t *cap, const uint8_t *p)
+{
+    af_string_t h;
+    memcpy(&h, p, sizeof(h));
+    const char *s = h.data;
+    size_t run = 0; /* bytes of s copied as they are, pending */
+    if (put_raw(buf, len, cap, "\"", 1) != 0)
+        return -1;
+    for (uint64_t i = 0; i < h.len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            run++;
+            continue;
+        }
+        char esc[8];
+        int n = c == '"'    ? snprintf(esc, sizeof(esc), "\\\"")
+                : c == '\\' ? snprintf(esc, sizeof(esc), "\\\\")
+                : c == '\n' ? snprintf(esc, sizeof(esc), "\\n")
+                            : snprintf(esc, sizeof(esc), "\\u%04x", c);
+        if ((run && put_raw(buf, len, cap, s + i - run, run) != 0) ||
+            put_raw(buf, len, cap, esc, (size_t)n) != 0)
+            return -1;
+        run = 0;
+    }
+    if (run && put_raw(buf, len, cap, s + h.len - run, run) != 0)
+        return -1;
+    return put_raw(buf, len, cap, "\"", 1);
+}
+
 static int put_elem(char **buf, size_t *len, size_t *cap, const uint8_t *p, int dt)
 {
     uint16_t h;
@@ -502,6 +553,8 @@ static int put_elem(char **buf, size_t *len, size_t *cap, const uint8_t *p, int 
         return put_double(buf, len, cap, x, 17, 0);
     case AF_DTYPE_BOOL:
         return *p ? put_raw(buf, len, cap, "true", 4) : put_raw(buf, len, cap, "false", 5);
+    case AF_DTYPE_STRING:
+        return put_json_string(buf, len, cap, p);
     default:
         break;
     }
@@ -529,4 +582,97 @@ int af__oip_json_write(char **buf, size_t *len, size_t *cap, const void *src, in
             return -1;
     }
     return put_raw(buf, len, cap, "]", 1);
+}
+
+/* ---- BYTES: UTF-8 and the binary form ---------------------------------------------------- */
+
+/* Length of the UTF-8 sequence at s[0..n) (shortest form, no surrogates, <= U+10FFFF), 0 when
+ * it is not one. */
+static size_t utf8_len(const unsigned char *s, uint64_t n)
+{
+    unsigned c = s[0];
+    size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (k == 0 || k > n || (k == 2 && c < 0xC2) || (k == 4 && c > 0xF4))
+        return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((k == 3 && c == 0xE0 && s[1] < 0xA0) || (k == 3 && c == 0xED && s[1] >= 0xA0) ||
+        (k == 4 && c == 0xF0 && s[1] < 0x90) || (k == 4 && c == 0xF4 && s[1] >= 0x90))
+        return 0; /* overlong, surrogate, beyond U+10FFFF */
+    return k;
+}
+
+int64_t af__oip_strings_utf8(const void *src, uint64_t numel)
+{
+    const af_string_t *h = src;
+    for (uint64_t e = 0; e < numel; e++) {
+        const unsigned char *s = (const unsigned char *)h[e].data;
+        for (uint64_t i = 0; i < h[e].len;) {
+            size_t k = utf8_len(s + i, h[e].len - i);
+            if (k == 0)
+                return (int64_t)e;
+            i += k;
+        }
+    }
+    return -1;
+}
+
+int af__oip_bytes_read(const uint8_t *p, uint64_t n, uint64_t numel, void *dst, char *msg,
+                       size_t len)
+{
+    af_string_t *h = dst;
+    uint64_t at = 0;
+    for (uint64_t e = 0; e < numel; e++) {
+        if (n - at < 4) {
+            snprintf(msg, len,
+                     "element %" PRIu64 ": %" PRIu64 " bytes left, a 4-byte length prefix expected",
+                     e, n - at);
+            return -1;
+        }
+        uint64_t l = (uint64_t)p[at] | (uint64_t)p[at + 1] << 8 | (uint64_t)p[at + 2] << 16 |
+                     (uint64_t)p[at + 3] << 24;
+        at += 4;
+        if (l > n - at) {
+            snprintf(msg, len,
+                     "element %" PRIu64 ": length %" PRIu64 " runs past binary_data_size (%" PRIu64
+                     " bytes left)",
+                     e, l, n - at);
+            return -1;
+        }
+        h[e] = (af_string_t){(const char *)p + at, l};
+        at += l;
+    }
+    if (at != n) {
+        snprintf(msg, len,
+                 "%" PRIu64 " bytes of binary_data_size are left after the %" PRIu64
+                 " elements of the shape",
+                 n - at, numel);
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t af__oip_bytes_size(const void *src, uint64_t numel)
+{
+    const af_string_t *h = src;
+    uint64_t total = 0;
+    for (uint64_t e = 0; e < numel; e++)
+        total += 4 + h[e].len;
+    return total;
+}
+
+int af__oip_bytes_write(char **buf, size_t *len, size_t *cap, const void *src, uint64_t numel)
+{
+    const af_string_t *h = src;
+    for (uint64_t e = 0; e < numel; e++) {
+        if (h[e].len > UINT32_MAX)
+            return -1; /* the 4-byte prefix cannot say it (refused before: see the caller) */
+        uint8_t pre[4] = {(uint8_t)h[e].len, (uint8_t)(h[e].len >> 8), (uint8_t)(h[e].len >> 16),
+                          (uint8_t)(h[e].len >> 24)};
+        if (put_raw(buf, len, cap, (const char *)pre, 4) != 0 ||
+            (h[e].len && put_raw(buf, len, cap, h[e].data, (size_t)h[e].len) != 0))
+            return -1;
+    }
+    return 0;
 }

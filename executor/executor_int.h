@@ -247,6 +247,9 @@ uint64_t af__round_sum(const af__round_t *r, int32_t t);
 uint64_t af__exec_checksum(const void *p, uint64_t n);
 /* Fills p with a deterministic pattern derived from seed. */
 void af__exec_fill(void *p, uint64_t n, uint64_t seed);
+/* af__exec_fill for the n bytes of tensor t, except a string tensor, which gets empty strings
+ * (zero handles): a pattern is no handle a kernel may copy and a caller may read. */
+void af__exec_fill_tensor(const af_graph_t *g, int32_t t, void *p, uint64_t n, uint64_t seed);
 /* 64-bit mixer (splitmix64 finaliser). */
 static inline uint64_t af__exec_mix(uint64_t a, uint64_t b)
 {
@@ -306,7 +309,8 @@ typedef struct af__kprep_out {
 
 #define AF__POST_MAX 8
 typedef struct af__post {
-    int32_t sum; /* fused_sum: input added to output 0 before the unary ops, or -1 */
+    int32_t bias; /* fused_bias: constant input added along output 0's last axis first, or -1 */
+    int32_t sum;  /* fused_sum: input added to output 0 before the unary ops, or -1 */
     int32_t n;
     const char *op[AF__POST_MAX]; /* ONNX op names, static */
     int kind[AF__POST_MAX];
@@ -314,10 +318,12 @@ typedef struct af__post {
                                                 Clip min max */
 } af__post_t;
 
-/* The fused_sum input and fused_post ops of node v (sum -1, n 0 when none). AF_EINVAL when the
- * attributes are malformed. */
+/* The fused_bias and fused_sum inputs and fused_post ops of node v (bias, sum -1, n 0 when
+ * none). AF_EINVAL when the attributes are malformed. */
 int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err);
-/* p->post modes: the kernel alone, the kernel then the C loop (sum and unary ops), or a
+/* The mode of node v before its kernels are prepared: AF__POST_LOOP when it has fused ops. */
+int af__post_mode(const af_graph_t *g, int32_t v);
+/* p->post modes: the kernel alone, the kernel then the C loop (bias, sum, unary ops), or a
  * primitive that applies them (its dst must hold the sum input first). */
 enum { AF__POST_NONE = 0, AF__POST_LOOP = 1, AF__POST_PRIM = 2 };
 /* Calls fn for node v with its fused ops in mode (not AF__POST_NONE). */
@@ -330,6 +336,10 @@ typedef struct af__kernel_entry {
     af__kernel_check_fn check;
     int (*prepare)(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err);
     void (*release)(void *state);
+    /* 1: the kernel moves elements as bytes (af_dtype_size of them), so it takes string tensors
+     * (af_string_t handles, copied unchanged); a node with a string tensor on any other row is
+     * refused at binding (kernel_bind.c). Read on the reference rows. */
+    uint8_t strings;
 } af__kernel_entry_t;
 
 /* A kernel set's context, made once per program (oneDNN: engine and one stream per worker). */

@@ -1,14 +1,16 @@
 /*
  * Fused ops (planner/fuse.c, af_plan_fuse) around a node's kernel. A node may carry
- * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv); the plan
- *   may give output 0 the bytes of input k (in-place hint);
+ * - fused_bias = k: constant input k is added along output 0's last axis (a MatMul's bias: a
+ *   PyTorch Linear), first;
+ * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv, MatMul or
+ *   Gemm); the plan may give output 0 the bytes of input k (in-place hint);
  * - fused_post ("Relu,Clip") with fused_alpha / fused_beta: unary ops applied, in order, on
  *   output 0 after the sum.
- * AF__POST_PRIM: the kernel set's primitive applies them (oneDNN sum and eltwise post-ops,
+ * AF__POST_PRIM: the kernel set's primitive applies them (oneDNN bias, sum and eltwise post-ops,
  * af__kprep_out_t.post_fused); its dst must hold the addend first, so a sum input that is not
  * already in place is copied into the output before the kernel. AF__POST_LOOP (every other
- * kernel): the kernel runs, then one C loop over the f32 elements adds the sum input and applies
- * the unary ops in place — when the output took the sum input's bytes, the addend is copied
+ * kernel): the kernel runs, then C loops over the f32 elements add the bias, the sum input and
+ * apply the unary ops in place — when the output took the sum input's bytes, the addend is copied
  * aside first (a heap buffer: the loop is the oracle's path, not a fast one). The unary math is
  * the reference kernels' (double, rounded to f32 once per op), so a fused plan on the reference
  * kernels gives the unfused plan's values. Elementwise work does not care about the layout.
@@ -84,15 +86,36 @@ static double apply(const post_op_t *o, double x)
     }
 }
 
+/* Input index given by attribute `name` of node v in *at (-1 without it); AF_EINVAL when bad. */
+static int input_attr(const af_graph_t *g, int32_t v, const char *name, int32_t *at,
+                      af_error_t *err)
+{
+    const af_attr_t *a = af_graph_node_attr(g, v, name);
+    const af_node_info_t *ni = af_graph_node(g, v);
+    *at = -1;
+    if (a && (a->type != AF_ATTR_INT || a->i < 1 || a->i >= ni->n_inputs))
+        return af__err(err, AF_EINVAL, "node '%s': bad %s attribute", ni->name, name);
+    *at = a ? (int32_t)a->i : -1;
+    return 0;
+}
+
+int af__post_mode(const af_graph_t *g, int32_t v)
+{
+    return af_graph_node_attr(g, v, "fused_post") || af_graph_node_attr(g, v, "fused_sum") ||
+                   af_graph_node_attr(g, v, "fused_bias")
+               ? AF__POST_LOOP
+               : AF__POST_NONE;
+}
+
 int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err)
 {
     memset(out, 0, sizeof *out);
-    out->sum = -1;
-    const af_attr_t *sum = af_graph_node_attr(g, v, "fused_sum");
-    const af_node_info_t *ni = af_graph_node(g, v);
-    if (sum && (sum->type != AF_ATTR_INT || sum->i < 1 || sum->i >= ni->n_inputs))
-        return af__err(err, AF_EINVAL, "node '%s': bad fused_sum attribute", ni->name);
-    out->sum = sum ? (int32_t)sum->i : -1;
+    int rc = input_attr(g, v, "fused_sum", &out->sum, err);
+    if (rc || (rc = input_attr(g, v, "fused_bias", &out->bias, err)))
+        return rc;
+    if (out->bias >= 0 && out->bias == out->sum)
+        return af__err(err, AF_EINVAL, "node '%s': fused_bias and fused_sum name one input",
+                       af_graph_node(g, v)->name);
     const af_attr_t *ops = af_graph_node_attr(g, v, "fused_post");
     if (!ops)
         return 0;
@@ -152,9 +175,14 @@ static void loop_op(float *y, uint64_t n, const post_op_t *o)
     }
 }
 
-/* The C loop: y += s (when there is a sum input), then every unary op in order. */
-static void loop(float *y, const float *s, uint64_t n, const af__post_t *pp)
+/* The C loop: y += bias along the last axis (nb elements), y += s (when there is a sum input),
+ * then every unary op in order: the unfused nodes' f32 arithmetic. */
+static void loop(float *y, const float *bias, uint64_t nb, const float *s, uint64_t n,
+                 const af__post_t *pp)
 {
+    for (uint64_t r = 0; bias && r < n; r += nb)
+        for (uint64_t j = 0; j < nb; j++)
+            y[r + j] += bias[j];
     for (uint64_t e = 0; s && e < n; e++)
         y[e] += s[e];
     for (int32_t i = 0; i < pp->n; i++) {
@@ -178,7 +206,10 @@ int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kern
         return AF_EINVAL;
     float *y = a->outputs[0];
     uint64_t bytes = a->output_bytes[0], n = bytes / sizeof(float);
-    const float *s = NULL;
+    const float *s = NULL, *bias = pp.bias >= 0 ? a->inputs[pp.bias] : NULL;
+    uint64_t nb = pp.bias >= 0 ? a->input_bytes[pp.bias] / sizeof(float) : 0;
+    if (pp.bias >= 0 && (!bias || !nb || n % nb))
+        return AF_ESHAPE;
     float *tmp = NULL;
     if (pp.sum >= 0) {
         s = a->inputs[pp.sum];
@@ -198,7 +229,7 @@ int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kern
     }
     int rc = fn(a);
     if (!rc && mode == AF__POST_LOOP)
-        loop(y, s, n, &pp);
+        loop(y, bias, nb, s, n, &pp);
     af__free(tmp);
     return rc;
 }

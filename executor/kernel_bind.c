@@ -62,6 +62,34 @@ static void list_missing(msg_t *m, const af__prog_t *p, const uint8_t *miss, int
     }
 }
 
+/* The first string tensor node v reads or writes, or -1. */
+static int32_t string_tensor(const af_graph_t *g, int32_t v)
+{
+    const af_node_info_t *ni = af_graph_node(g, v);
+    for (int32_t k = 0; k < ni->n_inputs + ni->n_outputs; k++) {
+        int32_t t = k < ni->n_inputs ? ni->inputs[k] : ni->outputs[k - ni->n_inputs];
+        if (t >= 0 && af_graph_tensor(g, t)->dtype == AF_DTYPE_STRING)
+            return t;
+    }
+    return -1;
+}
+
+/* Strings on a built-in row: only the ops whose reference kernel moves elements as bytes take
+ * them (their handles are copied unchanged; an op that would make new strings or read them as
+ * numbers has no kernel for them). 0, or AF_ENOTSUP with the reason in ce. */
+static int check_strings(const af__prog_t *p, int32_t v, af_error_t *ce)
+{
+    int32_t t = string_tensor(p->g, v);
+    const af__kernel_entry_t *r = t < 0 ? NULL : af__kref_find(af_graph_node(p->g, v)->op);
+    if (t < 0 || (r && r->strings))
+        return 0;
+    return af__err(ce, AF_ENOTSUP,
+                   "tensor '%.60s' has dtype string, and no %.40s kernel takes strings (only "
+                   "ops that move elements do: views, Transpose, Concat, Split, Slice, Gather*, "
+                   "Expand, Tile, Where, If...; and Equal)",
+                   af_graph_tensor(p->g, t)->name, af_graph_node(p->g, v)->op);
+}
+
 /* Runs the built-in checks of the bound nodes; appends each refusal to m. Returns the count. */
 static int32_t run_checks(const af_executor_t *ex, const af__prog_t *p, const uint8_t *miss,
                           msg_t *m, int lead)
@@ -72,7 +100,7 @@ static int32_t run_checks(const af_executor_t *ex, const af__prog_t *p, const ui
         const af__kernel_entry_t *e = miss[v] ? NULL : p->kent[v];
         af_error_t ce;
         af_error_clear(&ce);
-        if (!e || !e->check || !e->check(p->g, v, &ce))
+        if (!e || (check_strings(p, v, &ce) == 0 && (!e->check || !e->check(p->g, v, &ce))))
             continue;
         char what[160];
         snprintf(what, sizeof(what), "%snode '%.60s' (%.40s): ",
@@ -95,7 +123,8 @@ static int bind_post(const af_executor_t *ex, af__prog_t *p, af_error_t *err)
         int rc = af__post_parse(p->g, v, &pp, err);
         if (rc)
             return rc;
-        p->post[v] = (pp.n > 0 || pp.sum >= 0) && !(ex->set->all && p->kfn[v] == ex->set->all)
+        p->post[v] = (pp.n > 0 || pp.sum >= 0 || pp.bias >= 0) &&
+                             !(ex->set->all && p->kfn[v] == ex->set->all)
                          ? AF__POST_LOOP
                          : AF__POST_NONE;
     }

@@ -38,6 +38,14 @@ uint64_t af__exec_checksum(const void *p, uint64_t n)
     return n ? XXH3_64bits(p, (size_t)n) : 0x5a5a5a5aULL;
 }
 
+void af__exec_fill_tensor(const af_graph_t *g, int32_t t, void *p, uint64_t n, uint64_t seed)
+{
+    if (af_graph_tensor(g, t)->dtype == AF_DTYPE_STRING)
+        memset(p, 0, (size_t)n);
+    else
+        af__exec_fill(p, n, seed);
+}
+
 void af__exec_fill(void *p, uint64_t n, uint64_t seed)
 {
     uint8_t *b = p;

@@ -198,7 +198,7 @@ static int k_Concat(const af_kernel_args_t *a)
 static int c_Concat(const af_graph_t *g, int32_t node, af_error_t *err)
 {
     const af_node_info_t *ni = af_graph_node(g, node);
-    int rc = kr_check_same(g, node, ni->n_inputs, KR_ALL, err);
+    int rc = kr_check_same(g, node, ni->n_inputs, KR_ALL | KR_DT(STRING), err);
     kr_shape_t so;
     if (!rc && (kr_shape_of(g, ni->outputs[0], &so) || concat_axis(g, node, &so) < 0))
         return kr_unsup(err, "axis out of range, or input shapes that do not concatenate");
@@ -726,7 +726,11 @@ static int c_If(const af_graph_t *g, int32_t node, af_error_t *err)
     }
 #define VIEW(NAME)                                                                                 \
     {                                                                                              \
-        .op = #NAME, .fn = k_view, .check = c_view                                                 \
+        .op = #NAME, .fn = k_view, .check = c_view, .strings = 1                                   \
+    }
+#define MOVE(NAME, CHECK)                                                                          \
+    {                                                                                              \
+        .op = #NAME, .fn = k_##NAME, .check = CHECK, .strings = 1                                  \
     }
 
 const af__kernel_entry_t af__kref_data[] = {
@@ -736,23 +740,23 @@ const af__kernel_entry_t af__kref_data[] = {
     VIEW(Unsqueeze),
     VIEW(Identity),
     /* the importer's gate before an If branch (graph/onnx_gate.c): (value, condition) -> view */
-    {.op = "arenaflow.IfGate", .fn = k_view, .check = c_view},
-    ROW(Transpose),
-    ROW(Concat),
-    ROW(Split),
-    ROW(Slice),
-    ROW(Pad),
-    {.op = "Tile", .fn = k_Tile, .check = c_same01},
-    {.op = "Expand", .fn = k_Expand, .check = c_same01},
-    {.op = "DepthToSpace", .fn = k_DepthToSpace, .check = c_same01},
-    {.op = "SpaceToDepth", .fn = k_SpaceToDepth, .check = c_same01},
+    {.op = "arenaflow.IfGate", .fn = k_view, .check = c_view, .strings = 1},
+    MOVE(Transpose, c_Transpose),
+    MOVE(Concat, c_Concat),
+    MOVE(Split, c_Split),
+    MOVE(Slice, c_Slice),
+    ROW(Pad), /* the pad value is a number */
+    MOVE(Tile, c_same01),
+    MOVE(Expand, c_same01),
+    MOVE(DepthToSpace, c_same01),
+    MOVE(SpaceToDepth, c_same01),
     ROW(Trilu),
-    {.op = "Shape", .fn = k_Shape, .check = c_int64_out},
-    {.op = "Size", .fn = k_Size, .check = c_int64_out},
+    MOVE(Shape, c_int64_out), /* reads the input's shape only */
+    MOVE(Size, c_int64_out),
     ROW(EyeLike),
     ROW(Range),
     ROW(OneHot),
     ROW(ConstantOfShape),
-    ROW(If),
+    MOVE(If, c_If),
     {.op = NULL},
 };

@@ -304,7 +304,30 @@ BINARY(Div, f_div, i_div, KR_NUMERIC, 0, 0, NULL)
 BINARY(Pow, f_pow, i_pow, KR_NUMERIC, 0, 1, NULL)
 BINARY(Mod, f_mod, i_mod, KR_NUMERIC, 0, 0, p_mod)
 BINARY(PRelu, f_prelu, i_prelu, KR_NUMERIC, 0, 0, NULL)
-BINARY(Equal, f_eq, i_eq, KR_ALL, 1, 0, NULL)
+BINARY(EqualNum, f_eq, i_eq, KR_ALL | KR_DT(STRING), 1, 0, NULL)
+
+/* Equal: numbers through the binary kernel; strings (af_string_t handles) compared byte for
+ * byte, with broadcasting (it reads strings and makes none, so it takes them). */
+static int k_Equal(const af_kernel_args_t *a)
+{
+    if (kr_dtype(a->graph, a->info->inputs[0]) != AF_DTYPE_STRING)
+        return k_EqualNum(a);
+    kr_shape_t sh[2], so, bs;
+    if (a->n_inputs < 2 || kr_in_shape(a, 0, &sh[0]) || kr_in_shape(a, 1, &sh[1]) ||
+        kr_out_shape(a, 0, &so) || kr_in_ok(a, 0) || kr_in_ok(a, 1) || kr_out_ok(a, 0) ||
+        kr_broadcast(&sh[0], &sh[1], &bs) || kr_numel(&bs) != kr_numel(&so))
+        return AF_ESHAPE;
+    const af_string_t *x = a->inputs[0], *w = a->inputs[1];
+    uint8_t *y = a->outputs[0];
+    kr_bcast_t b;
+    kr_bcast_init(&b, &bs, sh, 2);
+    for (int64_t i = 0, n = kr_numel(&bs); i < n; i++, kr_bcast_next(&b)) {
+        const af_string_t *p = &x[b.off[0]], *q = &w[b.off[1]];
+        y[i] = p->len == q->len && (!p->len || !memcmp(p->data, q->data, (size_t)p->len));
+    }
+    return 0;
+}
+#define c_Equal c_EqualNum
 BINARY(Greater, f_gt, i_gt, KR_NUMERIC, 1, 0, NULL)
 BINARY(GreaterOrEqual, f_ge, i_ge, KR_NUMERIC, 1, 0, NULL)
 BINARY(Less, f_lt, i_lt, KR_NUMERIC, 1, 0, NULL)
@@ -550,17 +573,30 @@ static int c_Dropout(const af_graph_t *g, int32_t node, af_error_t *err)
     }
 
 const af__kernel_entry_t af__kref_elem[] = {
-    ROW(Add),     ROW(Sub),
-    ROW(Mul),     ROW(Div),
-    ROW(Pow),     ROW(Mod),
-    ROW(PRelu),   ROW(Equal),
-    ROW(Greater), ROW(GreaterOrEqual),
-    ROW(Less),    ROW(LessOrEqual),
-    ROW(And),     ROW(Or),
-    ROW(Xor),     ROW(BitShift),
-    ROW(Max),     ROW(Min),
-    ROW(Sum),     ROW(Mean),
-    ROW(Where),   ROW(Clip),
-    ROW(Cast),    {.op = "CastLike", .fn = k_Cast, .check = c_Cast},
-    ROW(Dropout), {.op = NULL},
+    ROW(Add),
+    ROW(Sub),
+    ROW(Mul),
+    ROW(Div),
+    ROW(Pow),
+    ROW(Mod),
+    ROW(PRelu),
+    {.op = "Equal", .fn = k_Equal, .check = c_Equal, .strings = 1},
+    ROW(Greater),
+    ROW(GreaterOrEqual),
+    ROW(Less),
+    ROW(LessOrEqual),
+    ROW(And),
+    ROW(Or),
+    ROW(Xor),
+    ROW(BitShift),
+    ROW(Max),
+    ROW(Min),
+    ROW(Sum),
+    ROW(Mean),
+    {.op = "Where", .fn = k_Where, .check = c_Where, .strings = 1}, /* copies X or Y bytes */
+    ROW(Clip),
+    ROW(Cast),
+    {.op = "CastLike", .fn = k_Cast, .check = c_Cast},
+    ROW(Dropout),
+    {.op = NULL},
 };

@@ -346,20 +346,24 @@ static int c_data_dependent(const af_graph_t *g, int32_t node, af_error_t *err)
     {                                                                                              \
         .op = #NAME, .fn = k_##NAME, .check = CHECK                                                \
     }
+#define MOVE(NAME, CHECK)                                                                          \
+    {                                                                                              \
+        .op = #NAME, .fn = k_##NAME, .check = CHECK, .strings = 1                                  \
+    }
 #define DATA_DEP(NAME)                                                                             \
     {                                                                                              \
         .op = #NAME, .fn = k_data_dependent, .check = c_data_dependent                             \
     }
 
 const af__kernel_entry_t af__kref_gather[] = {
-    ROW(Gather, c_indexed),
-    ROW(GatherElements, c_indexed),
-    ROW(GatherND, c_indexed),
+    MOVE(Gather, c_indexed),
+    MOVE(GatherElements, c_indexed),
+    MOVE(GatherND, c_indexed),
     ROW(ScatterElements, c_scatter),
     {.op = "Scatter", .fn = k_ScatterElements, .check = c_scatter},
     ROW(ScatterND, c_scatter),
     ROW(TopK, c_TopK),
-    ROW(ReverseSequence, c_indexed),
+    MOVE(ReverseSequence, c_indexed),
     DATA_DEP(NonZero),
     DATA_DEP(Unique),
     DATA_DEP(Compress),

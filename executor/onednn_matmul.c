@@ -5,6 +5,10 @@
  * A constant B (weights) is handed to the primitive in the layout it chooses, reordered once at
  * prepare; a B computed at run time is read in place, row-major. Gemm with beta other than 0 or
  * 1 (and a C) is not expressed: it falls back to the reference kernel.
+ *
+ * Fused ops (af_plan_fuse): a MatMul's fused_bias is the primitive's bias, its fused_sum a sum
+ * post-op (the dst is plain, so it holds the addend), fused_post eltwise post-ops after them. The
+ * primitive applies all of them or none (then the executor's C loop does: fused_post.c).
  */
 #include "executor/onednn_int.h"
 
@@ -39,12 +43,13 @@ static int weights_arg(odn_build_t *b, dnnl_primitive_desc_t pd, int32_t i,
                              dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), out);
 }
 
-/* The fused unary ops (af_plan_fuse) after the bias post-op, when there is one, in attr. */
+/* The fused sum and unary ops (af_plan_fuse) after the bias post-op, when there is one, in attr. */
 static int fused_post(odn_build_t *b, dnnl_primitive_attr_t attr, int post,
                       const dnnl_memory_desc_t *bias)
 {
     b->post_fused = 0;
-    if (!af_graph_node_attr(b->in->g, b->in->node, "fused_post"))
+    if (!af_graph_node_attr(b->in->g, b->in->node, "fused_post") &&
+        !af_graph_node_attr(b->in->g, b->in->node, "fused_sum"))
         return 0;
     dnnl_post_ops_t po = NULL;
     if (dnnl_post_ops_create(&po) != dnnl_success)
@@ -137,13 +142,26 @@ static void lead_ones(int *nd, dnnl_dims_t d, int r)
     *nd = r;
 }
 
-int af__odn_matmul(odn_build_t *b)
+/* oneDNN has the node's fused sum and unary ops, or there are none. */
+static int post_all(odn_build_t *b, const af__post_t *pp)
 {
-    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
-    if (ni->n_inputs != 2 || ni->n_outputs < 1)
-        return af__odn_nosup(b, "MatMul needs two inputs");
+    if (pp->sum < 0 && !pp->n)
+        return 1;
+    dnnl_post_ops_t po = NULL;
+    if (dnnl_post_ops_create(&po) != dnnl_success)
+        return 0;
+    af__odn_fused_post(b, po);
+    int all = b->post_fused;
+    b->post_fused = 0;
+    dnnl_post_ops_destroy(po);
+    return all;
+}
+
+/* MatMul's dims as oneDNN takes them, rank r (1-D operands promoted, batch dims broadcast). */
+static int matmul_dims(odn_build_t *b, const af_node_info_t *ni, int *r, dnnl_dims_t da,
+                       dnnl_dims_t db, dnnl_dims_t dy)
+{
     int na, nb, rc;
-    dnnl_dims_t da, db, dy;
     if ((rc = af__odn_shape(b, ni->inputs[0], &na, da)) ||
         (rc = af__odn_shape(b, ni->inputs[1], &nb, db)))
         return rc;
@@ -151,30 +169,56 @@ int af__odn_matmul(odn_build_t *b)
         da[1] = da[0], da[0] = 1, na = 2;
     if (af_graph_tensor(b->in->g, ni->inputs[1])->rank == 1) /* [K] -> [K, 1] */
         db[1] = 1, nb = 2;
-    int r = na > nb ? na : nb;
-    lead_ones(&na, da, r);
-    lead_ones(&nb, db, r);
-    for (int i = 0; i < r - 2; i++) {
+    *r = na > nb ? na : nb;
+    lead_ones(&na, da, *r);
+    lead_ones(&nb, db, *r);
+    for (int i = 0; i < *r - 2; i++) {
         if (da[i] != db[i] && da[i] != 1 && db[i] != 1)
             return af__odn_nosup(b, "batch dims do not broadcast");
         dy[i] = da[i] > db[i] ? da[i] : db[i];
     }
-    dy[r - 2] = da[r - 2];
-    dy[r - 1] = db[r - 1];
-    if (da[r - 1] != db[r - 2])
+    dy[*r - 2] = da[*r - 2];
+    dy[*r - 1] = db[*r - 1];
+    if (da[*r - 1] != db[*r - 2])
         return af__odn_nosup(b, "inner dims differ");
     int64_t elems = 1;
-    for (int i = 0; i < r; i++)
+    for (int i = 0; i < *r; i++)
         elems *= dy[i];
     if (elems * (int64_t)af_dtype_size(af_graph_tensor(b->in->g, ni->outputs[0])->dtype) !=
         af_graph_tensor(b->in->g, ni->outputs[0])->bytes)
         return af__odn_nosup(b, "output shape is not the product's");
-    dnnl_memory_desc_t a, w, y;
+    return 0;
+}
+
+int af__odn_matmul(odn_build_t *b)
+{
+    const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
+    af__post_t pp;
+    if (af__post_parse(b->in->g, b->in->node, &pp, NULL))
+        return af__odn_nosup(b, "bad fused attributes");
+    if (ni->n_inputs != 2 + (pp.bias >= 0) + (pp.sum >= 0) || ni->n_outputs < 1)
+        return af__odn_nosup(b, "MatMul needs two inputs");
+    int r, rc;
+    dnnl_dims_t da, db, dy, dc;
+    if ((rc = matmul_dims(b, ni, &r, da, db, dy)))
+        return rc;
+    dnnl_memory_desc_t a, w, y, c;
     if ((rc = af__odn_md_as(b, ni->inputs[0], r, da, &a)) ||
         (rc = af__odn_md_as(b, ni->inputs[1], r, db, &w)) ||
         (rc = af__odn_md_as(b, ni->outputs[0], r, dy, &y)))
         return rc;
-    return run_matmul(b, &a, &w, NULL, &y, 1.0f);
+    /* the fused bias in the primitive only when the rest is too (else the C loop adds it) */
+    int fb = pp.bias == 2 && !b->no_post && post_all(b, &pp);
+    for (int i = 0; i < r; i++)
+        dc[i] = i == r - 1 ? dy[i] : 1;
+    if (fb && (rc = af__odn_md_as(b, ni->inputs[2], r, dc, &c)))
+        return rc;
+    if ((rc = run_matmul(b, &a, &w, fb ? &c : NULL, &y, 1.0f)))
+        return rc;
+    if (fb && !b->post_fused && (pp.sum >= 0 || pp.n))
+        return af__odn_nosup(b, "fused bias without its post-ops");
+    b->post_fused = b->post_fused || fb;
+    return 0;
 }
 
 int af__odn_gemm(odn_build_t *b)

@@ -334,8 +334,9 @@ static int restore(af_plan_cache_t *c, entry_t *e, const af_graph_t *g, const af
                    af_error_t *err, int *rc)
 {
     entry_t tmp = {.fp = e->fp};
-    int same = e->rec.tensors == af_graph_tensor_count(g) &&
-               e->rec.nodes == af_graph_node_count(g) &&
+    int32_t nt = 0, nn = 0; /* a fused plan's record has the fused graph's counts */
+    int same = af_plan_restore_counts(g, o, &nt, &nn, NULL) == 0 && e->rec.tensors == nt &&
+               e->rec.nodes == nn &&
                plan_entry(&tmp, g, o, e->rec.order, e->rec.offsets, NULL) == 0 &&
                af_plan_arena_bytes(tmp.plan) == e->rec.arena_bytes;
     if (same) { /* keep the names of the scheduler and placer that made it */

@@ -234,10 +234,7 @@ void af__prog_unprepare(af__prog_t *p)
             const af__kernel_entry_t *e = af__kernel_find(ks->table, op);
             p->kent[v] = e ? e : p->kent[v];
             p->kfn[v] = p->kent[v]->fn;
-            p->post[v] = af_graph_node_attr(p->g, v, "fused_post") ||
-                                 af_graph_node_attr(p->g, v, "fused_sum")
-                             ? AF__POST_LOOP
-                             : AF__POST_NONE;
+            p->post[v] = (uint8_t)af__post_mode(p->g, v);
         }
         p->team[v] = 1;
         p->scratch_need[v] = 0;

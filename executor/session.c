@@ -371,7 +371,7 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
                     return af__err(err, rc, "dynamic input '%s': %s", name, af_strerror(rc));
                 r->dbytes[t] = n;
                 r->owned[t] = 1;
-                af__exec_fill(r->ptr[t], n, af__exec_mix((uint64_t)t, r->id));
+                af__exec_fill_tensor(p->g, t, r->ptr[t], n, af__exec_mix((uint64_t)t, r->id));
             }
         } else if (p->loc[t] == AF__LOC_ARENA) {
             if (ib && ib->data) {
@@ -381,7 +381,8 @@ int af__round_start(af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outp
                                    (unsigned long long)p->bytes[t]);
                 r->ptr[t] = ib->data; /* read in place: nobody writes a graph input */
             } else {
-                af__exec_fill(r->ptr[t], p->bytes[t], af__exec_mix((uint64_t)t, r->id));
+                af__exec_fill_tensor(p->g, t, r->ptr[t], p->bytes[t],
+                                     af__exec_mix((uint64_t)t, r->id));
             }
         }
         if (s->verify && r->ptr[t])

@@ -213,7 +213,8 @@ static int alloc_consts(af_session_t *s, const af__prog_t *p)
             continue;
         }
         s->const_ptr[t] = s->consts + own;
-        af__exec_fill(s->const_ptr[t], p->bytes[t], af__exec_mix(0xc0457, (uint64_t)t));
+        af__exec_fill_tensor(p->g, t, s->const_ptr[t], p->bytes[t],
+                             af__exec_mix(0xc0457, (uint64_t)t));
         own = af__align_up(own + p->bytes[t], 64);
     }
     af__session_const_sums(s, p);

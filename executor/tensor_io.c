@@ -47,7 +47,7 @@ uint64_t af_tensor_numel(const af_tensor_t *t)
 double af_tensor_get(const af_tensor_t *t, uint64_t i)
 {
     if (!t || !t->data || i >= af_tensor_numel(t) || !af_dtype_size(t->dtype) ||
-        (i + 1) * af_dtype_size(t->dtype) > t->bytes)
+        t->dtype == AF_DTYPE_STRING || (i + 1) * af_dtype_size(t->dtype) > t->bytes)
         return 0;
     return af__elem_load(t->dtype, t->data, (int64_t)i);
 }

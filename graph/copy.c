@@ -12,21 +12,30 @@
 
 #include <string.h>
 
+af_tensor_desc_t af_graph_tensor_desc(const af_graph_t *g, int32_t t)
+{
+    const af_tensor_info_t *ti = af_graph_tensor(g, t);
+    af_tensor_desc_t d;
+    memset(&d, 0, sizeof d);
+    if (!ti)
+        return d;
+    d.name = ti->name;
+    d.bytes = ti->bytes;
+    d.dtype = ti->dtype;
+    d.rank = ti->rank;
+    d.shape = ti->shape;
+    d.kind = ti->kind;
+    d.alias_of = ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL;
+    d.alias_offset = ti->alias_offset;
+    return d;
+}
+
 /* Adds the tensors of g to c, dynamic ones sized from sizes[] where given. */
 static int copy_tensors(af_graph_t *c, const af_graph_t *g, const uint64_t *sizes, af_error_t *err)
 {
     for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        af_tensor_desc_t d = {
-            .name = ti->name,
-            .bytes = ti->bytes,
-            .dtype = ti->dtype,
-            .rank = ti->rank,
-            .shape = ti->shape,
-            .kind = ti->kind,
-            .alias_of = ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL,
-            .alias_offset = ti->alias_offset,
-        };
+        af_tensor_desc_t d = af_graph_tensor_desc(g, t);
         if (ti->bytes < 0 && sizes && sizes[t]) {
             d.bytes = (int64_t)sizes[t];
             d.rank = -1; /* the shape had unknown dims; the size is what warm-up saw */

@@ -80,7 +80,14 @@ int af_graph_fingerprint(const af_graph_t *g, const void *salt, size_t salt_len,
          * weights included, so a structure-only key would run one model's weights for the
          * other's). */
         h_u64(&s, ti->data ? 1 : 0);
-        if (ti->data)
+        if (ti->data && ti->dtype == AF_DTYPE_STRING) /* the strings, not where they are */
+            for (size_t k = 0; k < (size_t)ti->bytes / sizeof(af_string_t); k++) {
+                const af_string_t *e = (const af_string_t *)ti->data + k;
+                h_u64(&s, e->len);
+                if (e->len)
+                    h_bytes(&s, e->data, (size_t)e->len);
+            }
+        else if (ti->data)
             h_bytes(&s, ti->data, (size_t)ti->bytes);
     }
     for (int32_t v = 0; v < nn; v++) {

@@ -189,6 +189,9 @@ static int read_data(const ctx_t *c, af_graph_t *g, int32_t id, const char *name
                        "(%zu bytes)",
                        name, (long long)off, (long long)bytes, c->weights->len);
     const af_tensor_info_t *t = &g->tensors[id];
+    if (t->dtype == AF_DTYPE_STRING) /* the file would hold handles: addresses, not strings */
+        return af__err(c->err, AF_ENOTSUP,
+                       "tensor '%s': a string constant cannot come from a weights file", name);
     if (t->bytes != bytes)
         return af__err(c->err, AF_ESIZE, "tensor '%s': %lld bytes of data for a %lld-byte tensor",
                        name, (long long)bytes, (long long)t->bytes);

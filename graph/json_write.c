@@ -372,6 +372,12 @@ int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err)
     wlayout_t lay = {0};
     char *wpath = NULL, *text = NULL;
     int rc = 0;
+    for (size_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].data && g->tensors[i].dtype == AF_DTYPE_STRING)
+            return af__err(err, AF_ENOTSUP,
+                           "tensor '%s': a string constant has no weights-file form (its "
+                           "elements are handles to bytes elsewhere); keep the model as ONNX",
+                           g->tensors[i].name);
     if (af_graph_data_bytes(g)) { /* the weights first: the JSON names a complete file */
         wpath = weights_path(path);
         lay.off = af__calloc(g->n_tensors + 1, sizeof(*lay.off));

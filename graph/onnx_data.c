@@ -37,14 +37,42 @@ static const af__onnx_val_t *data_of(const af__onnx_imp_t *im, const af__onnx_va
     return v;
 }
 
-enum { SRC_NONE, SRC_MAP, SRC_COPY, SRC_TYPED, SRC_VALS };
+enum { SRC_NONE, SRC_MAP, SRC_COPY, SRC_TYPED, SRC_VALS, SRC_STRINGS };
+
+/* The strings of a STRING constant (its TensorProto's string_data or a Constant's
+ * value_string(s), every element given) with their count in *n, or NULL. */
+static const ProtobufCBinaryData *string_data(const af__onnx_imp_t *im, const af__onnx_val_t *v,
+                                              size_t *n)
+{
+    static const ProtobufCBinaryData none;
+    const af__onnx_val_t *s = data_of(im, v);
+    int64_t numel = af__onnx_numel(v);
+    const ProtobufCBinaryData *d = s->tp ? s->tp->string_data : s->strs;
+    *n = s->tp ? s->tp->n_string_data : s->n_strs;
+    if (v->elem != T(STRING) || s->elem != T(STRING) || numel < 0 || af__onnx_numel(s) != numel ||
+        *n != (size_t)numel || (!d && *n) || (!s->tp && !s->strs))
+        return NULL;
+    return d ? d : &none; /* an empty tensor */
+}
+
+/* Bytes of the n strings at d. */
+static uint64_t string_bytes(const ProtobufCBinaryData *d, size_t n)
+{
+    uint64_t b = 0;
+    for (size_t i = 0; d && i < n; i++)
+        b += d[i].len; /* each below the message size: no overflow */
+    return b;
+}
 
 /* How constant v gets its `bytes` bytes. */
 static int source(const af__onnx_imp_t *im, const af__onnx_val_t *v, uint64_t bytes)
 {
     int sz = af__onnx_elem_size(v->elem);
     int64_t n = af__onnx_numel(v);
-    if (sz == 0 || n < 0 || v->elem == T(STRING) || (uint64_t)n * (uint64_t)sz != bytes)
+    size_t ns;
+    if (v->elem == T(STRING))
+        return string_data(im, v, &ns) ? SRC_STRINGS : SRC_NONE;
+    if (sz == 0 || n < 0 || (uint64_t)n * (uint64_t)sz != bytes)
         return SRC_NONE;
     const af__onnx_val_t *s = data_of(im, v);
     if (s != v && (s->elem != v->elem || af__onnx_numel(s) != n))
@@ -90,6 +118,9 @@ int af__onnx_data_prepare(af__onnx_imp_t *im)
             continue;
         uint64_t b = val_bytes(v);
         int src = source(im, v, b);
+        size_t ns = 0;
+        const ProtobufCBinaryData *strs = src == SRC_STRINGS ? string_data(im, v, &ns) : NULL;
+        b += string_bytes(strs, ns); /* the handles, then the strings they point at */
         if (src != SRC_NONE && src != SRC_MAP && !af__add_u64(af__align_up(total, 64), b, &total))
             return af__err(im->err, AF_ESIZE, "constant data overflows");
     }
@@ -251,6 +282,21 @@ static void fill(uint8_t *dst, const af__onnx_val_t *v, const af__onnx_val_t *s,
     }
 }
 
+/* The handles of a STRING constant at dst (bytes of them), its strings right after: graph-owned
+ * copies, so the model's buffer may go once the import returns. */
+static void fill_strings(uint8_t *dst, const ProtobufCBinaryData *d, size_t n, uint64_t bytes)
+{
+    af_string_t *h = (af_string_t *)(void *)dst;
+    char *at = (char *)dst + bytes;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = d[i].len;
+        if (len)
+            memcpy(at, d[i].data, len);
+        h[i] = (af_string_t){.data = at, .len = len};
+        at += len;
+    }
+}
+
 int af__onnx_const_bytes(const af__onnx_imp_t *im, const af__onnx_val_t *v, const uint8_t **p,
                          uint8_t **owned, uint64_t *bytes)
 {
@@ -258,7 +304,7 @@ int af__onnx_const_bytes(const af__onnx_imp_t *im, const af__onnx_val_t *v, cons
     *bytes = val_bytes(v);
     int src = *bytes ? source(im, v, *bytes) : SRC_NONE;
     const af__onnx_val_t *s = data_of(im, v);
-    if (src == SRC_NONE)
+    if (src == SRC_NONE || src == SRC_STRINGS) /* handles exist only in the graph's copy */
         return 1;
     if ((src == SRC_MAP || src == SRC_COPY) && !big_endian) {
         *p = s->raw;
@@ -287,12 +333,18 @@ int af__onnx_data_attach(af__onnx_imp_t *im, af_graph_t *gr, int32_t id, const a
         return af__graph_attach(gr, id, NULL, &empty, im->err);
     }
     size_t at = (size_t)af__align_up(im->heap_used, 64);
-    if (!im->heap || at + bytes > im->heap->len) /* prepare() sized it for exactly these */
+    size_t ns = 0;
+    const ProtobufCBinaryData *strs = src == SRC_STRINGS ? string_data(im, v, &ns) : NULL;
+    uint64_t extra = string_bytes(strs, ns);
+    if (!im->heap || at + bytes + extra > im->heap->len) /* prepare() sized it for these */
         return af__err(im->err, AF_EINVAL, "tensor '%s': constant data was not reserved", v->name);
-    fill(im->heap->base + at, v, s, src, bytes);
+    if (strs)
+        fill_strings(im->heap->base + at, strs, ns, bytes);
+    else
+        fill(im->heap->base + at, v, s, src, bytes);
     if (src == SRC_COPY) /* the source pages were read once; the copy is what stays */
         af__store_release_pages(s->raw_store, s->raw, (size_t)bytes);
-    im->heap_used = at + (size_t)bytes;
+    im->heap_used = at + (size_t)(bytes + extra);
     return af__graph_attach(gr, id, im->heap, im->heap->base + at, im->err);
 }
 

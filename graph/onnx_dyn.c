@@ -42,9 +42,7 @@ int af__onnx_note_dynamic(af__onnx_ctx_t *c, af__onnx_val_t *v, int is_default)
     for (int i = 0; i < c->n_in && !dyn_in; i++)
         if (c->in[i] && (af__onnx_numel(c->in[i]) < 0 || !af__onnx_elem_size(c->in[i]->elem)))
             dyn_in = c->in[i];
-    if (v->elem == ONNX__TENSOR_PROTO__DATA_TYPE__STRING)
-        snprintf(cause, sizeof(cause), "a string tensor (its elements have no fixed size)");
-    else if (c->why[0])
+    if (c->why[0])
         snprintf(cause, sizeof(cause), "%s", c->why);
     else if (!af__onnx_has_rule(c->node) && !is_default)
         snprintf(cause, sizeof(cause), "no shape rule for ops of domain '%s'", c->node->domain);

@@ -58,9 +58,7 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
     if (d.bytes == AF_BYTES_DYNAMIC) {
         char buf[300];
         const char *why = v->why;
-        if (v->elem == ONNX__TENSOR_PROTO__DATA_TYPE__STRING && !v->why) {
-            why = "a string tensor (its elements have no fixed size)";
-        } else if (v->is_input) {
+        if (v->is_input) {
             snprintf(buf, sizeof(buf),
                      "graph input with unknown dims (give them with --input %.200s=d0,d1,...)",
                      v->name);

@@ -38,7 +38,7 @@ static const struct {
     [T(INT16)] = {2, AF_DTYPE_I16, 1},
     [T(INT32)] = {4, AF_DTYPE_I32, 1},
     [T(INT64)] = {8, AF_DTYPE_I64, 1},
-    [T(STRING)] = {0, AF_DTYPE_UNKNOWN, 0},
+    [T(STRING)] = {16, AF_DTYPE_STRING, 0}, /* af_string_t handles; bytes outside */
     [T(BOOL)] = {1, AF_DTYPE_BOOL, 1},
     [T(FLOAT16)] = {2, AF_DTYPE_F16, 0},
     [T(DOUBLE)] = {8, AF_DTYPE_F64, 0},

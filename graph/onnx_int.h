@@ -48,6 +48,9 @@ typedef struct af__onnx_val {
     size_t raw_len;
     af__store_t *raw_store;
     const Onnx__TensorProto *tp;
+    /* A Constant's value_string(s) attribute: the strings of a STRING constant without tp. */
+    const ProtobufCBinaryData *strs;
+    size_t n_strs;
     int data_src;
     char *why; /* why the shape is not known (dynamic tensor), or NULL */
     int is_input, is_output;

@@ -595,6 +595,8 @@ int af__onnx_rule_constant(af__onnx_ctx_t *c)
             af__onnx_set_rank(o, nm[12] ? 1 : 0);
             if (nm[12])
                 o->dims[0] = (int64_t)a->n_strings;
+            o->strs = nm[12] ? a->strings : a->has_s ? &a->s : NULL; /* onnx_data.c copies them */
+            o->n_strs = nm[12] ? a->n_strings : a->has_s ? 1 : 0;
         } else {
             continue;
         }

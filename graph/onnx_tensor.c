@@ -10,7 +10,9 @@
  * Packing rules (onnx.proto): raw_data holds fixed-width little-endian elements; otherwise the
  * typed field of the element type does — float_data (FLOAT), double_data (DOUBLE), int64_data
  * (INT64), uint64_data (UINT32, UINT64), int32_data (INT32, INT16, INT8, UINT16, UINT8, BOOL,
- * FLOAT16 and BFLOAT16 as 16-bit patterns, one element per int32).
+ * FLOAT16 and BFLOAT16 as 16-bit patterns, one element per int32), string_data (STRING: decoded
+ * into one block, the af_string_t handles first and the strings' bytes after them, so the
+ * tensor's `bytes` are the handles' and one free releases both).
  *
  * Invariant: the element count is checked against the dims before any byte is written, so a
  * corrupt file gives AF_EPARSE, never an out-of-bounds access. Reentrant, no state.
@@ -113,6 +115,36 @@ static const char *elem_name(int32_t elem)
     return v ? v->name : "?";
 }
 
+/* string_data into one block: the n handles (bytes of them), then the strings they point at. */
+static int fill_strings(const Onnx__TensorProto *t, af_onnx_tensor_t *out, uint64_t n,
+                        uint64_t bytes, af_error_t *err)
+{
+    const char *nm = t->name ? t->name : "";
+    if (t->has_raw_data || (uint64_t)t->n_string_data != n)
+        return af__err(err, AF_EPARSE, "tensor '%s': %zu strings in string_data, dims need %llu%s",
+                       nm, t->n_string_data, (unsigned long long)n,
+                       t->has_raw_data ? " (raw_data cannot hold strings)" : "");
+    uint64_t total = bytes;
+    for (size_t i = 0; i < t->n_string_data; i++)
+        if (!af__add_u64(total, t->string_data[i].len, &total) || total > SIZE_MAX / 2)
+            return af__err(err, AF_EPARSE, "tensor '%s': size overflows", nm);
+    out->data = af__malloc(total ? (size_t)total : 1);
+    out->name = af__strdup(nm);
+    if (!out->data || !out->name)
+        return af__err(err, AF_ENOMEM, "out of memory decoding tensor '%s'", nm);
+    out->bytes = bytes;
+    af_string_t *h = out->data;
+    char *at = (char *)out->data + bytes;
+    for (size_t i = 0; i < t->n_string_data; i++) {
+        size_t len = t->string_data[i].len;
+        if (len)
+            memcpy(at, t->string_data[i].data, len);
+        h[i] = (af_string_t){.data = at, .len = len};
+        at += len;
+    }
+    return 0;
+}
+
 /* Shape, type and element bytes of an unpacked tensor into out. */
 static int fill(const Onnx__TensorProto *t, af_onnx_tensor_t *out, af_error_t *err)
 {
@@ -127,8 +159,8 @@ static int fill(const Onnx__TensorProto *t, af_onnx_tensor_t *out, af_error_t *e
                        nm);
     if (out->dtype == AF_DTYPE_UNKNOWN || sz == 0)
         return af__err(err, AF_ENOTSUP,
-                       "tensor '%s': element type %s (%d) is not supported (strings and complex "
-                       "numbers are not)",
+                       "tensor '%s': element type %s (%d) is not supported (complex numbers "
+                       "are not)",
                        nm, elem_name(elem), (int)elem);
     if (t->segment)
         return af__err(err, AF_ENOTSUP,
@@ -153,6 +185,8 @@ static int fill(const Onnx__TensorProto *t, af_onnx_tensor_t *out, af_error_t *e
     uint64_t bytes;
     if (!af__mul_u64(n, (uint64_t)sz, &bytes) || bytes > SIZE_MAX / 2)
         return af__err(err, AF_EPARSE, "tensor '%s': size overflows", nm);
+    if (elem == T(STRING))
+        return fill_strings(t, out, n, bytes, err);
     if (t->has_raw_data) {
         if ((uint64_t)t->raw_data.len != bytes)
             return af__err(err, AF_EPARSE,
@@ -227,14 +261,27 @@ int af_onnx_tensor_encode(const af_onnx_tensor_t *t, void **out, size_t *len, af
     m.has_data_type = 1;
     m.data_type = elem;
     m.name = t->name ? t->name : (char *)"";
-    m.has_raw_data = 1;
-    m.raw_data.len = (size_t)t->bytes;
-    m.raw_data.data = t->data;
+    ProtobufCBinaryData *strs = NULL;
+    if (t->dtype == AF_DTYPE_STRING) { /* string_data, pointing at the handles' bytes */
+        if (!(strs = af__malloc(n ? (size_t)n * sizeof(*strs) : 1)))
+            return af__err(err, AF_ENOMEM, "out of memory encoding a tensor");
+        const af_string_t *h = t->data;
+        for (uint64_t i = 0; i < n; i++)
+            strs[i] = (ProtobufCBinaryData){(size_t)h[i].len, (uint8_t *)(uintptr_t)h[i].data};
+        m.n_string_data = (size_t)n;
+        m.string_data = strs;
+    } else {
+        m.has_raw_data = 1;
+        m.raw_data.len = (size_t)t->bytes;
+        m.raw_data.data = t->data;
+    }
     size_t need = onnx__tensor_proto__get_packed_size(&m);
     uint8_t *b = af__malloc(need ? need : 1);
+    if (b)
+        *len = onnx__tensor_proto__pack(&m, b);
+    af__free(strs);
     if (!b)
         return af__err(err, AF_ENOMEM, "out of memory encoding a tensor");
-    *len = onnx__tensor_proto__pack(&m, b);
     *out = b;
     return 0;
 }

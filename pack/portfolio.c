@@ -11,7 +11,7 @@
  * them. A packing still above the bound is handed to the peak repair (pack/repair.c), which
  * re-places small time windows around its highest places. Last, when still above the bound on a
  * moderate instance, the search (pack/search.c) in its work-bounded mode (search_work units, by
- * default 0.1-0.2 s of search; or search_effort x n / 100 nodes) seeded with that packing,
+ * default 0.2-0.4 s of search; or search_effort x n / 100 nodes) seeded with that packing,
  * which it keeps unless it finds a lower one. Nothing reads the clock: the result is
  * deterministic.
  *
@@ -84,7 +84,8 @@ static const struct {
  * dive costs about n x (n + sections). With search_work (the default of af_place_intervals and
  * the CLI) the budget is that many work units, search_work / (n + sections) nodes, for up to
  * AF__SEARCH_MEMBER_WORK_MAX intervals and when one dive fits: on the hard instances it reaches
- * what the anytime search reaches in its first 0.1 s. With search_effort (the planner's) it is
+ * what the search with the capacity reaches within 0.3 s (MiniMalloc's D: 1.045 x the bound,
+ * below the capacity). With search_effort (the planner's) it is
  * effort/100 dives (effort x n / 100 nodes), when a dive is at most AF__SEARCH_MEMBER_DIVE
  * (about 3 ms) and n at most AF__SEARCH_MEMBER_MAX: on tight instances the first dive at the
  * lower bound usually succeeds. Deterministic (no clock), and optional: when it cannot allocate

@@ -30,8 +30,9 @@
  *
  * Work-bounded mode (o->search_nodes > 0): the same search, bounded by a count of search nodes
  * (DFS placements, summed over restarts and probes) instead of the clock, which it never reads;
- * probes get the same shares of the nodes left as of the time left, and restarts are clipped to
- * what their probe has left. Restart seeds are fixed, so the same input gives the same packing
+ * probes get the same shares of the nodes left as of the time left (the bound's half of them
+ * with a budget of work units: see minimise()), and restarts are clipped to what their probe has
+ * left. Restart seeds are fixed, so the same input gives the same packing
  * on any machine and under any load, and a run that ends within its budget is still a proof.
  * The default placer runs it as the portfolio's last member (af__search_improve(), seeded with
  * the portfolio's packing instead of placing it again).
@@ -69,6 +70,7 @@ typedef struct search_ctx {
     uint64_t alignment;
     const af_interval_t *given; /* the incumbent's offsets, or NULL: place the portfolio */
     uint64_t work;              /* node budget of the work-bounded mode; 0 = anytime mode */
+    int half_at_bound;          /* work units (the default placer): the bound's probe gets half */
     int cpu;                    /* anytime mode: the limit is the thread's CPU time */
     uint64_t max_dive;          /* > 0: not run unless a dive costs at most this */
     uint64_t max_part;          /* buffers of the largest partition */
@@ -221,7 +223,13 @@ static uint64_t global_height(const search_ctx_t *c, uint64_t *proven)
 
 /*
  * Minimises the height within the limit: lower bound first, then bisection. Each probe gets a
- * share of what is left (of the time, or of the nodes in the work-bounded mode).
+ * share of what is left (of the time, or of the nodes in the work-bounded mode): 0.8 to the
+ * bound's probe, then 0.5 - except with a budget of work units (the default placer's), where
+ * the bound gets half: that budget is large enough for the bound when it is optimal (MiniMalloc's
+ * H needs 0.4 of AF_PLACE_SEARCH_WORK there), while an instance whose optimum is well above the
+ * bound needs the rest for the probes above it (D, 6% above: 0.8 at the bound left it at 1.071 x
+ * the bound, half reaches 1.045). The planner's node budgets (search_effort) are small and its
+ * graphs' bound is usually optimal: they keep 0.8 (half of it loses the zoo's randwire).
  */
 static int minimise(search_ctx_t *c, const limit_t *total)
 {
@@ -235,7 +243,7 @@ static int minimise(search_ctx_t *c, const limit_t *total)
             /* A probe that cannot dive through the largest partition once cannot find a
              * packing: its nodes would be wasted. */
             uint64_t left = c->used < total->node_end ? total->node_end - c->used : 0;
-            left = first ? left - left / 5 : left - left / 2;
+            left -= first && !c->half_at_bound ? left / 5 : left / 2;
             if (left < c->max_part)
                 break;
             pl.node_end = c->used + left;
@@ -458,6 +466,7 @@ static int search_main(af_interval_t *iv, size_t n, const af_place_opts_t *o, in
                       .given = given ? iv : NULL,
                       .work = o ? o->search_nodes : 0,
                       .max_dive = max_dive,
+                      .half_at_bound = work_units != 0,
                       .cpu = o && o->cpu_time,
                       .fixed = fixed};
     int rc = run(&c, iv, o, height, err);

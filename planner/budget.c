@@ -27,9 +27,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_ROUNDS 8     /* placements per budget */
-#define PROTECT_TRIES 24 /* local improvement: evicted tensors tried as protected */
-#define NOISE_TRIES 8    /* local improvement: jittered runs */
+#define MAX_ROUNDS 8         /* placements per budget */
+#define PROTECT_TRIES 24     /* local improvement: evicted tensors tried as protected */
+#define NOISE_TRIES 8        /* local improvement: jittered runs */
+#define FLIP_TRIES 24        /* local improvement: evicted tensors tried the other way back */
+#define FLIP_WORK 10000      /* ... at most this many simulated nodes (tries x nodes) */
+#define RECOMPUTE_WEIGHT 1e6 /* a swap weight under which recomputation always wins */
+#define REFINE_WORK 6000     /* placed flips: at most this many node placements (tries x nodes) */
+
+/* The portfolio member a schedule came from (refine() starts again from it). */
+typedef struct winner {
+    int k; /* context; -1 none */
+    af__remat_cfg_t cfg;
+} winner_t;
 
 typedef struct search {
     const af_graph_t *g;
@@ -40,8 +50,12 @@ typedef struct search {
     const int32_t *order; /* the base plan's order */
     double base;          /* one plain round, cost units */
     uint8_t *protect;
-    int quick;     /* minimum-budget probes: part of the portfolio, no local improvement */
-    int first_fit; /* stop at the first plan that fits (feasibility is all that is asked) */
+    uint8_t *mode;  /* flip(): per tensor, AF__REMAT_* */
+    int32_t *flips; /* flip(): evicted tensors in the order tried */
+    double *key;
+    winner_t *last; /* schedule(): the last winner */
+    int quick;      /* minimum-budget probes: part of the portfolio, no local improvement */
+    int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
 } search_t;
 
 typedef struct cand {
@@ -83,6 +97,79 @@ static int run(const search_t *s, int k, const af__remat_cfg_t *cfg, af__remat_r
     return rc;
 }
 
+/* Evicted tensors of win by recompute cost per byte, dearest first (swapping them saves most). */
+static int32_t flip_order(const search_t *s, const af__remat_result_t *win, int32_t *out)
+{
+    int32_t n = 0;
+    double *key = s->key;
+    for (int32_t i = 0; i < win->n_evicted; i++) {
+        int32_t t = win->evicted[i];
+        const af_tensor_info_t *ti = af_graph_tensor(s->g, t);
+        double k = ti->producer >= 0 && ti->bytes > 0
+                       ? af__node_cost(s->g, ti->producer) / (double)ti->bytes
+                       : 0;
+        int32_t j = n++;
+        for (; j > 0 && key[j - 1] < k; j--) /* insertion: n is small */
+            key[j] = key[j - 1], out[j] = out[j - 1];
+        key[j] = k, out[j] = t;
+    }
+    return n;
+}
+
+/* Runs cfg (its mode is s->mode) with no override, records in s->mode the tensors it swapped and
+ * in s->flips (*n) the tensors it evicted, in the order flips try them. 0, 1 (no schedule),
+ * AF_ENOMEM. */
+static int seed_modes(const search_t *s, int k, const af__remat_cfg_t *cfg, int32_t *n)
+{
+    af__remat_result_t r;
+    memset(s->mode, AF__REMAT_ANY, (size_t)af_graph_tensor_count(s->g));
+    int rc = run(s, k, cfg, &r);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < r.n_steps; i++)
+        if (r.steps[i].kind == AF_STEP_SWAP_OUT)
+            s->mode[r.steps[i].id] = AF__REMAT_SWAP;
+    *n = flip_order(s, &r, s->flips);
+    af__remat_result_free(&r);
+    return 0;
+}
+
+/*
+ * With offload and recomputation, the scores decide per eviction whether a tensor is swapped or
+ * recomputed from estimates: a transfer that hides behind compute costs nothing, one that
+ * saturates the link costs more than its weight says. So each evicted tensor of the winner is
+ * flipped to the other way (its victim choices unchanged), kept when the two-stream estimate
+ * drops. cfg is the winner's; the modes kept stay in s->mode.
+ */
+static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_t *best)
+{
+    cfg.mode = s->mode;
+    cfg.noise = 0;
+    int32_t n, nn = af_graph_node_count(s->g);
+    int rc = seed_modes(s, k, &cfg, &n);
+    if (rc)
+        return rc == AF_ENOMEM ? rc : 0;
+    int32_t tries =
+        FLIP_WORK / (nn > 0 ? nn : 1) < FLIP_TRIES ? FLIP_WORK / (nn > 0 ? nn : 1) : FLIP_TRIES;
+    for (int32_t i = 0; i < n && i < tries; i++) {
+        int32_t t = s->flips[i];
+        uint8_t was = s->mode[t];
+        s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
+        af__remat_result_t r;
+        if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM)
+            return rc;
+        if (rc == 0 && objective(s, &r) < cur) {
+            cur = objective(s, &r);
+            consider(best, &r, cur, "evict");
+            continue;
+        }
+        s->mode[t] = was;
+        if (!rc)
+            af__remat_result_free(&r);
+    }
+    return 0;
+}
+
 /* Local improvement of the winner (context k, cfg): protection and jitter. */
 static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_result_t *win,
                    cand_t *best)
@@ -117,6 +204,10 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
         if (!rc)
             consider(best, &r, objective(s, &r), "evict");
     }
+    if (s->o->offload && s->o->recompute) {
+        cfg.noise = 0;
+        return flip(s, k, cfg, best->steps && best->obj < cur ? best->obj : cur, best);
+    }
     return 0;
 }
 
@@ -139,7 +230,8 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
     af__remat_cfg_t win_cfg = {0};
     af__remat_result_t win = {0};
     /* probes (quick): the base order, beta 1 and 2, the neighbourhood, swap weights 0 and 1 */
-    size_t nw = s->o->offload ? AF_ARRAY_SIZE(weights) : 1, wstep = s->quick && nw > 1 ? nw - 1 : 1;
+    size_t nw = s->o->offload ? AF_ARRAY_SIZE(weights) : 1,
+           wstep = (s->quick || s->first_fit) && nw > 1 ? nw - 1 : 1;
     for (int k = 0; k < (s->quick ? 1 : s->n_ctx); k++)
         for (size_t b = s->quick ? 2 : 0; b < AF_ARRAY_SIZE(betas); b++)
             for (int rec = s->quick; rec < 2; rec++)
@@ -165,7 +257,9 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                         goto done;
                 }
 done:
-    if (win_k >= 0 && !s->quick && (rc = improve(s, win_k, win_cfg, &win, best))) {
+    s->last->k = win_k;
+    s->last->cfg = win_cfg;
+    if (win_k >= 0 && !s->quick && !s->first_fit && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
         af__free(best->steps);
         best->steps = NULL;
@@ -222,7 +316,7 @@ static uint64_t next_target(const bracket_t *k, uint64_t T, uint64_t peak, uint6
  * The greedy rematerialiser's schedule at the budget, placed (its improved form first, then the
  * plain one if that packs over the budget): a plan that fits becomes *best, the bar the target
  * search must beat, so the answer is never worse than the greedy's. Recomputation only (with
- * offload, recompute_only() runs this search too); not when feasibility is all that is asked.
+ * offload, one_way() runs this search too); not when feasibility is all that is asked.
  */
 static int greedy_seed(const search_t *s, af_plan_t **best, af_error_t *err)
 {
@@ -245,6 +339,53 @@ static int greedy_seed(const search_t *s, af_plan_t **best, af_error_t *err)
 }
 
 /*
+ * Flips judged on placed plans. The simulator's two-stream estimate cannot see the reuse edges
+ * placement adds (a node taking over bytes a SwapOut still reads waits for it, a SwapIn waits
+ * for the bytes it lands on), so near a saturated copy stream it misjudges which tensors to swap.
+ * From the winner w of the best plan's round, each evicted tensor is flipped to the other way
+ * back, the schedule placed and timed, and the flip kept when the plan fits and is cheaper.
+ */
+static int refine(const search_t *s, const winner_t *w, af_plan_t **best, af_error_t *err)
+{
+    int32_t nn = af_graph_node_count(s->g);
+    int32_t tries = REFINE_WORK / (nn > 0 ? nn : 1);
+    af__remat_cfg_t cfg = w->cfg;
+    cfg.protect = NULL;
+    cfg.noise = 0;
+    cfg.mode = s->mode;
+    af__remat_result_t r;
+    int32_t n;
+    int rc = seed_modes(s, w->k, &cfg, &n);
+    if (rc)
+        return rc == AF_ENOMEM ? rc : 0;
+    double cur = plan_objective(s, *best);
+    for (int32_t i = 0; i < n && i < tries; i++) {
+        int32_t t = s->flips[i];
+        uint8_t was = s->mode[t];
+        s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
+        if ((rc = run(s, w->k, &cfg, &r)) == AF_ENOMEM)
+            return rc;
+        af_plan_t *p = NULL;
+        if (!rc) {
+            cand_t c = {r.steps, r.n_steps, 0, "evict", r.peak};
+            rc = place(s, &c, &p, err);
+            af__remat_result_free(&r);
+            if (rc)
+                return rc;
+        }
+        if (p && p->arena <= s->budget && plan_objective(s, p) < cur) {
+            cur = plan_objective(s, p);
+            af_plan_destroy(*best);
+            *best = p;
+            continue;
+        }
+        s->mode[t] = was;
+        af_plan_destroy(p);
+    }
+    return 0;
+}
+
+/*
  * The best placed plan within the budget, moving the target as placement demands. 0 with
  * *out, AF_EBUDGET when nothing fits, or an error.
  */
@@ -255,6 +396,7 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
     af_plan_t *best = NULL;
     int rc = greedy_seed(s, &best, err);
     bracket_t k = {0, UINT64_MAX, 0, UINT64_MAX};
+    winner_t best_w = {-1, {0}};
     for (int round = 0; !rc && round < MAX_ROUNDS && T >= floor; round++) {
         cand_t c, alt;
         if ((rc = schedule(s, T, &c, &alt)) == AF_ENOMEM)
@@ -283,7 +425,7 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
         else
             k.bad = T, k.top = peak < k.top ? peak : k.top;
         if (fit && (!best || plan_objective(s, p) < plan_objective(s, best)))
-            af_plan_destroy(best), best = p, p = NULL;
+            af_plan_destroy(best), best = p, p = NULL, best_w = *s->last;
         af_plan_destroy(p);
         uint64_t next = next_target(&k, T, peak, arena, B, none);
         next = next / align * align;
@@ -292,6 +434,10 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
             break;
         T = next;
     }
+    if (!rc && best && best_w.k >= 0 && s->o->offload && s->o->recompute && !s->first_fit &&
+        plan_objective(s, best) > 0)
+        rc = refine(s, &best_w, &best, err);
+    *s->last = best_w;
     if (rc && rc != AF_EBUDGET) {
         af_plan_destroy(best);
         return rc;
@@ -307,6 +453,10 @@ static void search_free(search_t *s)
     for (int k = 0; k < s->n_ctx; k++)
         af__remat_destroy(s->ctx[k]);
     af__free(s->protect);
+    af__free(s->mode);
+    af__free(s->flips);
+    af__free(s->key);
+    af__free(s->last);
 }
 
 /* Contexts for the base plan's order and the graph's input order. */
@@ -314,8 +464,13 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
                        const af_plan_t *p0)
 {
     *s = (search_t){.g = g, .o = o};
-    s->protect = af__calloc((size_t)af_graph_tensor_count(g) + 1, 1);
-    if (!s->protect)
+    size_t nt = (size_t)af_graph_tensor_count(g) + 1;
+    s->protect = af__calloc(nt, 1);
+    s->mode = af__calloc(nt, 1);
+    s->flips = af__malloc(nt * sizeof(int32_t));
+    s->key = af__malloc(nt * sizeof(double));
+    s->last = af__calloc(1, sizeof(winner_t));
+    if (!s->protect || !s->mode || !s->flips || !s->key || !s->last)
         return AF_ENOMEM;
     const int32_t *orders[2] = {af_plan_order(p0), af_graph_input_order(g)};
     int32_t nn = af_graph_node_count(g);
@@ -446,24 +601,31 @@ static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_plan_t
 }
 
 /*
- * With offload and recomputation both allowed, the plan of recomputation alone is a candidate
- * too: the swap-weighted portfolio can pack worse than it, and offload must never cost more than
- * not offloading. Keeps in *p whichever plan has the lower modelled overhead; rc is the
- * offloading search's result (0 with *p, or AF_EBUDGET); returns the combined result.
+ * With offload and recomputation both allowed, the plans of each alone are candidates too: the
+ * mixed portfolio can pack worse than recomputation alone, or swap less well than offload alone
+ * (its scores recompute where a swap would have hidden), and allowing more must never cost more.
+ * `swap` picks the way kept (1 offload alone, 0 recomputation alone). Keeps in *p whichever plan
+ * has the lower modelled overhead; rc is the result so far (0 with *p, or AF_EBUDGET); returns
+ * the combined result. Nothing is searched when *p already costs nothing.
  */
-static int recompute_only(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc,
-                          af_error_t *err)
+static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc, int swap,
+                   af_error_t *err)
 {
-    if (!s->o->offload || !s->o->recompute)
-        return rc;
+    if (!s->o->offload || !s->o->recompute || (!rc && plan_objective(s, *p) <= 0) || (swap && rc))
+        return rc; /* offload alone is for a cheaper plan: it meets no budget the mix missed */
     af_plan_opts_t o2 = *s->o;
-    o2.offload = 0;
+    if (swap)
+        o2.recompute = 0;
+    else
+        o2.offload = 0;
     search_t s2;
     af_plan_t *q = NULL;
     int rc2 = search_init(&s2, s->g, &o2, p0) ? AF_ENOMEM : 0;
+    winner_t w = {-1, {0}};
     if (!rc2) {
         s2.budget = s->budget;
         rc2 = search(&s2, &q, err);
+        w = *s2.last;
     }
     search_free(&s2);
     if (rc2 && rc2 != AF_EBUDGET) {
@@ -474,7 +636,12 @@ static int recompute_only(const search_t *s, const af_plan_t *p0, af_plan_t **p,
     if (!rc2 && (rc || plan_objective(s, q) < plan_objective(s, *p))) {
         af_plan_destroy(*p);
         *p = q;
-        return 0;
+        if (swap)
+            return 0;
+        /* from recomputation alone, swap what hides: the same victims, swapped back instead */
+        w.cfg.swap_weight = RECOMPUTE_WEIGHT;
+        rc2 = w.k >= 0 && w.k < s->n_ctx && plan_objective(s, q) > 0 ? refine(s, &w, p, err) : 0;
+        return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
     }
     af_plan_destroy(q);
     return rc;
@@ -494,8 +661,8 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
     } else if (!rc) {
         s.budget = o->budget;
         rc = search(&s, &p, err);
-        if (rc == 0 || rc == AF_EBUDGET)
-            rc = recompute_only(&s, p0, &p, rc, err);
+        for (int swap = 0; swap < 2 && (rc == 0 || rc == AF_EBUDGET); swap++)
+            rc = one_way(&s, p0, &p, rc, swap, err);
         if (rc == AF_EBUDGET)
             rc = refuse(&s, p0, first, &p, err);
     }

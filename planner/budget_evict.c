@@ -188,8 +188,10 @@ static int build_lists(af__remat_t *r)
 }
 
 /* A bound no schedule beats: the most bytes one node needs at once (the distinct roots it reads
- * and writes), and the graph outputs, which are all live at the end. */
-static uint64_t node_floor(const af__remat_t *r)
+ * and writes; with in-place hints honoured, an output that may take an input's bytes counts
+ * only what it adds to them: a fused residual's output shares its addend's), and the graph
+ * outputs, which are all live at the end. */
+static uint64_t node_floor(const af__remat_t *r, int inplace)
 {
     uint64_t best = 0, outs = 0;
     for (int32_t t = 0; t < r->nt; t++)
@@ -206,6 +208,15 @@ static uint64_t node_floor(const af__remat_t *r)
                 dup =
                     r->root[j < nd->n_inputs ? nd->inputs[j] : nd->outputs[j - nd->n_inputs]] == x;
             sum += dup ? 0 : r->size[x];
+        }
+        for (int32_t k = 0; inplace && k < nd->n_outputs; k++) { /* one input per output */
+            uint64_t shared = 0;
+            for (int32_t h = 0; h < nd->n_inplace; h++) {
+                int32_t o = r->root[nd->outputs[k]], i = r->root[nd->inputs[nd->inplace[h].input]];
+                uint64_t m = r->size[o] < r->size[i] ? r->size[o] : r->size[i];
+                shared = nd->inplace[h].output == k && o != i && m > shared ? m : shared;
+            }
+            sum -= shared <= sum ? shared : sum;
         }
         best = sum > best ? sum : best;
     }
@@ -252,7 +263,7 @@ int af__remat_create(const af_graph_t *g, const int32_t *order, const af_plan_op
     r->offload = o->offload;
     double bw = o->bandwidth > 0 ? o->bandwidth : AF_PLAN_BANDWIDTH;
     r->swap_unit = (o->compute_rate > 0 ? o->compute_rate : AF_PLAN_COMPUTE_RATE) / bw;
-    r->floor = node_floor(r);
+    r->floor = node_floor(r, o->inplace);
     *out = r;
     return 0;
 oom:
@@ -407,9 +418,14 @@ static int32_t pick_victim(af__remat_t *r, int *swap)
                     h *= 1 + 0.25 * rand01(r);
             }
             if (h < bh) {
+                int m = c->mode ? c->mode[x] : AF__REMAT_ANY;
                 bh = h;
                 best = x;
                 *swap = nu != NO_USE && sc < rc;
+                if (nu != NO_USE && m == AF__REMAT_SWAP && can_sw)
+                    *swap = 1;
+                else if (m == AF__REMAT_RECOMPUTE && can_rc)
+                    *swap = 0;
             }
         }
         if (best >= 0)
@@ -544,7 +560,10 @@ static int regen_plan(af__remat_t *r, int32_t x)
     int32_t rt = r->root[x];
     int32_t p = af_graph_tensor(r->g, x)->producer;
     int can_rc = p >= 0 && r->recompute && ((r->flag[rt] & F_DROP) || (rt != x && r->valid[rt]));
-    if (rt == x && r->host[x] && r->offload) {
+    int m = r->cfg->mode ? r->cfg->mode[rt] : AF__REMAT_ANY;
+    if (rt == x && r->host[x] && r->offload && (m != AF__REMAT_RECOMPUTE || !can_rc)) {
+        if (m == AF__REMAT_SWAP)
+            return swap_in(r, x) ? 2 : 0;
         r->stamp++;
         double sc = r->cfg->swap_weight * (double)r->size[x] * r->swap_unit;
         if (!can_rc || sc <= regen(r, x, 0))

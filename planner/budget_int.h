@@ -78,6 +78,9 @@ int af__model_time(const af_plan_t *p, double *seconds);
 
 typedef struct af__remat af__remat_t;
 
+/* Per-tensor override of the way an evicted tensor comes back (the victim is chosen as usual). */
+enum { AF__REMAT_ANY = 0, AF__REMAT_SWAP = 1, AF__REMAT_RECOMPUTE = 2 };
+
 /* One run's knobs. */
 typedef struct af__remat_cfg {
     uint64_t target;        /* live bytes the simulated schedule must stay within, every step */
@@ -85,6 +88,8 @@ typedef struct af__remat_cfg {
     int recursive;          /* regen cost counts inputs that would need regenerating too */
     double swap_weight;     /* swap cost = swap_weight x transfer time (offload only) */
     const uint8_t *protect; /* per source tensor: never evict (may be NULL) */
+    const uint8_t *mode;    /* per source tensor: how an eviction brings it back, AF__REMAT_*
+                               (may be NULL: the cheaper way by the scores) */
     uint64_t noise;         /* 0, or a seed: scores are jittered by up to 25% */
 } af__remat_cfg_t;
 

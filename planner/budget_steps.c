@@ -257,18 +257,12 @@ static int add_tensors(const rw_t *w, af_graph_t *g2, char **names, af_error_t *
 {
     int rc = name_tensors(w, names, err);
     for (int32_t t = 0; t < w->nt + (int32_t)w->n_newt && !rc; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(w->g, t < w->nt ? t : w->t_origin[t - w->nt]);
         int32_t base = t < w->nt ? w->src_base[t] : w->t_base[t - w->nt];
-        af_tensor_desc_t d = {
-            .name = names[t],
-            .bytes = ti->bytes,
-            .dtype = ti->dtype,
-            .rank = ti->rank,
-            .shape = ti->shape,
-            .kind = t < w->nt ? ti->kind : AF_TENSOR_INTERMEDIATE,
-            .alias_of = base >= 0 ? names[base] : NULL,
-            .alias_offset = base >= 0 ? ti->alias_offset : 0,
-        };
+        af_tensor_desc_t d = af_graph_tensor_desc(w->g, t < w->nt ? t : w->t_origin[t - w->nt]);
+        d.name = names[t]; /* a recomputed copy: a new name, an intermediate, its own base */
+        d.kind = t < w->nt ? d.kind : AF_TENSOR_INTERMEDIATE;
+        d.alias_of = base >= 0 ? names[base] : NULL;
+        d.alias_offset = base >= 0 ? d.alias_offset : 0;
         rc = af_graph_add_tensor(g2, &d, NULL, err);
     }
     return rc;

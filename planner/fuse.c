@@ -3,15 +3,19 @@
  * the rest of the planner, the verifier and the executor handle. A fused node is one node; the
  * tensors it no longer writes are gone from the graph, so they take no arena bytes.
  *
- * Three folds, in this order:
+ * Four folds, in this order:
  * 1. BatchNormalization (inference: one output, constant scale/bias/mean/var, or the zoo's packed
  *    [4, C] form) into the Conv that produces its input: W'[o] = W[o] * s[o], B'[o] = (B[o] -
  *    mean[o]) * s[o] + bias[o] with s = scale / sqrt(var + epsilon), computed here into new
  *    constant tensors ("<W>#bn.<conv>", "<B>#bn.<conv>"); constants without data (the model
  *    zoo's) fold structurally. The Conv stays a plain Conv.
- * 2. A residual Add(conv(x), s) into that Conv (with a bias): s becomes input 3, attribute
- *    fused_sum = 3, with an in-place hint so the output may take s's bytes (oneDNN's sum
- *    post-op); s must not be one of the Conv's own inputs.
+ * 2. A constant bias Add after a Conv or a MatMul: per channel ([C], [C,1,1], [1,C,1,1]) into
+ *    the Conv's bias (a new constant B + c, or c when the Conv has none); along the last axis
+ *    into a MatMul (PyTorch's Linear exports MatMul + Add) as input 2, attribute fused_bias = 2
+ *    (oneDNN's matmul bias; the C loop adds it after the reference kernel).
+ * 2'. A residual Add(y, s) into the Conv (with a bias), MatMul or Gemm (with C) producing y:
+ *    s becomes the last input, attribute fused_sum = its index, with an in-place hint so the
+ *    output may take s's bytes (oneDNN's sum post-op); s must not be one of the node's inputs.
  * 3. Chains of elementwise unary ops (Relu, LeakyRelu, Sigmoid, Tanh, Clip, Relu6, HardSwish,
  *    HardSigmoid, Gelu, Elu, Softplus, Abs, Neg, Exp, Sqrt) into the node that produces their
  *    input, whatever its op (Conv, MatMul, Gemm, Add, another unary, ...): the node keeps its op
@@ -63,6 +67,7 @@ typedef struct fnode {
     int32_t out0;   /* tensor that replaces output 0, or -1 */
     int32_t w, b;   /* BN fold: index of the new weight / bias in the new constants, or -1 */
     int32_t sum;    /* residual: tensor added to output 0 (an extra input, in place), or -1 */
+    int32_t bias;   /* MatMul: constant added along the last axis (input 2, fused_bias), or -1 */
     int32_t n_post; /* unary ops applied after the kernel */
     const char *post[MAX_POST];
     double alpha[MAX_POST], beta[MAX_POST];
@@ -293,49 +298,150 @@ static int try_bn(fuse_t *f, int32_t u)
     return fold_bn(f, u, v, C, per);
 }
 
-/* ---- residual Add into Conv ------------------------------------------------------------- */
+/* ---- Adds after a node: a constant bias, a residual ------------------------------------- */
 
-/* Conv u (with bias) whose output only feeds Add(y, s) or Add(s, y), s an activation of y's
- * shape: s becomes input 3, added to the convolution's result, and the output may take s's bytes
- * in place (oneDNN's sum post-op). No cycle can appear: every path from u runs through y, whose
- * one reader is the Add, so s does not depend on u. */
+/* The Add w that alone reads u's output 0 y, with y an f32 intermediate (no view) and the Add's
+ * output of y's bytes: w and its other input (*other), or -1. */
+static int32_t add_partner(const fuse_t *f, int32_t u, int32_t *other)
+{
+    const af_graph_t *g = f->g;
+    if (!only_scratch_after_first(g, u))
+        return -1;
+    int32_t y = out0(f, u);
+    const af_tensor_info_t *yi = af_graph_tensor(g, y);
+    if (yi->n_consumers != 1 || yi->kind != AF_TENSOR_INTERMEDIATE || yi->dtype != AF_DTYPE_F32 ||
+        yi->alias_of >= 0 || f->has_view[y])
+        return -1;
+    int32_t w = yi->consumers[0];
+    const af_node_info_t *wi = af_graph_node(g, w);
+    if (strcmp(wi->op, "Add") || wi->n_inputs != 2 || !only_scratch_after_first(g, w) ||
+        f->dead_n[w] || wi->inputs[0] == wi->inputs[1])
+        return -1;
+    const af_tensor_info_t *zi = af_graph_tensor(g, wi->outputs[0]);
+    if (zi->bytes != yi->bytes || zi->dtype != AF_DTYPE_F32)
+        return -1;
+    *other = wi->inputs[wi->inputs[0] == y ? 1 : 0];
+    return w;
+}
+
+/* Node u absorbs the Add w after it: w's output becomes u's output 0. */
+static void absorb_add(fuse_t *f, int32_t u, int32_t w)
+{
+    const af_node_info_t *wi = af_graph_node(f->g, w);
+    fnode_t *fu = &f->fn[u];
+    f->dead_t[out0(f, u)] = 1;
+    fu->out0 = wi->outputs[0];
+    fu->cost += wi->cost > 0 ? wi->cost : 0;
+    f->dead_n[w] = 1;
+    for (int32_t j = 1; j < wi->n_outputs; j++)
+        f->dead_t[wi->outputs[j]] = 1;
+}
+
+/* Constant c (f32, count elements) broadcast against tensor y varies along axis `axis` of y
+ * only: its shape, aligned right, is 1 everywhere else and y's size there. */
+static int along_axis(const af_graph_t *g, int32_t c, int32_t y, int32_t axis, int64_t count)
+{
+    const af_tensor_info_t *ci = af_graph_tensor(g, c), *yi = af_graph_tensor(g, y);
+    if (ci->kind != AF_TENSOR_CONSTANT || ci->dtype != AF_DTYPE_F32 || ci->bytes != count * 4 ||
+        ci->rank > yi->rank || axis < 0 || axis >= yi->rank || yi->shape[axis] != count)
+        return 0;
+    for (int32_t d = 0; d < ci->rank; d++) {
+        int32_t yd = yi->rank - ci->rank + d;
+        if (ci->shape[d] != (yd == axis ? count : 1))
+            return 0;
+    }
+    return ci->rank >= yi->rank - axis; /* a shorter shape would align elsewhere */
+}
+
+/* Conv u: the per-channel constant c joins its bias, computed into a new constant (or, for the
+ * zoo's weights without data, a structural one). 0, 1 when the data do not allow it, or
+ * AF_ENOMEM. */
+static int conv_bias(fuse_t *f, int32_t u, int32_t c, int64_t C)
+{
+    const af_graph_t *g = f->g;
+    const af_node_info_t *ui = af_graph_node(g, u);
+    fnode_t *fu = &f->fn[u];
+    const float *cd = f32_const(g, c, C);
+    newc_t *nb = fu->b >= 0 ? &f->nc[fu->b] : NULL;
+    const float *old = !nb && ui->n_inputs == 3 ? f32_const(g, ui->inputs[2], C) : NULL;
+    int old_data = nb ? nb->data != NULL : ui->n_inputs == 3 ? old != NULL : cd != NULL;
+    if (!nb && ui->n_inputs == 3 && !old && !f32_const_nodata(g, ui->inputs[2], C))
+        return 1; /* a bias that is no constant of C floats */
+    if (old_data != (cd != NULL))
+        return 1; /* data on one side only */
+    if (!nb) {
+        const char *base = ui->n_inputs == 3 ? af_graph_tensor(g, ui->inputs[2])->name : "bias";
+        f->with_data = cd != NULL;
+        if (!(nb = new_const(f, -1, base, ui->name, C)))
+            return AF_ENOMEM;
+        for (int64_t o = 0; cd && o < C; o++)
+            nb->data[o] = old ? old[o] : 0.0f;
+        fu->b = (int32_t)(nb - f->nc);
+    }
+    for (int64_t o = 0; cd && o < C; o++)
+        nb->data[o] += cd[o];
+    return 0;
+}
+
+/* A constant bias Add after node u: into a Conv's bias (per channel), or into a MatMul along its
+ * last axis as input 2 (attribute fused_bias; oneDNN's matmul bias, PyTorch's Linear). */
+static int try_bias(fuse_t *f, int32_t u)
+{
+    const af_graph_t *g = f->g;
+    const af_node_info_t *ui = af_graph_node(g, u);
+    int conv = !strcmp(ui->op, "Conv"), mm = !strcmp(ui->op, "MatMul");
+    int32_t c, w;
+    if ((!conv && !mm) || ui->n_inputs < 2 || ui->n_inputs > (conv ? 3 : 2) ||
+        (w = add_partner(f, u, &c)) < 0)
+        return 0;
+    int32_t y = out0(f, u);
+    const af_tensor_info_t *yi = af_graph_tensor(g, y), *wt = af_graph_tensor(g, ui->inputs[1]);
+    if (conv) {
+        int64_t C = wt->rank >= 1 ? wt->shape[0] : 0;
+        if (C <= 0 || yi->rank < 3 || !along_axis(g, c, y, 1, C))
+            return 0;
+        int rc = conv_bias(f, u, c, C);
+        if (rc)
+            return rc > 0 ? 0 : rc;
+    } else {
+        if (yi->rank < 1 || wt->rank < 2 ||
+            !along_axis(g, c, y, yi->rank - 1, yi->shape[yi->rank - 1]))
+            return 0;
+        f->fn[u].bias = c;
+    }
+    absorb_add(f, u, w);
+    f->rep.biases++;
+    return 0;
+}
+
+/* Conv (with bias), MatMul or Gemm (with C) u whose output only feeds Add(y, s) or Add(s, y), s
+ * an activation of y's shape: s becomes the last input, added to the product, and the output may
+ * take s's bytes in place (oneDNN's sum post-op). No cycle can appear: every path from u runs
+ * through y, whose one reader is the Add, so s does not depend on u. */
 static void try_sum(fuse_t *f, int32_t u)
 {
     const af_graph_t *g = f->g;
     const af_node_info_t *ui = af_graph_node(g, u);
     int bias = ui->n_inputs == 3 || f->fn[u].b >= 0; /* a folded BatchNormalization gave one */
-    if (strcmp(ui->op, "Conv") || ui->n_inputs > 3 || !bias || !only_scratch_after_first(g, u))
+    int ok = !strcmp(ui->op, "Conv")     ? ui->n_inputs <= 3 && bias
+             : !strcmp(ui->op, "MatMul") ? ui->n_inputs == 2
+             : !strcmp(ui->op, "Gemm")   ? ui->n_inputs == 3
+                                         : 0;
+    int32_t s, w;
+    if (!ok || (w = add_partner(f, u, &s)) < 0)
         return;
-    int32_t y = out0(f, u);
-    const af_tensor_info_t *yi = af_graph_tensor(g, y);
-    if (yi->n_consumers != 1)
-        return;
-    int32_t w = yi->consumers[0];
-    const af_node_info_t *wi = af_graph_node(g, w);
-    if (strcmp(wi->op, "Add") || wi->n_inputs != 2 || !only_scratch_after_first(g, w) ||
-        f->dead_n[w] || wi->inputs[0] == wi->inputs[1])
-        return;
-    int32_t k = wi->inputs[0] == y ? 1 : 0, s = wi->inputs[k];
-    const af_tensor_info_t *si = af_graph_tensor(g, s), *zi = af_graph_tensor(g, wi->outputs[0]);
-    if (wi->inputs[1 - k] != y || yi->kind != AF_TENSOR_INTERMEDIATE || yi->dtype != AF_DTYPE_F32 ||
-        yi->alias_of >= 0 || f->has_view[y] || si->kind == AF_TENSOR_CONSTANT ||
-        si->dtype != AF_DTYPE_F32 || si->bytes != yi->bytes || si->rank != yi->rank ||
-        zi->bytes != yi->bytes || zi->dtype != AF_DTYPE_F32)
+    const af_tensor_info_t *yi = af_graph_tensor(g, out0(f, u)), *si = af_graph_tensor(g, s);
+    if (si->kind == AF_TENSOR_CONSTANT || si->dtype != AF_DTYPE_F32 || si->bytes != yi->bytes ||
+        si->rank != yi->rank)
         return;
     for (int32_t d = 0; d < yi->rank; d++)
         if (si->shape[d] != yi->shape[d])
             return;
     for (int32_t j = 0; j < ui->n_inputs; j++)
-        if (ui->inputs[j] == s) /* the output may take s's bytes: the Conv must not read it */
+        if (ui->inputs[j] == s) /* the output may take s's bytes: the node must not read it */
             return;
-    fnode_t *fu = &f->fn[u];
-    fu->sum = s;
-    fu->out0 = wi->outputs[0];
-    fu->cost += wi->cost > 0 ? wi->cost : 0;
-    f->dead_n[w] = 1;
-    f->dead_t[y] = 1;
-    for (int32_t j = 1; j < wi->n_outputs; j++)
-        f->dead_t[wi->outputs[j]] = 1;
+    f->fn[u].sum = s;
+    absorb_add(f, u, w);
     f->rep.sums++;
 }
 
@@ -394,6 +500,9 @@ static void drop_unread_constants(fuse_t *f)
         }
         f->dead_t[t] = !read;
     }
+    for (int32_t v = 0; v < f->nn; v++)
+        if (!f->dead_n[v] && f->fn[v].bias >= 0)
+            f->dead_t[f->fn[v].bias] = 0; /* a MatMul's fused bias */
 }
 
 /* ---- the fused graph ---------------------------------------------------------------------- */
@@ -405,15 +514,7 @@ static int add_tensors(const fuse_t *f, af_graph_t *ng, af_error_t *err)
         if (f->dead_t[t])
             continue;
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        af_tensor_desc_t d = {.name = ti->name,
-                              .bytes = ti->bytes,
-                              .dtype = ti->dtype,
-                              .rank = ti->rank,
-                              .shape = ti->shape,
-                              .kind = ti->kind,
-                              .alias_of =
-                                  ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL,
-                              .alias_offset = ti->alias_offset};
+        af_tensor_desc_t d = af_graph_tensor_desc(g, t);
         int32_t id;
         int rc = af_graph_add_tensor(ng, &d, &id, err);
         if (!rc && ti->data)
@@ -475,7 +576,10 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
         in[2] = f->nc[fv->b].name;
         n_in = n_in < 3 ? 3 : n_in;
     }
-    if (fv->sum >= 0) /* input 3 (after X, W, B), output 0 may take its bytes */
+    if (fv->bias >= 0) /* a MatMul's input 2 */
+        in[n_in++] = af_graph_tensor(g, fv->bias)->name;
+    int32_t bias_at = n_in - 1;
+    if (fv->sum >= 0) /* the last input (after X, W, B), output 0 may take its bytes */
         in[n_in++] = af_graph_tensor(g, fv->sum)->name;
     for (int32_t k = 0; k < ni->n_outputs; k++)
         out[k] = af_graph_tensor(g, ni->outputs[k])->name;
@@ -503,6 +607,9 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     af_attr_t sa = {.name = "fused_sum", .type = AF_ATTR_INT, .i = n_in - 1};
     if (!rc && fv->sum >= 0)
         rc = af_graph_node_set_attr(ng, id, &sa, err);
+    af_attr_t ba = {.name = "fused_bias", .type = AF_ATTR_INT, .i = bias_at};
+    if (!rc && fv->bias >= 0)
+        rc = af_graph_node_set_attr(ng, id, &ba, err);
     if (!rc && fv->n_post)
         rc = add_post_attrs(fv, ng, id, err);
     return rc;
@@ -566,7 +673,7 @@ static int fuse_init(fuse_t *f, const af_graph_t *g)
         if (af_graph_tensor(g, t)->alias_of >= 0)
             f->has_view[af_graph_tensor(g, t)->alias_of] = 1;
     for (int32_t v = 0; v < f->nn; v++) {
-        f->fn[v].out0 = f->fn[v].w = f->fn[v].b = f->fn[v].sum = -1;
+        f->fn[v].out0 = f->fn[v].w = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
         f->fn[v].cost = af_graph_node(g, v)->cost;
     }
     return 0;
@@ -586,6 +693,9 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
             rc = try_bn(&f, order[i]);
     for (int32_t i = 0; !rc && i < f.nn; i++)
         if (!f.dead_n[order[i]])
+            rc = try_bias(&f, order[i]);
+    for (int32_t i = 0; !rc && i < f.nn; i++)
+        if (!f.dead_n[order[i]])
             try_sum(&f, order[i]);
     for (int32_t i = 0; !rc && i < f.nn; i++)
         if (!f.dead_n[order[i]])
@@ -600,11 +710,31 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
             f.rep.removed_tensors++;
             f.rep.removed_bytes += (uint64_t)af_graph_tensor(g, t)->bytes;
         }
-    f.rep.fused_nodes = f.rep.bn_folded + f.rep.sums + f.rep.post_ops;
+    f.rep.fused_nodes = f.rep.bn_folded + f.rep.biases + f.rep.sums + f.rep.post_ops;
     rc = build(&f, out, err);
     if (!rc && rep)
         *rep = f.rep;
     free_fuse(&f);
+    return rc;
+}
+
+int af_plan_restore_counts(const af_graph_t *g, const af_plan_opts_t *opts, int32_t *tensors,
+                           int32_t *nodes, af_error_t *err)
+{
+    if (!g || !tensors || !nodes || !af_graph_is_finalized(g))
+        return af__err(err, AF_EINVAL, "af_plan_restore_counts: NULL or unfinalized graph");
+    *tensors = af_graph_tensor_count(g);
+    *nodes = af_graph_node_count(g);
+    if (!opts || opts->fuse != AF_FUSE_ON)
+        return 0;
+    af_graph_t *fg = NULL;
+    af_fuse_report_t fr;
+    int rc = af_plan_fuse(g, &fg, &fr, err);
+    if (!rc && fr.fused_nodes) {
+        *tensors = af_graph_tensor_count(fg);
+        *nodes = af_graph_node_count(fg);
+    }
+    af_graph_destroy(fg);
     return rc;
 }
 
@@ -635,6 +765,7 @@ int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_
     p->rep.fused_nodes = fr.fused_nodes;
     p->rep.bn_folded = fr.bn_folded;
     p->rep.sums_folded = fr.sums;
+    p->rep.biases_folded = fr.biases;
     p->rep.fused_tensors = fr.removed_tensors;
     p->rep.unfused_bytes = fr.fused_nodes ? 0 : p->arena;
     if (fr.fused_nodes && !order) {

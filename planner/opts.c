@@ -97,3 +97,11 @@ int af_plan_opts_format(const af_plan_opts_t *o, char *buf, size_t len)
 {
     return af_opts_format(opt_table, N_OPTS, o, buf, len);
 }
+
+void af_plan_opts_resolve(af_plan_opts_t *o, const char *kernels)
+{
+    if (!o || o->fuse != AF_FUSE_AUTO)
+        return;
+    int real = kernels && (!strcmp(kernels, "real") || !strcmp(kernels, "onednn"));
+    o->fuse = real ? AF_FUSE_ON : AF_FUSE_OFF;
+}

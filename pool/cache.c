@@ -29,6 +29,11 @@
  * cache, which would have to pay a locked instruction on every free to arbitrate that race too.
  * Pools with poison or exact_peak, and ASan builds, take the CAS on every free.
  *
+ * Requests above recut_min (pool/heap.c) skip the classes: they are re-cut from the cache's heap,
+ * adopted at the first such request and handed back to the pool by flush and destroy; a re-cut
+ * block this cache handed out carries its tag and class byte AF__POOL_HEAP_CLASS, and is freed
+ * with a plain store too (cache_free_heap).
+ *
  * Misses, in order: (1) lend from a larger class in this same cache (above), (2) take a batch from
  * the class's central list (class lock), (3) af__pool_alloc_slow: borrow from a larger central
  * list or map a chunk (global mutex). A full stack hands `batch` blocks back to the central list
@@ -125,6 +130,9 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     /* Without a tag or in a debug mode nothing matches `owned` (a FREE block carries no tag)
      * and every free takes the general path; the size table must be exact for the fast path. */
     k->fast_max = !k->flags && p->lut_exact ? p->max_size : 0;
+    k->recut_min = p->opts.recut_min; /* the heap is adopted at the first such request */
+    if (k->recut_min && k->fast_max > k->recut_min)
+        k->fast_max = k->recut_min;
     k->owned = !k->flags && k->tag ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
     for (uint32_t c = 0; c < p->nclasses; c++)
         k->bins[c].inuse = af__blk_tagged(af__blk_state(AF_BLOCK_INUSE, c, 0), k->tag);
@@ -167,6 +175,12 @@ void af_pool_cache_flush(af_pool_cache_t *k)
             af__pool_huge_return(k->pool, k->huge[i]);
             k->huge[i] = NULL;
         }
+    if (k->heap) { /* back to the pool, where trim sees it; adopted again when needed */
+        af__pool_glock(k->pool);
+        af__pool_heap_release(k->pool, k->heap);
+        af__pool_gunlock(k->pool);
+        k->heap = NULL;
+    }
     af__pool_idle_tick(k->pool);
 }
 
@@ -185,6 +199,8 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
         k->next->prev = k->prev;
     if (k->tag)
         p->tags_used[k->tag / 64] &= ~(1ull << (k->tag % 64));
+    if (k->heap)
+        af__pool_heap_release(p, k->heap);
     uint64_t a = 0, f = 0;
     for (uint32_t c = 0; c < p->nclasses; c++) {
         AF__ADD(&p->cls[c].allocs, af__pool_bin_allocs(&k->bins[c]));
@@ -300,6 +316,8 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
     af_pool_t *p = k->pool;
     if (size == 0)
         return AF_EINVAL;
+    if (k->recut_min && size > k->recut_min)
+        return af__pool_heap_alloc(k, size, out);
     if (size > p->max_size)
         return cache_huge_alloc(k, size, out);
     uint32_t c = (uint32_t)af__pool_class_fast(p, size);
@@ -398,6 +416,10 @@ static AF__COLD int cache_free_rest(af_pool_cache_t *k, af__pool_block_t *b)
     if (rc)
         return rc;
     af__pool_chunk_t *ch = af__pool_chunk_of(p, b); /* the block is ours: its chunk stays */
+    if (ch->cls == AF__POOL_SPAN) {
+        af__pool_heap_free(p, k, ch, b);
+        return 0;
+    }
     if (ch->cls == -1) {
         for (int i = 0; i < AF__POOL_CACHE_HUGE; i++)
             if (!k->huge[i]) { /* keep it for this cache's next huge request: no lock */
@@ -437,6 +459,15 @@ static AF__NOINLINE int cache_free_slow(af_pool_cache_t *k, void *ptr, af__pool_
     return cache_free_rest(k, b);
 }
 
+/* A re-cut block this cache handed out: FREE with a plain store (as a class block), back to the
+ * heap it came from (this cache's, unless the cache that tagged it was destroyed meanwhile). */
+static AF__NOINLINE int cache_free_heap(af_pool_cache_t *k, af__pool_block_t *b, uint32_t st)
+{
+    atomic_store_explicit(&b->state, af__blk_freed(st), memory_order_relaxed);
+    af__pool_heap_free(k->pool, k, af__pool_chunk_of(k->pool, b), b);
+    return 0;
+}
+
 int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
 {
     /* af__pool_lookup with the cache's copies of the pool's fields: a block of a granule or
@@ -459,6 +490,8 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     if (AF__UNLIKELY(af__blk_tag_bits(st) != k->owned))
         return cache_free_slow(k, ptr, b);
     uint32_t c = af__blk_owner(st);
+    if (AF__UNLIKELY(c == AF__POOL_HEAP_CLASS))
+        return cache_free_heap(k, b, st);
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))
@@ -515,6 +548,10 @@ int af_pool_free(af_pool_t *p, void *ptr)
     int rc = release_state(p, b, &st);
     if (rc)
         return rc;
+    if (ch->cls == AF__POOL_SPAN) {
+        af__pool_heap_free(p, NULL, ch, b);
+        return 0;
+    }
     if (ch->cls == -1)
         return af__pool_huge_free(p, ch);
     uint32_t c = (uint32_t)ch->cls;

@@ -57,7 +57,7 @@ static int rl_take(af__pool_range_t *v, size_t *nv, uint64_t n, uint64_t *start)
 
 /* Gives a range back to a sorted list, merging with its neighbours. Returns AF_ENOMEM when the
  * list cannot grow (the range is then lost to the pool, nothing else breaks). */
-static int rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start, uint64_t n)
+int af__pool_rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start, uint64_t n)
 {
     size_t i = 0;
     while (i < *nv && (*v)[i].start < start)
@@ -90,7 +90,7 @@ static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 {
     if (rl_take(p->vfree, &p->nvfree, n, start) == 0)
         return 0;
-    if (p->va_bump + n > p->ngranules)
+    if (p->va_bump + n > p->hp_low) /* the heaps' spans grow down from the top */
         return AF_ENOMEM;
     *start = p->va_bump;
     p->va_bump += n;
@@ -99,7 +99,7 @@ static int va_take(af_pool_t *p, uint64_t n, uint64_t *start)
 
 static void va_give(af_pool_t *p, uint64_t start, uint64_t n)
 {
-    rl_give(&p->vfree, &p->nvfree, &p->cap_vfree, start, n);
+    af__pool_rl_give(&p->vfree, &p->nvfree, &p->cap_vfree, start, n);
     /* A free range that reaches the bump pointer folds back into it. */
     if (p->nvfree && p->vfree[p->nvfree - 1].start + p->vfree[p->nvfree - 1].len == p->va_bump) {
         p->va_bump = p->vfree[p->nvfree - 1].start;
@@ -130,22 +130,90 @@ static void publish(af_pool_t *p, af__pool_chunk_t *ch, af__pool_chunk_t *val)
             af__pool_blk(p, ch, i)->addr = NULL;
 }
 
-/* Makes a chunk: address space from the reservation, freshly mapped. */
-static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64_t bytes,
-                     af__pool_chunk_t **out)
+/* A chunk descriptor: a released one, or a new one recorded in p->chunks. NULL: no memory. */
+static af__pool_chunk_t *desc_get(af_pool_t *p)
 {
     af__pool_chunk_t *ch = p->spare;
     if (ch) {
         p->spare = ch->hnext;
-    } else {
-        if (af__grow((void **)&p->chunks, &p->cap_chunks, p->nchunks + 1, sizeof(p->chunks[0])))
-            return AF_ENOMEM;
-        ch = af__calloc(1, sizeof(*ch));
-        if (!ch)
-            return AF_ENOMEM;
-        p->chunks[p->nchunks++] = ch;
-        AF__ADD(&p->metadata, sizeof(*ch));
+        return ch;
     }
+    if (af__grow((void **)&p->chunks, &p->cap_chunks, p->nchunks + 1, sizeof(p->chunks[0])))
+        return NULL;
+    ch = af__calloc(1, sizeof(*ch));
+    if (!ch)
+        return NULL;
+    p->chunks[p->nchunks++] = ch;
+    AF__ADD(&p->metadata, sizeof(*ch));
+    return ch;
+}
+
+/* Maps n granules at granule `start` (read-write) and counts them as reserved. */
+static int space_map(af_pool_t *p, uint64_t start, uint64_t n)
+{
+    char *base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
+    uint64_t bytes = n << AF__POOL_GRANULE_SHIFT;
+    if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+        MAP_FAILED)
+        return AF_ENOMEM;
+    AF__ADD(&p->os_maps, 1);
+    AF__ADD(&p->reserved, bytes);
+    note_reserved(p);
+    return 0;
+}
+
+int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t low_start, uint64_t low_len,
+                      uint64_t n, uint64_t *start, uint64_t *len)
+{
+    af__pool_chunk_t *ch = desc_get(p);
+    if (!ch)
+        return AF_ENOMEM;
+    uint64_t s, m = n;
+    int rc = 0;
+    if (low_len && low_start == p->hp_low && p->hp_low - p->va_bump >= n - low_len)
+        m = n - low_len; /* the heap's lowest extent grows down into the bump pointer */
+    if (p->hp_low - p->va_bump >= m) {
+        p->hp_low -= m;
+        s = p->hp_low;
+    } else {
+        rc = va_take(p, m, &s);
+    }
+    if (rc == 0 && (rc = space_map(p, s, m)))
+        va_give(p, s, m);
+    if (rc) {
+        ch->hnext = p->spare;
+        p->spare = ch;
+        return AF_ENOMEM;
+    }
+    ch->base = p->va_base + (s << AF__POOL_GRANULE_SHIFT);
+    ch->bytes = m << AF__POOL_GRANULE_SHIFT;
+    ch->bs = ch->bytes;
+    ch->inv = 0;
+    ch->nblocks = 0; /* its blocks' descriptors live in dtab; chunk scans skip spans */
+    ch->cls = AF__POOL_SPAN;
+    ch->nfree = 0;
+    ch->mapped = 1;
+    ch->dt = 1;
+    ch->idle_since = 0;
+    ch->hnext = NULL;
+    ch->heap = h;
+#ifdef AF_ASAN_BUILD
+    ASAN_POISON_MEMORY_REGION(ch->base, ch->bytes);
+#endif
+    publish(p, ch, ch);
+    AF__ADD(&h->spans_bytes, ch->bytes);
+    *start = s;
+    *len = m;
+    return 0;
+}
+
+/* Makes a chunk: address space from the reservation, freshly mapped. */
+static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64_t bytes,
+                     af__pool_chunk_t **out)
+{
+    af__pool_chunk_t *ch = desc_get(p);
+    if (!ch)
+        return AF_ENOMEM;
     int rc = AF_ENOMEM;
     uint64_t start, ng = bytes >> AF__POOL_GRANULE_SHIFT;
     ch->dt = bs >= AF__POOL_GRANULE;
@@ -161,17 +229,13 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
     if (va_take(p, ng, &start))
         goto fail;
     char *base = p->va_base + (start << AF__POOL_GRANULE_SHIFT);
-    if (mmap(base, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-        MAP_FAILED) {
+    if (space_map(p, start, ng)) {
         va_give(p, start, ng);
         goto fail;
     }
-    AF__ADD(&p->os_maps, 1);
 #ifdef AF_ASAN_BUILD
     ASAN_POISON_MEMORY_REGION(base, bytes);
 #endif
-    AF__ADD(&p->reserved, bytes);
-    note_reserved(p);
     ch->base = base;
     ch->bytes = bytes;
     ch->bs = bs;
@@ -183,6 +247,7 @@ static int chunk_new(af_pool_t *p, int32_t cls, uint64_t bs, uint32_t nb, uint64
     ch->idle_since = 0;
     AF__ST(&ch->req, 0);
     ch->hnext = NULL;
+    ch->heap = NULL;
     uint32_t owner = cls < 0 ? AF__POOL_HUGE_CLASS : (uint32_t)cls;
     for (uint32_t i = 0; i < nb; i++) {
         af__pool_block_t *b = af__pool_blk(p, ch, i);
@@ -407,6 +472,7 @@ static uint64_t release_idle(af_pool_t *p, uint64_t before)
             af__pool_chunk_release(p, ch);
         }
     }
+    freed += af__pool_heap_trim(p);
     for (af__pool_chunk_t **pp = &p->huge_free; *pp;) {
         af__pool_chunk_t *ch = *pp;
         if (before != UINT64_MAX && ch->idle_since > before) {

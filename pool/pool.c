@@ -42,6 +42,7 @@ void af_pool_opts_init(af_pool_opts_t *o)
     o->chunk_min = 16ull << 10;
     o->chunk_max = 128ull << 10;
     o->huge_cache_bytes = 1ull << 30;
+    o->recut_min = 32ull << 10;
 }
 
 /* Appends units u to the ladder if it is larger than the last one. */
@@ -188,10 +189,10 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
         return rc;
     if (opts->chunk_min < AF__POOL_GRANULE || opts->chunk_max < opts->chunk_min ||
         opts->chunk_max > (1ull << 31) || opts->cache_slots == 0 ||
-        opts->va_reserve < (64ull << 20))
+        opts->va_reserve < (64ull << 20) || (opts->recut_min && opts->recut_min < AF__POOL_GRANULE))
         return af__err(err, AF_EINVAL,
                        "pool: need 16 KiB <= chunk_min <= chunk_max <= 2 GiB, cache_slots > 0 "
-                       "and va_reserve >= 64 MiB");
+                       "va_reserve >= 64 MiB and recut_min 0 or >= 16 KiB");
 
     af_pool_t *p = af__calloc(1, sizeof(*p));
     if (!p)
@@ -208,6 +209,7 @@ int af_pool_create(const af_pool_opts_t *opts, af_pool_t **out, af_error_t *err)
     if (!p->cls)
         goto fail_cls;
     p->ngranules = opts->va_reserve >> AF__POOL_GRANULE_SHIFT;
+    p->hp_low = p->ngranules;
     init_classes(p);
 
     p->va_bytes = (p->ngranules + 1) << AF__POOL_GRANULE_SHIFT;
@@ -279,6 +281,7 @@ void af_pool_destroy(af_pool_t *p)
         af__free(p->chunks[i]);
     }
     af__free(p->chunks);
+    af__pool_heap_destroy_all(p);
     af__free(p->vfree);
     munmap(p->va_raw, p->va_bytes);
     munmap(p->dtab, p->ngranules * sizeof(af__pool_block_t));
@@ -349,6 +352,9 @@ int64_t af__pool_live_req(af_pool_t *p)
     if (p->exact_peak)
         return AF__LD(&p->live_req);
     int64_t v = 0;
+    af__pool_heap_sum_t hs;
+    af__pool_heap_totals(p, &hs);
+    v = hs.req;
     for (size_t i = 0; i < p->nchunks; i++) {
         af__pool_chunk_t *ch = p->chunks[i];
         if (!ch->mapped)
@@ -388,9 +394,9 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
         return AF_EFOREIGN;
     uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
     info->state = (af_block_state_t)af__blk_kind(st);
-    info->owner_class = ch->cls;
+    info->owner_class = ch->cls < 0 ? -1 : ch->cls;
     info->borrower_class = info->state == AF_BLOCK_BORROWED ? (int)af__blk_borrower(st) : -1;
-    info->block_size = ch->bs;
+    info->block_size = ch->cls == AF__POOL_SPAN ? b->ngran << AF__POOL_GRANULE_SHIFT : ch->bs;
     return 0;
 }
 
@@ -469,8 +475,14 @@ int af_pool_stats(af_pool_t *p, af_pool_stats_t *st)
             af__blk_kind(AF__LD(&af__pool_blk(p, ch, 0)->state)) != AF_BLOCK_FREE)
             huge_live += ch->bytes;
     }
+    af__pool_heap_sum_t hs;
+    af__pool_heap_totals(p, &hs);
     pthread_mutex_unlock(&p->glock);
-    st->allocated_bytes += huge_live;
+    st->allocated_bytes += huge_live + hs.bytes;
+    st->allocs += hs.allocs;
+    st->frees += hs.frees;
+    st->fast_allocs += hs.fast_allocs;
+    st->fast_frees += hs.fast_frees;
     st->allocs += AF__LD(&p->huge_allocs);
     st->frees += AF__LD(&p->huge_frees);
     st->reserved_bytes = AF__LD(&p->reserved);

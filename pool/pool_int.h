@@ -1,15 +1,16 @@
 /*
  * The pool module's one private header, shared by pool/pool.c (create, ladder, stats, block
  * queries), pool/chunk.c (address space, chunks, central lists, huge chunks, trim),
- * pool/borrow.c (the slow path: borrowing under the global mutex) and pool/cache.c (the
- * lock-free per-worker fast path, the cache-less calls). Other modules use
- * include/arenaflow/pool.h only.
+ * pool/borrow.c (the slow path: borrowing under the global mutex), pool/cache.c (the
+ * lock-free per-worker fast path, the cache-less calls) and pool/heap.c (re-cut blocks from a
+ * cache's heap of extents). Other modules use include/arenaflow/pool.h only.
  *
  * Locks (ranks in common/common_int.h, AF__RANK_POOL_*): pool->glock (global mutex: address
- * space, chunk table, borrowing, huge chunks, the list of caches, trim) before cls->lock (one per
- * class: its central free list and its chunks' free counts), never the reverse.
- * A cache's bins are touched only by the thread using the cache; other threads read its
- * counters (relaxed atomics) for statistics.
+ * space, chunk table, borrowing, huge chunks, the list of caches and of heaps, heaps changing
+ * hands, trim) before cls->lock (one per class: its central free list and its chunks' free
+ * counts), never the reverse. A cache's bins, and the extents of the heap it holds, are touched
+ * only by the thread using the cache; other threads read its counters (relaxed atomics) for
+ * statistics and push the heap's blocks they free onto its remote list (CAS).
  */
 #ifndef ARENAFLOW_POOL_INT_H
 #define ARENAFLOW_POOL_INT_H
@@ -24,6 +25,8 @@
 #define AF__POOL_GRANULE ((uint64_t)1 << AF__POOL_GRANULE_SHIFT)
 #define AF__POOL_LUT_SIZE 512
 #define AF__POOL_HUGE_CLASS 0xffu /* owner class byte of a huge chunk's block */
+#define AF__POOL_HEAP_CLASS 0xfeu /* owner class byte of a re-cut block (pool/heap.c) */
+#define AF__POOL_SPAN (-2)        /* chunk cls of a heap's span (pool/heap.c) */
 #define AF__POOL_CACHE_HUGE 4     /* free huge chunks a cache keeps for reuse without a lock */
 
 /* Relaxed accessors for single-writer counters that other threads read. */
@@ -80,7 +83,12 @@ typedef struct af__pool_block {
     _Atomic uint32_t req; /* bytes requested by the current user (classes are < 4 GiB); relaxed:
                              statistics sum it over blocks in use from any thread */
     char *addr;
-    struct af__pool_block *prev, *next; /* central free list links (class lock) */
+    union {
+        struct af__pool_block *prev; /* central free list link (class lock) */
+        uint64_t ngran;              /* re-cut block (pool/heap.c): its length in granules */
+    };
+    struct af__pool_block *next; /* central free list link; a re-cut block's link on its heap's
+                                    list of blocks freed by other threads */
 } af__pool_block_t;
 
 typedef struct af__pool_chunk {
@@ -98,7 +106,28 @@ typedef struct af__pool_chunk {
     uint64_t idle_since; /* ns when nfree reached nblocks (class lock) */
     af__pool_block_t *blocks;
     struct af__pool_chunk *hnext; /* huge cache list (glock) */
+    struct af__pool_heap *heap;   /* span: the heap it belongs to (set before publishing) */
 } af__pool_chunk_t;
+
+typedef struct af__pool_range {
+    uint64_t start, len; /* granule indexes */
+} af__pool_range_t;
+
+/* A heap (pool/heap.c): the mapped ranges ("spans") one cache re-cuts its large requests from,
+ * its free ones kept as extents sorted by address and coalesced. Only the cache using the heap
+ * touches `xt`; other threads push the heap's blocks they free onto `remote`. Heaps belong to
+ * the pool (a destroyed cache's heap waits, with its memory, for the next cache). */
+typedef struct af__pool_heap {
+    af__pool_range_t *xt; /* free extents (owner only) */
+    size_t nxt, cap_xt;
+    _Atomic(af__pool_block_t *) remote; /* freed elsewhere: push by CAS, the owner takes all */
+    /* counters: the owner writes allocs/frees/live_*, other threads add to r* (relaxed) */
+    _Atomic uint64_t allocs, frees, rfrees, grows;
+    _Atomic int64_t live_req, live_bytes, rreq, rbytes;
+    _Atomic uint64_t spans_bytes; /* mapped for this heap (glock) */
+    int adopted;                  /* used by a cache (glock) */
+    struct af__pool_heap *next;   /* pool->heaps (glock) */
+} af__pool_heap_t;
 
 typedef struct af__pool_class {
     pthread_mutex_t lock; /* AF__RANK_POOL_CLASS */
@@ -162,14 +191,13 @@ struct af_pool_cache {
     uint64_t full[2];  /* bit c set: bins[c] is not empty (borrowing finds a bin with one ctz) */
     uint8_t lut[AF__POOL_LUT_SIZE];
     af__pool_chunk_t *huge[AF__POOL_CACHE_HUGE]; /* free huge chunks this cache freed */
+    af__pool_heap_t *heap; /* requests above recut_min are re-cut from it (NULL: none adopted yet,
+                              or handed back by af_pool_cache_flush) */
+    uint64_t recut_min;    /* 0: re-cutting off */
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
     af__pool_bin_t bins[];             /* one per class, inline: one load less on the fast path */
 };
-
-typedef struct af__pool_range {
-    uint64_t start, len; /* granule indexes */
-} af__pool_range_t;
 
 struct af_pool {
     /* read-mostly, hot */
@@ -191,8 +219,9 @@ struct af_pool {
     void *va_raw; /* start of the reservation as mmap returned it */
     uint64_t va_bytes;
 
-    pthread_mutex_t glock;   /* AF__RANK_POOL_GLOBAL */
-    uint64_t va_bump;        /* granules handed out from the top of the reservation */
+    pthread_mutex_t glock; /* AF__RANK_POOL_GLOBAL */
+    uint64_t va_bump;      /* granules handed out from the bottom of the reservation up (chunks) */
+    uint64_t hp_low; /* and from its top down (heaps' spans: one heap's growth stays one range) */
     af__pool_range_t *vfree; /* unmapped holes below va_bump */
     size_t nvfree, cap_vfree;
     af__pool_chunk_t **chunks; /* every descriptor ever made (glock) */
@@ -201,6 +230,7 @@ struct af_pool {
     af__pool_chunk_t *huge_free;
     uint64_t huge_free_bytes;
     af_pool_cache_t *caches;
+    af__pool_heap_t *heaps;                  /* every heap made (glock) */
     uint64_t tags_used[AF__POOL_NTAGS / 64]; /* cache tags in use (glock) */
     _Atomic uint64_t last_idle_scan;
     /* counters (relaxed atomics; slow paths only, except the optional exact peak) */
@@ -335,6 +365,35 @@ static inline void af__pool_exact_live(af_pool_t *p, int64_t d)
             af__pool_note_peak(p, (uint64_t)v);
     }
 }
+
+/* Sorted granule range lists (pool/chunk.c): give merges with neighbours (AF_ENOMEM when the
+ * list cannot grow). */
+int af__pool_rl_give(af__pool_range_t **v, size_t *nv, size_t *cap, uint64_t start, uint64_t n);
+/* Maps memory for heap h (glock held): n granules, or, when h's lowest extent [low_start,
+ * low_start + low_len) starts at the heaps' bump pointer (which grows down from the top of the
+ * reservation while chunks grow up from its bottom), the n - low_len granules below it.
+ * Publishes them as a span of h; *start, *len = the new range. */
+int af__pool_span_new(af_pool_t *p, af__pool_heap_t *h, uint64_t low_start, uint64_t low_len,
+                      uint64_t n, uint64_t *start, uint64_t *len);
+
+/* Heaps (pool/heap.c). adopt/release: glock held (cache create/destroy). */
+int af__pool_heap_adopt(af_pool_t *p, af__pool_heap_t **out);
+void af__pool_heap_release(af_pool_t *p, af__pool_heap_t *h);
+void af__pool_heap_destroy_all(af_pool_t *p);
+/* Unmaps the wholly free spans of heaps no cache uses; returns the bytes (glock held). */
+uint64_t af__pool_heap_trim(af_pool_t *p);
+/* A request of `size` bytes re-cut from cache k's heap (no lock unless memory must be mapped). */
+int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out);
+/* Block b of span ch, already moved to FREE: back to its heap (k: the freeing cache, or NULL). */
+void af__pool_heap_free(af_pool_t *p, af_pool_cache_t *k, af__pool_chunk_t *ch,
+                        af__pool_block_t *b);
+/* Sums over the heaps (glock held): bytes and requested bytes in use, allocs and frees, and of
+ * them those that took no lock (allocs that mapped nothing, the owner's own frees). */
+typedef struct af__pool_heap_sum {
+    uint64_t bytes, allocs, frees, fast_allocs, fast_frees;
+    int64_t req;
+} af__pool_heap_sum_t;
+void af__pool_heap_totals(af_pool_t *p, af__pool_heap_sum_t *sum);
 
 /* Memory annotations on hand-out and return (ASan poisoning, debug patterns). */
 void af__pool_on_alloc(const af_pool_t *p, void *addr, uint64_t size);

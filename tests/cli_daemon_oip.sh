@@ -3,7 +3,8 @@
 # written here (Identity models of every datatype, the spec examples' "mymodel" in two versions,
 # two real models with weights from the ONNX backend test data), then
 #   - golden request/response pairs after the specification's examples, byte-for-byte;
-#   - JSON (flat and nested) and binary round trips of every datatype, bit-exact;
+#   - JSON (flat and nested) and binary round trips of every datatype, bit-exact (BYTES too:
+#     ONNX STRING models through Identity and through Reshape/Gather/Concat/Transpose);
 #   - malformed requests: 400 / 404 / 405 with {"error": "..."};
 #   - real models: the daemon's outputs equal `arenaflow run`'s on the same input, same kernels,
 #     and agree with the test data's expected outputs and with ONNX Runtime (where installed);
@@ -69,13 +70,22 @@ nr=$(metric 'arenaflowd_model_batched_requests_total')
 [ "${nb:-0}" -ge 1 ] && [ "${nr:-0}" -gt "${nb:-0}" ] ||
     fail "/metrics: ${nb:-} batches of ${nr:-} requests"
 ok "/metrics: $nr requests in $nb batches"
+# fuse = auto (the default) is on with the real kernels: MatMul + bias Add + Relu is one node
+case $KERNELS in real | onednn) fused=2 ;; *) fused=0 ;; esac
+grep -q "model bat_ref version 1: \(planned\|plan restored\) for .*, $fused nodes fused)" "$LOG" ||
+    fail "bat_ref (MatMul + Add + Relu) not planned with $fused nodes fused on the $KERNELS kernels"
+ok "bat_ref: served with $fused nodes fused (fuse = auto, $KERNELS kernels), answers as unbatched"
 req GET /v2/repository/index
 body_has '"name":"bat_bad","state":"UNAVAILABLE","reason":"version 1: ' "bat_bad is unavailable"
 body_has 'max_batch_size needs a batch axis' "bat_bad: the reason names the batch axis"
-body_has '"name":"strings","state":"UNAVAILABLE"' "an ONNX STRING model is unavailable"
-$PY -c "import json,sys; r=[m for m in json.load(open('$T/body')) if m['name']=='strings'][0]['reason']; print(r)" >"$T/why"
-grep -qi 'string\|dtype\|type' "$T/why" || fail "strings: the reason does not name the type: $(cat "$T/why")"
-ok "strings: unavailable, $(head -c 120 "$T/why")"
+body_has '"name":"strings_cast","state":"UNAVAILABLE"' "Cast from strings is unavailable"
+$PY -c "import json,sys; r=[m for m in json.load(open('$T/body')) if m['name']=='strings_cast'][0]['reason']; print(r)" >"$T/why"
+grep -q "(Cast)" "$T/why" && grep -q "dtype string" "$T/why" || fail "strings_cast: the reason does not name the op and the dtype: $(cat "$T/why")"
+ok "strings_cast: unavailable, $(head -c 160 "$T/why")"
+# BYTES served: the strings model against numpy and against `arenaflow run` on the same input
+arenaflow run "$REPO/strings/1/model.onnx" --input s="$T/strings_s.pb" --output-dir "$T/run_strings" >/dev/null ||
+    fail "arenaflow run on the strings model"
+$CHECK bytes "$PORT" "$T/run_strings" || fail "BYTES"
 
 for m in $REAL; do
     out=$T/run_$m
@@ -166,6 +176,9 @@ restored=$(metric 'arenaflowd_model_plans_total{source="restored"}')
 [ "${planned:-x}" = 0 ] && [ "${restored:-0}" -ge 20 ] ||
     fail "after the restart: ${planned:-} planned, ${restored:-} restored (want 0 planned)"
 grep -q "model dyn version 1: plan restored for x=7,3" "$LOG" || fail "dyn x=7,3 not restored"
+$CHECK batching "$PORT" >/dev/null || fail "dynamic batching after the restart"
+grep -q "model bat_ref version 1: plan restored for .*, $fused nodes fused)" "$LOG" ||
+    fail "bat_ref's plans ($fused nodes fused) not restored after the restart: $(grep 'bat_ref.*not restored' "$LOG" | head -1)"
 ok "restart: $restored plans restored from $nfiles files, 0 planned (dyn's 6 shapes among them)"
 stop
 # a corrupted plan file is not trusted: logged, planned again, rewritten

@@ -106,8 +106,25 @@ echo "$out" | grep -q "^without fusion" || fail "plan text lacks the unfused are
 echo "$out" | grep -q "^fusion saved" || fail "plan text lacks the bytes saved"
 arenaflow plan "$m" --input x=1,3,12,12 --fuse off | grep -q "^fused nodes" && fail "--fuse off fused"
 r=$(ls "$tmp"/models/residual_x=*.onnx)
-arenaflow plan "$r" --input x=1,3,12,12 --fuse on | grep -q "3 BatchNormalization into Conv, 1 residual Add" ||
+arenaflow plan "$r" --input x=1,3,12,12 --fuse on |
+    grep -q "3 BatchNormalization into Conv, 0 bias Add into Conv/MatMul, 1 residual Add" ||
     fail "residual model: the Add was not folded into its Conv"
+arenaflow plan "$tmp/models/linear_x=2,5,16.onnx" --input x=2,5,16 --fuse on |
+    grep -q "(0 BatchNormalization into Conv, 2 bias Add into Conv/MatMul, 1 residual Add into Conv/MatMul/Gemm, 3 unary" ||
+    fail "linear model: MatMul + bias Add (+ residual Add) not folded"
+arenaflow plan "$tmp/models/gemmres_x=4,16.onnx" --input x=4,16 --fuse on |
+    grep -q "0 bias Add into Conv/MatMul, 1 residual Add into Conv/MatMul/Gemm, 1 unary" ||
+    fail "gemmres model: the residual Add was not folded into the Gemm"
+arenaflow plan "$tmp/models/convadd_x=1,3,12,12.onnx" --input x=1,3,12,12 --fuse on |
+    grep -q "0 BatchNormalization into Conv, 2 bias Add into Conv/MatMul, 0 residual" ||
+    fail "convadd model: the per-channel Adds were not folded into the Convs' bias"
+# a fused plan written to the plan cache is restored from disk by the next process (its record
+# has the fused graph's counts: af_plan_restore_counts)
+lm=$tmp/models/linear_x=2,5,16.onnx
+arenaflow run "$lm" --input x=2,5,16 --kernels real --cache "$tmp/pcache" --rounds 2 >/dev/null 2>&1 ||
+    fail "run --cache (first)"
+arenaflow run "$lm" --input x=2,5,16 --kernels real --cache "$tmp/pcache" --rounds 2 2>&1 |
+    grep -q "^plan cache *hit (.*1 restored from disk" || fail "the fused plan was not restored from the plan cache"
 arenaflow plan "$m" --input x=1,3,12,12 | grep -q "^fused nodes" && fail "plan fused without --kernels real"
 arenaflow plan "$m" --input x=1,3,12,12 --kernels real | grep -q "^fused nodes" ||
     fail "plan --kernels real did not fuse by default"

@@ -1,6 +1,8 @@
 """Writes small ONNX models with the patterns operator fusion folds (tests/cli_fuse.sh):
 Conv + BatchNormalization + activation chains, a residual Add between two such blocks, a Gemm
-+ Relu, and a MatMul + Sigmoid + Tanh chain, each with one input "x" (shape in the file name).
++ Relu, a MatMul + Sigmoid + Tanh chain, PyTorch Linear layers (MatMul + bias Add, a residual
+Add), a Gemm with a residual Add, and Convs without bias followed by a per-channel constant Add,
+each with one input "x" (shape in the file name).
 usage: fuse_models.py DIR"""
 import os
 import sys
@@ -77,6 +79,42 @@ def main(d):
              helper.make_node("Sigmoid", ["mm"], ["s"]),
              helper.make_node("Tanh", ["s"], ["out"])]
     save(os.path.join(d, "gemm_x=4,16.onnx"), nodes, inits, [4, 16], "out", [4, 24])
+    linear(d)
+
+
+def linear(d):
+    """h = relu(x W1 + b1); out = tanh(h W2 + b2 + sigmoid(h W3)), as PyTorch exports Linear
+    (Add(b, mm)); relu(Gemm(relu(x), w, c) + sigmoid(x)); Conv (no bias) + Add of a [1, C, 1, 1]
+    constant + Relu, then Conv (bias) + Add of a [C, 1, 1] constant. (A residual the node
+    itself reads is not folded: its output may take the residual's bytes.)"""
+    inits = [const("w1", (16, 24)), const("b1", (24,)), const("w2", (24, 24)), const("b2", (24,)),
+             const("w3", (24, 24))]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["mm1"]),
+             helper.make_node("Add", ["b1", "mm1"], ["l1"]),
+             helper.make_node("Relu", ["l1"], ["h"]),
+             helper.make_node("MatMul", ["h", "w3"], ["mm3"]),
+             helper.make_node("Sigmoid", ["mm3"], ["sq"]),
+             helper.make_node("MatMul", ["h", "w2"], ["mm2"]),
+             helper.make_node("Add", ["mm2", "b2"], ["l2"]),
+             helper.make_node("Add", ["l2", "sq"], ["res"]),
+             helper.make_node("Tanh", ["res"], ["out"])]
+    save(os.path.join(d, "linear_x=2,5,16.onnx"), nodes, inits, [2, 5, 16], "out", [2, 5, 24])
+    inits = [const("w", (16, 16)), const("c", (16,))]
+    nodes = [helper.make_node("Relu", ["x"], ["h0"]),
+             helper.make_node("Sigmoid", ["x"], ["t"]),
+             helper.make_node("Gemm", ["h0", "w", "c"], ["g"], transB=1),
+             helper.make_node("Add", ["t", "g"], ["s"]),
+             helper.make_node("Relu", ["s"], ["out"])]
+    save(os.path.join(d, "gemmres_x=4,16.onnx"), nodes, inits, [4, 16], "out", [4, 16])
+    inits = [const("w", (8, 3, 3, 3), -0.3, 0.3), const("c", (1, 8, 1, 1)),
+             const("w2", (8, 8, 3, 3), -0.3, 0.3), const("b2", (8,)), const("c2", (8, 1, 1))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["y", "c"], ["z"]),
+             helper.make_node("Relu", ["z"], ["r"]),
+             helper.make_node("Conv", ["r", "w2", "b2"], ["y2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "y2"], ["out"])]
+    save(os.path.join(d, "convadd_x=1,3,12,12.onnx"), nodes, inits, [1, 3, 12, 12], "out",
+         [1, 8, 12, 12])
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ Run with /usr/bin/python3 (numpy and onnx). Subcommands:
   models DIR            writes the test repository: ident_<dtype>/1/model.onnx (Identity, one
                         per datatype), mymodel/1/model.onnx (the spec examples' names)
   roundtrip PORT        every datatype through ident_<dtype>, JSON and binary, exact equality
+                        (BYTES through ident_bytes: empty, NUL, multi-byte UTF-8, escapes)
+  bytes PORT [RUN_DIR]  the strings model (data-movement ops on BYTES) against numpy and
+                        `arenaflow run`'s .pb outputs in RUN_DIR; BYTES errors (400s)
   golden PORT           request/response pairs after the specification's examples
   malformed PORT        wrong shape / datatype / short binary / unknown model... -> 400 / 404
   instances PORT        inst2 (2 instances): its config, concurrent requests answered right
@@ -112,10 +115,48 @@ def cmd_models(d):
                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
     with open(f"{d}/bat_bad/config.json", "w") as f:
         json.dump({"max_batch_size": 4, "dynamic_batching": {}}, f)
-    # an ONNX STRING tensor: arenaflow has no string dtype (docs/serve.md, BYTES)
-    write_model(f"{d}/strings/1/model.onnx", [helper.make_node("Identity", ["s"], ["t"])],
-                [helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
-                [helper.make_tensor_value_info("t", TensorProto.STRING, [2])])
+    write_string_models(d)
+
+
+def string_vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.STRING, shape)
+
+
+def write_string_models(d):
+    """ONNX STRING tensors (OIP BYTES): ident_bytes (Identity), strings (Reshape, Gather, Concat
+    with a string initializer, Transpose: handles moved by the data-movement kernels; Equal with a
+    Constant value_string), strings_cast (Cast from STRING: no kernel, so unavailable with a reason)."""
+    write_model(f"{d}/ident_bytes/1/model.onnx", [helper.make_node("Identity", ["x"], ["y"])],
+                [string_vi("x", SHAPE)], [string_vi("y", SHAPE)])
+    inits = [numpy_helper.from_array(np.array([3, 2], np.int64), "shp"),
+             numpy_helper.from_array(np.array([2, 0], np.int64), "idx"),
+             helper.make_tensor("C", TensorProto.STRING, [1, 2], STRING_CONST)]
+    g = helper.make_graph([helper.make_node("Constant", [], ["K"], value_string="x"),
+                           helper.make_node("Reshape", ["s", "shp"], ["r"]),
+                           helper.make_node("Gather", ["r", "idx"], ["g"], axis=0),
+                           helper.make_node("Concat", ["g", "C"], ["t"], axis=0),
+                           helper.make_node("Transpose", ["t"], ["u"]),
+                           helper.make_node("Equal", ["s", "K"], ["e"])], "g",
+                          [string_vi("s", SHAPE)],
+                          [string_vi("t", [3, 2]), string_vi("u", [2, 3]),
+                           helper.make_tensor_value_info("e", TensorProto.BOOL, SHAPE)],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    os.makedirs(f"{d}/strings/1", exist_ok=True)
+    onnx.save(m, f"{d}/strings/1/model.onnx")
+    write_model(f"{d}/strings_cast/1/model.onnx",
+                [helper.make_node("Cast", ["s"], ["t"], to=TensorProto.FLOAT)],
+                [string_vi("s", SHAPE)], [helper.make_tensor_value_info("t", TensorProto.FLOAT, SHAPE)])
+    t = helper.make_tensor("s", TensorProto.STRING, SHAPE, STRINGS)
+    # beside the repository, for `arenaflow run --input s=...`
+    with open(os.path.join(os.path.dirname(os.path.abspath(d)), "strings_s.pb"), "wb") as f:
+        f.write(t.SerializeToString())
+
+
+# BYTES samples: empty, embedded NUL, multi-byte UTF-8 (2, 3 and 4 bytes), JSON's escapes
+STRINGS = [b"", b"a\0b", "\u00e9\u6f22\U0001F600".encode(), b"q\"\\\n\t\x01", b"x", b"long " * 20]
+STRING_CONST = ["\u03ba".encode(), b"z\0y"]
 
 
 def request(port, method, path, body=None, headers=None):
@@ -209,6 +250,144 @@ def cmd_roundtrip(port):
             if got.tobytes() != a.tobytes():
                 fail(f"{name} {mode}: sent {a.flatten()[:6]} got {got[:6]}")
         ok(f"{name}: JSON flat, JSON nested, binary in, binary out, binary both: bit-exact")
+    cmd_bytes_roundtrip(port)
+
+
+def bytes_wire(items):
+    """The binary form of BYTES: per element a 4-byte little-endian length, then the bytes."""
+    return b"".join(struct.pack("<I", len(x)) + x for x in items)
+
+
+def bytes_unwire(data, n):
+    out, at = [], 0
+    for _ in range(n):
+        (k,) = struct.unpack_from("<I", data, at)
+        out.append(data[at + 4:at + 4 + k])
+        at += 4 + k
+    if at != len(data):
+        fail(f"BYTES binary output: {len(data) - at} bytes after {n} elements")
+    return out
+
+
+def bytes_infer(port, model, name, shape, items, mode, outs):
+    """items through model's input `name`; the outputs `outs` (name: element count) as bytes."""
+    inp = {"name": name, "shape": shape, "datatype": "BYTES"}
+    binary = b""
+    if mode in ("binary-in", "binary-both"):
+        binary = bytes_wire(items)
+        inp["parameters"] = {"binary_data_size": len(binary)}
+    else:
+        flat = [x.decode() for x in items]
+        inp["data"] = [flat[:3], flat[3:]] if mode == "json-nested" else flat
+    hdr = {"inputs": [inp]}
+    if mode in ("binary-out", "binary-both"):
+        hdr["outputs"] = [{"name": o, "parameters": {"binary_data": True}} for o in outs]
+    st, hdrs, data = infer(port, model, hdr, binary)
+    if st != 200:
+        fail(f"{model} {mode}: status {st}: {data[:300]!r}")
+    head, tail = split_binary(hdrs, data)
+    got, at = {}, 0
+    for out in head["outputs"]:
+        n = outs[out["name"]]
+        if out["datatype"] == "BOOL":  # Equal's answer
+            if "data" in out:
+                got[out["name"]] = list(out["data"])
+            else:
+                size = out["parameters"]["binary_data_size"]
+                got[out["name"]] = [bool(x) for x in tail[at:at + size]]
+                at += size
+            continue
+        if out["datatype"] != "BYTES":
+            fail(f"{model} {mode}: output {out['name']} is {out['datatype']}")
+        if "data" in out:
+            got[out["name"]] = [x.encode() for x in out["data"]]
+        else:
+            size = out["parameters"]["binary_data_size"]
+            got[out["name"]] = bytes_unwire(tail[at:at + size], n)
+            at += size
+    if at != len(tail):
+        fail(f"{model} {mode}: {len(tail) - at} binary bytes no output claims")
+    return head, got
+
+
+MODES = ("json-flat", "json-nested", "binary-in", "binary-out", "binary-both")
+
+
+def cmd_bytes_roundtrip(port):
+    for mode in MODES:
+        head, got = bytes_infer(port, "ident_bytes", "x", SHAPE, STRINGS, mode, {"y": 6})
+        if head["outputs"][0]["shape"] != SHAPE or got["y"] != STRINGS:
+            fail(f"BYTES {mode}: sent {STRINGS} got {got['y']} {head['outputs'][0]['shape']}")
+    ok("BYTES: JSON flat, JSON nested, binary in, binary out, binary both: exact bytes "
+       "(empty, NUL, 2/3/4-byte UTF-8, escapes)")
+
+
+def cmd_bytes(port, run_dir=None):
+    """The strings model (Reshape, Gather, Concat with a string constant, Transpose) against
+    numpy on object arrays, and against `arenaflow run`'s .pb outputs when run_dir is given; the
+    metadata; the BYTES errors."""
+    a = np.array(STRINGS, dtype=object).reshape(SHAPE)
+    t = np.concatenate([a.reshape(3, 2)[[2, 0]], np.array([STRING_CONST], dtype=object)], axis=0)
+    want = {"t": list(t.flatten()), "u": list(t.T.flatten()), "e": [x == b"x" for x in STRINGS]}
+    for mode in MODES:
+        head, got = bytes_infer(port, "strings", "s", SHAPE, STRINGS, mode, {"t": 6, "u": 6, "e": 6})
+        if got != want or [o["shape"] for o in head["outputs"]] != [[3, 2], [2, 3], SHAPE]:
+            fail(f"strings {mode}: got {got}, want {want}")
+    ok("strings (Reshape, Gather, Concat with a string initializer, Transpose; Equal with a "
+       "string scalar): exact bytes, JSON and binary")
+    if run_dir:
+        for o in ("t", "u"):
+            p = onnx.TensorProto()
+            with open(f"{run_dir}/{o}.pb", "rb") as f:
+                p.ParseFromString(f.read())
+            if list(p.string_data) != want[o]:
+                fail(f"arenaflow run's {o}: {list(p.string_data)}, the daemon's {want[o]}")
+        if list(np.load(f"{run_dir}/e.npy").flatten()) != want["e"]:
+            fail(f"arenaflow run's e: {np.load(f'{run_dir}/e.npy')}, the daemon's {want['e']}")
+        ok("strings: the daemon's outputs equal `arenaflow run`'s (.pb string_data)")
+    st, _, data = request(port, "GET", "/v2/models/ident_bytes")
+    meta = json.loads(data)
+    if st != 200 or [x["datatype"] for x in meta["inputs"] + meta["outputs"]] != ["BYTES", "BYTES"]:
+        fail(f"ident_bytes metadata: {st} {data!r}")
+    ok(f"ident_bytes metadata: {data.decode()}")
+    st, _, data = request(port, "GET", "/v2/models/ident_bytes/config")
+    cfg = json.loads(data)
+    if st != 200 or [x["data_type"] for x in cfg["input"] + cfg["output"]] != ["TYPE_STRING"] * 2:
+        fail(f"ident_bytes config: {st} {data!r}")
+    ok("ident_bytes config: TYPE_STRING (Triton's name of BYTES)")
+    # bytes that are not UTF-8: fine in binary, refused (400) as a JSON output
+    raw = [b"\xff\xfe", b"ok", b"", b"\xc3", b"x", b"y"]
+    _, got = bytes_infer(port, "ident_bytes", "x", SHAPE, raw, "binary-both", {"y": 6})
+    if got["y"] != raw:
+        fail(f"non-UTF-8 binary round trip: {got['y']}")
+    ok("BYTES not UTF-8: binary in and out, exact")
+    inp = {"name": "x", "shape": SHAPE, "datatype": "BYTES"}
+    wire = bytes_wire(raw)
+    st, _, data = infer(port, "ident_bytes",
+                        {"inputs": [dict(inp, parameters={"binary_data_size": len(wire)})]}, wire)
+    body = expect(st, 400, data, "BYTES not UTF-8 asked as a JSON output")
+    if "UTF-8" not in body["error"] or "binary_data" not in body["error"]:
+        fail(f"non-UTF-8 JSON output: {body}")
+    good = bytes_wire(STRINGS)
+    cases = [
+        ("BYTES: a length prefix cut short", good[:-len(STRINGS[-1]) - 2], "length prefix"),
+        ("BYTES: a length past binary_data_size", good[:-1], "runs past binary_data_size"),
+        ("BYTES: bytes left after the elements", good + b"\0\0\0\0", "left after the 6 elements"),
+    ]
+    for what, wire, why in cases:
+        st, _, data = infer(port, "ident_bytes",
+                            {"inputs": [dict(inp, parameters={"binary_data_size": len(wire)})]}, wire)
+        if why not in expect(st, 400, data, what)["error"]:
+            fail(f"{what}: the error does not say '{why}'")
+    st, _, data = infer(port, "ident_bytes",
+                        {"inputs": [dict(inp, parameters={"binary_data_size": len(good) + 1})]}, good)
+    expect(st, 400, data, "BYTES: binary_data_size past the body")
+    st, _, data = infer(port, "ident_bytes",
+                        {"inputs": [dict(inp, data=["a", 1, "b", "c", "d", "e"])]})
+    if "element 1 is not a string" not in expect(st, 400, data, "BYTES: a number among the strings")["error"]:
+        fail("BYTES JSON number: the error does not name element 1")
+    st, _, data = infer(port, "ident_bytes", {"inputs": [dict(inp, datatype="UINT8", data=[1] * 6)]})
+    expect(st, 400, data, "UINT8 for a BYTES input")
 
 
 def expect(st, want, data, what):
@@ -516,6 +695,8 @@ if __name__ == "__main__":
         cmd_models(args[0])
     elif cmd == "roundtrip":
         cmd_roundtrip(int(args[0]))
+    elif cmd == "bytes":
+        cmd_bytes(int(args[0]), args[1] if len(args) > 1 else None)
     elif cmd == "golden":
         cmd_golden(int(args[0]))
     elif cmd == "malformed":

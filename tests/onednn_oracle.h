@@ -322,7 +322,7 @@ static inline void or_pool(const tc_t *c, void *out)
 static inline void or_split(const tc_t *c, int64_t axis, int64_t *outer, int64_t *dim,
                             int64_t *inner)
 {
-    *outer = *inner = 1;
+    *outer = *inner = *dim = 1;
     for (int i = 0; i < c->in[0].rank; i++)
         *(i < axis ? outer : i > axis ? inner : dim) *= c->in[0].sh[i];
     if (axis < 0 || axis >= c->in[0].rank)

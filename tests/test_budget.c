@@ -596,12 +596,13 @@ static void test_budget_min_budget(void **state)
 }
 
 /* Modelled overhead of one round in % of a plain round, or -1 when refused. */
-static double overhead_at(const af_graph_t *g, uint64_t budget, int offload)
+static double overhead_at(const af_graph_t *g, uint64_t budget, int offload, int recompute)
 {
     af_plan_opts_t o;
     af_plan_opts_init(&o);
     o.budget = budget;
     o.offload = offload;
+    o.recompute = recompute;
     af_plan_t *p = NULL;
     if (af_plan_create(g, &o, &p, NULL))
         return -1;
@@ -628,7 +629,9 @@ static af_graph_t *zoo_with_peak(const char *name, uint64_t *peak, af_plan_t **p
 }
 
 /* Offload is a choice, never a cost: with it allowed, the modelled overhead is at most that of
- * recomputation alone, and it plans wherever recomputation alone does (small zoo graphs). */
+ * recomputation alone, and it plans wherever recomputation alone does (small zoo graphs); and
+ * allowing recomputation beside offload costs no more than offload alone where both plan (the
+ * bench's mobilenetv2-train at 0.9 x peak once modelled 0.19% mixed, 0.00% offload alone). */
 static void test_budget_offload_never_worse(void **state)
 {
     (void)state;
@@ -638,10 +641,14 @@ static void test_budget_offload_never_worse(void **state)
         af_graph_t *g = zoo_with_peak(names[i], &peak, NULL);
         for (int k = 9; k >= 5; k--) {
             uint64_t b = peak / 10 * (uint64_t)k;
-            double rec = overhead_at(g, b, 0), off = overhead_at(g, b, 1);
+            double rec = overhead_at(g, b, 0, 1), off = overhead_at(g, b, 1, 1);
+            double swp = overhead_at(g, b, 1, 0);
             if (rec >= 0 && (off < 0 || off > rec + 1e-9))
                 fail_msg("%s at 0.%d x peak: offload %.3f%% vs recompute alone %.3f%%", names[i], k,
                          off, rec);
+            if (swp >= 0 && off >= 0 && off > swp + 1e-9)
+                fail_msg("%s at 0.%d x peak: offload + recompute %.3f%% vs offload alone %.3f%%",
+                         names[i], k, off, swp);
         }
         af_graph_destroy(g);
     }

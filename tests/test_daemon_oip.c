@@ -97,8 +97,98 @@ static void test_json_codec(void **state)
     codec_fails(AF_DTYPE_F32, "[[[[[[[[[[1]]]]]]]]]]", 1, "deeper");
     int dt;
     assert_int_equal(af__oip_dtype_parse("BYTES", &dt), 0);
-    assert_int_equal(dt, AF__OIP_BYTES);
+    assert_int_equal(dt, AF_DTYPE_STRING);
+    assert_string_equal(af__oip_dtype_name(AF_DTYPE_STRING), "BYTES");
     assert_int_equal(af__oip_dtype_parse("fp32", &dt), -1); /* names are case-sensitive */
+}
+
+/* BYTES in JSON: strings (nested or flat) read as handles into jansson's copy and written back
+ * escaped; anything but a string is refused with its index. */
+static void test_bytes_json(void **state)
+{
+    (void)state;
+    const char *in = "[[\"\", \"a\\u0000b\"], [\"\\u00e9\\u6f22\\ud83d\\ude00\", "
+                     "\"q\\\"\\\\\\n\\t\"]]";
+    json_t *j = json_loads(in, JSON_ALLOW_NUL, NULL); /* as the daemon parses headers */
+    assert_non_null(j);
+    af_string_t h[4];
+    char msg[256];
+    if (af__oip_json_read(j, AF_DTYPE_STRING, 4, h, msg, sizeof(msg)) != 0)
+        fail_msg("%s", msg);
+    assert_int_equal(h[0].len, 0);
+    assert_int_equal(h[1].len, 3);
+    assert_memory_equal(h[1].data, "a\0b", 3);
+    assert_int_equal(h[2].len, 2 + 3 + 4); /* UTF-8 of U+00E9, U+6F22, U+1F600 */
+    assert_memory_equal(h[2].data, "\xc3\xa9\xe6\xbc\xa2\xf0\x9f\x98\x80", 9);
+    assert_int_equal(af__oip_strings_utf8(h, 4), -1);
+    char *b = NULL;
+    size_t len = 0, cap = 0;
+    assert_int_equal(af__oip_json_write(&b, &len, &cap, h, AF_DTYPE_STRING, 4), 0);
+    assert_string_equal(b, "[\"\",\"a\\u0000b\",\"\xc3\xa9\xe6\xbc\xa2\xf0\x9f\x98\x80\","
+                           "\"q\\\"\\\\\\n\\u0009\"]");
+    json_t *back =
+        json_loads(b, JSON_ALLOW_NUL, NULL); /* what we wrote is JSON with the same strings */
+    assert_non_null(back);
+    af_string_t h2[4];
+    assert_int_equal(af__oip_json_read(back, AF_DTYPE_STRING, 4, h2, msg, sizeof(msg)), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(h2[i].len, h[i].len);
+        assert_memory_equal(h2[i].data, h[i].data, h[i].len);
+    }
+    json_decref(back);
+    free(b);
+    json_decref(j);
+    codec_fails(AF_DTYPE_STRING, "[\"a\", 1]", 2, "element 1 is not a string");
+    codec_fails(AF_DTYPE_STRING, "[\"a\"]", 2, "1 elements, the shape 2");
+    char text_msg[256];
+    assert_int_equal(
+        af__oip_text_read("[1,2]", 5, AF_DTYPE_STRING, 2, h, text_msg, sizeof(text_msg)), -1);
+    assert_non_null(strstr(text_msg, "element 0 is not a string"));
+    /* bytes that are not UTF-8 (a lone continuation byte, an overlong '/', a surrogate) */
+    const char *bad[] = {"ok\x80", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe6\xbc"};
+    for (size_t i = 0; i < AF_ARRAY_SIZE(bad); i++) {
+        af_string_t x[2] = {{"fine", 4}, {bad[i], strlen(bad[i])}};
+        assert_int_equal(af__oip_strings_utf8(x, 2), 1);
+    }
+}
+
+/* BYTES in binary: 4-byte little-endian lengths, then the bytes; every malformed form a message. */
+static void test_bytes_binary(void **state)
+{
+    (void)state;
+    static const uint8_t wire[] = {0, 0, 0, 0, 3, 0, 0, 0, 'a', 0, 'b', 2, 0, 0, 0, 0xff, 0xfe};
+    af_string_t h[3];
+    char msg[256] = "";
+    assert_int_equal(af__oip_bytes_read(wire, sizeof(wire), 3, h, msg, sizeof(msg)), 0);
+    assert_int_equal(h[0].len, 0);
+    assert_int_equal(h[1].len, 3);
+    assert_memory_equal(h[1].data, "a\0b", 3);
+    assert_int_equal(h[2].len, 2);
+    assert_int_equal(af__oip_strings_utf8(h, 3), 2);
+    assert_int_equal(af__oip_bytes_size(h, 3), sizeof(wire));
+    char *b = NULL;
+    size_t len = 0, cap = 0;
+    assert_int_equal(af__oip_bytes_write(&b, &len, &cap, h, 3), 0);
+    assert_int_equal(len, sizeof(wire));
+    assert_memory_equal(b, wire, sizeof(wire));
+    free(b);
+    static const struct {
+        size_t n;
+        uint64_t numel;
+        const char *why;
+    } cases[] = {
+        {2, 1, "2 bytes left, a 4-byte length prefix expected"},
+        {9, 2, "element 1: length 3 runs past binary_data_size (1 bytes left)"},
+        {sizeof(wire), 2, "6 bytes of binary_data_size are left after the 2 elements"},
+        {sizeof(wire) - 1, 3, "element 2: length 2 runs past"},
+    };
+    for (size_t i = 0; i < AF_ARRAY_SIZE(cases); i++) {
+        msg[0] = 0;
+        assert_int_equal(af__oip_bytes_read(wire, cases[i].n, cases[i].numel, h, msg, sizeof(msg)),
+                         -1);
+        if (!strstr(msg, cases[i].why))
+            fail_msg("case %zu: '%s' lacks '%s'", i, msg, cases[i].why);
+    }
 }
 
 /* ---- a repository served through af__daemon_handle ----------------------------------------- */
@@ -477,6 +567,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_f16_every_pattern),
         cmocka_unit_test(test_json_codec),
+        cmocka_unit_test(test_bytes_json),
+        cmocka_unit_test(test_bytes_binary),
         cmocka_unit_test(test_model_config),
         cmocka_unit_test(test_fmt_float_is_printf),
         cmocka_unit_test(test_fast_split),

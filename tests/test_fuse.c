@@ -124,6 +124,62 @@ static af_graph_t *residual(void)
     return g;
 }
 
+/* PyTorch's Linear layers: x[2,3,16] -> MatMul(W1) -> Add(B1, .) -> Relu -> h; s = Sigmoid(h);
+ * h -> MatMul(W2) -> Add(., B2) -> Add(., s) -> out. Both bias Adds fold into their MatMul
+ * (fused_bias = 2), the residual into the second (fused_sum = 3, output in place of s: the
+ * MatMul reads h, not s); the Relu becomes the first MatMul's post-op. */
+static af_graph_t *linear(void)
+{
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t xs[3] = {2, 3, 16}, w1[2] = {16, 8}, b[1] = {8}, w2[2] = {8, 8}, hs[3] = {2, 3, 8};
+    tensor(g, "x", AF_TENSOR_INPUT, 3, xs);
+    tensor(g, "W1", AF_TENSOR_CONSTANT, 2, w1);
+    tensor(g, "B1", AF_TENSOR_CONSTANT, 1, b);
+    tensor(g, "W2", AF_TENSOR_CONSTANT, 2, w2);
+    tensor(g, "B2", AF_TENSOR_CONSTANT, 1, b);
+    const char *names[] = {"mm1", "l1", "h", "s", "mm2", "l2"};
+    for (int i = 0; i < 6; i++)
+        tensor(g, names[i], AF_TENSOR_INTERMEDIATE, 3, hs);
+    tensor(g, "out", AF_TENSOR_OUTPUT, 3, hs);
+    const char *m1[2] = {"x", "W1"}, *a1[2] = {"B1", "mm1"}, *r[1] = {"l1"}, *m2[2] = {"h", "W2"};
+    const char *a2[2] = {"mm2", "B2"}, *a3[2] = {"l2", "s"}, *sg[1] = {"h"};
+    node(g, "mm1", "MatMul", m1, 2, "mm1");
+    node(g, "add1", "Add", a1, 2, "l1");
+    node(g, "relu", "Relu", r, 1, "h");
+    node(g, "sig", "Sigmoid", sg, 1, "s");
+    node(g, "mm2", "MatMul", m2, 2, "mm2");
+    node(g, "add2", "Add", a2, 2, "l2");
+    node(g, "add3", "Add", a3, 2, "out");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
+/* x[1,3,4,4] -> Conv(W, no bias) -> y -> Add(C[1,2,1,1], y) -> z -> Relu -> out: the Add's
+ * constant becomes the Conv's bias (a new [2] constant), the Relu its post-op. With `bias`, the
+ * Conv has a bias B, and the new bias is B + C. */
+static af_graph_t *conv_add(int bias)
+{
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t xs[4] = {1, 3, 4, 4}, ws[4] = {2, 3, 1, 1}, cs[4] = {1, 2, 1, 1}, bs[1] = {2};
+    int64_t ys[4] = {1, 2, 4, 4};
+    tensor(g, "x", AF_TENSOR_INPUT, 4, xs);
+    tensor(g, "W", AF_TENSOR_CONSTANT, 4, ws);
+    tensor(g, "C", AF_TENSOR_CONSTANT, 4, cs);
+    if (bias)
+        tensor(g, "B", AF_TENSOR_CONSTANT, 1, bs);
+    tensor(g, "y", AF_TENSOR_INTERMEDIATE, 4, ys);
+    tensor(g, "z", AF_TENSOR_INTERMEDIATE, 4, ys);
+    tensor(g, "out", AF_TENSOR_OUTPUT, 4, ys);
+    const char *ci[3] = {"x", "W", "B"}, *ai[2] = {"C", "y"}, *ri[1] = {"z"};
+    node(g, "conv", "Conv", ci, bias ? 3 : 2, "y");
+    node(g, "add", "Add", ai, 2, "z");
+    node(g, "relu", "Relu", ri, 1, "out");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
 static af_plan_t *plan(const af_graph_t *g, af_fuse_mode_t fuse)
 {
     af_plan_opts_t o;
@@ -293,6 +349,151 @@ static void test_fuse_residual_in_place(void **state)
     af_graph_destroy(g);
 }
 
+static void test_fuse_linear_bias_and_residual(void **state)
+{
+    (void)state;
+    af_graph_t *g = linear();
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    const af_graph_t *fg = af_plan_graph(p);
+    const af_plan_report_t *r = af_plan_report(p);
+    assert_int_equal(r->biases_folded, 2);
+    assert_int_equal(r->sums_folded, 1);
+    assert_int_equal(r->fused_nodes, 4);
+    assert_int_equal(af_graph_node_count(fg), 3);
+    int32_t m1 = af_graph_find_node(fg, "mm1"), m2 = af_graph_find_node(fg, "mm2");
+    const af_node_info_t *n1 = af_graph_node(fg, m1), *n2 = af_graph_node(fg, m2);
+    assert_int_equal(n1->n_inputs, 3);
+    assert_int_equal(n1->inputs[2], af_graph_find_tensor(fg, "B1"));
+    assert_int_equal(af_graph_node_attr(fg, m1, "fused_bias")->i, 2);
+    assert_string_equal(af_graph_node_attr(fg, m1, "fused_post")->s, "Relu");
+    assert_null(af_graph_node_attr(fg, m1, "fused_sum"));
+    assert_int_equal(n2->n_inputs, 4);
+    assert_int_equal(n2->inputs[2], af_graph_find_tensor(fg, "B2"));
+    assert_int_equal(n2->inputs[3], af_graph_find_tensor(fg, "s"));
+    assert_int_equal(af_graph_node_attr(fg, m2, "fused_bias")->i, 2);
+    assert_int_equal(af_graph_node_attr(fg, m2, "fused_sum")->i, 3);
+    int32_t out = af_graph_find_tensor(fg, "out");
+    assert_int_equal(n2->outputs[0], out);
+    assert_int_equal(af_plan_tensor(p, out)->inplace_of, af_graph_find_tensor(fg, "s"));
+    const char *gone[] = {"mm1", "l1", "mm2", "l2"};
+    for (size_t i = 0; i < sizeof gone / sizeof *gone; i++)
+        assert_int_equal(af_graph_find_tensor(fg, gone[i]), -1);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+    for (int bias = 0; bias < 2; bias++) { /* a per-channel Add into the Conv's bias */
+        g = conv_add(bias);
+        p = plan(g, AF_FUSE_ON);
+        fg = af_plan_graph(p);
+        assert_int_equal(af_plan_report(p)->biases_folded, 1);
+        assert_int_equal(af_graph_node_count(fg), 1);
+        const af_node_info_t *ci = af_graph_node(fg, 0);
+        assert_int_equal(ci->n_inputs, 3);
+        const af_tensor_info_t *nb = af_graph_tensor(fg, ci->inputs[2]);
+        assert_int_equal(nb->bytes, 8);
+        const float *c = af_graph_tensor(g, af_graph_find_tensor(g, "C"))->data;
+        const float *b0 = bias ? af_graph_tensor(g, af_graph_find_tensor(g, "B"))->data : NULL;
+        for (int o = 0; o < 2; o++) /* the new bias is B + C */
+            assert_true(((const float *)nb->data)[o] == (b0 ? b0[o] : 0.0f) + c[o]);
+        assert_int_equal(af_graph_find_tensor(fg, "C"), -1);
+        assert_int_equal(af_graph_find_tensor(fg, "z"), -1);
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
+}
+
+/* A MatMul with a fused bias and residual runs on oneDNN itself with the real kernels (not the
+ * reference fallback): the primitive applies the bias, the sum and the eltwise post-ops. */
+static void test_fuse_linear_runs_on_onednn(void **state)
+{
+    (void)state;
+    af_executor_t *ex = make_exec("real");
+    af_graph_t *g = linear();
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    af_session_t *s = NULL;
+    af_error_t err;
+    if (af_session_create(ex, p, NULL, &s, &err))
+        fail_msg("session: %s", err.msg);
+    for (int i = 0; i < 2; i++) {
+        const char *k = af_session_node_kernel(
+            s, af_graph_find_node(af_plan_graph(p), i ? "mm2" : "mm1"), NULL);
+        assert_non_null(k);
+        printf("%s runs on %s\n", i ? "mm2" : "mm1", k);
+        if (strncmp(k, "onednn", 6) && strcmp(k, "real"))
+            fail_msg("mm%d runs on %s, not oneDNN", i + 1, k);
+    }
+    af_session_destroy(s);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+    af_executor_destroy(ex);
+}
+
+/* The budget's lower bound ("no schedule can go below") on a fused graph counts an in-place
+ * output once: the fused residual Conv's output takes its sum input's bytes, so the bound is no
+ * more than the arena a plan actually reaches, and a budget below the arena is refused naming a
+ * bound under it. */
+static void test_fuse_budget_bound_counts_in_place_once(void **state)
+{
+    (void)state;
+    af_graph_t *g = residual(), *fg = NULL;
+    assert_int_equal(af_plan_fuse(g, &fg, NULL, NULL), 0);
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.fuse = AF_FUSE_OFF;
+    o.recompute = 1;
+    af_plan_t *p = NULL;
+    af_error_t err;
+    assert_int_equal(af_plan_create(fg, &o, &p, &err), 0);
+    uint64_t least = 0, bound = 0, arena = af_plan_report(p)->arena_bytes;
+    assert_int_equal(af_plan_min_budget(fg, &o, &least, &bound, &err), 0);
+    printf("fused residual: arena %llu, smallest budget %llu, bound %llu\n",
+           (unsigned long long)arena, (unsigned long long)least, (unsigned long long)bound);
+    assert_true(bound > 0);
+    assert_true(bound <= least);
+    assert_true(bound <= arena);
+    o.budget = bound > 64 ? bound - 64 : 1;
+    af_plan_t *q = NULL;
+    assert_int_equal(af_plan_create(fg, &o, &q, &err), AF_EBUDGET);
+    char want[64];
+    snprintf(want, sizeof want, "go below %llu", (unsigned long long)bound);
+    assert_non_null(strstr(err.msg, want));
+    af_plan_destroy(p);
+    af_graph_destroy(fg);
+    af_graph_destroy(g);
+}
+
+/* A fused plan is restored from its order and offsets (a plan file, the daemon's model_plans):
+ * af_plan_restore_counts gives the fused graph's counts, the ones the order and offsets have. */
+static void test_fuse_restore_counts(void **state)
+{
+    (void)state;
+    af_graph_t *g = linear();
+    af_plan_t *p = plan(g, AF_FUSE_ON);
+    const af_graph_t *fg = af_plan_graph(p);
+    af_plan_opts_t o = *af_plan_opts(p);
+    int32_t nt = 0, nn = 0;
+    assert_int_equal(af_plan_restore_counts(g, &o, &nt, &nn, NULL), 0);
+    assert_int_equal(nt, af_graph_tensor_count(fg));
+    assert_int_equal(nn, af_graph_node_count(fg));
+    assert_true(nn < af_graph_node_count(g));
+    uint64_t *off = calloc((size_t)nt, sizeof *off);
+    for (int32_t t = 0; t < nt; t++)
+        off[t] = af_plan_tensor(p, t)->offset;
+    af_plan_t *q = NULL;
+    af_error_t err;
+    if (af_plan_restore(g, &o, af_plan_order(p), off, &q, &err))
+        fail_msg("restore: %s", err.msg);
+    assert_int_equal(af_plan_report(q)->arena_bytes, af_plan_report(p)->arena_bytes);
+    assert_int_equal(af_graph_node_count(af_plan_graph(q)), nn);
+    o.fuse = AF_FUSE_OFF;
+    assert_int_equal(af_plan_restore_counts(g, &o, &nt, &nn, NULL), 0);
+    assert_int_equal(nn, af_graph_node_count(g));
+    assert_int_equal(af_plan_restore_counts(NULL, &o, &nt, &nn, &err), AF_EINVAL);
+    free(off);
+    af_plan_destroy(q);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 static void test_fuse_outputs_equal_unfused_small(void **state)
 {
     (void)state;
@@ -304,6 +505,16 @@ static void test_fuse_outputs_equal_unfused_small(void **state)
         snprintf(rw, sizeof rw, "residual (%s)", sets[k]);
         check_same(ex, rg, rw);
         af_graph_destroy(rg);
+        af_graph_t *lg = linear();
+        snprintf(rw, sizeof rw, "linear (%s)", sets[k]);
+        check_same(ex, lg, rw);
+        af_graph_destroy(lg);
+        for (int bias = 0; bias < 2; bias++) {
+            af_graph_t *cg = conv_add(bias);
+            snprintf(rw, sizeof rw, "conv+add%s (%s)", bias ? " with bias" : "", sets[k]);
+            check_same(ex, cg, rw);
+            af_graph_destroy(cg);
+        }
         for (int second = 0; second < 2; second++) {
             af_graph_t *g = conv_bn_chain(second, 0);
             char what[64];
@@ -323,15 +534,7 @@ static af_graph_t *with_weights(const af_graph_t *g)
     assert_int_equal(af_graph_create(&c), 0);
     for (int32_t t = 0; t < af_graph_tensor_count(g); t++) {
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        af_tensor_desc_t d = {.name = ti->name,
-                              .bytes = ti->bytes,
-                              .dtype = ti->dtype,
-                              .rank = ti->rank,
-                              .shape = ti->shape,
-                              .kind = ti->kind,
-                              .alias_of =
-                                  ti->alias_of >= 0 ? af_graph_tensor(g, ti->alias_of)->name : NULL,
-                              .alias_offset = ti->alias_offset};
+        af_tensor_desc_t d = af_graph_tensor_desc(g, t);
         int32_t id;
         assert_int_equal(af_graph_add_tensor(c, &d, &id, NULL), 0);
         if (ti->kind != AF_TENSOR_CONSTANT || ti->dtype != AF_DTYPE_F32 || ti->bytes <= 0)
@@ -404,6 +607,17 @@ static void test_fuse_bad_option_and_args(void **state)
     assert_int_equal(af_plan_opts_set(&o, "fuse", "on", &err), 0);
     assert_int_equal(o.fuse, AF_FUSE_ON);
     assert_int_equal(af_plan_opts_set(&o, "fuse", "sometimes", &err), AF_EINVAL);
+    /* fuse = auto: on for the real kernels, off for the others; explicit values stay */
+    const char *sets[] = {"real", "onednn", "verify", "reference", "empty", NULL};
+    for (int i = 0; i < 6; i++) {
+        af_plan_opts_t r;
+        af_plan_opts_init(&r);
+        af_plan_opts_resolve(&r, sets[i]);
+        assert_int_equal(r.fuse, i < 2 ? AF_FUSE_ON : AF_FUSE_OFF);
+        r.fuse = i < 2 ? AF_FUSE_OFF : AF_FUSE_ON;
+        af_plan_opts_resolve(&r, sets[i]);
+        assert_int_equal(r.fuse, i < 2 ? AF_FUSE_OFF : AF_FUSE_ON);
+    }
     assert_non_null(strstr(err.msg, "fuse"));
     af_graph_t *out = NULL;
     assert_int_equal(af_plan_fuse(NULL, &out, NULL, &err), AF_EINVAL);
@@ -416,6 +630,10 @@ int main(void)
         cmocka_unit_test(test_fuse_intermediates_leave_the_plan),
         cmocka_unit_test(test_fuse_second_consumer_or_output_stays),
         cmocka_unit_test(test_fuse_residual_in_place),
+        cmocka_unit_test(test_fuse_linear_bias_and_residual),
+        cmocka_unit_test(test_fuse_linear_runs_on_onednn),
+        cmocka_unit_test(test_fuse_budget_bound_counts_in_place_once),
+        cmocka_unit_test(test_fuse_restore_counts),
         cmocka_unit_test(test_fuse_outputs_equal_unfused_small),
         cmocka_unit_test(test_fuse_zoo_real_kernels),
         cmocka_unit_test(test_fuse_bad_option_and_args),

@@ -364,6 +364,54 @@ static void test_graph_survives_corrupted_input(void **state)
     assert_true(rejected > 0);
 }
 
+/* The string dtype: 16-byte handles, the name round-trips; a string constant with data has no
+ * weights-file form, so saving it is refused instead of writing addresses. */
+static void test_graph_json_string_dtype(void **state)
+{
+    (void)state;
+    af_graph_t *g = NULL, *back = NULL;
+    af_error_t err;
+    assert_int_equal(
+        parse_q("{'format': 'arenaflow-graph', 'version': 1, 'tensors': ["
+                " {'name': 's', 'kind': 'input', 'dtype': 'string', 'shape': [2, 3]},"
+                " {'name': 't', 'kind': 'output', 'dtype': 'string', 'shape': [2, 3]}],"
+                " 'nodes': [{'op': 'Identity', 'inputs': ['s'], 'outputs': ['t']}]}",
+                &g, &err),
+        0);
+    const af_tensor_info_t *t = af_graph_tensor(g, tensor_id(g, "s"));
+    assert_int_equal(t->dtype, AF_DTYPE_STRING);
+    assert_int_equal(t->bytes, 6 * 16);
+    char *text = NULL;
+    assert_int_equal(af_graph_to_json(g, &text, &err), 0);
+    assert_non_null(strstr(text, "\"string\""));
+    assert_int_equal(af_graph_parse_json(text, strlen(text), &back, &err), 0);
+    assert_int_equal(af_graph_tensor(back, tensor_id(back, "t"))->dtype, AF_DTYPE_STRING);
+    af_free(text);
+    af_graph_destroy(back);
+    af_graph_destroy(g);
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t dims[] = {1};
+    af_tensor_desc_t d = {.name = "k",
+                          .dtype = AF_DTYPE_STRING,
+                          .rank = 1,
+                          .shape = dims,
+                          .bytes = AF_BYTES_FROM_SHAPE,
+                          .kind = AF_TENSOR_CONSTANT};
+    int32_t id;
+    assert_int_equal(af_graph_add_tensor(g, &d, &id, NULL), 0);
+    static const af_string_t k = {"abc", 3};
+    assert_int_equal(af_graph_set_data(g, id, &k, sizeof k, AF_DATA_BORROW, NULL), 0);
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    char path[] = "/tmp/af_test_strjson_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(af_graph_save_json(g, path, &err), AF_ENOTSUP);
+    assert_non_null(strstr(err.msg, "string constant"));
+    unlink(path);
+    af_graph_destroy(g);
+}
+
 static void test_graph_writer_rejects_nan_attribute(void **state)
 {
     (void)state;
@@ -532,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_graph_save_json_is_atomic_and_reloads),
         cmocka_unit_test(test_graph_survives_corrupted_input),
         cmocka_unit_test(test_graph_writer_rejects_nan_attribute),
+        cmocka_unit_test(test_graph_json_string_dtype),
         cmocka_unit_test_teardown(test_graph_load_json_survives_oom, reset_allocator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

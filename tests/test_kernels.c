@@ -306,6 +306,78 @@ static void test_kernels_checks_list_everything(void **state)
     af_graph_destroy(g);
 }
 
+/* String tensors: Gather, Concat, Transpose and Where move the caller's handles unchanged
+ * (the same pointers come out), Equal compares bytes; an op that would read strings as numbers
+ * (Add) is refused at binding naming the op and the dtype. The oneDNN set hands the string nodes
+ * to the reference kernels (its Concat/Transpose/Equal rows refuse the dtype). */
+static void test_kernels_strings(void **state)
+{
+    (void)state;
+    static const char nul[] = {'n', 0, 'l'};
+    const af_string_t x[6] = {{"a", 1}, {nul, 3}, {"", 0}, {"\xce\xba", 2}, {"a", 1}, {"zz", 2}};
+    const af_string_t k[3] = {{"a", 1}, {"\xce\xba", 2}, {"q", 1}};
+    const int64_t idx[2] = {1, 0};
+    const uint8_t cond[9] = {1, 0, 1, 0, 1, 0, 1, 0, 1};
+    const char *kernels[] = {"reference", "real"};
+    for (int ks = 0; ks < 2; ks++) {
+        int64_t s23[] = {2, 3}, s13[] = {1, 3}, s33[] = {3, 3}, s2[] = {2};
+        af_graph_t *g = new_graph();
+        kt_tensor(g, "x", AF_DTYPE_STRING, IN, 2, s23);
+        kt_tensor(g, "k", AF_DTYPE_STRING, IN, 2, s13);
+        kt_tensor(g, "i", AF_DTYPE_I64, IN, 1, s2);
+        kt_tensor(g, "m", AF_DTYPE_BOOL, IN, 2, s33);
+        kt_tensor(g, "g", AF_DTYPE_STRING, AF_TENSOR_INTERMEDIATE, 2, s23);
+        kt_tensor(g, "c", AF_DTYPE_STRING, AF_TENSOR_INTERMEDIATE, 2, s33);
+        kt_tensor(g, "t", AF_DTYPE_STRING, AF_TENSOR_INTERMEDIATE, 2, s33);
+        kt_tensor(g, "w", AF_DTYPE_STRING, OUT, 2, s33);
+        kt_tensor(g, "e", AF_DTYPE_BOOL, OUT, 2, s33);
+        kt_attr_i(g, kt_node(g, "Gather", "x,i", "g"), "axis", 0);
+        kt_attr_i(g, kt_node(g, "Concat", "g,k", "c"), "axis", 0);
+        kt_node(g, "Transpose", "c", "t");
+        kt_node(g, "Where", "m,t,c", "w");
+        kt_node(g, "Equal", "w,k", "e");
+        const char *n[] = {"x", "k", "i", "m", NULL};
+        const void *d[] = {x, k, idx, cond};
+        af_string_t w[9];
+        uint8_t e[9];
+        assert_int_equal(kt_run(g, kernels[ks], n, d, "w", w, sizeof w, NULL), 0);
+        assert_int_equal(kt_run(g, kernels[ks], n, d, "e", e, sizeof e, NULL), 0);
+        /* c = [x row 1; x row 0; k], t = c^T, w = cond ? t : c */
+        const af_string_t *c[9] = {&x[3], &x[4], &x[5], &x[0], &x[1], &x[2], &k[0], &k[1], &k[2]};
+        for (int r = 0; r < 3; r++)
+            for (int col = 0; col < 3; col++) {
+                int at = r * 3 + col;
+                const af_string_t *want = cond[at] ? c[col * 3 + r] : c[at];
+                assert_ptr_equal(w[at].data, want->data); /* the handle itself, unchanged */
+                assert_int_equal(w[at].len, want->len);
+                const af_string_t *kk = &k[col];
+                int eq = w[at].len == kk->len && !memcmp(w[at].data, kk->data, kk->len);
+                if (e[at] != eq)
+                    fail_msg("%s: Equal at %d is %d, want %d", kernels[ks], at, e[at], eq);
+            }
+        af_graph_destroy(g);
+    }
+    /* an input the caller does not bind reads as empty strings (not a pattern of bytes) */
+    af_graph_t *g = new_graph();
+    int64_t s2[] = {2};
+    kt_tensor(g, "x", AF_DTYPE_STRING, IN, 1, s2);
+    kt_tensor(g, "y", AF_DTYPE_STRING, OUT, 1, s2);
+    kt_node(g, "Identity", "x", "y");
+    af_string_t y[2] = {{"junk", 4}, {"junk", 4}};
+    assert_int_equal(kt_run(g, "reference", NULL, NULL, "y", y, sizeof y, NULL), 0);
+    assert_true(y[0].len == 0 && y[1].len == 0);
+    af_graph_destroy(g);
+    g = new_graph();
+    kt_tensor(g, "x", AF_DTYPE_STRING, IN, 1, s2);
+    kt_tensor(g, "y", AF_DTYPE_STRING, OUT, 1, s2);
+    kt_node(g, "Add", "x,x", "y");
+    af_error_t err;
+    assert_int_equal(kt_run(g, "reference", NULL, NULL, "y", y, sizeof y, &err), AF_ENOTSUP);
+    if (!strstr(err.msg, "(Add): tensor 'x' has dtype string, and no Add kernel takes strings"))
+        fail_msg("'%s'", err.msg);
+    af_graph_destroy(g);
+}
+
 /* Each op name the reference set documents has a row; each row's check exists */
 static void test_kernels_table_rows(void **state)
 {
@@ -382,6 +454,7 @@ int main(void)
         cmocka_unit_test(test_kernels_half_conversions),
         cmocka_unit_test(test_kernels_checks_list_everything),
         cmocka_unit_test(test_kernels_table_rows),
+        cmocka_unit_test(test_kernels_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -273,6 +273,7 @@ static void borrow_roundtrip(int use_cache)
     o.classes = ladder;
     o.nclasses = 2;
     o.cache_borrow_ratio = 4; /* let the cache lend its 4 MiB block to a 1 MiB request */
+    o.recut_min = 0;          /* the ladder for every size (re-cutting: test_pool_recut.c) */
     af_pool_t *p = make_pool(&o);
     af_pool_cache_t *k = NULL;
     if (use_cache)
@@ -389,11 +390,15 @@ static void test_pool_cache_fast_path_takes_no_lock(void **state)
     af_pool_destroy(p);
 }
 
-/* A cache keeps the huge chunks it frees and hands them out again without the global mutex. */
+/* A cache keeps the huge chunks it frees and hands them out again without the global mutex
+ * (with re-cutting off: above recut_min a cache re-cuts instead, see test_pool_recut.c). */
 static void test_pool_cache_keeps_huge_chunks(void **state)
 {
     (void)state;
-    af_pool_t *p = make_pool(NULL);
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.recut_min = 0;
+    af_pool_t *p = make_pool(&o);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     void *h, *h2;

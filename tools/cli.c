@@ -128,11 +128,3 @@ int cli_load_config(const char *path, af_plan_opts_t *opts)
 {
     return cli_load_section(path, "planner", plan_setter, opts);
 }
-
-void cli_resolve_fuse(af_plan_opts_t *opts, const char *kernels)
-{
-    if (opts->fuse != AF_FUSE_AUTO)
-        return;
-    int real = kernels && (!strcmp(kernels, "real") || !strcmp(kernels, "onednn"));
-    opts->fuse = real ? AF_FUSE_ON : AF_FUSE_OFF;
-}

@@ -46,7 +46,5 @@ typedef int (*cli_cfg_setter)(void *opts, const char *key, const char *value, af
 int cli_load_section(const char *path, const char *section, cli_cfg_setter set, void *opts);
 /* Reads an INI config file's [planner] section (and top-level keys) into opts. Prints errors. */
 int cli_load_config(const char *path, af_plan_opts_t *opts);
-/* fuse = auto: on when the plan is for kernel set `kernels` "real" or "onednn", else off. */
-void cli_resolve_fuse(af_plan_opts_t *opts, const char *kernels);
 
 #endif

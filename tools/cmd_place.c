@@ -37,7 +37,7 @@ static void usage(FILE *f)
                "  --nodes N         bound --algo search by N search nodes instead of the clock\n"
                "                    (the same result on any machine)\n"
                "  --search-work W   the portfolio's last member, a search bounded by W work\n"
-               "                    units (no clock; default 67108864, 0.1-0.2 s; 0 = off)\n"
+               "                    units (no clock; default 134217728, 0.2-0.4 s; 0 = off)\n"
                "  --alignment N     offsets are multiples of N (default 1)\n"
                "  --out FILE        write the placed CSV to FILE instead of stdout\n");
 }

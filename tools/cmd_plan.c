@@ -174,10 +174,11 @@ static void print_fusion(const af_plan_report_t *r)
     uint64_t saved = r->unfused_bytes > r->arena_bytes ? r->unfused_bytes - r->arena_bytes : 0;
     af_format_bytes(a, sizeof a, r->unfused_bytes);
     af_format_bytes(b, sizeof b, saved);
-    printf("fused nodes       %d (%d BatchNormalization into Conv, %d residual Add into Conv, %d "
-           "unary ops as post-ops; %d intermediates gone)\n",
-           r->fused_nodes, r->bn_folded, r->sums_folded,
-           r->fused_nodes - r->bn_folded - r->sums_folded, r->fused_tensors);
+    printf("fused nodes       %d (%d BatchNormalization into Conv, %d bias Add into Conv/MatMul, "
+           "%d residual Add into Conv/MatMul/Gemm, %d unary ops as post-ops; %d intermediates "
+           "gone)\n",
+           r->fused_nodes, r->bn_folded, r->biases_folded, r->sums_folded,
+           r->fused_nodes - r->bn_folded - r->biases_folded - r->sums_folded, r->fused_tensors);
     printf("without fusion    %12llu  %s\n", (unsigned long long)r->unfused_bytes, a);
     printf("fusion saved      %12llu  %s (%.2f%% of the arena without fusion)\n",
            (unsigned long long)saved, b, 100.0 * (double)saved / (double)r->unfused_bytes);
@@ -266,15 +267,16 @@ static int print_json(const af_graph_t *g, const af_plan_t *p)
         return -1;
     }
     if (r->unfused_bytes &&
-        json_object_set_new(o, "fusion",
-                            json_pack("{s:i, s:i, s:i, s:i, s:i, s:I, s:I}", "fused_nodes",
-                                      r->fused_nodes, "bn_folded", r->bn_folded, "post_ops",
-                                      r->fused_nodes - r->bn_folded - r->sums_folded, "sums_folded",
-                                      r->sums_folded, "fused_tensors", r->fused_tensors,
-                                      "unfused_bytes", (json_int_t)r->unfused_bytes, "saved_bytes",
-                                      (json_int_t)(r->unfused_bytes > r->arena_bytes
-                                                       ? r->unfused_bytes - r->arena_bytes
-                                                       : 0)))) {
+        json_object_set_new(
+            o, "fusion",
+            json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:I, s:I}", "fused_nodes", r->fused_nodes,
+                      "bn_folded", r->bn_folded, "biases_folded", r->biases_folded, "post_ops",
+                      r->fused_nodes - r->bn_folded - r->biases_folded - r->sums_folded,
+                      "sums_folded", r->sums_folded, "fused_tensors", r->fused_tensors,
+                      "unfused_bytes", (json_int_t)r->unfused_bytes, "saved_bytes",
+                      (json_int_t)(r->unfused_bytes > r->arena_bytes
+                                       ? r->unfused_bytes - r->arena_bytes
+                                       : 0)))) {
         json_decref(o);
         return -1;
     }
@@ -443,7 +445,7 @@ int cmd_plan(int argc, char **argv)
         opts.safe_mode = 1;
     if (no_inplace)
         opts.inplace = 0;
-    cli_resolve_fuse(&opts, kernels);
+    af_plan_opts_resolve(&opts, kernels);
 
     af_graph_t *g = cli_load_graph(path, inputs, n_inputs);
     if (g && kernels)

@@ -133,7 +133,8 @@ static void usage(FILE *f)
             "                     a pattern\n"
             "  --input NAME=DIMS  ONNX: fix a symbolic input shape (input=1,3,224,224) or a\n"
             "                     symbolic dim (batch_size=1); may be repeated\n"
-            "  --output-dir DIR   write every graph output as DIR/<output name>.npy (DIR is\n"
+            "  --output-dir DIR   write every graph output as DIR/<output name>.npy (.pb for\n"
+            "                     string outputs; DIR is\n"
             "                     created when missing; bytes\n"
             "                     outside [A-Za-z0-9._-] and a leading '.' become '_'; a name\n"
             "                     that sanitises like an earlier one gets _<index>)\n"
@@ -351,7 +352,13 @@ static int make_dirs(const char *dir)
 }
 
 /* Copies the kept outputs of the last round into d->outs and writes them to --output-dir. */
-static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *d)
+/* 1 for the kernel sets whose outputs are patterns (a string output then holds no handles). */
+static int pattern_kernels(const char *kernels)
+{
+    return kernels && (!strcmp(kernels, "verify") || !strcmp(kernels, "empty"));
+}
+
+static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *d, int patterns)
 {
     int32_t n = af_session_output_count(s);
     d->outs = calloc((size_t)n + 1, sizeof(*d->outs));
@@ -368,6 +375,8 @@ static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *
         af_io_info_t io;
         char why[512];
         af_session_io_info(s, 1, i, &io);
+        if (patterns && io.dtype == AF_DTYPE_STRING)
+            continue; /* patterns, not handles: nothing to print or write */
         if (data_output(s, i, &v, why, sizeof why)) {
             cli_error("run: %s", why);
             rc = CLI_FAIL;
@@ -395,10 +404,13 @@ static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *
                 break;
             }
         }
+        int pb = o->dtype == AF_DTYPE_STRING; /* NumPy has no string type: a TensorProto */
+        if (pb)
+            snprintf(file + strlen(file) - 4, 5, ".pb");
         snprintf(path, sizeof path, "%s/%s", a->output_dir, file);
         af_error_t err;
         af_error_clear(&err);
-        if (af_tensor_save_npy(path, o, &err)) {
+        if (pb ? af_tensor_save_pb(path, o, &err) : af_tensor_save_npy(path, o, &err)) {
             cli_error("run: output '%s': %s", io.name, err.msg);
             rc = CLI_FAIL;
         }
@@ -632,7 +644,7 @@ static int execute(const run_args_t *a, const af_plan_t *p, const af_executor_op
                   fn >= 0 ? ")" : "");
     }
     if (keep && !c.failed)
-        rc = data_collect(a, s, d);
+        rc = data_collect(a, s, d, pattern_kernels(eo->kernels));
     af_session_destroy(s);
     uv_run(&loop, UV_RUN_NOWAIT);
     af_executor_destroy(ex);
@@ -683,7 +695,7 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
                                         : 0);
     if (a->safe)
         po->safe_mode = 1;
-    cli_resolve_fuse(po, eo->kernels);
+    af_plan_opts_resolve(po, eo->kernels);
     return 0;
 }
 

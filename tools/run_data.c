@@ -145,10 +145,35 @@ static void stats(const af_tensor_t *t, stats_t *st)
     }
 }
 
+/* The first strings of a string tensor, quoted (bytes outside printable ASCII as \xNN). */
+static void print_strings(FILE *f, const af_tensor_t *t)
+{
+    const af_string_t *h = t->data;
+    uint64_t n = af_tensor_numel(t);
+    fprintf(f, "  [");
+    for (uint64_t i = 0; i < n && i < 6; i++) {
+        fprintf(f, "%s\"", i ? ", " : "");
+        for (uint64_t k = 0; k < h[i].len && k < 40; k++) {
+            unsigned char ch = (unsigned char)h[i].data[k];
+            if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\')
+                fputc(ch, f);
+            else
+                fprintf(f, "\\x%02x", ch);
+        }
+        fprintf(f, "%s\"", h[i].len > 40 ? "..." : "");
+    }
+    fprintf(f, "%s]\n", n > 6 ? ", ..." : "");
+}
+
 void data_print_summary(FILE *f, const char *name, const af_tensor_t *t)
 {
     char sh[160];
     shape_str(sh, sizeof sh, t->rank, t->shape);
+    if (t->dtype == AF_DTYPE_STRING) {
+        fprintf(f, "  %-20s %-5s %-18s", name, af_dtype_name(t->dtype), sh);
+        print_strings(f, t);
+        return;
+    }
     stats_t st;
     stats(t, &st);
     fprintf(f, "  %-20s %-5s %-18s", name, af_dtype_name(t->dtype), sh);
@@ -238,6 +263,21 @@ void data_compare(const af_tensor_t *got, const af_tensor_t *want, double rtol, 
     }
     uint64_t n = af_tensor_numel(want);
     c->ok = 1;
+    if (got->dtype == AF_DTYPE_STRING) { /* the strings' bytes, exactly */
+        const af_string_t *g = got->data, *w = want->data;
+        for (uint64_t i = 0; c->ok && i < n; i++)
+            if (g[i].len != w[i].len || (w[i].len && memcmp(g[i].data, w[i].data, w[i].len))) {
+                c->ok = 0;
+                c->worst = i;
+                snprintf(c->why, sizeof c->why,
+                         "string %llu has %llu bytes \"%.40s\", expected "
+                         "%llu \"%.40s\"",
+                         (unsigned long long)i, (unsigned long long)g[i].len,
+                         g[i].len ? g[i].data : "", (unsigned long long)w[i].len,
+                         w[i].len ? w[i].data : "");
+            }
+        return;
+    }
     for (uint64_t i = 0; i < n; i++) {
         double g = af_tensor_get(got, i), w = af_tensor_get(want, i), d;
         if (isnan(g) || isnan(w))

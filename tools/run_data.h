@@ -36,8 +36,9 @@ void data_dims_spec(const char *name, const af_tensor_t *t, char *out, size_t ca
 
 /*
  * Fills bufs (one per session input, af_session_run order) from ins: by name, or by position
- * for tensors without one. Inputs not given keep data NULL (the session fills a pattern).
- * Checks dtype and byte size against the graph. Returns 0, or -1 with the reason in why.
+ * for tensors without one. Inputs not given keep data NULL (the session fills a pattern, empty
+ * strings for a string input). Checks dtype and byte size against the graph. Returns 0, or -1
+ * with the reason in why.
  */
 int data_bind(const af_session_t *s, const data_in_t *ins, int n, af_buffer_t *bufs, char *why,
               size_t cap);

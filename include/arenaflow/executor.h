@@ -208,7 +208,10 @@ typedef struct af_session_opts {
 
 /* A caller buffer bound to one graph input or output of a round. */
 typedef struct af_buffer {
-    void *data;     /* NULL: the session provides the bytes (inputs: deterministic pattern) */
+    void *data;     /* NULL: the session provides the bytes (inputs: deterministic pattern;
+                     * string inputs: empty strings). String tensors hold af_string_t handles:
+                     * an output's point at an input's strings or the graph's, so those must
+                     * stay alive while the output is read. */
     uint64_t bytes; /* size of data; for dynamic outputs the session writes the real size */
 } af_buffer_t;
 
@@ -346,11 +349,12 @@ const char *af_session_node_kernel(const af_session_t *s, int32_t node, int32_t 
  * Storage of a constant tensor (weights) of the session, for the caller to read or fill. A
  * session starts with the graph's constant data where the graph has it (af_tensor_info_t.data:
  * ONNX weights, a JSON graph's weights file), read in place without a copy, and with a
- * deterministic pattern elsewhere. The first call for a tensor with graph data copies it into
- * storage this session owns, so writing it changes this session only (other sessions on the
- * same graph keep the graph's bytes). *bytes (may be NULL) gets its size. Returns NULL when
- * `tensor` is not a constant, or when that copy cannot be allocated. Write it while no round is
- * in flight; its checksum (verify mode) is taken again when the next round starts.
+ * deterministic pattern elsewhere (empty strings for a string tensor). The first call for a tensor
+ * with graph data copies it into storage this session owns, so writing it changes this session only
+ * (other sessions on the same graph keep the graph's bytes). *bytes (may be NULL) gets its size.
+ * Returns NULL when `tensor` is not a constant, or when that copy cannot be allocated. Write it
+ * while no round is in flight; its checksum (verify mode) is taken again when the next round
+ * starts.
  */
 void *af_session_constant(af_session_t *s, int32_t tensor, uint64_t *bytes);
 

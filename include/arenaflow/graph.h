@@ -55,7 +55,8 @@ typedef enum {
     X(U32, "u32", 4)                                                                               \
     X(I64, "i64", 8)                                                                               \
     X(U64, "u64", 8)                                                                               \
-    X(BOOL, "bool", 1)
+    X(BOOL, "bool", 1)                                                                             \
+    X(STRING, "string", 16)
 
 typedef enum {
 #define AF__DTYPE_ENUM(name, str, size) AF_DTYPE_##name,
@@ -63,6 +64,24 @@ typedef enum {
 #undef AF__DTYPE_ENUM
         AF_DTYPE_COUNT_
 } af_dtype_t;
+
+/*
+ * One element of an AF_DTYPE_STRING tensor: a handle to bytes that live outside the arena (the
+ * arena plans and moves the 16-byte handles like any fixed-size element). The bytes are owned by
+ * whoever made the handle and must stay alive and unchanged while any tensor holds it: the caller
+ * for the inputs it binds, the graph for string constants (ONNX string initializers, copied at
+ * import), arenaflowd for a request's strings until the answer is encoded. Data-movement kernels
+ * copy handles unchanged; no built-in kernel creates strings (ops that would are refused at
+ * session creation). `data` may be NULL when len is 0; the bytes are not NUL-terminated and may
+ * hold NULs.
+ */
+typedef struct af_string {
+    const char *data;
+    uint64_t len;
+#if UINTPTR_MAX == 0xFFFFFFFFu
+    uint32_t pad_; /* 16 bytes on 32-bit targets too: the size AF_DTYPE_MAP gives */
+#endif
+} af_string_t;
 
 /* "f32"... for a dtype; "unknown" for out-of-range values. */
 const char *af_dtype_name(af_dtype_t dt);
@@ -148,6 +167,14 @@ const char *af_graph_name(const af_graph_t *g);
  * tensor's id (dense, in insertion order). err may be NULL.
  */
 int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_out, af_error_t *err);
+
+/*
+ * The descriptor that adds a tensor like tensor t of g to another graph: its name, size, dtype,
+ * shape, kind and view (alias_of: the base tensor's name in g). Its pointers are g's, valid while
+ * g lives; a caller renaming or retyping the copy overwrites those fields. t must be a tensor of
+ * g (an out-of-range id gives an all-zero descriptor, which af_graph_add_tensor refuses).
+ */
+af_tensor_desc_t af_graph_tensor_desc(const af_graph_t *g, int32_t t);
 
 /*
  * Adds a node. Tensor names are resolved by af_graph_finalize(), so tensors may be added after
@@ -358,7 +385,7 @@ int af_graph_to_json(const af_graph_t *g, char **out, af_error_t *err);
  * fsync of the directory). When the graph carries constant data, the bytes go first to a
  * weights file next to it (PATH with ".json" replaced by ".weights", or PATH + ".weights"),
  * written the same way, and the JSON references it by file name with each tensor's offset and
- * size (docs/graph-format.md).
+ * size (docs/graph-format.md). A string constant with data has no such form: AF_ENOTSUP.
  */
 int af_graph_save_json(const af_graph_t *g, const char *path, af_error_t *err);
 

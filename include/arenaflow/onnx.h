@@ -106,7 +106,9 @@ int af_onnx_available(void);
  * ONNX's packing rules: float_data (FLOAT), double_data (DOUBLE), int64_data (INT64),
  * uint64_data (UINT32, UINT64), int32_data (INT32, INT16, INT8, UINT16, UINT8, BOOL, and
  * FLOAT16/BFLOAT16 as their 16-bit patterns). The element bytes come out little-endian in C
- * order, whatever field held them. Strings, complex numbers, external data, rank above
+ * order, whatever field held them. STRING tensors (string_data) decode to af_string_t handles
+ * (`bytes` = 16 x count) followed, in the same block, by the strings they point at; encoding a
+ * string tensor writes string_data from the handles. Complex numbers, external data, rank above
  * AF_MAX_RANK are AF_ENOTSUP (the message says which); a corrupt message, or data whose size
  * disagrees with the dims, is AF_EPARSE.
  */
@@ -115,7 +117,8 @@ typedef struct af_onnx_tensor {
     af_dtype_t dtype; /* never AF_DTYPE_UNKNOWN after a successful decode */
     int32_t rank;     /* 0 = scalar */
     int64_t shape[AF_MAX_RANK];
-    void *data;     /* bytes elements (C order, little-endian); owned, af_free(); non-NULL */
+    void *data;     /* bytes elements (C order, little-endian); owned, af_free(); non-NULL
+                     * (strings: the handles, then the bytes they point at, one block) */
     uint64_t bytes; /* element count x af_dtype_size(dtype) */
 } af_onnx_tensor_t;
 

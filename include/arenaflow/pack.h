@@ -48,7 +48,7 @@ typedef struct af_place_opts {
     /* For "portfolio": when > 0 (it takes precedence over search_effort), the last member is
      * the same work-bounded search with a budget of work units instead: search_work / (m + t)
      * nodes for m intervals and t distinct interval ends (a node costs about m + t), when one
-     * dive fits in it and m is at most 4,096. AF_PLACE_SEARCH_WORK is 0.1-0.2 s of search on a
+     * dive fits in it and m is at most 4,096. AF_PLACE_SEARCH_WORK is 0.2-0.4 s of search on a
      * 2020s server core: the default of af_place_intervals without options and of `arenaflow
      * place`. Deterministic: no clock. 0 = use search_effort. */
     uint64_t search_work;
@@ -58,7 +58,7 @@ typedef struct af_place_opts {
 } af_place_opts_t;
 
 /* The default work budget of the portfolio's search member (see search_work). */
-#define AF_PLACE_SEARCH_WORK (UINT64_C(1) << 26)
+#define AF_PLACE_SEARCH_WORK (UINT64_C(1) << 27)
 
 /* NULL-terminated list of the placement algorithms' names (static storage: thread-safe). */
 const char *const *af_place_names(void);

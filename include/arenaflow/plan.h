@@ -40,8 +40,8 @@ typedef enum {
 
 /* Operator fusion (af_plan_fuse, option `fuse`). */
 typedef enum {
-    AF_FUSE_AUTO = 0, /* on when the plan is for real kernels: the caller (CLI, session) decides;
-                         af_plan_create() itself reads it as off */
+    AF_FUSE_AUTO = 0, /* on when the plan is for real kernels: af_plan_opts_resolve() decides
+                         (the CLI and the daemon call it); af_plan_create() reads it as off */
     AF_FUSE_OFF = 1,
     AF_FUSE_ON = 2,
 } af_fuse_mode_t;
@@ -108,6 +108,15 @@ void af_plan_opts_init(af_plan_opts_t *o);
  * to static names, so the opts never point into `value`.
  */
 int af_plan_opts_set(af_plan_opts_t *o, const char *key, const char *value, af_error_t *err);
+/*
+ * Resolves the options that depend on the kernel set the plan will run on (af_executor_opts_t
+ * kernels; NULL: the executor's default, "verify"): fuse = auto becomes on for "real" and
+ * "onednn" (fused nodes are what the fast kernels gain from), off for every other set ("verify",
+ * "reference", "empty": a plan checked node by node keeps the graph's nodes). Options set
+ * explicitly are left alone. The CLI, the daemon and the benchmarks call this; a program using
+ * the C API calls it before af_plan_create() to get the same defaults.
+ */
+void af_plan_opts_resolve(af_plan_opts_t *o, const char *kernels);
 /* NULL-terminated list of option keys, for --help and config docs. */
 const char *const *af_plan_opts_keys(void);
 /*
@@ -158,7 +167,8 @@ typedef struct af_plan_report {
     /* Fusion (zero unless opts.fuse is AF_FUSE_ON and something fused): */
     int32_t fused_nodes;    /* nodes folded into another (af_fuse_report_t.fused_nodes) */
     int32_t bn_folded;      /* of them, BatchNormalization folded into Conv */
-    int32_t sums_folded;    /* of them, residual Adds folded into Conv (sum post-op) */
+    int32_t sums_folded;    /* of them, residual Adds folded into Conv/MatMul/Gemm (sum post-op) */
+    int32_t biases_folded;  /* of them, constant bias Adds folded into Conv/MatMul */
     int32_t fused_tensors;  /* intermediates that no longer exist */
     uint64_t unfused_bytes; /* arena of the same options, without a budget, on the unfused graph */
 } af_plan_report_t;
@@ -213,10 +223,11 @@ int af_plan_restore(const af_graph_t *g, const af_plan_opts_t *opts, const int32
 
 /* What af_plan_fuse() did. */
 typedef struct af_fuse_report {
-    int32_t fused_nodes;     /* nodes gone: bn_folded + sums + post_ops */
-    int32_t bn_folded;       /* BatchNormalization nodes folded into the Conv before them */
-    int32_t sums;            /* residual Adds folded into the Conv producing one operand */
-    int32_t post_ops;        /* unary nodes applied after another node's kernel instead */
+    int32_t fused_nodes; /* nodes gone: bn_folded + biases + sums + post_ops */
+    int32_t bn_folded;   /* BatchNormalization nodes folded into the Conv before them */
+    int32_t biases;      /* constant bias Adds folded into the Conv/MatMul before them */
+    int32_t sums;        /* residual Adds folded into the Conv/MatMul/Gemm producing one operand */
+    int32_t post_ops;    /* unary nodes applied after another node's kernel instead */
     int32_t removed_tensors; /* intermediates gone */
     uint64_t removed_bytes;  /* their bytes (unaligned) */
 } af_fuse_report_t;
@@ -224,10 +235,12 @@ typedef struct af_fuse_report {
 /*
  * Operator fusion, the graph pass behind option `fuse` (planner/fuse.c): a new finalized graph in
  * which BatchNormalization (inference, constant parameters) is folded into the Conv before it
- * (new constant weights and bias, owned by the new graph), an Add of a Conv's output (with bias)
- * and another activation of its shape becomes that Conv's input 3 (attribute fused_sum = 3, an
- * in-place hint lets the output take its bytes: oneDNN's sum post-op), and chains of elementwise
- * unary ops
+ * (new constant weights and bias, owned by the new graph), an Add of a per-channel constant after
+ * a Conv joins its bias, an Add of a constant along the last axis after a MatMul becomes its
+ * input 2 (attribute fused_bias = 2: a PyTorch Linear), an Add of a Conv's (with bias), MatMul's
+ * or Gemm's (with C) output and another activation of its shape becomes that node's last input
+ * (attribute fused_sum = its index, an in-place hint lets the output take its bytes: oneDNN's sum
+ * post-op), and chains of elementwise unary ops
  * (Relu, LeakyRelu, Sigmoid, Tanh, Clip, HardSwish, HardSigmoid, Gelu, Elu, Softplus, Abs, Neg,
  * Exp, Sqrt) are folded into the node producing their input, which keeps its op and gains the
  * attributes fused_post ("Relu,Clip"), fused_alpha and fused_beta (one value per op) that the
@@ -238,6 +251,15 @@ typedef struct af_fuse_report {
  * Reentrant.
  */
 int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err);
+
+/*
+ * The tensor and node counts of the graph a plan of g under opts refers to (af_plan_graph), the
+ * counts an order and offsets for af_plan_restore() must have: the fused graph's with fuse = on
+ * when something fuses, else g's (a budget's rewrite is not predicted: its counts are larger).
+ * Errors: AF_EINVAL (NULL, not finalized), AF_ENOMEM. Reentrant.
+ */
+int af_plan_restore_counts(const af_graph_t *g, const af_plan_opts_t *opts, int32_t *tensors,
+                           int32_t *nodes, af_error_t *err);
 
 /* The graph the plan's node and tensor ids refer to: the rewritten graph of a plan made under a
  * budget (owned by the plan), else the graph given to af_plan_create(). */

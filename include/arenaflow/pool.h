@@ -1,8 +1,8 @@
 /*
  * arenaflow — the buffer pool: size-class blocks carved from mmap'd chunks, per-worker caches,
- * cross-class borrowing, trimming, statistics. The executor takes each round's arena from it
- * (af_pool_alloc) and its workers serve dynamic tensors (size known only at run time) from one
- * cache each (executor/dynamic.c).
+ * cross-class borrowing, re-cut blocks for large cached requests, trimming, statistics. The
+ * executor takes each round's arena from it (af_pool_alloc) and its workers serve dynamic tensors
+ * (size known only at run time) from one cache each (executor/dynamic.c).
  *
  * Model (seed 1, §4.2–4.3, §5.3):
  *   - The pool reserves one range of address space at creation and maps chunks inside it on
@@ -18,10 +18,18 @@
  *     borrows from the next larger non-empty central list (global mutex). A borrowed block
  *     always returns to the class it came from when freed (the seed's §5.3 fragmentation bug is
  *     a regression test). Only then is a chunk mapped.
+ *   - Re-cutting: a request above `recut_min` (default 32 KiB) made through a cache is not
+ *     rounded to a class: it is cut to the 16 KiB granule, best fit, from the free extents of the
+ *     cache's heap (memory mapped for that cache, sorted by address), and its granules go back
+ *     coalesced with their free neighbours when it is freed, so memory moves between sizes as in a
+ *     general-purpose allocator (af_pool_block_info reports owner_class -1 and the cut size).
+ *     No lock unless the heap must map more; a block freed by another thread returns to its heap
+ *     through a lock-free list. af_pool_alloc (no cache) always uses the ladder.
  *   - Frees may come from any thread (any cache, or no cache). Double frees and pointers the
  *     pool does not own are reported (AF_EDOUBLEFREE / AF_EFOREIGN), never crash.
- *   - Trim returns idle chunks (every block free in the central lists) to the OS, by call or by
- *     an idle policy.
+ *   - Trim returns idle chunks (every block free in the central lists) and the wholly free
+ *     memory of heaps no cache holds (a cache hands its heap back when flushed or destroyed) to the
+ *     OS, by call or by an idle policy.
  *
  * Threading: a pool is thread-safe except where noted. A cache is owned by one thread at a time
  * (not thread-safe); any thread may free into any pool, with or without a cache.
@@ -78,6 +86,11 @@ typedef struct af_pool_opts {
     int poison;                /* debug: fill 0x55 on free, 0xAA on alloc; default 0 */
     int exact_peak;            /* keep one shared atomic of live bytes for an exact peak (costs
                                   one atomic add per op); default 0 */
+    uint64_t recut_min;        /* requests above this made through a cache are cut to the 16 KiB
+                                  granule, best fit, from that cache's heap of free extents,
+                                  coalesced on free (no class rounding, memory shared between
+                                  sizes); 0 = off (every request uses the ladder); else
+                                  >= 16 KiB; default 32 KiB */
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
@@ -128,7 +141,8 @@ int af_pool_cache_alloc(af_pool_cache_t *cache, size_t size, void **out);
  * that would cost a locked instruction per free to catch; pools with `poison` take the CAS).
  */
 int af_pool_cache_free(af_pool_cache_t *cache, void *ptr);
-/* Returns every block the cache holds to the central lists (so trim can see them). */
+/* Returns every block the cache holds to the central lists, and its heap to the pool (so trim
+ * can see them; the cache takes a heap again at its next re-cut request). */
 void af_pool_cache_flush(af_pool_cache_t *cache);
 
 /* Trim modes. */
@@ -157,7 +171,7 @@ typedef enum {
 
 typedef struct af_pool_block_info {
     af_block_state_t state;
-    int owner_class;    /* class the block belongs to; -1 for a huge chunk */
+    int owner_class;    /* class the block belongs to; -1 for a huge chunk or a re-cut block */
     int borrower_class; /* class of the request when state == AF_BLOCK_BORROWED, else -1 */
     uint64_t block_size;
 } af_pool_block_info_t;
@@ -183,7 +197,7 @@ typedef struct af_pool_class_stats {
 } af_pool_class_stats_t;
 
 typedef struct af_pool_stats {
-    uint64_t reserved_bytes;       /* bytes mapped (chunks + huge), what the OS gave us */
+    uint64_t reserved_bytes;       /* bytes mapped (chunks + huge + heaps), what the OS gave us */
     uint64_t peak_reserved_bytes;  /* since create or af_pool_reset_peak */
     uint64_t allocated_bytes;      /* block bytes in use by callers */
     uint64_t peak_requested_bytes; /* of requested_bytes: exact with opts.exact_peak, else
@@ -192,7 +206,7 @@ typedef struct af_pool_stats {
     uint64_t metadata_bytes;       /* descriptors and tables (heap) */
     uint64_t huge_bytes;           /* part of reserved_bytes held by huge chunks (in use+cached) */
     uint64_t allocs, frees;        /* all successful calls */
-    uint64_t fast_allocs, fast_frees; /* served by a cache with no lock */
+    uint64_t fast_allocs, fast_frees; /* served by a cache with no lock (re-cut ones included) */
     uint64_t borrows;                 /* cross-class borrows */
     uint64_t global_locks;            /* global mutex acquisitions */
     uint64_t class_locks; /* per-class lock acquisitions (cache refill/flush, no-cache) */

@@ -33,14 +33,15 @@ typedef struct af_tensor {
     af_dtype_t dtype;
     int32_t rank; /* 0 = scalar */
     int64_t shape[AF_MAX_RANK];
-    void *data;     /* element bytes, C order, little-endian */
+    void *data;     /* element bytes, C order, little-endian (AF_DTYPE_STRING: af_string_t
+                     * handles; a .pb read keeps the strings after them in the same block) */
     uint64_t bytes; /* element count x af_dtype_size(dtype) */
 } af_tensor_t;
 
 /* Element count (product of the dims; 1 for a scalar). */
 uint64_t af_tensor_numel(const af_tensor_t *t);
 /* Element i of t as a double (f16/bf16 widened, integers exact up to 2^53, bool 0/1); 0 when
- * i is out of range. */
+ * i is out of range or t holds strings. */
 double af_tensor_get(const af_tensor_t *t, uint64_t i);
 /* Frees the data and name a read gave *t and empties it. NULL is a no-op. */
 void af_tensor_clear(af_tensor_t *t);
@@ -53,7 +54,8 @@ void af_tensor_clear(af_tensor_t *t);
 int af_tensor_npy_parse(const void *buf, size_t len, af_tensor_t *out, af_error_t *err);
 /*
  * Serialises t as .npy into a buffer the caller frees with af_free(). Returns 0, AF_EINVAL
- * (dtype without a NumPy type — bf16 — or bytes disagree with the shape), AF_ENOMEM.
+ * (dtype without a NumPy type — bf16, string: save those as .pb — or bytes disagree with the
+ * shape), AF_ENOMEM.
  */
 int af_tensor_npy_encode(const af_tensor_t *t, void **out, size_t *len, af_error_t *err);
 

@@ -1,0 +1,345 @@
+/*
+ * Tests of re-cutting (pool/heap.c): requests above opts.recut_min made through a cache are cut
+ * to the granule from the cache's heap, best fit, and coalesced on free; frees from other threads
+ * and from af_pool_free come back to the heap; a heap outlives its cache.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "arenaflow/pool.h"
+#include "pool_testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1u << 20)
+
+static af_pool_stats_t stats_of(af_pool_t *p)
+{
+    af_pool_stats_t st;
+    af_pool_stats(p, &st);
+    return st;
+}
+
+/* Three neighbours freed coalesce: a request of their total gets the first one's address and
+ * nothing is mapped; a request that fits no extent maps only what is missing. */
+static void test_pool_recut_coalesces_freed_neighbours(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *b, *c, *big;
+    assert_int_equal(af_pool_cache_alloc(k, MIB, &a), 0);
+    assert_int_equal(af_pool_cache_alloc(k, MIB - 1000, &b), 0);
+    assert_int_equal(af_pool_cache_alloc(k, MIB, &c), 0);
+    assert_ptr_equal(b, (char *)a - MIB); /* one range, grown downwards */
+    assert_ptr_equal(c, (char *)b - MIB);
+    fill(a, MIB, 1);
+    fill(b, MIB - 1000, 2);
+    fill(c, MIB, 3);
+    assert_true(check(b, MIB - 1000, 2));
+    af_pool_stats_t st0 = stats_of(p);
+    assert_int_equal(st0.reserved_bytes, 3 * MIB);
+    assert_int_equal(st0.allocated_bytes, 3 * MIB);
+    assert_int_equal(st0.requested_bytes, 3 * MIB - 1000);
+    assert_int_equal(af_pool_cache_free(k, b), 0);
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_int_equal(af_pool_cache_free(k, c), 0);
+    assert_int_equal(stats_of(p).allocated_bytes, 0);
+    assert_int_equal(af_pool_cache_alloc(k, 3 * MIB, &big), 0);
+    assert_ptr_equal(big, c);
+    af_pool_stats_t st = stats_of(p);
+    assert_int_equal(st.os_maps, st0.os_maps);
+    assert_int_equal(st.reserved_bytes, 3 * MIB);
+    /* 4 MiB fits no extent: the heap's lowest extent grows down by the 1 MiB it lacks */
+    assert_int_equal(af_pool_cache_free(k, big), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 4 * MIB, &big), 0);
+    assert_ptr_equal(big, (char *)c - MIB);
+    assert_int_equal(stats_of(p).reserved_bytes, 4 * MIB);
+    assert_int_equal(af_pool_cache_free(k, big), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+/* Best fit: of two free extents the smallest that holds the request is cut. */
+static void test_pool_recut_best_fit(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *x[4], *y;
+    static const size_t sz[] = {2 * MIB, MIB, MIB, MIB};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(af_pool_cache_alloc(k, sz[i], &x[i]), 0);
+    assert_int_equal(af_pool_cache_free(k, x[0]), 0); /* 2 MiB hole */
+    assert_int_equal(af_pool_cache_free(k, x[2]), 0); /* 1 MiB hole */
+    assert_int_equal(af_pool_cache_alloc(k, MIB - 4096, &y), 0);
+    assert_ptr_equal(y, x[2]);
+    assert_int_equal(af_pool_cache_free(k, y), 0);
+    assert_int_equal(af_pool_cache_free(k, x[1]), 0);
+    assert_int_equal(af_pool_cache_free(k, x[3]), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+/* A re-cut block reports its state and granule-rounded size; double and interior frees are
+ * reported on every path. */
+static void test_pool_recut_block_info_and_bad_frees(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *b;
+    assert_int_equal(af_pool_cache_alloc(k, 100000, &a), 0);
+    assert_int_equal((uintptr_t)a % AF_POOL_ALIGN, 0);
+    af_pool_block_info_t bi;
+    assert_int_equal(af_pool_block_info(p, a, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_INUSE);
+    assert_int_equal(bi.owner_class, -1);
+    assert_int_equal(bi.block_size, 7 * 16384); /* 100000 B cut to 7 granules */
+    assert_int_equal(af_pool_block_info(p, (char *)a + 16384, &bi), AF_EFOREIGN);
+    assert_int_equal(af_pool_cache_free(k, (char *)a + 16384), AF_EFOREIGN);
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_int_equal(af_pool_block_info(p, a, &bi), 0);
+    assert_int_equal(bi.state, AF_BLOCK_FREE);
+    assert_int_equal(af_pool_cache_free(k, a), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_free(p, a), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_cache_alloc(k, 5 * MIB, &b), 0);
+    assert_int_equal(af_pool_free(p, b), 0); /* no cache: back to the heap it came from */
+    assert_int_equal(af_pool_free(p, b), AF_EDOUBLEFREE);
+    assert_int_equal(af_pool_cache_free(k, b), AF_EDOUBLEFREE);
+    af_pool_stats_t st = stats_of(p);
+    assert_int_equal(st.double_frees, 4);
+    assert_int_equal(st.foreign_frees, 1);
+    assert_int_equal(st.allocs, st.frees);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.requested_bytes, 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+/* recut_min: below it the ladder serves, above it the heap; 0 turns re-cutting off. */
+static void test_pool_recut_threshold_and_off(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    assert_int_equal(o.recut_min, 32u << 10);
+    o.recut_min = 4096;
+    af_pool_t *bad = NULL;
+    af_error_t err = {0};
+    assert_int_equal(af_pool_create(&o, &bad, &err), AF_EINVAL);
+    assert_non_null(strstr(err.msg, "recut_min"));
+    for (int off = 0; off < 2; off++) {
+        o.recut_min = off ? 0 : 1u << 20;
+        af_pool_t *p = make_pool(&o);
+        af_pool_cache_t *k;
+        assert_int_equal(af_pool_cache_create(p, &k), 0);
+        void *a, *b;
+        af_pool_block_info_t bi;
+        assert_int_equal(af_pool_cache_alloc(k, MIB, &a), 0); /* not above 1 MiB: a class */
+        assert_int_equal(af_pool_block_info(p, a, &bi), 0);
+        assert_true(bi.owner_class >= 0);
+        assert_int_equal(af_pool_cache_alloc(k, MIB + 1, &b), 0);
+        assert_int_equal(af_pool_block_info(p, b, &bi), 0);
+        assert_int_equal(bi.owner_class >= 0, off); /* off: a class; on: re-cut */
+        assert_int_equal(af_pool_cache_free(k, a), 0);
+        assert_int_equal(af_pool_cache_free(k, b), 0);
+        af_pool_cache_destroy(k);
+        af_pool_destroy(p);
+    }
+}
+
+typedef struct {
+    af_pool_t *p;
+    void **blocks;
+    int n, use_cache, rc;
+} freer_t;
+
+static void *free_all(void *arg)
+{
+    freer_t *f = arg;
+    af_pool_cache_t *k = NULL;
+    if (f->use_cache && af_pool_cache_create(f->p, &k))
+        f->rc = -1;
+    for (int i = 0; i < f->n && f->rc == 0; i++) {
+        if (!check(f->blocks[i], 300000, (uint64_t)i))
+            f->rc = -2;
+        int rc = k ? af_pool_cache_free(k, f->blocks[i]) : af_pool_free(f->p, f->blocks[i]);
+        if (rc)
+            f->rc = rc;
+    }
+    af_pool_cache_destroy(k);
+    return NULL;
+}
+
+/* Blocks freed on another thread (through its own cache, or none) return to the heap of the
+ * cache that cut them: that cache reuses the memory without mapping more. */
+static void test_pool_recut_remote_frees_return(void **state)
+{
+    (void)state;
+    for (int use_cache = 0; use_cache < 2; use_cache++) {
+        af_pool_t *p = make_pool(NULL);
+        af_pool_cache_t *k;
+        assert_int_equal(af_pool_cache_create(p, &k), 0);
+        enum { N = 64 };
+        void *blk[N];
+        for (int r = 0; r < 3; r++) {
+            for (int i = 0; i < N; i++) {
+                assert_int_equal(af_pool_cache_alloc(k, 300000, &blk[i]), 0);
+                fill(blk[i], 300000, (uint64_t)i);
+            }
+            if (r == 0)
+                assert_int_equal(stats_of(p).reserved_bytes, N * 19 * 16384u);
+            freer_t f = {p, blk, N, use_cache, 0};
+            pthread_t th;
+            assert_int_equal(pthread_create(&th, NULL, free_all, &f), 0);
+            pthread_join(th, NULL);
+            assert_int_equal(f.rc, 0);
+        }
+        af_pool_stats_t st = stats_of(p);
+        assert_int_equal(st.reserved_bytes, N * 19 * 16384u); /* rounds 2 and 3 mapped nothing */
+        assert_int_equal(st.allocated_bytes, 0);
+        assert_int_equal(st.allocs, 3 * N);
+        assert_int_equal(st.frees, 3 * N);
+        af_pool_cache_destroy(k);
+        af_pool_destroy(p);
+    }
+}
+
+/* A destroyed cache's heap keeps its memory; a block of it freed afterwards still returns to
+ * it, and the next cache adopts the heap. */
+static void test_pool_recut_heap_outlives_cache(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    void *a, *b;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 8 * MIB, &a), 0);
+    af_pool_cache_destroy(k);
+    fill(a, 8 * MIB, 7);
+    assert_true(check(a, 8 * MIB, 7));
+    assert_int_equal(af_pool_free(p, a), 0);
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 6 * MIB, &b), 0);
+    assert_ptr_equal(b, (char *)a + 2 * MIB); /* cut from the top of the freed 8 MiB */
+    assert_int_equal(stats_of(p).reserved_bytes, 8 * MIB);
+    assert_int_equal(af_pool_cache_free(k, b), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+/* Two threads, each with a cache, allocate log-uniform sizes across the threshold and free a
+ * share of them on the other thread: contents intact, counts balanced. */
+typedef struct {
+    af_pool_t *p;
+    uint64_t seed;
+    void *_Atomic *mailbox; /* blocks handed to the other thread */
+    int rc;
+} mixer_t;
+
+static void *mix(void *arg)
+{
+    mixer_t *m = arg;
+    af_pool_cache_t *k;
+    if (af_pool_cache_create(m->p, &k)) {
+        m->rc = -1;
+        return NULL;
+    }
+    enum { LIVE = 48 };
+    void *live[LIVE] = {0};
+    size_t size[LIVE] = {0};
+    uint64_t id[LIVE] = {0};
+    for (int i = 0; i < 4000 / SCALE && m->rc == 0; i++) {
+        int j = (int)(rng_next(&m->seed) % LIVE);
+        if (live[j]) {
+            if (!check(live[j], size[j], id[j]))
+                m->rc = -2;
+            /* every 4th: to the mailbox, freed by the other thread */
+            void *old = (i & 3) ? live[j] : atomic_exchange(m->mailbox, live[j]);
+            if (old && af_pool_cache_free(k, old))
+                m->rc = -3;
+            live[j] = NULL;
+        }
+        size[j] = rng_size(&m->seed, 256, 4 * MIB);
+        if (af_pool_cache_alloc(k, size[j], &live[j]))
+            m->rc = -4;
+        else
+            fill(live[j], size[j], id[j] = m->seed);
+    }
+    for (int j = 0; j < LIVE; j++)
+        if (live[j] && af_pool_cache_free(k, live[j]))
+            m->rc = -5;
+    af_pool_cache_destroy(k);
+    return NULL;
+}
+
+static void test_pool_recut_two_threads(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    void *_Atomic mailbox = NULL;
+    mixer_t m[2] = {{p, 0x1234567ull, &mailbox, 0}, {p, 0x7654321ull, &mailbox, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, mix, &m[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(m[0].rc, 0);
+    assert_int_equal(m[1].rc, 0);
+    void *last = atomic_load(&mailbox);
+    if (last)
+        assert_int_equal(af_pool_free(p, last), 0);
+    af_pool_stats_t st = stats_of(p);
+    assert_int_equal(st.allocs, st.frees);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.double_frees + st.foreign_frees, 0);
+    af_pool_destroy(p);
+}
+
+/* Chunks grow up from the bottom of the reservation and heaps down from its top: either may
+ * use what the other has not (a small reservation fits a chunk of more than half of it). */
+static void test_pool_recut_shares_address_space(void **state)
+{
+    (void)state;
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.va_reserve = 64ull << 20;
+    af_pool_t *p = make_pool(&o);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *h, *x;
+    assert_int_equal(af_pool_alloc(p, 40 * MIB, &a), 0);       /* a class block: from the bottom */
+    assert_int_equal(af_pool_cache_alloc(k, 16 * MIB, &h), 0); /* re-cut: from the top */
+    assert_true((char *)h > (char *)a);
+    assert_int_equal(af_pool_cache_alloc(k, 16 * MIB, &x), AF_ENOMEM); /* 72 MiB > 64 */
+    assert_int_equal(af_pool_alloc(p, 16 * MIB, &x), AF_ENOMEM);
+    assert_int_equal(af_pool_free(p, a), 0);
+    assert_int_equal(af_pool_cache_free(k, h), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pool_recut_coalesces_freed_neighbours),
+        cmocka_unit_test(test_pool_recut_best_fit),
+        cmocka_unit_test(test_pool_recut_block_info_and_bad_frees),
+        cmocka_unit_test(test_pool_recut_threshold_and_off),
+        cmocka_unit_test(test_pool_recut_remote_frees_return),
+        cmocka_unit_test(test_pool_recut_heap_outlives_cache),
+        cmocka_unit_test(test_pool_recut_two_threads),
+        cmocka_unit_test(test_pool_recut_shares_address_space),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
