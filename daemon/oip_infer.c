@@ -721,30 +721,6 @@ static void shape_after(uv_work_t *w, int status)
     af__ijob_variant(j);
 }
 
-/*
- * A small inference is served on the loop thread, with no threadpool trip (a wake-up there and
- * one back here, and the hand-over costs more than the work): the request is alone in the
- * daemon, its body is small, its model's requests took under [models] loop_max_us of work each
- * so far (parse, round, encode: a small model, whose round runs inline on the calling thread),
- * and the loop has spent under a quarter of the last LOOP_WINDOW_NS on such work. Under load
- * the last rule sends requests to the threadpool, so every core serves and no request waits
- * long behind another on the loop.
- */
-#define LOOP_MAX_BODY 16384u
-#define LOOP_WINDOW_NS 10000000u
-
-static int on_loop(af__daemon_t *d, const af__model_t *m, const af__dreq_t *req)
-{
-    af__oip_t *o = d->oip;
-    uint64_t now = af_now_ns(), max_ns = (uint64_t)d->cfg.loop_max_us * 1000u;
-    if (now - o->loop_win_t0 >= LOOP_WINDOW_NS) {
-        o->loop_win_t0 = now;
-        o->loop_win_busy = 0;
-    }
-    return o->inflight == 1 && m->ok >= 8 && m->ns_ok < max_ns * m->ok &&
-           req->body_len <= LOOP_MAX_BODY && o->loop_win_busy < LOOP_WINDOW_NS / 4;
-}
-
 /* Inference-Header-Content-Length: -1 absent, else the byte count; -2 malformed. */
 static int64_t header_len(const af__dreq_t *req)
 {
@@ -809,7 +785,7 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
         af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
         return infer_after(&j->w, 0);
     }
-    if (on_loop(d, m, req)) { /* no threadpool trip: parsed, run and answered right here */
+    if (af__oip_on_loop(d, m, req)) { /* no threadpool trip: parsed, run and answered right here */
         infer_work(&j->w);
         o->loop_win_busy += j->ns_total;
         o->loop_requests++;
