@@ -2,9 +2,9 @@
  * bench_oip — an open-loop (constant-rate) load generator speaking the Open Inference Protocol
  * (v2 REST) to arenaflowd, or to anything in front of it (HAProxy).
  *
- *   bench_oip --addr HOST:PORT --model NAME [--rates R1,R2,... | --rate-max R] [--duration S]
- *             [--warmup S] [--connections N] [--health-pct P] [--onnx MODEL.onnx --kernels K]
- *             [--pid DAEMON_PID]
+ *   bench_oip --addr HOST:PORT --model NAME [--rates R1,R2,... | --rate-min R --rate-max R]
+ *             [--duration S] [--min-requests N] [--warmup S] [--connections N]
+ *             [--health-pct P] [--onnx MODEL.onnx --kernels K] [--pid DAEMON_PID]
  *
  * The model's metadata (GET /v2/models/NAME) gives its inputs; each gets a deterministic
  * pattern of its datatype, sent two ways: JSON data ("infer json") and the binary tensor data
@@ -16,16 +16,20 @@
  *
  * Each rate step runs N connections (one thread each, keep-alive), each sending at R/N on a
  * fixed schedule; latency is measured from the scheduled send time, so a server that falls
- * behind shows it in the tail (no coordinated omission). Steps go through --rates, or double
- * from 25 req/s up to --rate-max, and stop after the first step that saturates: the achieved
+ * behind shows it in the tail (no coordinated omission). A step lasts --duration seconds, or
+ * longer when that would record fewer than --min-requests requests (default 2000: a p99 of
+ * fewer says little). Steps go through --rates, or double from --rate-min (default 25 req/s)
+ * up to --rate-max, and stop after the first step that saturates: the achieved
  * rate (requests scheduled after the warm-up, over the time until the last one was answered)
  * under 90% of the target. Per step and kind: requests, achieved req/s, p50/p99/p99.9/max
- * latency (us), errors (non-200 or I/O error) and wrong answers. Then the highest rate whose
- * infer p99 stays under 2x the lowest step's p50 ("unloaded").
+ * latency (us), errors (non-200 or I/O error) and wrong answers; the load average after it and,
+ * with --pid, the daemon's CPU time and context switches per request sent. Then the highest
+ * rate whose infer p99 stays under 2x the lowest step's p50 ("unloaded"), p99 as measured.
  *
  * --pid: after the sweep, a closed loop (one connection, 3000 requests of each kind) reads the
- * daemon's CPU time (every thread's /proc/PID/task/TID/schedstat) around each kind: CPU per
- * request, which machine load does not inflate the way it does latency.
+ * daemon's CPU time (every thread's /proc/PID/task/TID/schedstat) and context switches
+ * (voluntary and not, /proc/PID/task/TID/status) around each kind: per request, figures machine
+ * load does not inflate the way it does latency.
  *
  * --onnx: the same model is also run in this process through af_session_run() with the same
  * input bytes (kernels K, default real): the difference of the p50s is the HTTP path's overhead
@@ -39,6 +43,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 
 enum { K_JSON = 0, K_BIN, K_HEALTH, K_COUNT };
 static const char *const kind_names[K_COUNT] = {"infer json", "infer binary", "health/live"};
@@ -46,7 +51,7 @@ static const char *const kind_names[K_COUNT] = {"infer json", "infer binary", "h
 typedef struct cfg {
     char host[64], model[128];
     int port, conns, health_pct;
-    double duration, warmup, rate_max;
+    double duration, warmup, rate_max, rate_min, min_requests;
     double rates[32];
     int n_rates;
     const char *onnx, *kernels;
@@ -67,14 +72,22 @@ static uint8_t *in_bytes[16];
 static uint64_t in_len[16];
 static int n_inputs;
 static double low_p50[2]; /* p50 of each inference kind at the lowest rate */
-static double closed_p50[K_COUNT], closed_cpu[K_COUNT]; /* --pid: the closed loop's figures */
+static double closed_p50[K_COUNT], closed_cpu[K_COUNT], closed_sw[K_COUNT]; /* --pid: closed loop */
+
+/* CPU time (ns) and context switches of every thread of the daemon (--pid) */
+typedef struct proc_use {
+    uint64_t cpu_ns, switches;
+} proc_use_t;
+static proc_use_t proc_use(int pid);
+static void loadavg(char *buf, size_t n);
 
 typedef struct step {
-    double rate;
+    double rate, dur; /* target req/s; seconds recorded (--duration, longer for --min-requests) */
     uint64_t t0;
     bh_lat_t lat[K_COUNT];
     uint64_t errors[K_COUNT], wrong[K_COUNT], statuses[600];
     uint64_t last_done; /* completion time of the last recorded request */
+    uint64_t sent;      /* requests sent, warm-up included */
     pthread_mutex_t mu;
 } step_t;
 
@@ -265,14 +278,16 @@ static void *worker_main(void *arg)
     worker_t *w = arg;
     const cfg_t *c = w->c;
     step_t *st = w->st;
+    /* sends on time: the default 50 us timer slack of a sleep would count as server latency */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     double interval_ns = 1e9 * c->conns / st->rate;
-    uint64_t end = st->t0 + (uint64_t)((c->warmup + c->duration) * 1e9);
+    uint64_t end = st->t0 + (uint64_t)((c->warmup + st->dur) * 1e9);
     uint64_t rec_from = st->t0 + (uint64_t)(c->warmup * 1e9);
     bh_resp_t r = {0};
     bh_lat_t lat[K_COUNT] = {{0}};
     uint64_t err[K_COUNT] = {0}, wrong[K_COUNT] = {0}, statuses[600] = {0};
     int fd = -1;
-    uint64_t last = 0;
+    uint64_t last = 0, sent = 0;
     for (uint64_t i = 0;; i++) {
         uint64_t when =
             st->t0 + (uint64_t)((double)i * interval_ns + interval_ns * w->idx / c->conns);
@@ -285,6 +300,7 @@ static void *worker_main(void *arg)
             fd = bh_dial(c->host, c->port);
         int status = fd >= 0 ? send_kind(fd, kind, &r) : -1;
         uint64_t done = af_now_ns();
+        sent++;
         if (status < 0 && fd >= 0) {
             close(fd);
             fd = -1;
@@ -314,6 +330,7 @@ static void *worker_main(void *arg)
     for (int s = 0; s < 600; s++)
         st->statuses[s] += statuses[s];
     st->last_done = last > st->last_done ? last : st->last_done;
+    st->sent += sent;
     pthread_mutex_unlock(&st->mu);
     return NULL;
 }
@@ -323,7 +340,10 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
                     uint64_t *bad)
 {
     step_t st = {.rate = rate, .t0 = af_now_ns() + 10000000u};
+    /* long enough for --min-requests recorded requests: a p99 of fewer says little */
+    st.dur = c->min_requests / rate > c->duration ? c->min_requests / rate : c->duration;
     pthread_mutex_init(&st.mu, NULL);
+    proc_use_t u0 = c->pid > 0 ? proc_use(c->pid) : (proc_use_t){0, 0};
     worker_t *ws = calloc((size_t)c->conns, sizeof(worker_t));
     for (int i = 0; i < c->conns; i++) {
         ws[i] = (worker_t){.idx = i, .c = c, .st = &st};
@@ -332,6 +352,7 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
     for (int i = 0; i < c->conns; i++)
         pthread_join(ws[i].th, NULL);
     free(ws);
+    proc_use_t u1 = c->pid > 0 ? proc_use(c->pid) : (proc_use_t){0, 0};
     size_t total = 0;
     double infer_p99 = 0, infer_p50 = 0;
     uint64_t errs = 0;
@@ -341,7 +362,7 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
         total += l->n;
         errs += st.errors[k] + st.wrong[k];
         printf("%8.0f  %-13s %8zu %9.1f %9.0f %9.0f %9.0f %9.0f %6" PRIu64 " %6" PRIu64 "\n", rate,
-               kind_names[k], l->n, (double)l->n / c->duration, bh_pct(l, 50), bh_pct(l, 99),
+               kind_names[k], l->n, (double)l->n / st.dur, bh_pct(l, 50), bh_pct(l, 99),
                bh_pct(l, 99.9), l->n ? l->v[l->n - 1] : 0.0, st.errors[k], st.wrong[k]);
         if (k != K_HEALTH && low_p50[k] == 0)
             low_p50[k] = bh_pct(l, 50);
@@ -358,8 +379,16 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
     /* achieved: the recorded requests over the time from the end of the warm-up to the last
      * answer, so a server that falls behind stretches the time and lowers the rate */
     double span = (double)(st.last_done - st.t0) / 1e9 - c->warmup;
-    double achieved = span > 0 ? (double)total / (span > c->duration ? span : c->duration) : 0;
-    printf("          achieved %.0f req/s of %.0f\n", achieved, rate);
+    double achieved = span > 0 ? (double)total / (span > st.dur ? span : st.dur) : 0;
+    char la[64];
+    loadavg(la, sizeof(la));
+    printf("          achieved %.0f req/s of %.0f over %.1f s; load average %s", achieved, rate,
+           st.dur, la);
+    if (c->pid > 0) /* the warm-up's requests are in these too: per request sent */
+        printf("; daemon per request: CPU %.1f us, %.2f context switches",
+               (double)(u1.cpu_ns - u0.cpu_ns) / 1e3 / (double)(st.sent ? st.sent : 1),
+               (double)(u1.switches - u0.switches) / (double)(st.sent ? st.sent : 1));
+    printf("\n");
     int saturated = achieved < 0.9 * rate;
     if (*unloaded_p50 == 0)
         *unloaded_p50 = infer_p50;
@@ -375,14 +404,30 @@ static int run_step(const cfg_t *c, double rate, double *unloaded_p50, double *b
 
 /* ---- daemon CPU per request ------------------------------------------------------------ */
 
-/* CPU time of every thread of process pid (ns), from /proc/PID/task/TID/schedstat; 0 when
- * unreadable. */
-static uint64_t proc_cpu_ns(int pid)
+/* What every thread of process pid has used: CPU time (ns, /proc/PID/task/TID/schedstat) and
+ * context switches (voluntary + nonvoluntary, /proc/PID/task/TID/status). Zeros when
+ * unreadable. Threads that ended in between are not counted (the daemon's live for its life). */
+static uint64_t status_switches(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[256];
+    uint64_t n = 0;
+    unsigned long long v;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1 ||
+            sscanf(line, "nonvoluntary_ctxt_switches: %llu", &v) == 1)
+            n += v;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static proc_use_t proc_use(int pid)
 {
     char dir[64];
     snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
     DIR *dd = opendir(dir);
-    uint64_t sum = 0;
+    proc_use_t u = {0, 0};
     struct dirent *e;
     while (dd && (e = readdir(dd)) != NULL) {
         if (e->d_name[0] == '.')
@@ -392,13 +437,27 @@ static uint64_t proc_cpu_ns(int pid)
         FILE *f = fopen(path, "r");
         unsigned long long ns = 0;
         if (f && fscanf(f, "%llu", &ns) == 1)
-            sum += ns;
+            u.cpu_ns += ns;
         if (f)
             fclose(f);
+        snprintf(path, sizeof(path), "%s/%s/status", dir, e->d_name);
+        u.switches += status_switches(path);
     }
     if (dd)
         closedir(dd);
-    return sum;
+    return u;
+}
+
+static void loadavg(char *buf, size_t n)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a = 0, b = 0, c = 0;
+    if (f && fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3)
+        snprintf(buf, n, "%.2f %.2f %.2f", a, b, c);
+    else
+        snprintf(buf, n, "?");
+    if (f)
+        fclose(f);
 }
 
 /* Closed loop, one connection, n requests of each kind: the daemon's CPU time per request
@@ -411,21 +470,24 @@ static void cpu_probe(const cfg_t *c, int n)
         return;
     for (int k = 0; k < K_COUNT; k++) {
         bh_lat_t l = {0};
-        uint64_t cpu0 = proc_cpu_ns(c->pid), t0 = af_now_ns();
+        proc_use_t u0 = proc_use(c->pid);
+        uint64_t t0 = af_now_ns();
         for (int i = 0; i < n; i++) {
             uint64_t t = af_now_ns();
             if (send_kind(fd, k, &r) != 200)
                 break;
             bh_lat_push(&l, (double)(af_now_ns() - t) / 1e3);
         }
-        uint64_t cpu = proc_cpu_ns(c->pid) - cpu0, wall = af_now_ns() - t0;
+        proc_use_t u1 = proc_use(c->pid);
+        uint64_t cpu = u1.cpu_ns - u0.cpu_ns, wall = af_now_ns() - t0;
         qsort(l.v, l.n, sizeof(double), bh_cmp_d);
         closed_p50[k] = bh_pct(&l, 50);
         closed_cpu[k] = l.n ? (double)cpu / 1e3 / (double)l.n : 0.0;
+        closed_sw[k] = l.n ? (double)(u1.switches - u0.switches) / (double)l.n : 0.0;
         printf("closed loop %-13s %6zu requests: p50 %.0f us, p99 %.0f us; daemon CPU %.1f us "
-               "per request (%.0f%% of one CPU)\n",
-               kind_names[k], l.n, bh_pct(&l, 50), bh_pct(&l, 99),
-               l.n ? (double)cpu / 1e3 / (double)l.n : 0.0, 100.0 * (double)cpu / (double)wall);
+               "per request (%.0f%% of one CPU), %.2f context switches per request\n",
+               kind_names[k], l.n, bh_pct(&l, 50), bh_pct(&l, 99), closed_cpu[k],
+               100.0 * (double)cpu / (double)wall, closed_sw[k]);
         free(l.v);
     }
     close(fd);
@@ -482,7 +544,8 @@ out:
 static void usage(void)
 {
     fprintf(stderr, "usage: bench_oip --addr HOST:PORT --model NAME [--rates R1,R2,...] "
-                    "[--rate-max R] [--duration S] [--warmup S] [--connections N] "
+                    "[--rate-min R] [--rate-max R] [--duration S] [--min-requests N] "
+                    "[--warmup S] [--connections N] "
                     "[--health-pct P] [--onnx MODEL.onnx] [--kernels K] [--pid DAEMON_PID]\n");
     exit(2);
 }
@@ -495,6 +558,8 @@ static void parse_args(int argc, char **argv, cfg_t *c)
                  .duration = 3,
                  .warmup = 0.5,
                  .rate_max = 3200,
+                 .rate_min = 25,
+                 .min_requests = 2000,
                  .kernels = "real"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[++i] : NULL;
@@ -510,6 +575,10 @@ static void parse_args(int argc, char **argv, cfg_t *c)
                 c->rates[c->n_rates++] = strtod(p, &e);
         else if (!strcmp(a, "--rate-max"))
             c->rate_max = atof(v);
+        else if (!strcmp(a, "--rate-min"))
+            c->rate_min = atof(v);
+        else if (!strcmp(a, "--min-requests"))
+            c->min_requests = atof(v);
         else if (!strcmp(a, "--duration"))
             c->duration = atof(v);
         else if (!strcmp(a, "--warmup"))
@@ -528,10 +597,13 @@ static void parse_args(int argc, char **argv, cfg_t *c)
             usage();
     }
     if (!c->port || !c->model[0] || c->conns < 1 || c->conns > 512 || c->duration <= 0 ||
-        c->health_pct < 0 || c->health_pct > 100)
+        c->health_pct < 0 || c->health_pct > 100 || c->rate_min <= 0 || c->min_requests < 0)
         usage();
+    for (int i = 0; i < c->n_rates; i++)
+        if (!(c->rates[i] > 0))
+            usage();
     if (!c->n_rates)
-        for (double r = 25; r <= c->rate_max && c->n_rates < 32; r *= 2)
+        for (double r = c->rate_min; r <= c->rate_max && c->n_rates < 32; r *= 2)
             c->rates[c->n_rates++] = r;
 }
 
@@ -567,9 +639,11 @@ int main(int argc, char **argv)
         if (p50 > 0 && closed_p50[K_JSON] > 0)
             printf("HTTP path overhead per request, closed loop (p50 minus in process): JSON %.0f "
                    "us, binary %.0f us, /v2/health/live alone %.0f us; daemon CPU per request: "
-                   "JSON %.1f us, binary %.1f us, health %.1f us\n",
+                   "JSON %.1f us, binary %.1f us, health %.1f us; context switches per request: "
+                   "JSON %.2f, binary %.2f, health %.2f\n",
                    closed_p50[K_JSON] - p50, closed_p50[K_BIN] - p50, closed_p50[K_HEALTH],
-                   closed_cpu[K_JSON], closed_cpu[K_BIN], closed_cpu[K_HEALTH]);
+                   closed_cpu[K_JSON], closed_cpu[K_BIN], closed_cpu[K_HEALTH], closed_sw[K_JSON],
+                   closed_sw[K_BIN], closed_sw[K_HEALTH]);
     }
     for (int k = 0; k < 2; k++)
         free(bodies[k].p), free(bodies[k].ref);

@@ -6,7 +6,11 @@
 # the same model in process through af_session_run for the HTTP overhead. The sweep runs
 # OIP_REPEAT times (default 3) on the same daemon; the last lines give, per run, the largest
 # rate whose infer p99 stayed under 2x the unloaded p50 with no errors, and the load average
-# around it (the machine is shared: say the load with the figures).
+# around it (the machine is shared: say the load with the figures). Each rate step records at
+# least 2000 requests (bench_oip --min-requests), so its p99 means something; with --pid the
+# steps and the closed loop also give the daemon's CPU time and context switches per request.
+# OIP_INLINE sets the daemon's [executor] inline_rounds (auto, true, false): false is the
+# before-inline-rounds daemon, for a same-run comparison.
 #   bench/oip_load.sh [BUILD_DIR] [bench_oip options...]   (default build/, --rate-max 3200)
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,12 +18,18 @@ BIN=${1:-$SRC/build}
 [ $# -gt 0 ] && shift
 MODEL=${OIP_MODEL:-/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx}
 REPEAT=${OIP_REPEAT:-3}
+INLINE=${OIP_INLINE:-} # [executor] inline_rounds of the daemon (auto, true, false); unset: default
 T=$(mktemp -d /tmp/af-oip-load.XXXXXX)
 PID=
 trap '[ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 mkdir -p "$T/repo/m/1"
 cp "$MODEL" "$T/repo/m/1/model.onnx"
-"$BIN/arenaflowd" --listen 127.0.0.1:0 --model-repository "$T/repo" 2>"$T/log" &
+CONFIG=()
+if [ -n "$INLINE" ]; then
+    printf '[executor]\ninline_rounds = %s\n' "$INLINE" >"$T/config.ini"
+    CONFIG=(--config "$T/config.ini")
+fi
+"$BIN/arenaflowd" "${CONFIG[@]}" --listen 127.0.0.1:0 --model-repository "$T/repo" 2>"$T/log" &
 PID=$!
 PORT=
 for _ in $(seq 1 400); do
@@ -29,7 +39,8 @@ for _ in $(seq 1 400); do
 done
 [ -n "$PORT" ] || { cat "$T/log"; exit 1; }
 KERNELS=$(sed -n 's|.*loading with the \([a-z]*\) kernels.*|\1|p' "$T/log")
-echo "arenaflowd pid $PID port $PORT, $(basename "$(dirname "$MODEL")"), $KERNELS kernels"
+echo "arenaflowd pid $PID port $PORT, $(basename "$(dirname "$MODEL")"), $KERNELS kernels," \
+    "inline_rounds = ${INLINE:-default}"
 rc=0
 for run in $(seq 1 "$REPEAT"); do
     before=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -84,6 +84,9 @@ static const af_opt_t models_opts[] = {
     I64("max_shapes", max_shapes, "8", 1, 4096, "plans kept per model with symbolic dims"),
     I64("max_plan_files", max_plan_files, "64", 0, 1 << 20,
         "model plans kept in <state_dir>/model_plans; 0 = none"),
+    I64("loop_max_us", loop_max_us, "200", 0, 10000000,
+        "serve an inference alone on the event loop when its model's average under this; 0 = "
+        "never"),
 };
 #undef F
 #undef S

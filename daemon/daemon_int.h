@@ -89,6 +89,7 @@ typedef struct af__dcfg {
     int64_t max_infers;                  /* inference requests in flight; more get 429 */
     int64_t max_shapes;                  /* concrete shapes kept per symbolic-dims model */
     int64_t max_plan_files;              /* model plans kept in <state_dir>/model_plans */
+    int64_t loop_max_us; /* small inferences on the loop: model's average work under it, 0 off */
 } af__dcfg_t;
 
 /* Command-line values that win over the file on every (re)load; NULL = not given. */

@@ -167,9 +167,14 @@ void af__oip_metrics(af__daemon_t *d, char **b, size_t *l, size_t *c)
                    "# HELP arenaflowd_model_batched_requests_total Requests run in batches.\n"
                    "# TYPE arenaflowd_model_batched_requests_total counter\n"
                    "arenaflowd_model_batched_requests_total %" PRIu64 "\n"
+                   "# HELP arenaflowd_model_loop_requests_total Small inferences served on the "
+                   "event loop (no threadpool trip).\n"
+                   "# TYPE arenaflowd_model_loop_requests_total counter\n"
+                   "arenaflowd_model_loop_requests_total %" PRIu64 "\n"
                    "# HELP arenaflowd_model_instance_rounds_total Rounds per model instance.\n"
                    "# TYPE arenaflowd_model_instance_rounds_total counter\n",
-                   o->plans_made, o->plans_restored, o->batches, o->batched_requests);
+                   o->plans_made, o->plans_restored, o->batches, o->batched_requests,
+                   o->loop_requests);
     for (const af__model_t *m = o->models; m; m = m->next)
         for (int i = 0; i < m->cfg.instances && i < AF__OIP_MAX_INSTANCES; i++)
             af__buf_printf(b, l, c,

@@ -22,6 +22,8 @@
  * nothing; a failed round fails every request of the batch. Outputs must have axis 0 equal to
  * the batch's rows (else the batch fails: the model has no batch axis on that output).
  *
+ * Also here: the choice to serve a small inference on the loop thread (af__oip_on_loop).
+ *
  * Loop thread only, except batch_work, which touches only its batch and its jobs.
  */
 #include "daemon/oip_int.h"
@@ -368,4 +370,31 @@ void af__batch_run(af__batch_t *b, af__variant_t *v)
         b->m->inst_inflight[b->inst]--;
         finish(b, 0);
     }
+}
+
+/* ---- small inferences on the loop ------------------------------------------------------ */
+
+/*
+ * Where a request runs (af__oip_infer): a small inference is served on the loop thread, with no
+ * threadpool trip (a wake-up there and
+ * one back here, and the hand-over costs more than the work): the request is alone in the
+ * daemon, its body is small, its model's requests took under [models] loop_max_us of work each
+ * so far (parse, round, encode: a small model, whose round runs inline on the calling thread),
+ * and the loop has spent under a quarter of the last LOOP_WINDOW_NS on such work. Under load
+ * the last rule sends requests to the threadpool, so every core serves and no request waits
+ * long behind another on the loop.
+ */
+#define LOOP_MAX_BODY 16384u
+#define LOOP_WINDOW_NS 10000000u
+
+int af__oip_on_loop(af__daemon_t *d, const af__model_t *m, const af__dreq_t *req)
+{
+    af__oip_t *o = d->oip;
+    uint64_t now = af_now_ns(), max_ns = (uint64_t)d->cfg.loop_max_us * 1000u;
+    if (now - o->loop_win_t0 >= LOOP_WINDOW_NS) {
+        o->loop_win_t0 = now;
+        o->loop_win_busy = 0;
+    }
+    return o->inflight == 1 && m->ok >= 8 && m->ns_ok < max_ns * m->ok &&
+           req->body_len <= LOOP_MAX_BODY && o->loop_win_busy < LOOP_WINDOW_NS / 4;
 }

@@ -785,5 +785,11 @@ void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__r
         af__ijob_fail(j, AF__DERR_BUSY, "out of memory");
         return infer_after(&j->w, 0);
     }
+    if (af__oip_on_loop(d, m, req)) { /* no threadpool trip: parsed, run and answered right here */
+        infer_work(&j->w);
+        o->loop_win_busy += j->ns_total;
+        o->loop_requests++;
+        return infer_after(&j->w, 0);
+    }
     queue(j, infer_work, infer_after);
 }

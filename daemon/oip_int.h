@@ -184,6 +184,10 @@ typedef struct af__oip {
     struct af__batchq *queues;           /* batch queues with requests waiting */
     int timer_open;
     char load_error[256]; /* the last failure of the start-up scan, "" none */
+    /* small inferences served on the loop thread (oip_infer.c): this window's start and the
+     * work done on the loop in it */
+    uint64_t loop_win_t0, loop_win_busy;
+    uint64_t loop_requests; /* inferences served on the loop thread */
 } af__oip_t;
 
 /* Reads DIR/<name>/config.json at path (absent: defaults): importer specs for "inputs" and
@@ -304,6 +308,9 @@ void af__batch_timer(uv_timer_t *t);
  * concatenates, runs and splits off the loop, then answers every request of it. */
 void af__batch_run(struct af__batch *b, af__variant_t *v);
 
+/* 1 when the request just admitted (o->inflight counts it) is served on the loop thread:
+ * alone in the daemon, small body, model's requests under [models] loop_max_us (oip_batch.c). */
+int af__oip_on_loop(af__daemon_t *d, const af__model_t *m, const af__dreq_t *req);
 /* POST /v2/models/{m}[/versions/{v}]/infer on model m (referenced by the caller for the call). */
 void af__oip_infer(af__daemon_t *d, af__model_t *m, const af__dreq_t *req, af__reply_t *r);
 /* The /v2 routes: called by af__daemon_handle for paths under /v2. */

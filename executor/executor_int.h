@@ -87,6 +87,9 @@ struct af_executor {
     atomic_int teams_live;
     uv_mutex_t tmu; /* AF__RANK_CORES */
     uv_cond_t tcv;
+    /* Inline rounds (rounds.c): run by their callers, at most n at once; their tasks counted. */
+    atomic_int inline_live;
+    atomic_ullong inline_tasks;
 };
 
 /* Dynamic tensors (dynamic.c): one pool cache per worker, created and destroyed while no worker
@@ -101,6 +104,8 @@ int af__dyn_free(af_executor_t *ex, void *ptr);
  * those beyond the first `keep`: a worker pushing onto its own deque tasks it will pop itself
  * next passes keep = 1 (a batch's next round with a single root wakes nobody). */
 int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep);
+/* 1 when the calling thread is a worker of some executor. */
+int af__exec_on_worker(void);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
 void af__exec_reserve(af_executor_t *ex, size_t tasks);
 /* Number of CPUs (at least 1). */
@@ -153,7 +158,7 @@ struct af__prog {
     uint64_t unplanned_scratch; /* per worker: largest need without a planned scratch tensor */
     uint8_t *wscratch;          /* workers x unplanned_scratch, 64-aligned, or NULL */
     void *wscratch_raw;
-    int32_t workers;
+    int32_t workers;   /* execution contexts prepared for (>= ex->n; set before prepare) */
     uint8_t *layout;   /* per tensor (AF__LAYOUT_*), NULL: all plain */
     char **kname;      /* per node: "onednn:<impl>" etc., for af_session_node_kernel() */
     af_executor_t *ex; /* set while prepared */
@@ -232,6 +237,9 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t node);
 /* Called by the worker that finished the round's last node (hint: its id, -1 on the caller's
  * thread): a batch's next round is pushed onto that worker's deque. */
 void af__round_complete(af__round_t *r, int32_t hint);
+/* Runs every node of a started round on the calling thread in plan order, as context
+ * s->inl[r->slot] (af_session_run's inline path); the caller then completes it. */
+void af__round_run_inline(af__round_t *r);
 /* Checksum recorded for tensor t in round r (verify kernels). */
 uint64_t af__round_sum(const af__round_t *r, int32_t t);
 
@@ -370,6 +378,9 @@ int32_t af__kernel_intra_max(const af_executor_opts_t *o);
 int32_t af__kernel_intra(const af_plan_t *plan, const af_executor_opts_t *o);
 /* OpenMP team of node v: intra for nodes whose cost makes a team pay, else 1. */
 int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra);
+/* 1 when rounds of program p (kernels bound, not prepared) may run on their caller's thread
+ * under ex's inline_rounds option (docs/executor.md, "Inline rounds"). */
+int af__kernel_inline_ok(af_executor_t *ex, const af__prog_t *p);
 
 int af__kernel_pattern(const af_kernel_args_t *a);
 int af__kernel_empty(const af_kernel_args_t *a);
@@ -408,8 +419,13 @@ struct af_session {
     af_session_opts_t opts;
     af_plan_opts_t replan_opts;
     int verify, history;
+    /* Inline rounds (af_executor_opts.inline_rounds): allowed for this session's plan; one
+     * execution context per slot (ids ex->n + slot) beside the workers' */
+    int inline_ok;
+    af__worker_t *inl;
+    int32_t n_ctx;           /* execution contexts: ex->n workers, + n_slots when inline_ok */
     int32_t max_in, max_out; /* kernel arity bounds (scratch size) */
-    void **sc_ptr;           /* per worker: max_in + max_out pointers */
+    void **sc_ptr;           /* per context: max_in + max_out pointers */
     uint64_t *sc_bytes;
     uint8_t *sc_flags;   /* per worker: input passed its first check */
     uint8_t *consts;     /* storage of the constants the graph gives no data for (a pattern) */

@@ -219,3 +219,39 @@ int32_t af__kernel_team(const af_graph_t *g, int32_t v, int32_t intra)
 {
     return intra > 1 && node_cost(g, v) >= AF__TEAM_MIN_COST ? intra : 1;
 }
+
+/* ---- inline rounds ------------------------------------------------------------------------ */
+
+/* Below this modelled cost (FLOPs of the whole plan) a round is over sooner than a hand-over to
+ * a worker and the wake-up of its caller (a few us each): the same figure as a team's. */
+#define AF__INLINE_MAX_COST AF__TEAM_MIN_COST
+/* Parallelism (total cost / critical path) under which a second worker has nothing to run. */
+#define AF__INLINE_CHAIN 1.2
+
+int af__kernel_inline_ok(af_executor_t *ex, const af__prog_t *p)
+{
+    const af_executor_opts_t *o = &ex->opts;
+    /* auto: real kernels only; "verify" and "empty" are the scheduler's test and benchmark sets */
+    if (o->inline_rounds == 0 || (o->inline_rounds < 0 && (ex->set->all || !ex->set->table)))
+        return 0;
+    if (p->guard_t)
+        return 0; /* If guards add edges the plan's order (the inline order) need not respect */
+    int32_t intra = af__kernel_intra(p->plan, o);
+    double total = 0;
+    for (int32_t v = 0; v < p->n_nodes; v++) {
+        af_kernel_fn fn;
+        void *user;
+        /* a registered kernel may keep state per worker (af_executor_threads of them) */
+        if (af__exec_registered(ex, af_graph_node(p->g, v)->op, &fn, &user) == 0)
+            return 0;
+        if (af__kernel_team(p->g, v, intra) > 1)
+            return 0; /* its OpenMP team belongs on a worker, under the core budget */
+        double c = af_graph_node(p->g, v)->cost;
+        total += c > 0 ? c : 1;
+    }
+    if (o->inline_rounds > 0 || total < AF__INLINE_MAX_COST)
+        return 1;
+    double cp = 0;
+    return af_executor_critical_path(p->plan, &cp, NULL) == 0 && cp > 0 &&
+           total < AF__INLINE_CHAIN * cp;
+}

@@ -27,6 +27,8 @@ static const af_opt_t opt_table[] = {
      "check every input's checksum: auto = with the verify kernels"},
     {"intra_op_threads", AF_OPT_INT, F(intra_op_threads), "0", 0, 1024, NULL, 0, 0,
      "OpenMP team of a large node (kernel sets with a backend), 0 = chosen per graph"},
+    {"inline_rounds", AF_OPT_AUTO_BOOL, F(inline_rounds), "auto", 0, 0, NULL, 0, 0,
+     "run small rounds on the calling thread: auto = small or chain plans, real kernels"},
 };
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)

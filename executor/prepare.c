@@ -177,17 +177,18 @@ int af__prog_prepare(af__prog_t *p, af_executor_t *ex, const void *(*const_ptr)(
 {
     const af__kernel_set_t *ks = ex->set;
     p->ex = ex;
-    p->workers = ex->n;
+    if (p->workers < ex->n) /* the caller may ask for more contexts (a session's inline rounds) */
+        p->workers = ex->n;
     p->intra = af__kernel_intra(p->plan, &ex->opts);
     p->max_team = 1;
     int rc = 0, team0 = 1;
     if (ks->backend) {
-        if ((rc = ks->backend->create(ex->n, &p->backend, err)))
+        if ((rc = ks->backend->create(p->workers, &p->backend, err)))
             return rc;
         team0 = ks->backend->get_team();
     }
     af__kprep_t base = {
-        .g = p->g, .workers = ex->n, .constant = const_ptr, .cu = cu, .backend = p->backend};
+        .g = p->g, .workers = p->workers, .constant = const_ptr, .cu = cu, .backend = p->backend};
     rc = af__kernel_layouts(ks, &base, p->intra, &p->layout, err);
     base.layout = p->layout;
     for (int32_t v = 0; v < p->n_nodes && !rc; v++)

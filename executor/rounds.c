@@ -8,6 +8,10 @@
  * its last node records it (af__session_round_done) and hands it over: wakes the synchronous
  * caller, or queues it for the loop.
  *
+ * Inline rounds: a synchronous round of a session whose plan allows it (af__kernel_inline_ok)
+ * runs on the caller's thread (af__round_run_inline) and completes there; the worker pool never
+ * sees it. Every other round, and one whose caller is a worker, goes to the workers.
+ *
  * Batches: the caller starts as many rounds of the batch as there are free slots (at least one,
  * waiting for it) and then sleeps once. A worker that finishes a batch round starts the next
  * round of the batch itself in the same slot with the same arena: no slot or pool trip, no
@@ -243,6 +247,22 @@ static int take_slot(af_session_t *s, int wait, af__batch_t *b, int32_t *index, 
     return 0;
 }
 
+/* An af_session_run() round may run on its caller's thread: the session's plan allows it, the
+ * caller is not a worker, and fewer than `threads` rounds of the executor run inline now (the
+ * workers' count bounds the callers' as it bounds the workers). Takes one of those places. */
+static int inline_take(af_session_t *s, const af__round_t *r)
+{
+    if (!s->inline_ok || r->batch || !r->sync || af__exec_on_worker())
+        return 0;
+    af_executor_t *ex = s->ex;
+    int live = atomic_load_explicit(&ex->inline_live, memory_order_relaxed);
+    while (live < ex->n)
+        if (atomic_compare_exchange_weak_explicit(&ex->inline_live, &live, live + 1,
+                                                  memory_order_acquire, memory_order_relaxed))
+            return 1;
+    return 0;
+}
+
 /* Starts a taken round. On success it is running (or already complete); on failure the slot is
  * back (a batch round: left the batch). */
 static int launch(af_session_t *s, af__round_t *r, const af_buffer_t *inputs, af_buffer_t *outputs,
@@ -260,6 +280,12 @@ static int launch(af_session_t *s, af__round_t *r, const af_buffer_t *inputs, af
     if ((rc = af__round_start(r, inputs, outputs, err)))
         goto fail;
     if (p->n_nodes == 0) {
+        af__round_complete(r, -1);
+        return 0;
+    }
+    if (inline_take(s, r)) { /* no hand-over to a worker, no wake-up of this thread */
+        af__round_run_inline(r);
+        atomic_fetch_sub_explicit(&s->ex->inline_live, 1, memory_order_release);
         af__round_complete(r, -1);
         return 0;
     }

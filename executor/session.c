@@ -266,6 +266,30 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
 }
 
+/*
+ * An inline round: every node on the calling thread, in the plan's order (which respects the
+ * data and reuse edges the workers follow: af_plan_verify proves it; plans with If guards, whose
+ * edges it need not respect, never run inline), so a plan runs the sequence it was planned for.
+ * No counter is touched. The node runs in context s->inl[slot] (its own scratch pointers,
+ * oneDNN stream and memory objects); the thread's OpenMP setting is made 1 for the round (every
+ * node of an inline plan runs without a team) and given back after.
+ */
+void af__round_run_inline(af__round_t *r)
+{
+    af_session_t *s = r->s;
+    const af__prog_t *p = r->prog;
+    af__worker_t *w = &s->inl[r->slot];
+    const af__backend_t *be = p->backend ? s->ex->set->backend : NULL;
+    int32_t team0 = be ? be->get_team() : 1;
+    w->team = team0;
+    const int32_t *order = af_plan_order(p->plan);
+    for (int32_t i = 0; i < p->n_nodes; i++)
+        af__round_run_node(w, r, order[i]);
+    if (be && w->team != team0)
+        be->set_team(team0);
+    atomic_fetch_add_explicit(&s->ex->inline_tasks, (uint64_t)p->n_nodes, memory_order_relaxed);
+}
+
 /* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */
 void af__round_complete(af__round_t *r, int32_t hint)
 {
@@ -425,6 +449,7 @@ static const void *session_const(void *cu, int32_t t)
 int af__session_prepare(af_session_t *s, af__prog_t *p, af_error_t *err)
 {
     const_src_t c = {s, p};
+    p->workers = s->n_ctx; /* the workers, and the inline rounds' contexts */
     return af__prog_prepare(p, s->ex, session_const, &c, err);
 }
 

@@ -60,6 +60,7 @@ static void slots_free(af_session_t *s)
         af__free(r->roots);
     }
     af__free(s->slots);
+    af__free(s->inl);
 }
 
 static void session_free(af_session_t *s)
@@ -122,6 +123,16 @@ static int alloc_slots(af_session_t *s, const af__prog_t *p)
         if (!r->ptr || !r->dbytes || !r->sum || !r->seq || !r->owned || !r->pending || !r->roots)
             return AF_ENOMEM;
         s->free_slots[s->n_free++] = s->n_slots - 1 - i;
+    }
+    if (!s->inline_ok)
+        return 0;
+    /* the contexts inline rounds run nodes in: one per slot, ids after the workers' */
+    if (!(s->inl = af__calloc((size_t)s->n_slots, sizeof(*s->inl))))
+        return AF_ENOMEM;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        s->inl[i].ex = s->ex;
+        s->inl[i].id = s->ex->n + i;
+        s->inl[i].team = -1;
     }
     return 0;
 }
@@ -276,9 +287,11 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     s->max_in = p->max_in;
     s->max_out = p->max_out;
     size_t per = af__session_sc_stride(s);
-    s->sc_ptr = af__calloc(per * (size_t)ex->n, sizeof(void *));
-    s->sc_bytes = af__calloc(per * (size_t)ex->n, sizeof(uint64_t));
-    s->sc_flags = af__calloc(per * (size_t)ex->n, 1);
+    s->inline_ok = af__kernel_inline_ok(ex, p);
+    s->n_ctx = ex->n + (s->inline_ok ? ex->opts.max_inflight : 0);
+    s->sc_ptr = af__calloc(per * (size_t)s->n_ctx, sizeof(void *));
+    s->sc_bytes = af__calloc(per * (size_t)s->n_ctx, sizeof(uint64_t));
+    s->sc_flags = af__calloc(per * (size_t)s->n_ctx, 1);
     s->last_sum = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));
     s->last_seq = af__calloc((size_t)p->n_nodes + 1, sizeof(uint64_t));
     s->dyn_max = af__calloc((size_t)p->n_tensors + 1, sizeof(uint64_t));

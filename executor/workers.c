@@ -341,11 +341,21 @@ static void run_chain(af__worker_t *w, af__task_t t)
     }
 }
 
+/* Set on every worker thread: af_session_run there queues its round instead of running it
+ * inline (the worker's own deque and scratch are in use). */
+static _Thread_local int tls_is_worker;
+
+int af__exec_on_worker(void)
+{
+    return tls_is_worker;
+}
+
 static void worker_main(void *arg)
 {
     af__worker_t *w = arg;
     af_executor_t *ex = w->ex;
     af__task_t t;
+    tls_is_worker = 1;
     af__dyn_bind(w);
     if (ex->set && ex->set->backend) {
         /* libgomp allocates a thread's settings the first time they are set: now, not in a
@@ -564,7 +574,7 @@ af_pool_t *af_executor_pool(const af_executor_t *ex)
 
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals)
 {
-    uint64_t t = 0, st = 0;
+    uint64_t t = ex ? atomic_load_explicit(&ex->inline_tasks, memory_order_relaxed) : 0, st = 0;
     for (int32_t i = 0; ex && i < ex->n; i++) {
         t += atomic_load_explicit(&ex->workers[i].tasks, memory_order_relaxed);
         st += atomic_load_explicit(&ex->workers[i].steals, memory_order_relaxed);

@@ -34,7 +34,8 @@ mkdir -p "$REPO/broken/1"
 echo "not a model" >"$REPO/broken/1/model.onnx"
 
 write_cfg "[models]
-max_shapes = 3"
+max_shapes = 3
+loop_max_us = 1000000"
 start --model-repository "$REPO"
 wait_ready
 wait_v2_ready "once the repository is in"
@@ -109,6 +110,22 @@ for m in $REAL; do
         echo "note: onnxruntime-node not found: the ONNX Runtime comparison is skipped"
     fi
 done
+
+# small requests alone in the daemon are served on the event loop once the model has shown it
+# is small (8 requests; loop_max_us is raised above so that a sanitizer build qualifies too):
+# the same answers either way
+loop0=$(metric 'arenaflowd_model_loop_requests_total')
+body='{"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":[-1,2,-3,4.5,-5,6]}]}'
+for i in $(seq 1 20); do
+    req POST /v2/models/dyn_fixed/infer -H 'Content-Type: application/json' -d "$body"
+    expect 200 "dyn_fixed request $i" >/dev/null
+    cp "$T/body" "$T/loop_$i"
+    cmp -s "$T/loop_1" "$T/loop_$i" || fail "dyn_fixed answer $i differs: $(cat "$T/loop_$i")"
+done
+grep -q '"data":\[0.0,2.0,0.0,4.5,0.0,6.0\]' "$T/loop_1" || fail "dyn_fixed: $(cat "$T/loop_1")"
+loop1=$(metric 'arenaflowd_model_loop_requests_total')
+[ $((loop1 - loop0)) -ge 1 ] || fail "loop requests: ${loop0:-} -> ${loop1:-}, want some"
+ok "20 one-at-a-time requests, $((loop1 - loop0)) served on the loop: identical answers"
 
 # repository extension
 req POST /v2/repository/index

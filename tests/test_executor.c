@@ -14,6 +14,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,12 +30,14 @@
 #define DEFAULT_DAGS 1000
 #endif
 
-static af_executor_t *make_exec(int threads, const char *kernels)
+/* inline_rounds: af_executor_opts.inline_rounds (-1 auto, the default) */
+static af_executor_t *make_exec_inline(int threads, const char *kernels, int inline_rounds)
 {
     af_executor_opts_t o;
     af_executor_opts_init(&o);
     o.threads = threads;
     o.kernels = kernels;
+    o.inline_rounds = inline_rounds;
     af_executor_t *ex = NULL;
     af_error_t err;
     int rc = af_executor_create(&o, &ex, &err);
@@ -42,6 +45,11 @@ static af_executor_t *make_exec(int threads, const char *kernels)
         fprintf(stderr, "af_executor_create: %s\n", err.msg);
     assert_int_equal(rc, 0);
     return ex;
+}
+
+static af_executor_t *make_exec(int threads, const char *kernels)
+{
+    return make_exec_inline(threads, kernels, -1);
 }
 
 static af_plan_t *make_plan(const af_graph_t *g, af_parallel_reuse_t mode, int safe)
@@ -1064,7 +1072,8 @@ static void test_executor_opts_table(void **state)
     int nkeys = 0;
     for (const char *const *k = af_executor_opts_keys(); *k; k++)
         nkeys++;
-    assert_int_equal(nkeys, 8);
+    assert_int_equal(nkeys, 9);
+    assert_int_equal(o.inline_rounds, -1); /* auto */
     af_error_t err;
     assert_int_equal(af_executor_opts_set(&o, "dynamic_default_bytes", "1GiB", &err), 0);
     assert_int_equal(o.dynamic_default_bytes, 1u << 30); /* the one size grammar: G was refused */
@@ -1090,7 +1099,12 @@ static void test_executor_opts_table(void **state)
     int n = 0;
     for (const char *const *k = af_executor_opts_keys(); *k; k++)
         n++;
-    assert_int_equal(n, 8);
+    assert_int_equal(n, 9);
+    assert_int_equal(af_executor_opts_set(&o, "inline_rounds", "false", &err), 0);
+    assert_int_equal(o.inline_rounds, 0);
+    assert_int_equal(af_executor_opts_set(&o, "inline_rounds", "auto", &err), 0);
+    assert_int_equal(o.inline_rounds, -1);
+    assert_int_equal(af_executor_opts_set(&o, "inline_rounds", "sometimes", &err), AF_EINVAL);
 }
 
 static void test_executor_critical_path(void **state)
@@ -1111,6 +1125,161 @@ static void test_executor_critical_path(void **state)
     assert_true(af_plan_arena_bytes(fence) < af_plan_arena_bytes(strict));
     af_plan_destroy(fence);
     af_plan_destroy(strict);
+    af_graph_destroy(g);
+}
+
+/* ---- inline rounds ------------------------------------------------------------------------ */
+
+/* The contexts the kernels of a session ran in (a->worker), seen by its observe hook. */
+typedef struct seen_ctx {
+    atomic_int lo, hi;
+} seen_ctx_t;
+
+static int observe_ctx(void *user, const af_kernel_args_t *a)
+{
+    seen_ctx_t *c = user;
+    int v = atomic_load(&c->lo);
+    while (a->worker < v && !atomic_compare_exchange_weak(&c->lo, &v, a->worker))
+        ;
+    v = atomic_load(&c->hi);
+    while (a->worker > v && !atomic_compare_exchange_weak(&c->hi, &v, a->worker))
+        ;
+    return 0;
+}
+
+/* Runs `rounds` rounds of p (from `callers` threads at once) with the observe hook; *seen gets
+ * the lowest and highest context of any kernel call. Every round must be clean. */
+static void run_seen(af_executor_t *ex, const af_plan_t *p, int callers, int rounds,
+                     seen_ctx_t *seen)
+{
+    atomic_init(&seen->lo, 1 << 30);
+    atomic_init(&seen->hi, -1);
+    af_session_opts_t so = {.observe = observe_ctx, .observe_user = seen};
+    af_session_t *s;
+    af_error_t err;
+    assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+    uv_thread_t th[8];
+    mt_ctx_t c[8];
+    for (int i = 0; i < callers; i++) {
+        c[i] = (mt_ctx_t){s, rounds, 0};
+        assert_int_equal(uv_thread_create(&th[i], mt_main, &c[i]), 0);
+    }
+    for (int i = 0; i < callers; i++) {
+        uv_thread_join(&th[i]);
+        assert_int_equal(c[i].failed, 0);
+    }
+    af_session_stats_t st;
+    af_session_stats(s, &st);
+    assert_int_equal(st.rounds, (uint64_t)callers * (uint64_t)rounds);
+    assert_int_equal(st.failed_rounds, 0);
+    assert_int_equal(st.corrupted_tensors, 0);
+    af_session_destroy(s);
+}
+
+/* inline_rounds = 1: af_session_run's rounds run on the caller's thread, in the contexts after
+ * the workers' (ids threads + slot), every node once and in order (the verify kernels check
+ * every input against its producer); 0 and auto with the verify set: on the workers. */
+static void test_executor_inline_rounds_on_caller(void **state)
+{
+    (void)state;
+    af_graph_t *g = rd_graph(91, 40);
+    assert_non_null(g);
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    int32_t nodes = af_graph_node_count(g);
+    seen_ctx_t seen;
+    af_executor_t *ex = make_exec_inline(2, "verify", 1);
+    uint64_t t0 = 0, t1 = 0, steals = 0;
+    af_executor_counters(ex, &t0, NULL);
+    run_seen(ex, p, 1, 30, &seen);
+    af_executor_counters(ex, &t1, &steals);
+    assert_true(atomic_load(&seen.lo) >= 2 && atomic_load(&seen.hi) < 2 + 4);
+    assert_int_equal(t1 - t0, 30u * (uint64_t)nodes); /* inline nodes are counted as tasks */
+    assert_int_equal(steals, 0);
+    /* callers beyond `threads` inline rounds at once go to the workers: all still clean */
+    run_seen(ex, p, 6, 20, &seen);
+    assert_true(atomic_load(&seen.hi) < 2 + 4);
+    af_executor_destroy(ex);
+    for (int mode = -1; mode <= 0; mode++) {
+        ex = make_exec_inline(2, "verify", mode);
+        run_seen(ex, p, 1, 10, &seen);
+        assert_true(atomic_load(&seen.lo) >= 0 && atomic_load(&seen.hi) < 2);
+        af_executor_destroy(ex);
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
+static int noop_kernel(const af_kernel_args_t *a)
+{
+    (void)a;
+    return 0;
+}
+
+/* A session whose plan has a registered kernel never runs inline (the kernel may keep state per
+ * worker), even with inline_rounds = 1. */
+static void test_executor_inline_rounds_not_with_registered(void **state)
+{
+    (void)state;
+    af_graph_t *g = chain_graph();
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    af_executor_t *ex = make_exec_inline(2, "verify", 1);
+    assert_int_equal(af_executor_register_kernel(ex, "Op", noop_kernel, NULL), 0);
+    seen_ctx_t seen;
+    run_seen(ex, p, 1, 10, &seen);
+    assert_true(atomic_load(&seen.hi) < 2);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
+/* auto with real kernels: a small plan runs inline and answers what the workers answer, byte
+ * for byte; rounds from several threads at once too. */
+static void test_executor_inline_rounds_real_same_answer(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    assert_int_equal(af_graph_create(&g), 0);
+    int64_t s43[] = {4, 3}, s32[] = {3, 2}, s42[] = {4, 2};
+    add_shaped(g, "x", 2, s43, AF_TENSOR_INPUT);
+    add_shaped(g, "W", 2, s32, AF_TENSOR_INPUT);
+    add_shaped(g, "h", 2, s42, AF_TENSOR_INTERMEDIATE);
+    add_shaped(g, "r", 2, s42, AF_TENSOR_INTERMEDIATE);
+    add_shaped(g, "y", 2, s42, AF_TENSOR_OUTPUT);
+    add_n(g, "mm", "MatMul", "x", "W", "h");
+    add_n(g, "relu", "Relu", "h", NULL, "r");
+    add_n(g, "sm", "Softmax", "r", NULL, "y");
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    float x[12], W[6] = {1, 0, 0.5f, 1, -1, 2}, y[2][8];
+    for (int i = 0; i < 12; i++)
+        x[i] = (float)(i % 5) - 2.0f;
+    for (int mode = 0; mode <= 1; mode++) {
+        af_executor_t *ex = make_exec_inline(2, "real", mode ? -1 : 0);
+        seen_ctx_t seen = {0};
+        atomic_init(&seen.lo, 1 << 30);
+        atomic_init(&seen.hi, -1);
+        af_session_opts_t so = {.observe = observe_ctx, .observe_user = &seen};
+        af_session_t *s;
+        af_error_t err;
+        assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+        af_buffer_t in[2], out[1] = {{y[mode], sizeof y[mode]}};
+        for (int32_t i = 0; i < 2; i++)
+            in[i] = strcmp(af_graph_tensor(g, af_session_input_tensor(s, i))->name, "x") == 0
+                        ? (af_buffer_t){x, sizeof x}
+                        : (af_buffer_t){W, sizeof W};
+        for (int i = 0; i < 20; i++)
+            assert_int_equal(af_session_run(s, in, out, &err), 0);
+        if (mode)
+            assert_true(atomic_load(&seen.lo) >= 2); /* auto: small and real, inline */
+        else
+            assert_true(atomic_load(&seen.hi) < 2);
+        af_session_destroy(s);
+        if (mode)
+            run_seen(ex, p, 4, 25, &seen); /* concurrent inline rounds: clean */
+        af_executor_destroy(ex);
+    }
+    assert_memory_equal(y[0], y[1], sizeof y[0]);
+    af_plan_destroy(p);
     af_graph_destroy(g);
 }
 
@@ -1137,6 +1306,9 @@ int main(void)
         cmocka_unit_test(test_executor_critical_path),
         cmocka_unit_test(test_executor_random_dags_verified),
         cmocka_unit_test(test_executor_shared_mode_verified),
+        cmocka_unit_test(test_executor_inline_rounds_on_caller),
+        cmocka_unit_test(test_executor_inline_rounds_not_with_registered),
+        cmocka_unit_test(test_executor_inline_rounds_real_same_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

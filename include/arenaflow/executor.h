@@ -66,7 +66,8 @@ typedef struct af_kernel_args {
     const af_graph_t *graph;
     const af_node_info_t *info; /* the node: op, attributes, tensor ids */
     int32_t node;
-    int32_t worker;   /* index of the worker thread running the call */
+    int32_t worker;   /* execution context running the call: a worker, 0..threads-1, or the
+                         caller of an inline round, threads + its slot (inline_rounds) */
     uint64_t round;   /* round number in the session, from 0 */
     int32_t n_inputs; /* = info->n_inputs */
     const void *const *inputs;
@@ -101,6 +102,14 @@ typedef struct af_executor_opts {
      * its parallelism (total cost / critical-path cost): a chain gets all `threads` per node, a
      * graph with as many independent branches as workers gets 1 (default 0). */
     int32_t intra_op_threads;
+    /* Rounds of af_session_run() on the calling thread instead of the workers ("inline"): no
+     * hand-over to a worker and no wake-up of the caller. -1 = auto (default): for real kernel
+     * sets (reference, onednn), plans whose every node runs without an OpenMP team and that are
+     * small (modelled cost under 2 x 10^6 FLOPs) or a chain (parallelism under 1.2); 0 = never;
+     * 1 = every plan without teams, If branches or registered kernels. At most `threads` rounds run
+     * inline at once per executor; a caller that is a worker, and rounds beyond that, go to the
+     * workers (docs/executor.md, "Inline rounds"). */
+    int inline_rounds;
 } af_executor_opts_t;
 
 /* Fills *o with the defaults above. */
@@ -108,7 +117,7 @@ void af_executor_opts_init(af_executor_opts_t *o);
 /*
  * Sets one option from its config-file spelling ([executor] keys: threads, kernels,
  * max_inflight, replan_after_warmup, dynamic_default_bytes, history, verify,
- * intra_op_threads). Returns 0 or
+ * intra_op_threads, inline_rounds). Returns 0 or
  * AF_EINVAL with the key and value named in err. String values map to static names.
  */
 int af_executor_opts_set(af_executor_opts_t *o, const char *key, const char *value,
@@ -131,7 +140,8 @@ int32_t af_executor_threads(const af_executor_t *ex);
 const af_executor_opts_t *af_executor_opts(const af_executor_t *ex);
 /* The pool round arenas and dynamic tensors (through one cache per worker) come from. */
 af_pool_t *af_executor_pool(const af_executor_t *ex);
-/* Tasks run and tasks stolen by all workers since creation. Thread-safe. */
+/* Tasks run (by the workers and in inline rounds) and tasks stolen by the workers since
+ * creation. Thread-safe. */
 void af_executor_counters(const af_executor_t *ex, uint64_t *tasks, uint64_t *steals);
 
 /*
@@ -187,9 +197,10 @@ typedef struct af_session_opts {
      */
     int keep_outputs;
     /*
-     * Called on the worker right before each kernel runs, with the node's inputs as the kernel
-     * is about to read them (diagnosis compares them between runs). Returns 0, or an error code
-     * that fails the round. NULL: no call.
+     * Called on the thread running the node (a worker, or the caller of an inline round) right
+     * before each kernel runs, with the node's inputs as the kernel is about to read them
+     * (diagnosis compares them between runs). Returns 0, or an error code that fails the
+     * round. NULL: no call.
      */
     int (*observe)(void *user, const af_kernel_args_t *a);
     void *observe_user;
