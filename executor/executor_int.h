@@ -69,8 +69,9 @@ struct af_executor {
     uv_cond_t cv;
     atomic_int sleepers;
     atomic_int stop;
-    atomic_uint rr; /* round-robin target for submitted roots */
-    uv_mutex_t kmu; /* AF__RANK_KERNELS */
+    atomic_int ready; /* workers past their setup (af_executor_create waits for all) */
+    atomic_uint rr;   /* round-robin target for submitted roots */
+    uv_mutex_t kmu;   /* AF__RANK_KERNELS */
     af__kernel_reg_t *kregs;
     size_t n_kregs, cap_kregs;
     af_pool_t *pool;

@@ -363,6 +363,7 @@ static void worker_main(void *arg)
         ex->set->backend->set_team(1);
         w->team = 1;
     }
+    atomic_fetch_add_explicit(&ex->ready, 1, memory_order_release);
     for (;;) {
         int spins = 0;
         while (!find_task(w, &t)) {
@@ -498,6 +499,11 @@ int af_executor_create(const af_executor_opts_t *opts, af_executor_t **out, af_e
             goto fail_threads;
         }
     }
+    /* Every worker's setup (its thread's first allocations: libgomp's settings) is done before
+     * the executor is handed out: a worker scheduled late on a loaded machine would otherwise
+     * allocate during the first rounds — which, run inline on the caller, need no worker. */
+    while (atomic_load_explicit(&ex->ready, memory_order_acquire) < ex->n)
+        sched_yield();
     *out = ex;
     return 0;
 
