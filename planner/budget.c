@@ -441,14 +441,16 @@ static int refine(const search_t *s, const winner_t *w, af_plan_t **best, af_err
     cfg.noise = 0;
     cfg.mode = s->mode;
     walk_t wk = {HUGE_VAL, plan_objective(s, *best), best};
-    for (int total = 0; total < 2 && wk.best_obj > 0; total++) {
+    for (int total = 0; total < 3 && wk.best_obj > 0; total++) {
         int32_t n;
+        if (total == 2)
+            cfg.swap_weight = 0.25;
         int kept;
         uint64_t arena, a;
         int rc = seed_modes(s, w->k, &cfg, &n);
         if (rc)
             return rc == AF_ENOMEM ? rc : 0;
-        order_flips(s, n, total);
+        order_flips(s, n, total > 0);
         wk.at = HUGE_VAL;
         if ((rc = placed_try(s, w->k, &cfg, &wk, &kept, &arena, err)))
             return rc;
