@@ -6,23 +6,26 @@
  * (first T = B):
  *   1. schedules are built for T — the exact chain DP when the graph is a training chain, and
  *      the evict-on-demand simulator over a portfolio of scores (next-use exponent beta 0..2,
- *      with and without the evicted neighbourhood, swap weights when offloading) on each base
- *      order — and the cheapest is improved locally: tensors it evicted are protected one at a
- *      time, and jittered scores are tried, each change kept when it lowers the cost;
+ *      with and without the evicted neighbourhood, swap weights when offloading, and with and
+ *      without pricing the compute a late swap-out stalls) on each base order — and the
+ *      cheapest is improved locally: tensors it evicted are protected one at a time, and
+ *      jittered scores are tried, each change kept when it lowers the cost;
  *   2. the winner becomes a rewritten graph and is placed like any plan.
  * Placement may need more than the simulated live bytes (fragmentation) or less (in-place
  * hand-overs the simulator does not count), so T moves: down by the excess while the arena is
  * over B, up by the slack while it fits, then bisected between the two, at most MAX_ROUNDS
  * placements. The cost is the recomputed nodes' cost, or with offload the modelled overhead
  * (two-stream time minus one plain round), so swaps win where their transfer hides behind
- * compute. The best plan that fits is verified and returned.
+ * compute. With offload and recomputation, the best plan is then refined on placed plans from the
+ * portfolio members behind it (budget_refine.c). The best plan that fits is verified and
+ * returned.
  *
  * When none fits, the smallest budget the same search meets is found by bisection and named in
  * the AF_EBUDGET message, beside the bound no schedule can beat (the most bytes one node needs).
  *
  * Work is bounded by counts, not by the clock, so a plan is the same on any machine.
  */
-#include "planner/budget_int.h"
+#include "planner/budget_search.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -34,39 +37,6 @@
 #define FLIP_TRIES 24        /* local improvement: evicted tensors tried the other way back */
 #define FLIP_WORK 10000      /* ... at most this many simulated nodes (tries x nodes) */
 #define RECOMPUTE_WEIGHT 1e6 /* a swap weight under which recomputation always wins */
-#define REFINE_WORK 6000     /* placed flips: at most this many node placements (tries x nodes) */
-#define RAISE_TRIES 4        /* placed plans with the target raised into placement's slack */
-
-/* The portfolio member a schedule came from (refine() starts again from it). */
-typedef struct winner {
-    int k; /* context; -1 none */
-    af__remat_cfg_t cfg;
-} winner_t;
-
-typedef struct search {
-    const af_graph_t *g;
-    const af_plan_opts_t *o;
-    uint64_t budget;
-    af__remat_t *ctx[2];
-    int n_ctx;
-    const int32_t *order; /* the base plan's order */
-    double base;          /* one plain round, cost units */
-    uint8_t *protect;
-    uint8_t *mode;  /* flip(): per tensor, AF__REMAT_* */
-    int32_t *flips; /* flip(): evicted tensors in the order tried */
-    double *key;
-    winner_t *last; /* schedule(): the last winner */
-    int quick;      /* minimum-budget probes: part of the portfolio, no local improvement */
-    int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
-} search_t;
-
-typedef struct cand {
-    af_step_t *steps;
-    size_t n;
-    double obj;
-    const char *method;
-    uint64_t peak; /* simulated live bytes (upper bound of the plan's) */
-} cand_t;
 
 int af__budget_wanted(const af_graph_t *g, const af_plan_opts_t *o)
 {
@@ -90,58 +60,6 @@ static void consider(cand_t *best, af__remat_result_t *r, double obj, const char
     af__remat_result_free(r);
 }
 
-/* One simulator run; 0 (result in *out, which the caller frees), 1 infeasible, AF_ENOMEM. */
-static int run(const search_t *s, int k, const af__remat_cfg_t *cfg, af__remat_result_t *out)
-{
-    int rc = af__remat_run(s->ctx[k], cfg, out);
-    if (rc)
-        af__remat_result_free(out);
-    return rc;
-}
-
-/* Sorts s->flips[0..n) dearest first: by the producer's cost per byte (swapping those saves most
- * per byte moved) or, with total, by the producer's cost (swapping those saves most per swap). */
-static void order_flips(const search_t *s, int32_t n, int total)
-{
-    double *key = s->key;
-    for (int32_t i = 0; i < n; i++) {
-        int32_t t = s->flips[i];
-        const af_tensor_info_t *ti = af_graph_tensor(s->g, t);
-        double k = ti->producer >= 0 && ti->bytes > 0 ? af__node_cost(s->g, ti->producer) : 0;
-        k = total || k == 0 ? k : k / (double)ti->bytes;
-        int32_t j = i;
-        for (; j > 0 && key[j - 1] < k; j--) /* insertion: n is small */
-            key[j] = key[j - 1], s->flips[j] = s->flips[j - 1];
-        key[j] = k, s->flips[j] = t;
-    }
-}
-
-/* Evicted tensors of win into s->flips, dearest per byte first. Returns their count. */
-static int32_t flip_order(const search_t *s, const af__remat_result_t *win)
-{
-    memcpy(s->flips, win->evicted, (size_t)win->n_evicted * sizeof(int32_t));
-    order_flips(s, win->n_evicted, 0);
-    return win->n_evicted;
-}
-
-/* Runs cfg (its mode is s->mode) with no override, records in s->mode the tensors it swapped and
- * in s->flips (*n) the tensors it evicted, in the order flips try them. 0, 1 (no schedule),
- * AF_ENOMEM. */
-static int seed_modes(const search_t *s, int k, const af__remat_cfg_t *cfg, int32_t *n)
-{
-    af__remat_result_t r;
-    memset(s->mode, AF__REMAT_ANY, (size_t)af_graph_tensor_count(s->g));
-    int rc = run(s, k, cfg, &r);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < r.n_steps; i++)
-        if (r.steps[i].kind == AF_STEP_SWAP_OUT)
-            s->mode[r.steps[i].id] = AF__REMAT_SWAP;
-    *n = flip_order(s, &r);
-    af__remat_result_free(&r);
-    return 0;
-}
-
 /*
  * With offload and recomputation, the scores decide per eviction whether a tensor is swapped or
  * recomputed from estimates: a transfer that hides behind compute costs nothing, one that
@@ -154,7 +72,7 @@ static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_
     cfg.mode = s->mode;
     cfg.noise = 0;
     int32_t n, nn = af_graph_node_count(s->g);
-    int rc = seed_modes(s, k, &cfg, &n);
+    int rc = af__budget_seed_modes(s, k, &cfg, &n);
     if (rc)
         return rc == AF_ENOMEM ? rc : 0;
     int32_t tries =
@@ -164,7 +82,7 @@ static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_
         uint8_t was = s->mode[t];
         s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
         af__remat_result_t r;
-        if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM)
+        if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM)
             return rc;
         if (rc == 0 && objective(s, &r) < cur) {
             cur = objective(s, &r);
@@ -191,7 +109,7 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
         int32_t t = win->evicted[i];
         s->protect[t] = 1;
         af__remat_result_t r;
-        int rc = run(s, k, &cfg, &r);
+        int rc = af__budget_run(s, k, &cfg, &r);
         if (rc == AF_ENOMEM)
             return rc;
         if (rc == 0 && objective(s, &r) < cur) {
@@ -206,7 +124,7 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
     for (uint64_t seed = 1; seed <= NOISE_TRIES; seed++) {
         cfg.noise = seed;
         af__remat_result_t r;
-        int rc = run(s, k, &cfg, &r);
+        int rc = af__budget_run(s, k, &cfg, &r);
         if (rc == AF_ENOMEM)
             return rc;
         if (!rc)
@@ -237,17 +155,24 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
     int win_k = -1;
     af__remat_cfg_t win_cfg = {0};
     af__remat_result_t win = {0};
+    winner_t by_stall[2] = {{-1, {0}}, {-1, {0}}};
+    double stall_obj[2] = {HUGE_VAL, HUGE_VAL};
     /* probes (quick): the base order, beta 1 and 2, the neighbourhood, swap weights 0 and 1 */
     size_t nw = s->o->offload ? AF_ARRAY_SIZE(weights) : 1,
            wstep = (s->quick || s->first_fit) && nw > 1 ? nw - 1 : 1;
+    int stalls = s->o->offload && !s->quick && !s->first_fit ? 2 : 1;
     for (int k = 0; k < (s->quick ? 1 : s->n_ctx); k++)
         for (size_t b = s->quick ? 2 : 0; b < AF_ARRAY_SIZE(betas); b++)
             for (int rec = s->quick; rec < 2; rec++)
-                for (size_t w = 0; w < nw; w += wstep) {
-                    af__remat_cfg_t cfg = {
-                        .target = T, .beta = betas[b], .recursive = rec, .swap_weight = weights[w]};
+                for (size_t i = 0; i < nw * (size_t)stalls; i += wstep) {
+                    size_t w = i % nw;
+                    af__remat_cfg_t cfg = {.target = T,
+                                           .beta = betas[b],
+                                           .recursive = rec,
+                                           .swap_weight = weights[w],
+                                           .stall = (int)(i / nw)};
                     af__remat_result_t r;
-                    if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM) {
+                    if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM) {
                         af__remat_result_free(&win);
                         af__free(best->steps);
                         best->steps = NULL;
@@ -255,6 +180,10 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                     }
                     if (rc)
                         continue;
+                    if (objective(s, &r) < stall_obj[cfg.stall]) {
+                        stall_obj[cfg.stall] = objective(s, &r);
+                        by_stall[cfg.stall] = (winner_t){k, cfg};
+                    }
                     if (win_k < 0 || objective(s, &r) < objective(s, &win)) {
                         af__remat_result_free(&win);
                         win = r, win_k = k, win_cfg = cfg;
@@ -265,8 +194,9 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                         goto done;
                 }
 done:
-    s->last->k = win_k;
-    s->last->cfg = win_cfg;
+    s->last[0].k = win_k;
+    s->last[0].cfg = win_cfg;
+    s->last[1] = by_stall[!win_cfg.stall];
     if (win_k >= 0 && !s->quick && !s->first_fit && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
         af__free(best->steps);
@@ -281,21 +211,6 @@ done:
         consider(best, &win, objective(s, &win), "evict");
     }
     return best->steps ? 0 : 1;
-}
-
-/* Places a schedule (no budget check, no verification yet). */
-static int place(const search_t *s, const cand_t *c, af_plan_t **out, af_error_t *err)
-{
-    af_plan_opts_t o = *s->o;
-    o.budget = 0;
-    o.verify = 0;
-    return af__steps_plan(s->g, &o, c->steps, c->n, c->method, out, err);
-}
-
-static double plan_objective(const search_t *s, const af_plan_t *p)
-{
-    const af_plan_report_t *r = af_plan_report(p);
-    return s->o->offload ? r->modelled_s - r->plain_modelled_s : r->extra_cost;
 }
 
 /* What the target search knows: the largest target whose plan fitted (ok), the smallest whose
@@ -338,137 +253,12 @@ static int greedy_seed(const search_t *s, af_plan_t **best, af_error_t *err)
         af_plan_t *p = NULL;
         if (rc == 1)
             return 0;
-        if (!rc && !(rc = place(s, &c, &p, err)) && p->arena <= s->budget)
+        if (!rc && !(rc = af__budget_place(s, &c, &p, err)) && p->arena <= s->budget)
             *best = p, p = NULL;
         af_plan_destroy(p);
         af__free(c.steps);
     }
     return rc;
-}
-
-/* Runs cfg on context k and places the schedule: *out (NULL when cfg has no schedule). 0 or an
- * error. */
-static int placed_run(const search_t *s, int k, const af__remat_cfg_t *cfg, af_plan_t **out,
-                      af_error_t *err)
-{
-    af__remat_result_t r;
-    *out = NULL;
-    int rc = run(s, k, cfg, &r);
-    if (rc)
-        return rc == AF_ENOMEM ? rc : 0;
-    cand_t c = {r.steps, r.n_steps, 0, "evict", r.peak};
-    rc = place(s, &c, out, err);
-    af__remat_result_free(&r);
-    return rc;
-}
-
-/* A trajectory of placed plans: its own current objective (a step is kept when it lowers it),
- * and the best plan of the whole refinement. */
-typedef struct walk {
-    double at;       /* the trajectory's objective (HUGE_VAL before its first plan) */
-    double best_obj; /* objective of *best */
-    af_plan_t **best;
-} walk_t;
-
-/* Runs and places cfg; 1 in *kept when the plan fits and lowers w->at (then *best takes it when
- * it beats best_obj too); *arena is the placed arena (UINT64_MAX with no schedule). 0 or an
- * error. */
-static int placed_try(const search_t *s, int k, const af__remat_cfg_t *cfg, walk_t *w, int *kept,
-                      uint64_t *arena, af_error_t *err)
-{
-    af_plan_t *p;
-    *kept = 0;
-    *arena = UINT64_MAX;
-    int rc = placed_run(s, k, cfg, &p, err);
-    if (rc || !p)
-        return rc;
-    *arena = p->arena;
-    double obj = plan_objective(s, p);
-    if (p->arena <= s->budget && obj < w->at) {
-        w->at = obj;
-        *kept = 1;
-        if (obj < w->best_obj) {
-            w->best_obj = obj;
-            af_plan_destroy(*w->best);
-            *w->best = p;
-            return 0;
-        }
-    }
-    af_plan_destroy(p);
-    return 0;
-}
-
-/*
- * Swaps free their bytes on a schedule the simulator counts at its target, yet placement often
- * packs the mixed plan well under the budget (in-place hand-overs, swapped bytes reused): that
- * slack is memory the plan could keep instead of recomputing or swapping. With the ways back
- * fixed (cfg.mode), the target is raised by the best plan's slack, halved when the plan packs
- * over the budget, at most RAISE_TRIES placements.
- */
-static int raise_target(const search_t *s, int k, af__remat_cfg_t cfg, uint64_t arena, walk_t *w,
-                        af_error_t *err)
-{
-    uint64_t align = s->o->alignment ? s->o->alignment : 1, ok = cfg.target;
-    uint64_t step = arena <= s->budget ? s->budget - arena : 0;
-    for (int i = 0; i < RAISE_TRIES && step >= align && w->at > 0; i++) {
-        int kept;
-        cfg.target = (ok + step) / align * align;
-        int rc = placed_try(s, k, &cfg, w, &kept, &arena, err);
-        if (rc)
-            return rc;
-        if (arena <= s->budget)
-            ok = cfg.target, step = kept ? s->budget - arena : step;
-        else
-            step /= 2;
-    }
-    return 0;
-}
-
-/*
- * Flips judged on placed plans. The simulator's two-stream estimate cannot see the reuse edges
- * placement adds (a node taking over bytes a SwapOut still reads waits for it, a SwapIn waits
- * for the bytes it lands on), so near a saturated copy stream it misjudges which tensors to swap.
- * From the winner w of the best plan's round, each evicted tensor is flipped to the other way
- * back, the schedule placed and timed, and the flip kept when the plan fits and is cheaper; then
- * the target is raised into the slack placement left (raise_target).
- */
-static int refine(const search_t *s, const winner_t *w, af_plan_t **best, af_error_t *err)
-{
-    int32_t nn = af_graph_node_count(s->g);
-    int32_t tries = REFINE_WORK / (nn > 0 ? nn : 1);
-    af__remat_cfg_t cfg = w->cfg;
-    cfg.protect = NULL;
-    cfg.noise = 0;
-    cfg.mode = s->mode;
-    walk_t wk = {HUGE_VAL, plan_objective(s, *best), best};
-    for (int total = 0; total < 3 && wk.best_obj > 0; total++) {
-        int32_t n;
-        if (total == 2)
-            cfg.swap_weight = 0.25;
-        int kept;
-        uint64_t arena, a;
-        int rc = seed_modes(s, w->k, &cfg, &n);
-        if (rc)
-            return rc == AF_ENOMEM ? rc : 0;
-        order_flips(s, n, total > 0);
-        wk.at = HUGE_VAL;
-        if ((rc = placed_try(s, w->k, &cfg, &wk, &kept, &arena, err)))
-            return rc;
-        for (int32_t i = 0; i < n && i < tries; i++) {
-            int32_t t = s->flips[i];
-            uint8_t was = s->mode[t];
-            s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
-            if ((rc = placed_try(s, w->k, &cfg, &wk, &kept, &a, err)))
-                return rc;
-            if (!kept)
-                s->mode[t] = was;
-            else
-                arena = a;
-        }
-        if ((rc = raise_target(s, w->k, cfg, arena, &wk, err)))
-            return rc;
-    }
-    return 0;
 }
 
 /*
@@ -482,7 +272,7 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
     af_plan_t *best = NULL;
     int rc = greedy_seed(s, &best, err);
     bracket_t k = {0, UINT64_MAX, 0, UINT64_MAX};
-    winner_t best_w = {-1, {0}};
+    winner_t best_w = {-1, {0}}, other_w = {-1, {0}};
     for (int round = 0; !rc && round < MAX_ROUNDS && T >= floor; round++) {
         cand_t c, alt;
         if ((rc = schedule(s, T, &c, &alt)) == AF_ENOMEM)
@@ -490,12 +280,12 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
         af_plan_t *p = NULL;
         uint64_t peak = rc == 0 ? c.peak : T;
         if (rc == 0)
-            rc = place(s, &c, &p, err);
+            rc = af__budget_place(s, &c, &p, err);
         if (!rc && p->arena > B && alt.steps) { /* the runner-up may pack better */
             af_plan_destroy(p);
             p = NULL;
             peak = alt.peak;
-            rc = place(s, &alt, &p, err);
+            rc = af__budget_place(s, &alt, &p, err);
         }
         uint64_t arena = p ? p->arena : 0;
         af__free(c.steps);
@@ -510,19 +300,22 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
             k.ok = T;
         else
             k.bad = T, k.top = peak < k.top ? peak : k.top;
-        if (fit && (!best || plan_objective(s, p) < plan_objective(s, best)))
-            af_plan_destroy(best), best = p, p = NULL, best_w = *s->last;
+        if (fit && (!best || af__budget_plan_objective(s, p) < af__budget_plan_objective(s, best)))
+            af_plan_destroy(best), best = p, p = NULL, best_w = s->last[0], other_w = s->last[1];
         af_plan_destroy(p);
         uint64_t next = next_target(&k, T, peak, arena, B, none);
         next = next / align * align;
         if ((best && s->first_fit) || next == T || next >= k.bad || next <= k.ok || next <= k.inf ||
-            (best && (k.bad - k.ok <= B / 512 || plan_objective(s, best) <= 0)))
+            (best && (k.bad - k.ok <= B / 512 || af__budget_plan_objective(s, best) <= 0)))
             break;
         T = next;
     }
     if (!rc && best && best_w.k >= 0 && s->o->offload && s->o->recompute && !s->first_fit &&
-        plan_objective(s, best) > 0)
-        rc = refine(s, &best_w, &best, err);
+        af__budget_plan_objective(s, best) > 0)
+        rc = af__budget_refine(s, &best_w, &best, err);
+    if (!rc && best && other_w.k >= 0 && s->o->offload && s->o->recompute && !s->first_fit &&
+        af__budget_plan_objective(s, best) > 0)
+        rc = af__budget_refine(s, &other_w, &best, err);
     *s->last = best_w;
     if (rc && rc != AF_EBUDGET) {
         af_plan_destroy(best);
@@ -555,7 +348,7 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
     s->mode = af__calloc(nt, 1);
     s->flips = af__malloc(nt * sizeof(int32_t));
     s->key = af__malloc(nt * sizeof(double));
-    s->last = af__calloc(1, sizeof(winner_t));
+    s->last = af__calloc(2, sizeof(winner_t));
     if (!s->protect || !s->mode || !s->flips || !s->key || !s->last)
         return AF_ENOMEM;
     const int32_t *orders[2] = {af_plan_order(p0), af_graph_input_order(g)};
@@ -697,7 +490,8 @@ static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_plan_t
 static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc, int swap,
                    af_error_t *err)
 {
-    if (!s->o->offload || !s->o->recompute || (!rc && plan_objective(s, *p) <= 0) || (swap && rc))
+    if (!s->o->offload || !s->o->recompute || (!rc && af__budget_plan_objective(s, *p) <= 0) ||
+        (swap && rc))
         return rc; /* offload alone is for a cheaper plan: it meets no budget the mix missed */
     af_plan_opts_t o2 = *s->o;
     if (swap)
@@ -719,14 +513,16 @@ static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc
         *p = NULL;
         return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
     }
-    if (!rc2 && (rc || plan_objective(s, q) < plan_objective(s, *p))) {
+    if (!rc2 && (rc || af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p))) {
         af_plan_destroy(*p);
         *p = q;
         if (swap)
             return 0;
         /* from recomputation alone, swap what hides: the same victims, swapped back instead */
         w.cfg.swap_weight = RECOMPUTE_WEIGHT;
-        rc2 = w.k >= 0 && w.k < s->n_ctx && plan_objective(s, q) > 0 ? refine(s, &w, p, err) : 0;
+        rc2 = w.k >= 0 && w.k < s->n_ctx && af__budget_plan_objective(s, q) > 0
+                  ? af__budget_refine(s, &w, p, err)
+                  : 0;
         return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
     }
     af_plan_destroy(q);
