@@ -154,13 +154,13 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
         *best = (cand_t){cs, cn, extra, "chain-dp", T};
     int win_k = -1;
     af__remat_cfg_t win_cfg = {0};
-    af__remat_result_t win = {0};
+    af__remat_result_t win = {0}, plain = {0}; /* plain: the best member without stall pricing */
     winner_t by_stall[2] = {{-1, {0}}, {-1, {0}}};
     double stall_obj[2] = {HUGE_VAL, HUGE_VAL};
     /* probes (quick): the base order, beta 1 and 2, the neighbourhood, swap weights 0 and 1 */
     size_t nw = s->o->offload ? AF_ARRAY_SIZE(weights) : 1,
            wstep = (s->quick || s->first_fit) && nw > 1 ? nw - 1 : 1;
-    int stalls = s->o->offload && !s->quick && !s->first_fit ? 2 : 1;
+    int stalls = s->stall && !s->quick && !s->first_fit ? 2 : 1;
     for (int k = 0; k < (s->quick ? 1 : s->n_ctx); k++)
         for (size_t b = s->quick ? 2 : 0; b < AF_ARRAY_SIZE(betas); b++)
             for (int rec = s->quick; rec < 2; rec++)
@@ -174,6 +174,7 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                     af__remat_result_t r;
                     if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM) {
                         af__remat_result_free(&win);
+                        af__remat_result_free(&plain);
                         af__free(best->steps);
                         best->steps = NULL;
                         return rc;
@@ -185,8 +186,17 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                         by_stall[cfg.stall] = (winner_t){k, cfg};
                     }
                     if (win_k < 0 || objective(s, &r) < objective(s, &win)) {
-                        af__remat_result_free(&win);
+                        if (win_k >= 0 && !win_cfg.stall) { /* kept as plain, see below */
+                            af__remat_result_free(&plain);
+                            plain = win;
+                        } else {
+                            af__remat_result_free(&win);
+                        }
                         win = r, win_k = k, win_cfg = cfg;
+                    } else if (!cfg.stall &&
+                               (!plain.steps || objective(s, &r) < objective(s, &plain))) {
+                        af__remat_result_free(&plain);
+                        plain = r;
                     } else {
                         af__remat_result_free(&r);
                     }
@@ -197,8 +207,11 @@ done:
     s->last[0].k = win_k;
     s->last[0].cfg = win_cfg;
     s->last[1] = by_stall[!win_cfg.stall];
+    if (!win_cfg.stall) /* the winner is the plain member itself */
+        af__remat_result_free(&plain);
     if (win_k >= 0 && !s->quick && !s->first_fit && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
+        af__remat_result_free(&plain);
         af__free(best->steps);
         best->steps = NULL;
         return rc;
@@ -210,6 +223,12 @@ done:
     } else if (win_k >= 0) {
         consider(best, &win, objective(s, &win), "evict");
     }
+    /* a winner priced with stalls may pack over the budget: the plain member is the runner-up */
+    if (plain.steps && !alt->steps) {
+        *alt = (cand_t){plain.steps, plain.n_steps, objective(s, &plain), "evict", plain.peak};
+        plain.steps = NULL;
+    }
+    af__remat_result_free(&plain);
     return best->steps ? 0 : 1;
 }
 
@@ -529,6 +548,37 @@ static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc
     return rc;
 }
 
+/*
+ * With offload and recomputation, the search again with the portfolio also pricing swap-out
+ * stalls (budget_evict.c: cfg.stall), which avoids swaps whose bytes are needed before the link
+ * drains them; *p is replaced when that plan is cheaper. A second search, not a wider first
+ * one: its winners pack differently, and feasibility must not depend on them (bert-train at
+ * batch 32 under its batch-8 arena once planned with recomputation alone and was refused with
+ * both). Nothing is searched when *p costs nothing. 0 or an error (AF_EBUDGET is not one).
+ */
+static int with_stalls(search_t *s, af_plan_t **p, af_error_t *err)
+{
+    if (!s->o->offload || !s->o->recompute || af__budget_plan_objective(s, *p) <= 0)
+        return 0;
+    af_plan_t *q = NULL;
+    s->stall = 1;
+    int rc = search(s, &q, err);
+    s->stall = 0;
+    if (!rc && af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p)) {
+        af_plan_destroy(*p);
+        *p = q;
+        return 0;
+    }
+    af_plan_destroy(q);
+    if (rc == AF_EBUDGET)
+        return 0;
+    if (rc) {
+        af_plan_destroy(*p);
+        *p = NULL;
+    }
+    return rc;
+}
+
 int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **out, af_error_t *err)
 {
     uint64_t t0 = af_now_ns();
@@ -543,6 +593,8 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
     } else if (!rc) {
         s.budget = o->budget;
         rc = search(&s, &p, err);
+        if (!rc)
+            rc = with_stalls(&s, &p, err);
         for (int swap = 0; swap < 2 && (rc == 0 || rc == AF_EBUDGET); swap++)
             rc = one_way(&s, p0, &p, rc, swap, err);
         if (rc == AF_EBUDGET)

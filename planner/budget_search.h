@@ -28,6 +28,7 @@ typedef struct search {
     winner_t *last; /* schedule(): the last winner */
     int quick;      /* minimum-budget probes: part of the portfolio, no local improvement */
     int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
+    int stall;      /* the portfolio also prices swap-out stalls (with_stalls()) */
 } search_t;
 
 typedef struct cand {
