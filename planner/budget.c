@@ -6,10 +6,9 @@
  * (first T = B):
  *   1. schedules are built for T — the exact chain DP when the graph is a training chain, and
  *      the evict-on-demand simulator over a portfolio of scores (next-use exponent beta 0..2,
- *      with and without the evicted neighbourhood, swap weights when offloading, and with and
- *      without pricing the compute a late swap-out stalls) on each base order — and the
- *      cheapest is improved locally: tensors it evicted are protected one at a time, and
- *      jittered scores are tried, each change kept when it lowers the cost;
+ *      with and without the evicted neighbourhood, swap weights when offloading) on each base
+ *      order — and the cheapest is improved locally: tensors it evicted are protected one at a
+ *      time, and jittered scores are tried, each change kept when it lowers the cost;
  *   2. the winner becomes a rewritten graph and is placed like any plan.
  * Placement may need more than the simulated live bytes (fragmentation) or less (in-place
  * hand-overs the simulator does not count), so T moves: down by the excess while the arena is
@@ -17,8 +16,9 @@
  * placements. The cost is the recomputed nodes' cost, or with offload the modelled overhead
  * (two-stream time minus one plain round), so swaps win where their transfer hides behind
  * compute. With offload and recomputation, the best plan is then refined on placed plans from the
- * portfolio members behind it (budget_refine.c). The best plan that fits is verified and
- * returned.
+ * portfolio members behind it (budget_refine.c), and when it costs anything the search runs again
+ * with the portfolio also pricing swap-out stalls (with_stalls()). The best plan that fits is
+ * verified and returned.
  *
  * When none fits, the smallest budget the same search meets is found by bisection and named in
  * the AF_EBUDGET message, beside the bound no schedule can beat (the most bytes one node needs).
