@@ -15,15 +15,19 @@
  * over B, up by the slack while it fits, then bisected between the two, at most MAX_ROUNDS
  * placements. The cost is the recomputed nodes' cost, or with offload the modelled overhead
  * (two-stream time minus one plain round), so swaps win where their transfer hides behind
- * compute. The best plan that fits is verified and returned.
+ * compute. With offload and recomputation, the best plan is then refined on placed plans from the
+ * portfolio members behind it (budget_refine.c), and when it costs anything the search runs again
+ * with the portfolio also pricing swap-out stalls (with_stalls()). The best plan that fits is
+ * verified and returned.
  *
  * When none fits, the smallest budget the same search meets is found by bisection and named in
  * the AF_EBUDGET message, beside the bound no schedule can beat (the most bytes one node needs).
  *
  * Work is bounded by counts, not by the clock, so a plan is the same on any machine.
  */
-#include "planner/budget_int.h"
+#include "planner/budget_search.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,38 +37,6 @@
 #define FLIP_TRIES 24        /* local improvement: evicted tensors tried the other way back */
 #define FLIP_WORK 10000      /* ... at most this many simulated nodes (tries x nodes) */
 #define RECOMPUTE_WEIGHT 1e6 /* a swap weight under which recomputation always wins */
-#define REFINE_WORK 6000     /* placed flips: at most this many node placements (tries x nodes) */
-
-/* The portfolio member a schedule came from (refine() starts again from it). */
-typedef struct winner {
-    int k; /* context; -1 none */
-    af__remat_cfg_t cfg;
-} winner_t;
-
-typedef struct search {
-    const af_graph_t *g;
-    const af_plan_opts_t *o;
-    uint64_t budget;
-    af__remat_t *ctx[2];
-    int n_ctx;
-    const int32_t *order; /* the base plan's order */
-    double base;          /* one plain round, cost units */
-    uint8_t *protect;
-    uint8_t *mode;  /* flip(): per tensor, AF__REMAT_* */
-    int32_t *flips; /* flip(): evicted tensors in the order tried */
-    double *key;
-    winner_t *last; /* schedule(): the last winner */
-    int quick;      /* minimum-budget probes: part of the portfolio, no local improvement */
-    int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
-} search_t;
-
-typedef struct cand {
-    af_step_t *steps;
-    size_t n;
-    double obj;
-    const char *method;
-    uint64_t peak; /* simulated live bytes (upper bound of the plan's) */
-} cand_t;
 
 int af__budget_wanted(const af_graph_t *g, const af_plan_opts_t *o)
 {
@@ -88,52 +60,6 @@ static void consider(cand_t *best, af__remat_result_t *r, double obj, const char
     af__remat_result_free(r);
 }
 
-/* One simulator run; 0 (result in *out, which the caller frees), 1 infeasible, AF_ENOMEM. */
-static int run(const search_t *s, int k, const af__remat_cfg_t *cfg, af__remat_result_t *out)
-{
-    int rc = af__remat_run(s->ctx[k], cfg, out);
-    if (rc)
-        af__remat_result_free(out);
-    return rc;
-}
-
-/* Evicted tensors of win by recompute cost per byte, dearest first (swapping them saves most). */
-static int32_t flip_order(const search_t *s, const af__remat_result_t *win, int32_t *out)
-{
-    int32_t n = 0;
-    double *key = s->key;
-    for (int32_t i = 0; i < win->n_evicted; i++) {
-        int32_t t = win->evicted[i];
-        const af_tensor_info_t *ti = af_graph_tensor(s->g, t);
-        double k = ti->producer >= 0 && ti->bytes > 0
-                       ? af__node_cost(s->g, ti->producer) / (double)ti->bytes
-                       : 0;
-        int32_t j = n++;
-        for (; j > 0 && key[j - 1] < k; j--) /* insertion: n is small */
-            key[j] = key[j - 1], out[j] = out[j - 1];
-        key[j] = k, out[j] = t;
-    }
-    return n;
-}
-
-/* Runs cfg (its mode is s->mode) with no override, records in s->mode the tensors it swapped and
- * in s->flips (*n) the tensors it evicted, in the order flips try them. 0, 1 (no schedule),
- * AF_ENOMEM. */
-static int seed_modes(const search_t *s, int k, const af__remat_cfg_t *cfg, int32_t *n)
-{
-    af__remat_result_t r;
-    memset(s->mode, AF__REMAT_ANY, (size_t)af_graph_tensor_count(s->g));
-    int rc = run(s, k, cfg, &r);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < r.n_steps; i++)
-        if (r.steps[i].kind == AF_STEP_SWAP_OUT)
-            s->mode[r.steps[i].id] = AF__REMAT_SWAP;
-    *n = flip_order(s, &r, s->flips);
-    af__remat_result_free(&r);
-    return 0;
-}
-
 /*
  * With offload and recomputation, the scores decide per eviction whether a tensor is swapped or
  * recomputed from estimates: a transfer that hides behind compute costs nothing, one that
@@ -146,7 +72,7 @@ static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_
     cfg.mode = s->mode;
     cfg.noise = 0;
     int32_t n, nn = af_graph_node_count(s->g);
-    int rc = seed_modes(s, k, &cfg, &n);
+    int rc = af__budget_seed_modes(s, k, &cfg, &n);
     if (rc)
         return rc == AF_ENOMEM ? rc : 0;
     int32_t tries =
@@ -156,7 +82,7 @@ static int flip(const search_t *s, int k, af__remat_cfg_t cfg, double cur, cand_
         uint8_t was = s->mode[t];
         s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
         af__remat_result_t r;
-        if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM)
+        if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM)
             return rc;
         if (rc == 0 && objective(s, &r) < cur) {
             cur = objective(s, &r);
@@ -183,7 +109,7 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
         int32_t t = win->evicted[i];
         s->protect[t] = 1;
         af__remat_result_t r;
-        int rc = run(s, k, &cfg, &r);
+        int rc = af__budget_run(s, k, &cfg, &r);
         if (rc == AF_ENOMEM)
             return rc;
         if (rc == 0 && objective(s, &r) < cur) {
@@ -198,7 +124,7 @@ static int improve(const search_t *s, int k, af__remat_cfg_t cfg, af__remat_resu
     for (uint64_t seed = 1; seed <= NOISE_TRIES; seed++) {
         cfg.noise = seed;
         af__remat_result_t r;
-        int rc = run(s, k, &cfg, &r);
+        int rc = af__budget_run(s, k, &cfg, &r);
         if (rc == AF_ENOMEM)
             return rc;
         if (!rc)
@@ -228,28 +154,49 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
         *best = (cand_t){cs, cn, extra, "chain-dp", T};
     int win_k = -1;
     af__remat_cfg_t win_cfg = {0};
-    af__remat_result_t win = {0};
+    af__remat_result_t win = {0}, plain = {0}; /* plain: the best member without stall pricing */
+    winner_t by_stall[2] = {{-1, {0}}, {-1, {0}}};
+    double stall_obj[2] = {HUGE_VAL, HUGE_VAL};
     /* probes (quick): the base order, beta 1 and 2, the neighbourhood, swap weights 0 and 1 */
     size_t nw = s->o->offload ? AF_ARRAY_SIZE(weights) : 1,
            wstep = (s->quick || s->first_fit) && nw > 1 ? nw - 1 : 1;
+    int stalls = s->stall && !s->quick && !s->first_fit ? 2 : 1;
     for (int k = 0; k < (s->quick ? 1 : s->n_ctx); k++)
         for (size_t b = s->quick ? 2 : 0; b < AF_ARRAY_SIZE(betas); b++)
             for (int rec = s->quick; rec < 2; rec++)
-                for (size_t w = 0; w < nw; w += wstep) {
-                    af__remat_cfg_t cfg = {
-                        .target = T, .beta = betas[b], .recursive = rec, .swap_weight = weights[w]};
+                for (size_t i = 0; i < nw * (size_t)stalls; i += wstep) {
+                    size_t w = i % nw;
+                    af__remat_cfg_t cfg = {.target = T,
+                                           .beta = betas[b],
+                                           .recursive = rec,
+                                           .swap_weight = weights[w],
+                                           .stall = (int)(i / nw)};
                     af__remat_result_t r;
-                    if ((rc = run(s, k, &cfg, &r)) == AF_ENOMEM) {
+                    if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM) {
                         af__remat_result_free(&win);
+                        af__remat_result_free(&plain);
                         af__free(best->steps);
                         best->steps = NULL;
                         return rc;
                     }
                     if (rc)
                         continue;
+                    if (objective(s, &r) < stall_obj[cfg.stall]) {
+                        stall_obj[cfg.stall] = objective(s, &r);
+                        by_stall[cfg.stall] = (winner_t){k, cfg};
+                    }
                     if (win_k < 0 || objective(s, &r) < objective(s, &win)) {
-                        af__remat_result_free(&win);
+                        if (win_k >= 0 && !win_cfg.stall) { /* kept as plain, see below */
+                            af__remat_result_free(&plain);
+                            plain = win;
+                        } else {
+                            af__remat_result_free(&win);
+                        }
                         win = r, win_k = k, win_cfg = cfg;
+                    } else if (!cfg.stall &&
+                               (!plain.steps || objective(s, &r) < objective(s, &plain))) {
+                        af__remat_result_free(&plain);
+                        plain = r;
                     } else {
                         af__remat_result_free(&r);
                     }
@@ -257,10 +204,14 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                         goto done;
                 }
 done:
-    s->last->k = win_k;
-    s->last->cfg = win_cfg;
+    s->last[0].k = win_k;
+    s->last[0].cfg = win_cfg;
+    s->last[1] = by_stall[!win_cfg.stall];
+    if (!win_cfg.stall) /* the winner is the plain member itself */
+        af__remat_result_free(&plain);
     if (win_k >= 0 && !s->quick && !s->first_fit && (rc = improve(s, win_k, win_cfg, &win, best))) {
         af__remat_result_free(&win);
+        af__remat_result_free(&plain);
         af__free(best->steps);
         best->steps = NULL;
         return rc;
@@ -272,22 +223,13 @@ done:
     } else if (win_k >= 0) {
         consider(best, &win, objective(s, &win), "evict");
     }
+    /* a winner priced with stalls may pack over the budget: the plain member is the runner-up */
+    if (plain.steps && !alt->steps) {
+        *alt = (cand_t){plain.steps, plain.n_steps, objective(s, &plain), "evict", plain.peak};
+        plain.steps = NULL;
+    }
+    af__remat_result_free(&plain);
     return best->steps ? 0 : 1;
-}
-
-/* Places a schedule (no budget check, no verification yet). */
-static int place(const search_t *s, const cand_t *c, af_plan_t **out, af_error_t *err)
-{
-    af_plan_opts_t o = *s->o;
-    o.budget = 0;
-    o.verify = 0;
-    return af__steps_plan(s->g, &o, c->steps, c->n, c->method, out, err);
-}
-
-static double plan_objective(const search_t *s, const af_plan_t *p)
-{
-    const af_plan_report_t *r = af_plan_report(p);
-    return s->o->offload ? r->modelled_s - r->plain_modelled_s : r->extra_cost;
 }
 
 /* What the target search knows: the largest target whose plan fitted (ok), the smallest whose
@@ -330,59 +272,12 @@ static int greedy_seed(const search_t *s, af_plan_t **best, af_error_t *err)
         af_plan_t *p = NULL;
         if (rc == 1)
             return 0;
-        if (!rc && !(rc = place(s, &c, &p, err)) && p->arena <= s->budget)
+        if (!rc && !(rc = af__budget_place(s, &c, &p, err)) && p->arena <= s->budget)
             *best = p, p = NULL;
         af_plan_destroy(p);
         af__free(c.steps);
     }
     return rc;
-}
-
-/*
- * Flips judged on placed plans. The simulator's two-stream estimate cannot see the reuse edges
- * placement adds (a node taking over bytes a SwapOut still reads waits for it, a SwapIn waits
- * for the bytes it lands on), so near a saturated copy stream it misjudges which tensors to swap.
- * From the winner w of the best plan's round, each evicted tensor is flipped to the other way
- * back, the schedule placed and timed, and the flip kept when the plan fits and is cheaper.
- */
-static int refine(const search_t *s, const winner_t *w, af_plan_t **best, af_error_t *err)
-{
-    int32_t nn = af_graph_node_count(s->g);
-    int32_t tries = REFINE_WORK / (nn > 0 ? nn : 1);
-    af__remat_cfg_t cfg = w->cfg;
-    cfg.protect = NULL;
-    cfg.noise = 0;
-    cfg.mode = s->mode;
-    af__remat_result_t r;
-    int32_t n;
-    int rc = seed_modes(s, w->k, &cfg, &n);
-    if (rc)
-        return rc == AF_ENOMEM ? rc : 0;
-    double cur = plan_objective(s, *best);
-    for (int32_t i = 0; i < n && i < tries; i++) {
-        int32_t t = s->flips[i];
-        uint8_t was = s->mode[t];
-        s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
-        if ((rc = run(s, w->k, &cfg, &r)) == AF_ENOMEM)
-            return rc;
-        af_plan_t *p = NULL;
-        if (!rc) {
-            cand_t c = {r.steps, r.n_steps, 0, "evict", r.peak};
-            rc = place(s, &c, &p, err);
-            af__remat_result_free(&r);
-            if (rc)
-                return rc;
-        }
-        if (p && p->arena <= s->budget && plan_objective(s, p) < cur) {
-            cur = plan_objective(s, p);
-            af_plan_destroy(*best);
-            *best = p;
-            continue;
-        }
-        s->mode[t] = was;
-        af_plan_destroy(p);
-    }
-    return 0;
 }
 
 /*
@@ -396,7 +291,7 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
     af_plan_t *best = NULL;
     int rc = greedy_seed(s, &best, err);
     bracket_t k = {0, UINT64_MAX, 0, UINT64_MAX};
-    winner_t best_w = {-1, {0}};
+    winner_t best_w = {-1, {0}}, other_w = {-1, {0}};
     for (int round = 0; !rc && round < MAX_ROUNDS && T >= floor; round++) {
         cand_t c, alt;
         if ((rc = schedule(s, T, &c, &alt)) == AF_ENOMEM)
@@ -404,12 +299,12 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
         af_plan_t *p = NULL;
         uint64_t peak = rc == 0 ? c.peak : T;
         if (rc == 0)
-            rc = place(s, &c, &p, err);
+            rc = af__budget_place(s, &c, &p, err);
         if (!rc && p->arena > B && alt.steps) { /* the runner-up may pack better */
             af_plan_destroy(p);
             p = NULL;
             peak = alt.peak;
-            rc = place(s, &alt, &p, err);
+            rc = af__budget_place(s, &alt, &p, err);
         }
         uint64_t arena = p ? p->arena : 0;
         af__free(c.steps);
@@ -424,19 +319,22 @@ static int search(const search_t *s, af_plan_t **out, af_error_t *err)
             k.ok = T;
         else
             k.bad = T, k.top = peak < k.top ? peak : k.top;
-        if (fit && (!best || plan_objective(s, p) < plan_objective(s, best)))
-            af_plan_destroy(best), best = p, p = NULL, best_w = *s->last;
+        if (fit && (!best || af__budget_plan_objective(s, p) < af__budget_plan_objective(s, best)))
+            af_plan_destroy(best), best = p, p = NULL, best_w = s->last[0], other_w = s->last[1];
         af_plan_destroy(p);
         uint64_t next = next_target(&k, T, peak, arena, B, none);
         next = next / align * align;
         if ((best && s->first_fit) || next == T || next >= k.bad || next <= k.ok || next <= k.inf ||
-            (best && (k.bad - k.ok <= B / 512 || plan_objective(s, best) <= 0)))
+            (best && (k.bad - k.ok <= B / 512 || af__budget_plan_objective(s, best) <= 0)))
             break;
         T = next;
     }
     if (!rc && best && best_w.k >= 0 && s->o->offload && s->o->recompute && !s->first_fit &&
-        plan_objective(s, best) > 0)
-        rc = refine(s, &best_w, &best, err);
+        af__budget_plan_objective(s, best) > 0)
+        rc = af__budget_refine(s, &best_w, &best, err);
+    if (!rc && best && other_w.k >= 0 && s->o->offload && s->o->recompute && !s->first_fit &&
+        af__budget_plan_objective(s, best) > 0)
+        rc = af__budget_refine(s, &other_w, &best, err);
     *s->last = best_w;
     if (rc && rc != AF_EBUDGET) {
         af_plan_destroy(best);
@@ -469,7 +367,7 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
     s->mode = af__calloc(nt, 1);
     s->flips = af__malloc(nt * sizeof(int32_t));
     s->key = af__malloc(nt * sizeof(double));
-    s->last = af__calloc(1, sizeof(winner_t));
+    s->last = af__calloc(2, sizeof(winner_t));
     if (!s->protect || !s->mode || !s->flips || !s->key || !s->last)
         return AF_ENOMEM;
     const int32_t *orders[2] = {af_plan_order(p0), af_graph_input_order(g)};
@@ -611,7 +509,8 @@ static int refuse(search_t *s, const af_plan_t *p0, const char *first, af_plan_t
 static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc, int swap,
                    af_error_t *err)
 {
-    if (!s->o->offload || !s->o->recompute || (!rc && plan_objective(s, *p) <= 0) || (swap && rc))
+    if (!s->o->offload || !s->o->recompute || (!rc && af__budget_plan_objective(s, *p) <= 0) ||
+        (swap && rc))
         return rc; /* offload alone is for a cheaper plan: it meets no budget the mix missed */
     af_plan_opts_t o2 = *s->o;
     if (swap)
@@ -633,17 +532,50 @@ static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc
         *p = NULL;
         return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
     }
-    if (!rc2 && (rc || plan_objective(s, q) < plan_objective(s, *p))) {
+    if (!rc2 && (rc || af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p))) {
         af_plan_destroy(*p);
         *p = q;
         if (swap)
             return 0;
         /* from recomputation alone, swap what hides: the same victims, swapped back instead */
         w.cfg.swap_weight = RECOMPUTE_WEIGHT;
-        rc2 = w.k >= 0 && w.k < s->n_ctx && plan_objective(s, q) > 0 ? refine(s, &w, p, err) : 0;
+        rc2 = w.k >= 0 && w.k < s->n_ctx && af__budget_plan_objective(s, q) > 0
+                  ? af__budget_refine(s, &w, p, err)
+                  : 0;
         return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
     }
     af_plan_destroy(q);
+    return rc;
+}
+
+/*
+ * With offload and recomputation, the search again with the portfolio also pricing swap-out
+ * stalls (budget_evict.c: cfg.stall), which avoids swaps whose bytes are needed before the link
+ * drains them; *p is replaced when that plan is cheaper. A second search, not a wider first
+ * one: its winners pack differently, and feasibility must not depend on them (bert-train at
+ * batch 32 under its batch-8 arena once planned with recomputation alone and was refused with
+ * both). Nothing is searched when *p costs nothing. 0 or an error (AF_EBUDGET is not one).
+ */
+static int with_stalls(search_t *s, af_plan_t **p, af_error_t *err)
+{
+    if (!s->o->offload || !s->o->recompute || af__budget_plan_objective(s, *p) <= 0)
+        return 0;
+    af_plan_t *q = NULL;
+    s->stall = 1;
+    int rc = search(s, &q, err);
+    s->stall = 0;
+    if (!rc && af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p)) {
+        af_plan_destroy(*p);
+        *p = q;
+        return 0;
+    }
+    af_plan_destroy(q);
+    if (rc == AF_EBUDGET)
+        return 0;
+    if (rc) {
+        af_plan_destroy(*p);
+        *p = NULL;
+    }
     return rc;
 }
 
@@ -661,6 +593,8 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
     } else if (!rc) {
         s.budget = o->budget;
         rc = search(&s, &p, err);
+        if (!rc)
+            rc = with_stalls(&s, &p, err);
         for (int swap = 0; swap < 2 && (rc == 0 || rc == AF_EBUDGET); swap++)
             rc = one_way(&s, p0, &p, rc, swap, err);
         if (rc == AF_EBUDGET)

@@ -11,9 +11,10 @@
  * one with the lowest
  *         score = regen cost / (bytes x (steps until its next use + 1)^beta)
  * (the regen cost counts inputs that would have to come back too, DTR's "evicted neighbourhood";
- * offload prices a swap at swap_weight x its transfer time), so the bytes freed longest for the
- * least work go first. The next-use distance comes from the base order: the simulator knows the
- * future, as an offline planner does.
+ * offload prices a swap at swap_weight x its transfer time, plus, with cfg.stall, the compute a
+ * swap-out stalls when the bytes are needed before the copy link can have drained them), so the
+ * bytes freed longest for the least work go first. The next-use distance comes from the base order:
+ * the simulator knows the future, as an offline planner does.
  *
  * Freed bytes are freed in the past too. An evicted copy dies at its last reader, so the live
  * bytes of every step since then are lowered when it is evicted (the profile of the steps
@@ -382,6 +383,18 @@ static double dist_pow(double d, double beta)
     return pow(d, beta);
 }
 
+/* Compute time lost when x is swapped out now: its bytes are needed now, and the copy stream
+ * (busy with the transfers issued before) finishes the SwapOut later; the step that takes the
+ * bytes waits for it (the reuse edge placement adds). 0 when x has a host copy already. */
+static double out_stall(const af__remat_t *r, int32_t x)
+{
+    if (r->host[x])
+        return 0;
+    double t0 = r->at[r->last[x] + 1] > r->copy_free ? r->at[r->last[x] + 1] : r->copy_free;
+    double end = t0 + (double)r->size[x] * r->swap_unit, now = r->at[r->n_slots];
+    return end > now ? end - now : 0;
+}
+
 /* Picks the resident tensor to evict (-1: none); *swap = 1 when swapping is the cheaper way. */
 static int32_t pick_victim(af__remat_t *r, int *swap)
 {
@@ -399,7 +412,8 @@ static int32_t pick_victim(af__remat_t *r, int *swap)
                 continue;
             int32_t nu = next_use(r, x);
             double sc =
-                can_sw ? c->swap_weight * (double)r->size[x] * r->swap_unit * (r->host[x] ? 1 : 2)
+                can_sw ? c->swap_weight * (double)r->size[x] * r->swap_unit * (r->host[x] ? 1 : 2) +
+                             (c->stall ? out_stall(r, x) : 0)
                        : HUGE_VAL;
             double denom = nu == NO_USE
                                ? 1

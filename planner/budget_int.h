@@ -91,6 +91,7 @@ typedef struct af__remat_cfg {
     const uint8_t *mode;    /* per source tensor: how an eviction brings it back, AF__REMAT_*
                                (may be NULL: the cheaper way by the scores) */
     uint64_t noise;         /* 0, or a seed: scores are jittered by up to 25% */
+    int stall;              /* a swap-out's cost counts the compute its late finish stalls */
 } af__remat_cfg_t;
 
 typedef struct af__remat_result {
