@@ -27,6 +27,8 @@
 #include "graph/graph_int.h"
 
 #include <string.h>
+#define XXH_INLINE_ALL /* the hash of a short name inlines to a few instructions */
+#include <xxhash.h>
 
 #define EMPTY UINT64_MAX
 #define CHUNK_MIN 1024
@@ -40,12 +42,9 @@ struct af__chunk {
 
 uint64_t af__graph_hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    /* XXH3 reads a short name in a few wide loads: a 10^6-tensor graph hashes ~3.5 10^6 names
+     * (every input and output name again), and byte-at-a-time FNV-1a was ~4% of building it. */
+    return XXH3_64bits(s, strlen(s));
 }
 
 void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align)
@@ -162,11 +161,8 @@ static void merge_young(af__namemap_t *m)
 {
     if (!m->n_young)
         return;
-    uint64_t *list = m->young + YOUNG_SLOTS; /* YOUNG_MAX entries of room after the table */
-    size_t n = 0, mask = m->cap - 1;
-    for (size_t i = 0; i < YOUNG_SLOTS; i++)
-        if (m->young[i] != EMPTY)
-            list[n++] = m->young[i];
+    const uint64_t *list = m->young + YOUNG_SLOTS; /* the entries in the order they came */
+    size_t n = m->n_young, mask = m->cap - 1;
     for (size_t i = 0; i < n; i++) {
         if (i + MERGE_AHEAD < n)
             __builtin_prefetch(&m->slots[(list[i + MERGE_AHEAD] >> 32) & mask], 1);
@@ -196,12 +192,11 @@ static int bloom_build(af__namemap_t *m)
     af__free(m->bloom);
     m->bloom = bloom;
     m->bloom_mask = words - 1;
-    for (size_t i = 0; i < m->cap; i++)
+    for (size_t i = 0; i < m->cap && m->count > m->n_young; i++) /* nothing merged: skip */
         if (m->slots[i] != EMPTY)
             bloom_set(m, (uint32_t)(m->slots[i] >> 32));
-    for (size_t i = 0; i < YOUNG_SLOTS; i++)
-        if (m->young[i] != EMPTY)
-            bloom_set(m, (uint32_t)(m->young[i] >> 32));
+    for (size_t i = 0; i < m->n_young; i++)
+        bloom_set(m, (uint32_t)(m->young[YOUNG_SLOTS + i] >> 32));
     return 0;
 }
 
@@ -272,6 +267,7 @@ int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key
     if (had >= 0)
         return had;
     put(m->young, YOUNG_SLOTS - 1, s);
+    m->young[YOUNG_SLOTS + m->n_young] = s;
     *word |= bits;
     m->count++;
     if (++m->n_young == YOUNG_MAX)
