@@ -182,7 +182,8 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_EINVAL, "graph is finalized; tensors cannot be added");
     if (!d || !d->name || !d->name[0])
         return af__err(err, AF_EINVAL, "tensor without a name");
-    uint64_t hash = af__graph_hash_str(d->name);
+    size_t name_len = strlen(d->name);
+    uint64_t hash = af__graph_hash_n(d->name, name_len);
     af__graph_map_prefetch(&g->tmap, hash);
     if ((unsigned)d->kind > AF_TENSOR_SCRATCH)
         return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
@@ -221,7 +222,7 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     af_tensor_info_t t = {0};
     const char *alias = NULL;
     int64_t *shape = NULL;
-    t.name = af__graph_strdup(g, d->name);
+    t.name = af__graph_strndup(g, d->name, name_len);
     if (d->rank > 0) {
         shape = af__graph_alloc(g, (size_t)d->rank * sizeof(*shape), sizeof(*shape));
         if (shape)
@@ -286,6 +287,19 @@ static int record_io(af_graph_t *g, const char *const *names, int32_t n)
     return 0;
 }
 
+/* The arena's copy of op type `op` (one per distinct type, see g->ops), or NULL on OOM. */
+static const char *intern_op(af_graph_t *g, const char *op)
+{
+    size_t len = strlen(op);
+    const char **slot = &g->ops[((unsigned char)op[0] * 31u + len) & (AF__OP_CACHE - 1)];
+    if (*slot && strcmp(*slot, op) == 0)
+        return *slot;
+    const char *copy = af__graph_strdup(g, op);
+    if (copy)
+        *slot = copy; /* a collision replaces the older type: later nodes copy it again */
+    return copy;
+}
+
 int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, af_error_t *err)
 {
     if (g->finalized)
@@ -314,7 +328,8 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
         snprintf(autoname, sizeof(autoname), "node%zu", g->n_nodes);
         name = autoname;
     }
-    uint64_t hash = af__graph_hash_str(name);
+    size_t name_len = strlen(name);
+    uint64_t hash = af__graph_hash_n(name, name_len);
     af__graph_map_prefetch(&g->nmap, hash);
 
     if (af__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)))
@@ -322,8 +337,8 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
 
     /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_node_info_t n = {0};
-    n.name = af__graph_strdup(g, name);
-    n.op = af__graph_strdup(g, d->op);
+    n.name = af__graph_strndup(g, name, name_len);
+    n.op = intern_op(g, d->op);
     af_inplace_t *ip = NULL;
     if (d->n_inplace > 0) {
         ip = af__graph_alloc(g, (size_t)d->n_inplace * sizeof(*ip), _Alignof(af_inplace_t));

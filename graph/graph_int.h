@@ -36,6 +36,7 @@ typedef struct af__alias {
 typedef struct af__chunk af__chunk_t;
 
 #define AF__RECENT_NAMES 256 /* power of two */
+#define AF__OP_CACHE 64      /* power of two */
 
 /* Storage constant data points into (graph/store.c): a heap block or a read-only file mapping,
  * shared by reference count between the graphs whose tensors point into it. */
@@ -79,6 +80,9 @@ struct af_graph {
      * inputs mostly name tensors added just before; a hit here spares record_io the probe of
      * tmap, which at 10^6 names is a cache miss per input. */
     int32_t recent[AF__RECENT_NAMES];
+    /* Op types already in the arena, by first letter and length: a graph has a few dozen, and
+     * its nodes share one copy of each instead of one per node. NULL: empty. */
+    const char *ops[AF__OP_CACHE];
 
     int32_t *input_order;
     int32_t *alias_root;
@@ -89,8 +93,9 @@ struct af_graph {
     size_t cap_stores;    /* entries of stores[] that exist (grown on demand, new ones NULL) */
 };
 
-/* FNV-1a hash of a string (name tables). */
+/* Hash of a string (name tables): XXH3-64; af__graph_hash_n of its first len bytes. */
 uint64_t af__graph_hash_str(const char *s);
+uint64_t af__graph_hash_n(const char *s, size_t len);
 /* The id whose name is key (hash: af__graph_hash_str(key)) in m (g->tmap or g->nmap), or -1. */
 int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const char *key,
                            uint64_t hash);
@@ -112,6 +117,8 @@ int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key
 void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align);
 /* A copy of s in the arena, or NULL when out of memory. */
 const char *af__graph_strdup(af_graph_t *g, const char *s);
+/* The first len bytes of s and a NUL, in the arena; NULL when out of memory. */
+const char *af__graph_strndup(af_graph_t *g, const char *s, size_t len);
 void af__graph_free_chunks(af_graph_t *g);
 /* Min-heap of ids (validate.c): push v, pop the smallest. h holds at least *n + 1 entries. */
 void af__graph_heap_push(int32_t *h, size_t *n, int32_t v);

@@ -47,6 +47,11 @@ uint64_t af__graph_hash_str(const char *s)
     return XXH3_64bits(s, strlen(s));
 }
 
+uint64_t af__graph_hash_n(const char *s, size_t len)
+{
+    return XXH3_64bits(s, len);
+}
+
 void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align)
 {
     af__chunk_t *c = g->chunks;
@@ -72,10 +77,16 @@ void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align)
 
 const char *af__graph_strdup(af_graph_t *g, const char *s)
 {
-    size_t n = strlen(s) + 1;
-    char *d = af__graph_alloc(g, n, 1);
-    if (d)
-        memcpy(d, s, n);
+    return af__graph_strndup(g, s, strlen(s));
+}
+
+const char *af__graph_strndup(af_graph_t *g, const char *s, size_t len)
+{
+    char *d = af__graph_alloc(g, len + 1, 1);
+    if (d) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
     return d;
 }
 
@@ -97,7 +108,7 @@ static const char *name_of(const af_graph_t *g, const af__namemap_t *m, int32_t 
 #define YOUNG_SLOTS 8192 /* power of two; holds up to YOUNG_MAX entries */
 #define YOUNG_MAX (YOUNG_SLOTS / 2)
 #define YOUNG_FROM ((size_t)1 << 18) /* main-table slots from which the young table is used */
-#define MERGE_AHEAD 16               /* entries the merge prefetches ahead */
+#define MERGE_AHEAD 32               /* entries the merge prefetches ahead */
 
 static size_t bloom_word(const af__namemap_t *m, uint32_t tag)
 {
