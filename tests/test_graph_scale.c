@@ -9,6 +9,7 @@
  *   added long ago (moved to the main table) or just before (still young) is refused with the
  *   name in the message, every name is found after finalize, and a graph whose finalize failed
  *   keeps refusing duplicates and finalizes once fixed.
+ * - Out of memory where a map starts its young table: the add fails cleanly and works again.
  * - A node that reads its own output is reported after the name errors of later nodes.
  * - Constant data is refused on a view before finalize (views are kept in a sparse list).
  */
@@ -298,6 +299,67 @@ static void test_graph_scale_failed_finalize_keeps_the_names(void **state)
     af_graph_destroy(g);
 }
 
+/* Allocations of [fail_lo, fail_hi) bytes fail (the young table, the filter, the main
+ * table: each ~100 KiB - 4 MiB here), others go to the system allocator. */
+static size_t fail_lo, fail_hi;
+
+static void *picky_malloc(size_t n)
+{
+    return n >= fail_lo && n < fail_hi ? NULL : malloc(n);
+}
+
+static void *picky_realloc(void *p, size_t n)
+{
+    return n >= fail_lo && n < fail_hi ? NULL : realloc(p, n);
+}
+
+static void *picky_calloc(size_t c, size_t n)
+{
+    return c * n >= fail_lo && c * n < fail_hi ? NULL : calloc(c, n);
+}
+
+static void test_graph_scale_out_of_memory_where_the_young_table_starts(void **state)
+{
+    (void)state;
+    /* The 65537th name grows each map to 2^18 slots (2 MiB), which brings the young table
+     * (96 KiB) and the filter (128 KiB). Failing the small ones, then everything big: the add
+     * is refused with AF_ENOMEM, the graph keeps what it had, and the same add then works. */
+    static const size_t lo[] = {90 << 10, 90 << 10}, hi[] = {1 << 20, 8 << 20};
+    for (int k = 0; k < 2; k++) {
+        af_graph_t *g;
+        af_error_t err;
+        char name[32];
+        assert_int_equal(af_graph_create(&g), 0);
+        assert_int_equal(add_t(g, "i0", NULL), 0);
+        for (int i = 1; i < 65536; i++) {
+            snprintf(name, sizeof name, "t%d", i);
+            assert_int_equal(add_t(g, name, NULL), 0);
+        }
+        assert_int_equal(af_graph_tensor_count(g), 65536);
+        fail_lo = lo[k];
+        fail_hi = hi[k];
+        assert_int_equal(af_replace_allocator(picky_malloc, picky_realloc, picky_calloc, free), 0);
+        int rc = add_t(g, "t65536", &err);
+        af_reset_allocator();
+        assert_int_equal(rc, AF_ENOMEM);
+        assert_int_equal(af_graph_tensor_count(g), 65536);
+        expect_dup(add_t(g, "t65535", &err), &err, "t65535");
+        assert_int_equal(add_t(g, "t65536", &err), 0);
+        for (int i = 65537; i < 70000; i++) {
+            snprintf(name, sizeof name, "t%d", i);
+            assert_int_equal(add_t(g, name, NULL), 0);
+        }
+        expect_dup(add_t(g, "t3", &err), &err, "t3");
+        expect_dup(add_t(g, "t69999", &err), &err, "t69999");
+        assert_int_equal(af_graph_finalize(g, &err), 0);
+        for (int i = 1; i < 70000; i += 997) {
+            snprintf(name, sizeof name, "t%d", i);
+            assert_int_equal(af_graph_find_tensor(g, name), i);
+        }
+        af_graph_destroy(g);
+    }
+}
+
 /* ---- error precedence and views ----------------------------------------------------------- */
 
 static void test_graph_scale_self_read_reported_after_name_errors(void **state)
@@ -354,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_graph_scale_tables_match_reference_in_any_order),
         cmocka_unit_test(test_graph_scale_refuses_duplicates_old_and_young),
         cmocka_unit_test(test_graph_scale_failed_finalize_keeps_the_names),
+        cmocka_unit_test(test_graph_scale_out_of_memory_where_the_young_table_starts),
         cmocka_unit_test(test_graph_scale_self_read_reported_after_name_errors),
         cmocka_unit_test(test_graph_scale_no_data_on_a_view),
     };
