@@ -85,17 +85,11 @@ int af_graph_reserve(af_graph_t *g, int32_t n_tensors, int32_t n_nodes)
 {
     if (!g || g->finalized || n_tensors < 0 || n_nodes < 0)
         return AF_EINVAL;
-    size_t nt = (size_t)n_tensors, nn = (size_t)n_nodes, c1 = g->cap_tensors, c2 = g->cap_tensors;
-    size_t c3 = g->cap_nodes, c4 = g->cap_nodes, c5 = g->cap_nodes;
+    size_t nt = (size_t)n_tensors, nn = (size_t)n_nodes;
     /* The io table's guess is 3 ids per node; it grows past that as usual. */
-    int rc = 0;
-    if (nt > c1 && !(rc = af__grow((void **)&g->tensors, &c1, nt, sizeof(*g->tensors))))
-        rc = af__grow((void **)&g->alias_names, &c2, nt, sizeof(*g->alias_names));
-    g->cap_tensors = c1 < c2 ? c1 : c2;
-    if (!rc && nn > c3 && !(rc = af__grow((void **)&g->nodes, &c3, nn, sizeof(*g->nodes))) &&
-        !(rc = af__grow((void **)&g->io_first, &c4, nn, sizeof(*g->io_first))))
-        rc = af__grow((void **)&g->attr_cap, &c5, nn, sizeof(*g->attr_cap));
-    g->cap_nodes = c3 < c4 ? (c3 < c5 ? c3 : c5) : (c4 < c5 ? c4 : c5);
+    int rc = af__grow((void **)&g->tensors, &g->cap_tensors, nt, sizeof(*g->tensors));
+    if (!rc)
+        rc = af__grow((void **)&g->nodes, &g->cap_nodes, nn, sizeof(*g->nodes));
     if (!rc)
         rc = af__grow((void **)&g->io, &g->cap_io, 3 * nn + 1, sizeof(*g->io));
     if (!rc)
@@ -127,14 +121,14 @@ void af_graph_destroy(af_graph_t *g)
         af__free((void *)n->attrs);
     }
     af__free(g->tensors);
-    af__free(g->alias_names);
+    af__free(g->aliases);
     af__free(g->nodes);
     af__free(g->io);
-    af__free(g->io_first);
     af__free(g->unresolved);
     af__graph_free_chunks(g);
-    af__free(g->attr_cap);
     af__free(g->attr_slots);
+    af__graph_map_seal(&g->tmap); /* frees the young tables (a cheap merge first) */
+    af__graph_map_seal(&g->nmap);
     af__free(g->tmap.slots);
     af__free(g->nmap.slots);
     af__free(g->input_order);
@@ -188,7 +182,8 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_EINVAL, "graph is finalized; tensors cannot be added");
     if (!d || !d->name || !d->name[0])
         return af__err(err, AF_EINVAL, "tensor without a name");
-    uint64_t hash = af__graph_hash_str(d->name);
+    size_t name_len = strlen(d->name);
+    uint64_t hash = af__graph_hash_n(d->name, name_len);
     af__graph_map_prefetch(&g->tmap, hash);
     if ((unsigned)d->kind > AF_TENSOR_SCRATCH)
         return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
@@ -218,21 +213,16 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_ESIZE, "tensor '%s': negative alias offset %lld", d->name,
                        (long long)d->alias_offset);
 
-    size_t need = g->n_tensors + 1;
-    size_t cap = g->cap_tensors;
-    if (af__grow((void **)&g->tensors, &cap, need, sizeof(*g->tensors)))
+    if (af__grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof(*g->tensors)) ||
+        (d->alias_of &&
+         af__grow((void **)&g->aliases, &g->cap_aliases, g->n_aliases + 1, sizeof(*g->aliases))))
         return af__err(err, AF_ENOMEM, "out of memory");
-    size_t cap2 = g->cap_tensors;
-    if (af__grow((void **)&g->alias_names, &cap2, need, sizeof(*g->alias_names)))
-        return af__err(err, AF_ENOMEM, "out of memory");
-    /* Both arrays grow in lockstep; keep the smaller capacity as the shared one. */
-    g->cap_tensors = cap < cap2 ? cap : cap2;
 
     /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_tensor_info_t t = {0};
     const char *alias = NULL;
     int64_t *shape = NULL;
-    t.name = af__graph_strdup(g, d->name);
+    t.name = af__graph_strndup(g, d->name, name_len);
     if (d->rank > 0) {
         shape = af__graph_alloc(g, (size_t)d->rank * sizeof(*shape), sizeof(*shape));
         if (shape)
@@ -254,13 +244,14 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
      * duplicate leaves the record unused past n_tensors. */
     int32_t id = (int32_t)g->n_tensors;
     g->tensors[id] = t;
-    g->alias_names[id] = alias;
     int32_t had = af__graph_map_add(g, &g->tmap, d->name, hash, id);
     if (had == -2)
         return af__err(err, AF_ENOMEM, "out of memory");
     if (had >= 0)
         return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
     g->n_tensors++;
+    if (alias)
+        g->aliases[g->n_aliases++] = (af__alias_t){id, alias};
     g->recent[hash & (AF__RECENT_NAMES - 1)] = id + 1;
     if (id_out)
         *id_out = id;
@@ -296,6 +287,19 @@ static int record_io(af_graph_t *g, const char *const *names, int32_t n)
     return 0;
 }
 
+/* The arena's copy of op type `op` (one per distinct type, see g->ops), or NULL on OOM. */
+static const char *intern_op(af_graph_t *g, const char *op)
+{
+    size_t len = strlen(op);
+    const char **slot = &g->ops[((unsigned char)op[0] * 31u + len) & (AF__OP_CACHE - 1)];
+    if (*slot && strcmp(*slot, op) == 0)
+        return *slot;
+    const char *copy = af__graph_strdup(g, op);
+    if (copy)
+        *slot = copy; /* a collision replaces the older type: later nodes copy it again */
+    return copy;
+}
+
 int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, af_error_t *err)
 {
     if (g->finalized)
@@ -324,20 +328,17 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
         snprintf(autoname, sizeof(autoname), "node%zu", g->n_nodes);
         name = autoname;
     }
-    uint64_t hash = af__graph_hash_str(name);
+    size_t name_len = strlen(name);
+    uint64_t hash = af__graph_hash_n(name, name_len);
     af__graph_map_prefetch(&g->nmap, hash);
 
-    size_t need = g->n_nodes + 1, c1 = g->cap_nodes, c2 = g->cap_nodes, c3 = g->cap_nodes;
-    if (af__grow((void **)&g->nodes, &c1, need, sizeof(*g->nodes)) ||
-        af__grow((void **)&g->io_first, &c2, need, sizeof(*g->io_first)) ||
-        af__grow((void **)&g->attr_cap, &c3, need, sizeof(*g->attr_cap)))
+    if (af__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)))
         return af__err(err, AF_ENOMEM, "out of memory");
-    g->cap_nodes = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
 
     /* What the arena hands out before a failure stays there until the graph is destroyed. */
     af_node_info_t n = {0};
-    n.name = af__graph_strdup(g, name);
-    n.op = af__graph_strdup(g, d->op);
+    n.name = af__graph_strndup(g, name, name_len);
+    n.op = intern_op(g, d->op);
     af_inplace_t *ip = NULL;
     if (d->n_inplace > 0) {
         ip = af__graph_alloc(g, (size_t)d->n_inplace * sizeof(*ip), _Alignof(af_inplace_t));
@@ -355,8 +356,6 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
     n.n_inplace = d->n_inplace;
     int32_t id = (int32_t)g->n_nodes;
     g->nodes[id] = n;
-    g->io_first[id] = first;
-    g->attr_cap[id] = 0;
     int32_t had = af__graph_map_add(g, &g->nmap, n.name, hash, id); /* last, as for tensors */
     if (had == -2)
         goto oom;
@@ -366,6 +365,7 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
         return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
     }
     g->n_nodes++;
+    g->n_inputs_total += (size_t)d->n_inputs;
     if (id_out)
         *id_out = id;
     return 0;
@@ -497,7 +497,13 @@ int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, a
     }
     af_attr_t *arr = (af_attr_t *)n->attrs;
     int indexed = n->n_attrs >= AF__ATTR_SCAN; /* the new one makes the node indexed */
-    int grow = af__grow((void **)&arr, &g->attr_cap[node], (size_t)n->n_attrs + 1, sizeof(*arr));
+    /* The array's capacity is what af__grow made of n_attrs one-by-one additions: 0, then 8
+     * doubled until it holds them (attributes are only ever added one at a time). */
+    size_t cap = 0;
+    if (n->n_attrs > 0)
+        for (cap = 8; cap < (size_t)n->n_attrs; cap *= 2)
+            ;
+    int grow = af__grow((void **)&arr, &cap, (size_t)n->n_attrs + 1, sizeof(*arr));
     n->attrs = arr; /* the index's rehash reads names through it */
     if (grow || (indexed && attr_reserve(g, n->n_attrs == AF__ATTR_SCAN ? AF__ATTR_SCAN + 1 : 1))) {
         free_attr_contents(&a);
@@ -564,6 +570,19 @@ const af_attr_t *af_graph_node_attr(const af_graph_t *g, int32_t node, const cha
 const int32_t *af_graph_input_order(const af_graph_t *g)
 {
     return g->input_order;
+}
+
+const char *af__graph_alias_name(const af_graph_t *g, int32_t tensor)
+{
+    size_t lo = 0, hi = g->n_aliases; /* aliases[] is in id order: binary search */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->aliases[mid].tensor < tensor)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n_aliases && g->aliases[lo].tensor == tensor ? g->aliases[lo].base : NULL;
 }
 
 int32_t af_graph_alias_root(const af_graph_t *g, int32_t tensor)

@@ -8,11 +8,16 @@
 #include <stdatomic.h>
 
 /* Open-addressing name -> id map (graph/names.c); keys are the names stored in the graph's
- * records. A slot is (32 bits of the name's hash) << 32 | id, UINT64_MAX when empty. */
+ * records. A slot is (32 bits of the name's hash) << 32 | id, UINT64_MAX when empty. Big maps
+ * take new entries into a young table first (see names.c). */
 typedef struct af__namemap {
     uint64_t *slots;
-    size_t cap; /* power of two */
-    size_t count;
+    size_t cap;      /* power of two */
+    size_t count;    /* entries in slots and young */
+    uint64_t *young; /* NULL, or the young table (and room to list its entries) */
+    size_t n_young;
+    uint64_t *bloom; /* with young: the filter of every entry, bloom_mask + 1 words */
+    size_t bloom_mask;
 } af__namemap_t;
 
 /* A node's input or output name that named no tensor yet when the node was added; finalize
@@ -22,9 +27,16 @@ typedef struct af__unresolved {
     const char *name; /* in the graph's arena */
 } af__unresolved_t;
 
+/* A tensor that is a view, and the name of its base (in the graph's arena). */
+typedef struct af__alias {
+    int32_t tensor;
+    const char *base;
+} af__alias_t;
+
 typedef struct af__chunk af__chunk_t;
 
 #define AF__RECENT_NAMES 256 /* power of two */
+#define AF__OP_CACHE 64      /* power of two */
 
 /* Storage constant data points into (graph/store.c): a heap block or a read-only file mapping,
  * shared by reference count between the graphs whose tensors point into it. */
@@ -42,19 +54,21 @@ struct af_graph {
 
     af_tensor_info_t *tensors;
     size_t n_tensors, cap_tensors;
-    const char **alias_names; /* per tensor (in the arena), until finalize */
+    /* The views among the tensors, in id order, with their base's name (in the arena), until
+     * finalize resolves them: a graph without views pays nothing per tensor for them. */
+    af__alias_t *aliases;
+    size_t n_aliases, cap_aliases;
 
     af_node_info_t *nodes;
     size_t n_nodes, cap_nodes;
-    /* Every node's input ids then output ids, node i's from io_first[i]; nodes[i].inputs and
-     * .outputs point here once finalize has resolved the names of unresolved[]. */
+    /* Every node's input ids then output ids, in node order (node i's start where node i-1's
+     * end); nodes[i].inputs and .outputs point here once finalize has resolved the names of
+     * unresolved[]. n_inputs_total: the input ids among them. */
     int32_t *io;
-    size_t n_io, cap_io;
-    size_t *io_first;
+    size_t n_io, cap_io, n_inputs_total;
     af__unresolved_t *unresolved;
     size_t n_unresolved, cap_unresolved;
     af__chunk_t *chunks; /* the arena: names, op types, shapes, in-place hints */
-    size_t *attr_cap;    /* per node capacity of nodes[i].attrs */
     /* Attribute names of the nodes with more than AF__ATTR_SCAN attributes, so the duplicate
      * check of af_graph_node_set_attr stays O(1): open addressing, slot = node << 32 | index
      * into the node's attrs, -1 empty. Fewer attributes are scanned. */
@@ -66,6 +80,9 @@ struct af_graph {
      * inputs mostly name tensors added just before; a hit here spares record_io the probe of
      * tmap, which at 10^6 names is a cache miss per input. */
     int32_t recent[AF__RECENT_NAMES];
+    /* Op types already in the arena, by first letter and length: a graph has a few dozen, and
+     * its nodes share one copy of each instead of one per node. NULL: empty. */
+    const char *ops[AF__OP_CACHE];
 
     int32_t *input_order;
     int32_t *alias_root;
@@ -76,8 +93,9 @@ struct af_graph {
     size_t cap_stores;    /* entries of stores[] that exist (grown on demand, new ones NULL) */
 };
 
-/* FNV-1a hash of a string (name tables). */
+/* Hash of a string (name tables): XXH3-64; af__graph_hash_n of its first len bytes. */
 uint64_t af__graph_hash_str(const char *s);
+uint64_t af__graph_hash_n(const char *s, size_t len);
 /* The id whose name is key (hash: af__graph_hash_str(key)) in m (g->tmap or g->nmap), or -1. */
 int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const char *key,
                            uint64_t hash);
@@ -86,6 +104,9 @@ int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const ch
 void af__graph_map_prefetch(const af__namemap_t *m, uint64_t hash);
 /* Room for count entries without growing; 0 or AF_ENOMEM (m unchanged). */
 int af__graph_map_reserve(af__namemap_t *m, size_t count);
+/* Moves the young entries into the main table and frees the young table and filter (finalize;
+ * a later add makes them again). */
+void af__graph_map_seal(af__namemap_t *m);
 /* Adds id under key (hash: af__graph_hash_str(key)) unless key is there: -1 when added, the id
  * already under key, or -2 when out of memory (m unchanged). One probe does both, so the
  * builder can look a new name up last, when the slot its prefetch asked for has arrived. */
@@ -96,6 +117,8 @@ int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key
 void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align);
 /* A copy of s in the arena, or NULL when out of memory. */
 const char *af__graph_strdup(af_graph_t *g, const char *s);
+/* The first len bytes of s and a NUL, in the arena; NULL when out of memory. */
+const char *af__graph_strndup(af_graph_t *g, const char *s, size_t len);
 void af__graph_free_chunks(af_graph_t *g);
 /* Min-heap of ids (validate.c): push v, pop the smallest. h holds at least *n + 1 entries. */
 void af__graph_heap_push(int32_t *h, size_t *n, int32_t v);
@@ -133,6 +156,8 @@ void af__store_unref(af__store_t *s);
  */
 int af__graph_attach(af_graph_t *g, int32_t tensor, af__store_t *store, const void *data,
                      af_error_t *err);
+/* The base name of view `tensor` before finalize, or NULL when it is no view. */
+const char *af__graph_alias_name(const af_graph_t *g, int32_t tensor);
 /* Releases every tensor's store reference (af_graph_destroy). */
 void af__graph_free_stores(af_graph_t *g);
 

@@ -180,7 +180,7 @@ static int check_target(af_graph_t *g, int32_t tensor, int64_t bytes, af_error_t
     if (tensor < 0 || (size_t)tensor >= g->n_tensors)
         return af__err(err, AF_EINVAL, "constant data for unknown tensor %d", tensor);
     const af_tensor_info_t *t = &g->tensors[tensor];
-    if (t->kind != AF_TENSOR_CONSTANT || g->alias_names[tensor])
+    if (t->kind != AF_TENSOR_CONSTANT || af__graph_alias_name(g, tensor))
         return af__err(err, AF_EINVAL, "tensor '%s': only constants that are not views carry data",
                        t->name);
     if (t->bytes < 0 || t->bytes != bytes)

@@ -10,8 +10,16 @@
  *      constant (an alias without a producer is fed by its base, so the base must be);
  *   5. in-place hints point at existing inputs/outputs;
  *   6. node-level edges have no cycle (Kahn; a leftover cycle is walked and printed).
- * Tables are built into one pool (preds, consumers, succs) so destroy is one free; one pass
- * over the nodes finds the preds and counts every tensor's readers.
+ * Tables are built into one pool (preds, consumers, succs) so destroy is one free.
+ *
+ * Passes: the records are 80 (tensor) and 120 (node) bytes, so at 10^6 tensors each pass over
+ * them moves ~80 MB. One pass over the nodes does checks 2, 3 and 5 and, while every input's
+ * producer is already final when its reader is reached (nodes in data-flow order, the usual
+ * case), also finds the preds and counts the readers; otherwise (or when a node reads its own
+ * output, reported only after every name error) a second pass does that with the final
+ * producers. Consumers and succs are then filled from g->io and the preds with compact counts
+ * (fin_t), and one last pass over each record array points them at their lists (check 4 rides
+ * on the tensors' one). A graph without views skips the alias tables entirely.
  */
 #include "graph/graph_int.h"
 
@@ -22,19 +30,21 @@
 static int resolve_aliases(af_graph_t *g, af_error_t *err)
 {
     size_t n = g->n_tensors;
-    for (size_t i = 0; i < n; i++) {
-        if (!g->alias_names[i])
-            continue;
-        int32_t b = af_graph_find_tensor(g, g->alias_names[i]);
+    if (g->n_aliases == 0)
+        return 0; /* no view: af_graph_alias_root() answers every tensor itself */
+    for (size_t k = 0; k < g->n_aliases; k++) {
+        size_t i = (size_t)g->aliases[k].tensor;
+        const char *base = g->aliases[k].base;
+        int32_t b = af_graph_find_tensor(g, base);
         if (b < 0)
             return af__err(err, AF_ENOENT, "tensor '%s' is an alias of unknown tensor '%s'",
-                           g->tensors[i].name, g->alias_names[i]);
+                           g->tensors[i].name, base);
         if ((size_t)b == i)
             return af__err(err, AF_ECYCLE, "tensor '%s' is an alias of itself", g->tensors[i].name);
         g->tensors[i].alias_of = b;
     }
-    g->alias_root = af__malloc((n ? n : 1) * sizeof(*g->alias_root));
-    g->alias_root_off = af__malloc((n ? n : 1) * sizeof(*g->alias_root_off));
+    g->alias_root = af__malloc(n * sizeof(*g->alias_root));
+    g->alias_root_off = af__malloc(n * sizeof(*g->alias_root_off));
     if (!g->alias_root || !g->alias_root_off)
         return af__err(err, AF_ENOMEM, "out of memory");
     for (size_t i = 0; i < n; i++) {
@@ -67,6 +77,22 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
     return 0;
 }
 
+/*
+ * Scratch of one finalize. The records are 80 (tensor) and 120 (node) bytes, so at 10^6 tensors
+ * every pass over them moves ~80 MB: the passes after the first run on these compact arrays and
+ * on g->io instead, and the records are written once more at the end.
+ */
+typedef struct fin {
+    int32_t *tmark; /* nt: the last node that counted tensor t as read */
+    int32_t *nmark; /* nn: the last node that took node p as a predecessor */
+    /* nt + nn: distinct readers of tensor t, then successors of node p; turned into write
+     * cursors into g->edge_pool (after the fill, cnt[x] is where entry x + 1 starts). */
+    uint32_t *cnt;
+    int32_t *nio; /* 3 per node: inputs, outputs, preds */
+    size_t used;  /* entries of g->edge_pool taken */
+    int fast;     /* 1 while every input's producer seen so far was already final */
+} fin_t;
+
 /* Node i becomes the producer of its outputs (check 3). */
 static int claim_outputs(af_graph_t *g, int32_t i, af_error_t *err)
 {
@@ -86,12 +112,86 @@ static int claim_outputs(af_graph_t *g, int32_t i, af_error_t *err)
     return 0;
 }
 
-static int resolve_names(af_graph_t *g, af_error_t *err)
+/* Producer a reader of tensor t waits for: its own, else (for a view) its base's. */
+static int32_t effective_producer(const af_graph_t *g, int32_t t)
 {
-    size_t u = 0;
+    while (g->tensors[t].producer < 0 && g->tensors[t].alias_of >= 0)
+        t = g->tensors[t].alias_of;
+    return g->tensors[t].producer;
+}
+
+/* effective_producer() while the nodes are still claiming their outputs: *sure is cleared when
+ * the answer may still change (a tensor on the chain has no producer yet but may get one: it is
+ * no input or constant, which no node may produce). */
+static int32_t producer_so_far(const af_graph_t *g, int32_t t, int *sure)
+{
+    for (;;) {
+        const af_tensor_info_t *r = &g->tensors[t];
+        if (r->producer >= 0)
+            return r->producer;
+        if (r->kind != AF_TENSOR_INPUT && r->kind != AF_TENSOR_CONSTANT)
+            *sure = 0;
+        if (r->alias_of < 0)
+            return -1;
+        t = r->alias_of;
+    }
+}
+
+/* Distinct preds of node i (ascending) at g->edge_pool + f->used, with the distinct-reader
+ * counts of its inputs and the successor counts of its preds bumped. Producers come from
+ * effective_producer(), or (f->fast) from producer_so_far(): then f->fast drops to 0 when one is
+ * not sure, and the caller starts over. Returns how many preds, or -1 (AF_ECYCLE in err) when
+ * the node reads its own output. */
+static int32_t node_preds(af_graph_t *g, int32_t i, fin_t *f, af_error_t *err)
+{
+    af_node_info_t *nd = &g->nodes[i];
+    int32_t n = 0, *pool = g->edge_pool + f->used;
+    for (int32_t j = 0; j < nd->n_inputs; j++) {
+        int32_t t = nd->inputs[j];
+        if (f->tmark[t] != i) {
+            f->tmark[t] = i;
+            f->cnt[t]++;
+        }
+        int fast = f->fast;
+        int32_t p = fast ? producer_so_far(g, t, &f->fast) : effective_producer(g, t);
+        if (fast && (!f->fast || p == i)) {
+            f->fast = 0; /* a reading of its own output is reported after every name error */
+            return 0;
+        }
+        if (p == i) {
+            af__err(err, AF_ECYCLE, "cycle: node '%s' reads its own output '%s'", nd->name,
+                    g->tensors[t].name);
+            return -1;
+        }
+        if (p < 0 || f->nmark[p] == i)
+            continue;
+        f->nmark[p] = i;
+        int32_t k = n++; /* insertion keeps the list sorted */
+        while (k > 0 && pool[k - 1] > p) {
+            pool[k] = pool[k - 1];
+            k--;
+        }
+        pool[k] = p;
+        f->cnt[g->n_tensors + (size_t)p]++;
+    }
+    nd->preds = pool;
+    nd->n_preds = n;
+    f->nio[3 * (size_t)i + 2] = n;
+    f->used += (size_t)n;
+    return n;
+}
+
+/*
+ * Checks 2, 3 and 5 node by node; while the nodes come in data-flow order (every input already
+ * has its final producer when its reader is reached, the usual case), the same pass finds the
+ * preds and counts the readers. Returns 0 or the error.
+ */
+static int resolve_names(af_graph_t *g, fin_t *f, af_error_t *err)
+{
+    size_t u = 0, first = 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         af_node_info_t *nd = &g->nodes[i];
-        size_t first = g->io_first[i], end = first + (size_t)nd->n_inputs + (size_t)nd->n_outputs;
+        size_t end = first + (size_t)nd->n_inputs + (size_t)nd->n_outputs;
         nd->inputs = g->io + first;
         nd->outputs = g->io + first + nd->n_inputs;
         for (; u < g->n_unresolved && g->unresolved[u].at < end; u++) {
@@ -115,113 +215,69 @@ static int resolve_names(af_graph_t *g, af_error_t *err)
                                "range",
                                nd->name, k, h->output, h->input);
         }
+        f->nio[3 * i] = nd->n_inputs;
+        f->nio[3 * i + 1] = nd->n_outputs;
+        if (f->fast)
+            (void)node_preds(g, (int32_t)i, f, err);
+        first = end;
     }
     return 0;
 }
 
-/* Producer a reader of tensor t waits for: its own, else (for a view) its base's. */
-static int32_t effective_producer(const af_graph_t *g, int32_t t)
+/* Turns the counts cnt[from, to) into write cursors starting at pool entry *at. */
+static void cursors(uint32_t *cnt, size_t from, size_t to, size_t *at)
 {
-    while (g->tensors[t].producer < 0 && g->tensors[t].alias_of >= 0)
-        t = g->tensors[t].alias_of;
-    return g->tensors[t].producer;
+    for (size_t x = from; x < to; x++) {
+        uint32_t c = cnt[x];
+        cnt[x] = (uint32_t)*at;
+        *at += c;
+    }
 }
 
-/* Distinct preds of node i (ascending) at pool, with the distinct-reader counts of its inputs
- * (cnt[t]) and the successor counts of its preds (cnt[nt + p]) bumped. Returns how many preds,
- * or -1 (AF_ECYCLE in err) when the node reads its own output. */
-static int32_t node_preds(af_graph_t *g, int32_t i, int32_t *pool, int32_t *tmark, int32_t *nmark,
-                          int32_t *cnt, af_error_t *err)
+/* Consumers (distinct reader nodes per tensor) and succs (transpose of preds) into the pool,
+ * from g->io and the preds: nodes in increasing order keep both lists sorted. */
+static void fill_edges(af_graph_t *g, fin_t *f)
 {
-    af_node_info_t *nd = &g->nodes[i];
-    int32_t n = 0;
-    nd->preds = pool;
-    for (int32_t j = 0; j < nd->n_inputs; j++) {
-        int32_t t = nd->inputs[j];
-        if (tmark[t] != i) {
-            tmark[t] = i;
-            cnt[t]++;
-        }
-        int32_t p = effective_producer(g, t);
-        if (p == i) {
-            af__err(err, AF_ECYCLE, "cycle: node '%s' reads its own output '%s'", nd->name,
-                    g->tensors[t].name);
-            return -1;
-        }
-        if (p < 0 || nmark[p] == i)
-            continue;
-        nmark[p] = i;
-        int32_t k = n++; /* insertion keeps the list sorted */
-        while (k > 0 && pool[k - 1] > p) {
-            pool[k] = pool[k - 1];
-            k--;
-        }
-        pool[k] = p;
-        cnt[g->n_tensors + (size_t)p]++;
-    }
-    nd->n_preds = n;
-    return n;
-}
-
-/* Preds and per-tensor reader counts in one pass over the nodes, then consumers and succs. */
-static int build_edges(af_graph_t *g, af_error_t *err)
-{
-    size_t nn = g->n_nodes, nt = g->n_tensors, total_in = 0;
-    for (size_t i = 0; i < nn; i++)
-        total_in += (size_t)g->nodes[i].n_inputs;
-    g->edge_pool = af__malloc((3 * total_in + 1) * sizeof(int32_t));
-    int32_t *mark = af__malloc((nn + nt + 1) * sizeof(int32_t));
-    int32_t *cnt = af__calloc(nt + nn + 1, sizeof(int32_t));
-    if (!g->edge_pool || !mark || !cnt) {
-        af__free(mark);
-        af__free(cnt);
-        return af__err(err, AF_ENOMEM, "out of memory");
-    }
-    int32_t *pool = g->edge_pool, *tmark = mark, *nmark = mark + nt;
-    size_t used = 0;
-    int rc = 0;
-    memset(mark, 0xff, (nn + nt) * sizeof(int32_t));
-    for (size_t i = 0; i < nn && !rc; i++) {
-        int32_t k = node_preds(g, (int32_t)i, pool + used, tmark, nmark, cnt, err);
-        if (k < 0)
-            rc = AF_ECYCLE;
-        else
-            used += (size_t)k;
-    }
-    if (!rc) {
-        /* Consumers (distinct nodes per tensor, ascending: nodes in increasing order). */
-        for (size_t t = 0; t < nt; t++) {
-            g->tensors[t].consumers = pool + used;
-            g->tensors[t].n_consumers = 0;
-            used += (size_t)cnt[t];
-        }
-        memset(tmark, 0xff, nt * sizeof(int32_t));
-        for (size_t i = 0; i < nn; i++)
-            for (int32_t j = 0; j < g->nodes[i].n_inputs; j++) {
-                int32_t id = g->nodes[i].inputs[j];
-                af_tensor_info_t *t = &g->tensors[id];
-                if (tmark[id] != (int32_t)i) {
-                    tmark[id] = (int32_t)i;
-                    ((int32_t *)t->consumers)[t->n_consumers++] = (int32_t)i;
-                }
+    size_t nn = g->n_nodes, nt = g->n_tensors, at = f->used, io = 0, pr = 0;
+    int32_t *pool = g->edge_pool;
+    cursors(f->cnt, 0, nt + nn, &at);
+    memset(f->tmark, 0xff, nt * sizeof(int32_t));
+    for (size_t i = 0; i < nn; i++) {
+        const int32_t *nio = f->nio + 3 * i;
+        for (int32_t j = 0; j < nio[0]; j++) {
+            int32_t t = g->io[io + (size_t)j];
+            if (f->tmark[t] != (int32_t)i) {
+                f->tmark[t] = (int32_t)i;
+                pool[f->cnt[t]++] = (int32_t)i;
             }
-        /* Successors: transpose of preds; iterating i ascending keeps them sorted. */
-        for (size_t i = 0; i < nn; i++) {
-            g->nodes[i].succs = pool + used;
-            g->nodes[i].n_succs = 0;
-            used += (size_t)cnt[nt + i];
         }
-        for (size_t i = 0; i < nn; i++)
-            for (int32_t k = 0; k < g->nodes[i].n_preds; k++) {
-                af_node_info_t *p = &g->nodes[g->nodes[i].preds[k]];
-                ((int32_t *)p->succs)[p->n_succs++] = (int32_t)i;
-            }
+        io += (size_t)nio[0] + (size_t)nio[1];
+        for (int32_t k = 0; k < nio[2]; k++)
+            pool[f->cnt[nt + (size_t)pool[pr + (size_t)k]]++] = (int32_t)i;
+        pr += (size_t)nio[2];
     }
-    af__free(mark);
-    af__free(cnt);
-    return rc;
+    for (size_t i = 0; i < nn; i++) {
+        uint32_t from = i ? f->cnt[nt + i - 1] : (nt ? f->cnt[nt - 1] : (uint32_t)f->used);
+        g->nodes[i].succs = pool + from;
+        g->nodes[i].n_succs = (int32_t)(f->cnt[nt + i] - from);
+    }
 }
 
+/* Preds (unless resolve_names found them) and per-tensor reader counts, then the lists. */
+static int build_edges(af_graph_t *g, fin_t *f, af_error_t *err)
+{
+    size_t nn = g->n_nodes, nt = g->n_tensors;
+    if (!f->fast) {
+        memset(f->tmark, 0xff, (nt + nn) * sizeof(int32_t));
+        memset(f->cnt, 0, (nt + nn) * sizeof(uint32_t));
+        f->used = 0;
+        for (size_t i = 0; i < nn; i++)
+            if (node_preds(g, (int32_t)i, f, err) < 0)
+                return AF_ECYCLE;
+    }
+    fill_edges(g, f);
+    return 0;
+}
 /* Min-heap of node ids for Kahn's stable order (also the ONNX importer's node order). */
 void af__graph_heap_push(int32_t *h, size_t *n, int32_t v)
 {
@@ -301,14 +357,16 @@ static int report_cycle(af_graph_t *g, const int32_t *indeg, af_error_t *err)
     return af__err(err, AF_ECYCLE, "graph has a cycle: %s", buf);
 }
 
-static int build_input_order(af_graph_t *g, af_error_t *err)
+/* The input order: the ids themselves when no pred follows its node (known_sorted: the preds
+ * were found in the pass that claimed the outputs, so every pred comes first), else Kahn's. */
+static int build_input_order(af_graph_t *g, int known_sorted, af_error_t *err)
 {
     size_t nn = g->n_nodes;
     g->input_order = af__malloc((nn ? nn : 1) * sizeof(int32_t));
     if (!g->input_order)
         return af__err(err, AF_ENOMEM, "out of memory");
     int sorted = 1;
-    for (size_t i = 0; i < nn && sorted; i++)
+    for (size_t i = 0; i < nn && sorted && !known_sorted; i++)
         for (int32_t k = 0; k < g->nodes[i].n_preds; k++)
             if (g->nodes[i].preds[k] >= (int32_t)i) {
                 sorted = 0;
@@ -349,10 +407,14 @@ static int build_input_order(af_graph_t *g, af_error_t *err)
     return rc;
 }
 
-static int check_producers_exist(af_graph_t *g, af_error_t *err)
+/* Points every tensor at its consumers in the pool (check 4 in the same pass). */
+static int check_producers_exist(af_graph_t *g, const fin_t *f, af_error_t *err)
 {
     for (size_t i = 0; i < g->n_tensors; i++) {
-        const af_tensor_info_t *t = &g->tensors[i];
+        af_tensor_info_t *t = &g->tensors[i];
+        uint32_t from = i ? f->cnt[i - 1] : (uint32_t)f->used;
+        t->consumers = g->edge_pool + from;
+        t->n_consumers = (int32_t)(f->cnt[i] - from);
         if (t->kind == AF_TENSOR_SCRATCH &&
             (t->n_consumers > 0 || t->producer < 0 || t->alias_of >= 0 || t->bytes < 0))
             return af__err(err, AF_EINVAL,
@@ -405,14 +467,44 @@ static void release_tables(af_graph_t *g)
     }
 }
 
+/* The finalize scratch (fin_t) and the edge pool; 0 or AF_ENOMEM. */
+static int fin_alloc(af_graph_t *g, fin_t *f, af_error_t *err)
+{
+    size_t nt = g->n_tensors, nn = g->n_nodes, pool = 3 * g->n_inputs_total + 1;
+    memset(f, 0, sizeof(*f));
+    /* Pool positions are 32-bit cursors (the scratch stays 4 bytes per entry): a graph with
+     * over a billion input references is refused rather than mis-indexed. */
+    if (pool > UINT32_MAX)
+        return af__err(err, AF_ENOMEM, "graph too large: %zu input references (at most %u)",
+                       g->n_inputs_total, (unsigned)(UINT32_MAX / 3));
+    g->edge_pool = af__malloc(pool * sizeof(int32_t));
+    f->tmark = af__malloc((nt + nn + 1) * sizeof(int32_t));
+    f->cnt = af__calloc(nt + nn + 1, sizeof(uint32_t));
+    f->nio = af__malloc((3 * nn + 1) * sizeof(int32_t));
+    if (!g->edge_pool || !f->tmark || !f->cnt || !f->nio)
+        return af__err(err, AF_ENOMEM, "out of memory");
+    f->nmark = f->tmark + nt;
+    memset(f->tmark, 0xff, (nt + nn) * sizeof(int32_t));
+    f->fast = 1;
+    return 0;
+}
+
 int af_graph_finalize(af_graph_t *g, af_error_t *err)
 {
     if (g->finalized)
         return 0;
-    int rc;
-    if ((rc = resolve_aliases(g, err)) || (rc = resolve_names(g, err)) ||
-        (rc = build_edges(g, err)) || (rc = check_producers_exist(g, err)) ||
-        (rc = build_input_order(g, err))) {
+    /* Lookups from here on are of a graph that no longer grows: one table each. */
+    af__graph_map_seal(&g->tmap);
+    af__graph_map_seal(&g->nmap);
+    fin_t f;
+    int rc = fin_alloc(g, &f, err);
+    if (!rc && !(rc = resolve_aliases(g, err)) && !(rc = resolve_names(g, &f, err)) &&
+        !(rc = build_edges(g, &f, err)) && !(rc = check_producers_exist(g, &f, err)))
+        rc = build_input_order(g, f.fast, err);
+    af__free(f.tmark);
+    af__free(f.cnt);
+    af__free(f.nio);
+    if (rc) {
         release_tables(g);
         return rc;
     }
@@ -420,10 +512,9 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
     af__free(g->unresolved);
     g->unresolved = NULL;
     g->n_unresolved = g->cap_unresolved = 0;
-    af__free(g->io_first);
-    g->io_first = NULL;
-    af__free(g->alias_names);
-    g->alias_names = NULL;
+    af__free(g->aliases);
+    g->aliases = NULL;
+    g->n_aliases = g->cap_aliases = 0;
     g->finalized = 1;
     return 0;
 }

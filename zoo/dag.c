@@ -122,21 +122,28 @@ int af_zoo_random_dag(uint64_t seed, int32_t max_nodes, af_graph_t **out, af_err
     return finish(g, oom, "random DAG", out, err);
 }
 
-/* prefix followed by k in decimal, into buf (32 bytes): the residual chain names 10^6 tensors,
- * and snprintf would cost as much as adding them to the graph. */
-static void put_name(char *buf, const char *prefix, int k)
+/* k in decimal with its NUL into digits (12 bytes); the length without the NUL. */
+static size_t put_digits(char *digits, int k)
 {
-    char digits[12];
-    int n = 0;
+    char rev[12];
+    size_t n = 0, len = 0;
     do {
-        digits[n++] = (char)('0' + k % 10);
+        rev[n++] = (char)('0' + k % 10);
         k /= 10;
     } while (k > 0);
-    size_t len = strlen(prefix);
-    memcpy(buf, prefix, len);
     while (n > 0)
-        buf[len++] = digits[--n];
-    buf[len] = '\0';
+        digits[len++] = rev[--n];
+    digits[len] = '\0';
+    return len;
+}
+
+/* prefix (plen bytes) followed by digits (dlen bytes and a NUL) into buf (32 bytes): the
+ * residual chain names 10^6 tensors, and snprintf would cost as much as adding them to the
+ * graph; one block's ten names share its number, formatted once. */
+static void put_name(char *buf, const char *prefix, size_t plen, const char *digits, size_t dlen)
+{
+    memcpy(buf, prefix, plen);
+    memcpy(buf + plen, digits, dlen + 1);
 }
 
 int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af_error_t *err)
@@ -159,12 +166,14 @@ int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af
     skip[0] = '\0';
     for (int k = 0; k < blocks; k++) {
         int64_t sz = (int64_t)(4096 + af_zoo_rng_below(&r, 4u << 20));
-        put_name(a, "a", k);
-        put_name(b, "b", k);
-        put_name(c, "c", k);
-        put_name(y, "x", k + 1);
-        put_name(w1, "w1_", k);
-        put_name(w2, "w2_", k);
+        char dk[12], dk1[12];
+        size_t lk = put_digits(dk, k), lk1 = put_digits(dk1, k + 1);
+        put_name(a, "a", 1, dk, lk);
+        put_name(b, "b", 1, dk, lk);
+        put_name(c, "c", 1, dk, lk);
+        put_name(y, "x", 1, dk1, lk1);
+        put_name(w1, "w1_", 3, dk, lk);
+        put_name(w2, "w2_", 3, dk, lk);
         const char *names[] = {a, b, c, y, w1, w2};
         for (int i = 0; i < 6; i++) {
             d.name = names[i];
@@ -180,16 +189,16 @@ int af_zoo_residual_chain(uint64_t seed, int32_t n_tensors, af_graph_t **out, af
         const char *i3[] = {b, w2}, *o3[] = {c};
         const char *i4[] = {c, x, skip}, *o4[] = {y};
         af_node_desc_t nd = {0};
-        put_name(nm, "conv1_", k);
+        put_name(nm, "conv1_", 6, dk, lk);
         nd = (af_node_desc_t){nm, "Conv", i1, 2, o1, 1, 100.0, NULL, 0};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
-        put_name(nm, "relu_", k);
+        put_name(nm, "relu_", 5, dk, lk);
         nd = (af_node_desc_t){nm, "Relu", i2, 1, o2, 1, 10.0, &hint, 1};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
-        put_name(nm, "conv2_", k);
+        put_name(nm, "conv2_", 6, dk, lk);
         nd = (af_node_desc_t){nm, "Conv", i3, 2, o3, 1, 100.0, NULL, 0};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
-        put_name(nm, "add_", k);
+        put_name(nm, "add_", 4, dk, lk);
         nd = (af_node_desc_t){nm, "Add", i4, skip[0] && k % 64 == 63 ? 3 : 2, o4, 1, 10.0, NULL, 0};
         oom |= af_graph_add_node(g, &nd, NULL, NULL) == AF_ENOMEM;
         if (k % 64 == 0)
