@@ -49,6 +49,10 @@ typedef struct af__worker {
     size_t rcap;
     af__task_t priv[8]; /* ready tasks kept while every other worker sleeps (PRIV_MAX) */
     int npriv;
+    /* A root of the batch round this worker just started in the slot of the one it finished
+     * (rounds.c): run next by this worker, never queued, so nobody else is woken for it. */
+    af__task_t hand;
+    int has_hand;
     int32_t team; /* OpenMP team size last set on this thread (kernel sets with a backend) */
     atomic_ullong steals, tasks;
     char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
@@ -102,9 +106,8 @@ int af__dyn_alloc(af_executor_t *ex, size_t bytes, void **out);
 int af__dyn_free(af_executor_t *ex, void *ptr);
 
 /* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers for
- * those beyond the first `keep`: a worker pushing onto its own deque tasks it will pop itself
- * next passes keep = 1 (a batch's next round with a single root wakes nobody). */
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep);
+ * them. */
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
 /* 1 when the calling thread is a worker of some executor. */
 int af__exec_on_worker(void);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
@@ -405,6 +408,10 @@ const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
  */
 int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 
+/* The rounds of a batch of program p run one at a time (rounds.c: docs/executor.md, "Batches of
+ * rounds"): p is a chain — total cost under 1.2 x its critical path — and small. */
+int af__batch_serial(const af__prog_t *p);
+
 /* ---- sessions (session.c, session_api.c, replan.c) -------------------------------------------
  *
  * The session structure, shared by session.c (rounds), rounds.c (starting and finishing them),
@@ -423,6 +430,8 @@ struct af_session {
     /* Inline rounds (af_executor_opts.inline_rounds): allowed for this session's plan; one
      * execution context per slot (ids ex->n + slot) beside the workers' */
     int inline_ok;
+    /* A batch (af_session_run_n) keeps one round in flight: a small chain (af__batch_serial) */
+    int batch_serial;
     af__worker_t *inl;
     int32_t n_ctx;           /* execution contexts: ex->n workers, + n_slots when inline_ok */
     int32_t max_in, max_out; /* kernel arity bounds (scratch size) */

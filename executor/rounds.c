@@ -95,10 +95,11 @@ static void record_round(af_session_t *s, af__round_t *r, int status)
     af__replan_observe(s, r);
 }
 
-/* Pushes the roots of a started round (hint: the deque to use, -1 any). 0 or AF_ENOMEM. A worker
- * (hint >= 0: it finished the batch's previous round, and its own deque is the target) pops one
- * of them itself as soon as it is back in its loop, so sleepers are woken only for the others:
- * on a graph with one root, a batch never wakes the second worker at every round start. */
+/* Pushes the roots of a started round (hint: the worker calling, -1 any other thread). 0 or
+ * AF_ENOMEM. A worker (hint >= 0: it finished the batch's previous round) keeps the first root
+ * as its hand-over task (af__worker_t.hand) and runs it as soon as the completion returns, and
+ * sleepers are woken only for the others: a batch of a one-root graph never touches a deque or
+ * wakes a worker at a round start, nor can an idle worker steal the round's first node. */
 static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
 {
     const af__prog_t *p = r->prog;
@@ -106,8 +107,14 @@ static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
      * and the round fails cleanly (the session stays usable). */
     for (int32_t i = 0; i < p->n_roots; i++)
         r->roots[i] = (af__task_t){r, p->roots[i]};
-    if (af__exec_push(r->s->ex, hint, r->roots, (size_t)p->n_roots, hint >= 0 ? 1 : 0))
+    int keep = hint >= 0;
+    if (af__exec_push(r->s->ex, hint, r->roots + keep, (size_t)(p->n_roots - keep)))
         return af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", p->n_roots);
+    if (keep) { /* after the push: a failed round has no node running */
+        af__worker_t *w = &r->s->ex->workers[hint];
+        w->hand = r->roots[0];
+        w->has_hand = 1;
+    }
     return 0;
 }
 
@@ -344,6 +351,25 @@ int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outp
     return rc;
 }
 
+/* Under this modelled cost of a round (FLOPs or ns, the inline rounds' bound) a chain's round is
+ * too short for a second worker to pay: running the next round beside it only moves lines
+ * (the kernels' shared state, the slots) between cores. */
+#define AF__BATCH_SERIAL_MAX_COST 2e6
+/* Parallelism (total cost / critical path) under which a round has nothing to run in parallel. */
+#define AF__BATCH_CHAIN 1.2
+
+int af__batch_serial(const af__prog_t *p)
+{
+    double total = 0, cp = 0;
+    for (int32_t v = 0; v < p->n_nodes; v++) {
+        double c = af_graph_node(p->g, v)->cost;
+        total += c > 0 ? c : 1;
+    }
+    return total < AF__BATCH_SERIAL_MAX_COST &&
+           af_executor_critical_path(p->plan, &cp, NULL) == 0 && cp > 0 &&
+           total < AF__BATCH_CHAIN * cp;
+}
+
 int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_buffer_t *outputs,
                      af_error_t *err)
 {
@@ -366,7 +392,10 @@ int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_b
     if (no_nodes)
         return 0;
     af_error_clear(&b.err);
-    for (int k = 0; k < s->n_slots; k++) {
+    /* a small chain: one round at a time, each started by the worker that ran the previous one
+     * (batch_round_done), so the other workers stay asleep */
+    int slots = s->batch_serial ? 1 : s->n_slots;
+    for (int k = 0; k < slots; k++) {
         af__round_t *r;
         int32_t i = 0;
         /* The first round waits for a slot; later ones take only free slots: the batch then

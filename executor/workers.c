@@ -139,7 +139,7 @@ void af__exec_reserve(af_executor_t *ex, size_t tasks)
     }
 }
 
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep)
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
 {
     if (n == 0)
         return 0;
@@ -158,8 +158,7 @@ int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n
     d->count += n;
     deque_publish_added(d);
     uv_mutex_unlock(&d->mu);
-    if (n > keep)
-        wake_sleepers(ex, n - keep);
+    wake_sleepers(ex, n);
     return 0;
 }
 
@@ -303,6 +302,11 @@ static void run_chain(af__worker_t *w, af__task_t t)
         if (lo == hi) {
             if (count_down(&r->remaining, solo, 0) == 1)
                 af__round_complete(r, w->id); /* r may be reused from here on */
+            if (w->has_hand) { /* the batch's next round, started by that completion */
+                w->has_hand = 0;
+                t = w->hand;
+                continue;
+            }
             if (w->npriv == 0)
                 return;
             t = w->priv[--w->npriv];
@@ -329,7 +333,7 @@ static void run_chain(af__worker_t *w, af__task_t t)
             }
             w->rbuf[nready++] = (af__task_t){r, s};
         }
-        if (nready && af__exec_push(ex, w->id, w->rbuf, nready, 0))
+        if (nready && af__exec_push(ex, w->id, w->rbuf, nready))
             for (size_t i = 0; i < nready; i++) /* unrun nodes: r stays valid */
                 run_inline(w, w->rbuf[i]);
         if (next >= 0)
