@@ -28,8 +28,10 @@ typedef struct af__batch af__batch_t;
 
 typedef struct af__task {
     af__round_t *r;
-    int32_t node;
+    int32_t node; /* AF__TASK_ROUND: every node of r, in plan order (af__round_run_whole) */
 } af__task_t;
+
+#define AF__TASK_ROUND (-1)
 
 /* A worker's deque: the owner pushes and pops at the tail, thieves take from the head. */
 typedef struct af__deque {
@@ -244,6 +246,9 @@ void af__round_complete(af__round_t *r, int32_t hint);
 /* Runs every node of a started round on the calling thread in plan order, as context
  * s->inl[r->slot] (af_session_run's inline path); the caller then completes it. */
 void af__round_run_inline(af__round_t *r);
+/* Runs every node of a started round on worker w in plan order (a whole-round task of a batch,
+ * rounds.c); the worker then completes it. */
+void af__round_run_whole(af__worker_t *w, af__round_t *r);
 /* Checksum recorded for tensor t in round r (verify kernels). */
 uint64_t af__round_sum(const af__round_t *r, int32_t t);
 
@@ -408,9 +413,11 @@ const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
  */
 int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 
-/* The rounds of a batch of program p run one at a time (rounds.c: docs/executor.md, "Batches of
- * rounds"): p is a chain — total cost under 1.2 x its critical path — and small. */
-int af__batch_serial(const af__prog_t *p);
+/* How the rounds of a batch of program p run (rounds.c; docs/executor.md, "Embedding it"):
+ * *whole when p is small (modelled cost of a round under 2e6) and has no If guards: each round is
+ * one task, its nodes in plan order on one worker; *serial when p is besides a chain (total cost
+ * under 1.2 x its critical path): one round in flight. */
+void af__batch_modes(const af__prog_t *p, int *serial, int *whole);
 
 /* ---- sessions (session.c, session_api.c, replan.c) -------------------------------------------
  *
@@ -430,8 +437,9 @@ struct af_session {
     /* Inline rounds (af_executor_opts.inline_rounds): allowed for this session's plan; one
      * execution context per slot (ids ex->n + slot) beside the workers' */
     int inline_ok;
-    /* A batch (af_session_run_n) keeps one round in flight: a small chain (af__batch_serial) */
-    int batch_serial;
+    /* Batches (af_session_run_n, af__batch_modes): keep one round in flight (a small chain);
+     * run each round as one task, its nodes in plan order on one worker (a small plan) */
+    int batch_serial, batch_whole;
     af__worker_t *inl;
     int32_t n_ctx;           /* execution contexts: ex->n workers, + n_slots when inline_ok */
     int32_t max_in, max_out; /* kernel arity bounds (scratch size) */

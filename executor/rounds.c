@@ -104,12 +104,15 @@ static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
 {
     const af__prog_t *p = r->prog;
     /* All roots in one all-or-nothing push: when the deque cannot grow, no node has started
-     * and the round fails cleanly (the session stays usable). */
-    for (int32_t i = 0; i < p->n_roots; i++)
-        r->roots[i] = (af__task_t){r, p->roots[i]};
+     * and the round fails cleanly (the session stays usable). A whole-round task stands for
+     * every node. */
+    int whole = r->batch && r->s->batch_whole;
+    int32_t n = whole ? 1 : p->n_roots;
+    for (int32_t i = 0; i < n; i++)
+        r->roots[i] = (af__task_t){r, whole ? AF__TASK_ROUND : p->roots[i]};
     int keep = hint >= 0;
-    if (af__exec_push(r->s->ex, hint, r->roots + keep, (size_t)(p->n_roots - keep)))
-        return af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", p->n_roots);
+    if (af__exec_push(r->s->ex, hint, r->roots + keep, (size_t)(n - keep)))
+        return af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", n);
     if (keep) { /* after the push: a failed round has no node running */
         af__worker_t *w = &r->s->ex->workers[hint];
         w->hand = r->roots[0];
@@ -351,23 +354,25 @@ int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outp
     return rc;
 }
 
-/* Under this modelled cost of a round (FLOPs or ns, the inline rounds' bound) a chain's round is
- * too short for a second worker to pay: running the next round beside it only moves lines
- * (the kernels' shared state, the slots) between cores. */
-#define AF__BATCH_SERIAL_MAX_COST 2e6
+/* Under this modelled cost of a round (FLOPs or ns; the inline rounds' bound) its nodes are so
+ * short that spreading them over workers costs more than it gives: a locked decrement per
+ * two-input node, a deque lock per queued task, lines moving between cores. */
+#define AF__BATCH_SMALL_COST 2e6
 /* Parallelism (total cost / critical path) under which a round has nothing to run in parallel. */
 #define AF__BATCH_CHAIN 1.2
 
-int af__batch_serial(const af__prog_t *p)
+void af__batch_modes(const af__prog_t *p, int *serial, int *whole)
 {
     double total = 0, cp = 0;
     for (int32_t v = 0; v < p->n_nodes; v++) {
         double c = af_graph_node(p->g, v)->cost;
         total += c > 0 ? c : 1;
     }
-    return total < AF__BATCH_SERIAL_MAX_COST &&
-           af_executor_critical_path(p->plan, &cp, NULL) == 0 && cp > 0 &&
-           total < AF__BATCH_CHAIN * cp;
+    int small = total < AF__BATCH_SMALL_COST;
+    /* If guards add edges the plan's order need not respect (as for inline rounds) */
+    *whole = small && !p->guard_t;
+    *serial = small && af_executor_critical_path(p->plan, &cp, NULL) == 0 && cp > 0 &&
+              total < AF__BATCH_CHAIN * cp;
 }
 
 int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_buffer_t *outputs,

@@ -290,6 +290,18 @@ void af__round_run_inline(af__round_t *r)
     atomic_fetch_add_explicit(&s->ex->inline_tasks, (uint64_t)p->n_nodes, memory_order_relaxed);
 }
 
+void af__round_run_whole(af__worker_t *w, af__round_t *r)
+{
+    const af__prog_t *p = r->prog;
+    const int32_t *order = af_plan_order(p->plan);
+    for (int32_t i = 0; i < p->n_nodes; i++)
+        af__round_run_node(w, r, order[i]);
+    /* only this worker writes its counter: no locked add */
+    atomic_store_explicit(
+        &w->tasks, atomic_load_explicit(&w->tasks, memory_order_relaxed) + (uint64_t)p->n_nodes,
+        memory_order_relaxed);
+}
+
 /* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */
 void af__round_complete(af__round_t *r, int32_t hint)
 {

@@ -233,6 +233,21 @@ static int find_task(af__worker_t *w, af__task_t *t)
 
 static void run_chain(af__worker_t *w, af__task_t t);
 
+/* The task a worker runs next without looking at a deque: the first of the batch round a
+ * completion just started (its hand-over task), else the top of its private stack. */
+static inline int next_task(af__worker_t *w, af__task_t *t)
+{
+    if (w->has_hand) {
+        w->has_hand = 0;
+        *t = w->hand;
+        return 1;
+    }
+    if (w->npriv == 0)
+        return 0;
+    *t = w->priv[--w->npriv];
+    return 1;
+}
+
 /* Runs t now on this worker (when there is no memory to queue it). The batch buffer is set
  * aside so the nested run cannot overwrite entries the caller still has to handle. */
 static void run_inline(af__worker_t *w, af__task_t t)
@@ -292,6 +307,13 @@ static void run_chain(af__worker_t *w, af__task_t t)
     for (;;) {
         af__round_t *r = t.r;
         const af__prog_t *p = r->prog;
+        if (t.node == AF__TASK_ROUND) { /* a whole round, in plan order: no counter touched */
+            af__round_run_whole(w, r);
+            af__round_complete(r, w->id);
+            if (!next_task(w, &t))
+                return;
+            continue;
+        }
         af__round_run_node(w, r, t.node);
         /* only this worker writes its counter: no locked add */
         atomic_store_explicit(&w->tasks, atomic_load_explicit(&w->tasks, memory_order_relaxed) + 1,
@@ -302,14 +324,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
         if (lo == hi) {
             if (count_down(&r->remaining, solo, 0) == 1)
                 af__round_complete(r, w->id); /* r may be reused from here on */
-            if (w->has_hand) { /* the batch's next round, started by that completion */
-                w->has_hand = 0;
-                t = w->hand;
-                continue;
-            }
-            if (w->npriv == 0)
+            if (!next_task(w, &t))
                 return;
-            t = w->priv[--w->npriv];
             continue;
         }
         for (int32_t i = lo; i < hi; i++) {
@@ -322,7 +338,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
                 continue;
             }
             if (w->npriv < PRIV_MAX &&
-                atomic_load_explicit(&ex->sleepers, memory_order_relaxed) >= ex->n - 1) {
+                (deque_avail(&w->dq) > 0 ||
+                 atomic_load_explicit(&ex->sleepers, memory_order_relaxed) >= ex->n - 1)) {
                 w->priv[w->npriv++] = (af__task_t){r, s};
                 continue;
             }
@@ -338,9 +355,7 @@ static void run_chain(af__worker_t *w, af__task_t t)
                 run_inline(w, w->rbuf[i]);
         if (next >= 0)
             t.node = next;
-        else if (w->npriv > 0)
-            t = w->priv[--w->npriv];
-        else
+        else if (!next_task(w, &t))
             return;
     }
 }

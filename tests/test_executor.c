@@ -1378,6 +1378,62 @@ static void test_executor_run_n_chain_on_one_worker(void **state)
     }
 }
 
+/* Per round of a session (ids below 256): the worker of its first node, and how many of its
+ * nodes ran in the plan's order so far (-1 once one ran out of it or on another worker). */
+typedef struct whole_seen {
+    const int32_t *order;
+    int32_t worker[256];
+    atomic_int next[256];
+} whole_seen_t;
+
+static int observe_whole(void *user, const af_kernel_args_t *a)
+{
+    whole_seen_t *c = user;
+    int k = (int)(a->round % 256), i = atomic_load(&c->next[k]);
+    if (i < 0)
+        return 0;
+    if (i == 0)
+        c->worker[k] = a->worker;
+    atomic_store(&c->next[k], c->order[i] == a->node && c->worker[k] == a->worker ? i + 1 : -1);
+    return 0;
+}
+
+/* A batch of a small plan with parallel branches (a layered graph) runs each round as one task:
+ * all its nodes on one worker, in the plan's order (no counter, no deque per node), while the
+ * rounds still overlap on the workers. */
+static void test_executor_run_n_small_rounds_whole(void **state)
+{
+    (void)state;
+    af_graph_t *g = wide_graph(1, 40, 6);
+    af_plan_t *p = make_plan(g, AF_REUSE_STRICT, 0);
+    int32_t nodes = af_graph_node_count(g);
+    for (int threads = 1; threads <= 2; threads++) {
+        af_executor_t *ex = make_exec(threads, "verify");
+        static whole_seen_t seen;
+        seen.order = af_plan_order(p);
+        for (int k = 0; k < 256; k++)
+            atomic_init(&seen.next[k], 0);
+        af_session_opts_t so = {.observe = observe_whole, .observe_user = &seen};
+        af_session_t *s;
+        af_error_t err;
+        assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+        int rc = af_session_run_n(s, 200, NULL, NULL, &err);
+        if (rc)
+            fail_msg("%d threads: %s", threads, err.msg);
+        for (int k = 0; k < 200; k++)
+            assert_int_equal(atomic_load(&seen.next[k]), nodes);
+        af_session_stats_t st;
+        af_session_stats(s, &st);
+        assert_int_equal(st.rounds, 200);
+        assert_int_equal(st.nodes_run, 200 * (uint64_t)nodes);
+        assert_int_equal(st.corrupted_tensors, 0);
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1394,6 +1450,7 @@ int main(void)
         cmocka_unit_test(test_executor_run_n_random_dags_verified),
         cmocka_unit_test(test_executor_wide_graphs_run_each_node_once),
         cmocka_unit_test(test_executor_run_n_chain_on_one_worker),
+        cmocka_unit_test(test_executor_run_n_small_rounds_whole),
         cmocka_unit_test(test_executor_replan_after_warmup),
         cmocka_unit_test(test_executor_dynamic_tensors_from_worker_caches),
         cmocka_unit_test(test_executor_no_heap_calls_per_round),
