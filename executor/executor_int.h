@@ -49,7 +49,7 @@ typedef struct af__worker {
     uint32_t rng;
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
-    af__task_t priv[8]; /* ready tasks kept while every other worker sleeps (PRIV_MAX) */
+    af__task_t priv[8]; /* ready tasks kept off the deque (PRIV_MAX; run_chain says when) */
     int npriv;
     /* A root of the batch round this worker just started in the slot of the one it finished
      * (rounds.c): run next by this worker, never queued, so nobody else is woken for it. */

@@ -15,8 +15,10 @@
  * Batches: the caller starts as many rounds of the batch as there are free slots (at least one,
  * waiting for it) and then sleeps once. A worker that finishes a batch round starts the next
  * round of the batch itself in the same slot with the same arena: no slot or pool trip, no
- * wake-up of the caller, and the new round's roots go onto that worker's own deque. Rounds of
- * a batch still overlap (one per slot, up to max_inflight). The first failure stops the batch
+ * wake-up of the caller; the new round's first root is that worker's next task (hand-over), the
+ * others go onto its own deque. Rounds of a batch still overlap (one per slot, up to
+ * max_inflight), except on a small chain (one slot); a small plan's rounds are one task each,
+ * their nodes run in plan order by one worker (af__batch_modes). The first failure stops the batch
  * from starting more rounds; the rounds already running finish; the last one out wakes the
  * caller. All rounds of a batch run the program that was current when it started.
  *

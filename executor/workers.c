@@ -288,9 +288,10 @@ static inline int count_down(atomic_int *c, int solo, int peek)
 /*
  * Runs a task and then, as long as it makes one ready, the successor it released. The other
  * successors it makes ready are pushed in one batch (one lock, one wake-up) — or, while every
- * other worker sleeps, up to PRIV_MAX of them are kept in the worker's private stack (no lock,
- * no shared counter: nobody is there to steal them); the chain ends only when that stack is
- * empty, so a private task is never stranded.
+ * other worker sleeps or its own deque still holds work for thieves, up to PRIV_MAX of them are
+ * kept in the worker's private stack (no lock, no shared counter); the chain ends only when that
+ * stack is empty, so a private task is never stranded. A whole-round task (AF__TASK_ROUND, a
+ * small batch round) runs every node of its round in plan order and completes it.
  *
  * Per node the only atomic read-modify-writes (none with one worker: count_down) are the pending
  * counters of successors with several predecessors (a successor with one is ready as soon as this
