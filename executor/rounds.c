@@ -107,8 +107,9 @@ static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
     const af__prog_t *p = r->prog;
     /* All roots in one all-or-nothing push: when the deque cannot grow, no node has started
      * and the round fails cleanly (the session stays usable). A whole-round task stands for
-     * every node. */
-    int whole = r->batch && r->s->batch_whole;
+     * every node: a small plan's round in a batch of at least one round per worker (with fewer,
+     * the workers would have no round of their own to run). */
+    int whole = r->batch && r->s->batch_whole && r->batch->n >= r->s->ex->n;
     int32_t n = whole ? 1 : p->n_roots;
     for (int32_t i = 0; i < n; i++)
         r->roots[i] = (af__task_t){r, whole ? AF__TASK_ROUND : p->roots[i]};
