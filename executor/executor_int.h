@@ -413,9 +413,9 @@ const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
  */
 int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 
-/* How the rounds of a batch of program p run (rounds.c; docs/executor.md, "Embedding it"):
- * *whole when p is small (modelled cost of a round under 2e6) and has no If guards: each round is
- * one task, its nodes in plan order on one worker; *serial when p is besides a chain (total cost
+/* How the rounds of a batch of program p run (rounds.c; docs/executor.md, "Batches"): *whole
+ * when p is small (modelled cost of a round under 2e6) and has no If guards: each round is one
+ * task, its nodes in plan order on one worker; *serial when p is small and a chain (total cost
  * under 1.2 x its critical path): one round in flight. */
 void af__batch_modes(const af__prog_t *p, int *serial, int *whole);
 
