@@ -1366,7 +1366,7 @@ static void test_executor_run_n_chain_on_one_worker(void **state)
         assert_int_equal(af_executor_register_kernel(ex, "Slow", slow_chain_kernel, NULL), 0);
         assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
         atomic_store(&chain_most, 0);
-        assert_int_equal(af_session_run_n(s, 8, NULL, NULL, &err), 0);
+        assert_int_equal(af_session_run_n(s, 16, NULL, NULL, &err), 0);
         if (c == 0)
             assert_int_equal(atomic_load(&chain_most), 1);
         else
