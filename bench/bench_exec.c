@@ -195,8 +195,9 @@ static double reference_loop_ns(const af_plan_t *p, int reps)
 static const char *taskflow_peer;
 
 /* CPU ns per node of Taskflow's run_n on exactly the edges the executor runs (data edges and
- * the plan's reuse edges), in a separate process; negative when the peer failed. */
-static double taskflow_ns(const af_plan_t *p, int threads, int rounds, int reps)
+ * the plan's reuse edges), in a separate process; negative when the peer failed. *wall_out: its
+ * wall-clock ns per node. */
+static double taskflow_ns(const af_plan_t *p, int threads, int rounds, int reps, double *wall_out)
 {
     const af_graph_t *g = af_plan_graph(p);
     int32_t n = af_graph_node_count(g), ne = 0, nr = af_plan_reuse_edge_count(p);
@@ -225,18 +226,27 @@ static double taskflow_ns(const af_plan_t *p, int threads, int rounds, int reps)
             cpu = -1;
     }
     unlink(path);
+    *wall_out = wall;
     return cpu;
 }
 
-/* CPU ns per node of `rounds` rounds, median of reps: one af_session_run per round (batch 0)
- * or one af_session_run_n for all of them. */
-static double exec_ns(af_session_t *s, int32_t nodes, int batch, int rounds, int reps)
+static uint64_t wall_ns(void)
 {
-    uint64_t t[32];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU ns per node of `rounds` rounds, median of reps: one af_session_run per round (batch 0)
+ * or one af_session_run_n for all of them. *wall_out: the median wall-clock ns per node. */
+static double exec_ns(af_session_t *s, int32_t nodes, int batch, int rounds, int reps,
+                      double *wall_out)
+{
+    uint64_t t[32], wt[32];
     af_error_t err;
     int rc;
     for (int r = 0; r < reps; r++) {
-        uint64_t t0 = cpu_ns();
+        uint64_t w0 = wall_ns(), t0 = cpu_ns();
         if (batch) {
             if ((rc = af_session_run_n(s, rounds, NULL, NULL, &err)))
                 die("run_n", rc, &err);
@@ -246,7 +256,9 @@ static double exec_ns(af_session_t *s, int32_t nodes, int batch, int rounds, int
                     die("run", rc, &err);
         }
         t[r] = cpu_ns() - t0;
+        wt[r] = wall_ns() - w0;
     }
+    *wall_out = (double)median(wt, reps) / ((double)rounds * nodes);
     return (double)median(t, reps) / ((double)rounds * nodes);
 }
 
@@ -260,10 +272,12 @@ static void bench_overhead(void)
            "through a function pointer; taskflow = Taskflow run_n(%d) on the same edges%s\n",
            rounds, rounds, taskflow_peer ? "" : " (skipped: no --taskflow / AF_TASKFLOW_PEER)");
     printf("run_n and taskflow alternate %d times per cell; each is the median of its turns (each "
-           "turn the median of %d repetitions)\n",
+           "turn the median of %d repetitions); wall = wall-clock ns per node of run_n / of "
+           "Taskflow (the parallel speed)\n",
            quick ? 3 : 5, reps);
-    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %12s %10s\n", "graph", "nodes", "threads", "run",
-           "run_n", "ref", "taskflow", "run_n/tf", "steals/round", "checksum");
+    printf("%-8s %6s %8s %10s %10s %10s %10s %12s %16s %12s %10s\n", "graph", "nodes", "threads",
+           "run", "run_n", "ref", "taskflow", "run_n/tf", "wall run_n/tf", "steals/round",
+           "checksum");
     static const int sizes[2] = {500, 2000};
     for (int z = 0; z < 2; z++)
         for (int k = 0; k < 3; k++) {
@@ -294,30 +308,34 @@ static void bench_overhead(void)
                 atomic_store(&empty_calls, 0);
                 uint64_t tasks0, steals0, tasks1, steals1;
                 af_executor_counters(ex, &tasks0, &steals0);
-                double run = exec_ns(s, nn, 0, rounds, reps);
+                double wall_run, bw[5], tw[5];
+                double run = exec_ns(s, nn, 0, rounds, reps, &wall_run);
                 /* run_n and the peer alternate `turns` times and each column is the median of
                  * its turns: load that drifts during the cell hits both columns alike. */
                 double bt[5], tt[5], batch, tf = -1;
                 int turns = quick ? 3 : 5;
                 for (int i = 0; i < turns; i++) {
-                    bt[i] = exec_ns(s, nn, 1, rounds, reps);
-                    tt[i] = taskflow_peer ? taskflow_ns(p, th, rounds, reps) : -1;
+                    bt[i] = exec_ns(s, nn, 1, rounds, reps, &bw[i]);
+                    tt[i] = taskflow_peer ? taskflow_ns(p, th, rounds, reps, &tw[i]) : -1;
                 }
                 uint64_t calls = atomic_load(&empty_calls);
                 af_executor_counters(ex, &tasks1, &steals1);
                 batch = median_d(bt, turns);
                 if (taskflow_peer)
                     tf = median_d(tt, turns);
-                char tfs[32] = "-", ratio[32] = "-";
+                char tfs[32] = "-", ratio[32] = "-", walls[48];
+                snprintf(walls, sizeof walls, "%.1f / -", median_d(bw, turns));
                 if (tf > 0) {
                     snprintf(tfs, sizeof tfs, "%.1f", tf);
                     snprintf(ratio, sizeof ratio, "%.2f", batch / tf);
+                    snprintf(walls, sizeof walls, "%.1f / %.1f", median_d(bw, turns),
+                             median_d(tw, turns));
                 } else if (taskflow_peer) {
                     snprintf(tfs, sizeof tfs, "failed");
                 }
                 double rounds_run = (1.0 + turns) * reps * rounds;
-                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %12.1f %10llu%s\n", names[k],
-                       nn, th, run, batch, ref, tfs, ratio,
+                printf("%-8s %6d %8d %10.1f %10.1f %10.1f %10s %12s %16s %12.1f %10llu%s\n",
+                       names[k], nn, th, run, batch, ref, tfs, ratio, walls,
                        (double)(steals1 - steals0) / rounds_run, (unsigned long long)calls,
                        calls == (1ull + (uint64_t)turns) * reps * rounds * nn ? "" : " MISMATCH");
                 fflush(stdout);

@@ -28,8 +28,10 @@ typedef struct af__batch af__batch_t;
 
 typedef struct af__task {
     af__round_t *r;
-    int32_t node;
+    int32_t node; /* AF__TASK_ROUND: every node of r, in plan order (af__round_run_whole) */
 } af__task_t;
+
+#define AF__TASK_ROUND (-1)
 
 /* A worker's deque: the owner pushes and pops at the tail, thieves take from the head. */
 typedef struct af__deque {
@@ -47,8 +49,12 @@ typedef struct af__worker {
     uint32_t rng;
     af__task_t *rbuf; /* successors made ready by one node, pushed as one batch */
     size_t rcap;
-    af__task_t priv[8]; /* ready tasks kept while every other worker sleeps (PRIV_MAX) */
+    af__task_t priv[8]; /* ready tasks kept off the deque (PRIV_MAX; run_chain says when) */
     int npriv;
+    /* A root of the batch round this worker just started in the slot of the one it finished
+     * (rounds.c): run next by this worker, never queued, so nobody else is woken for it. */
+    af__task_t hand;
+    int has_hand;
     int32_t team; /* OpenMP team size last set on this thread (kernel sets with a backend) */
     atomic_ullong steals, tasks;
     char pad[128]; /* keeps one worker's hot fields off its neighbour's cache lines */
@@ -102,9 +108,8 @@ int af__dyn_alloc(af_executor_t *ex, size_t bytes, void **out);
 int af__dyn_free(af_executor_t *ex, void *ptr);
 
 /* Pushes tasks onto worker `hint`'s deque (any worker when hint < 0) and wakes sleepers for
- * those beyond the first `keep`: a worker pushing onto its own deque tasks it will pop itself
- * next passes keep = 1 (a batch's next round with a single root wakes nobody). */
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep);
+ * them. */
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n);
 /* 1 when the calling thread is a worker of some executor. */
 int af__exec_on_worker(void);
 /* Grows every worker's deque to hold `tasks` entries (session creation: no growth later). */
@@ -241,6 +246,9 @@ void af__round_complete(af__round_t *r, int32_t hint);
 /* Runs every node of a started round on the calling thread in plan order, as context
  * s->inl[r->slot] (af_session_run's inline path); the caller then completes it. */
 void af__round_run_inline(af__round_t *r);
+/* Runs every node of a started round on worker w in plan order (a whole-round task of a batch,
+ * rounds.c); the worker then completes it. */
+void af__round_run_whole(af__worker_t *w, af__round_t *r);
 /* Checksum recorded for tensor t in round r (verify kernels). */
 uint64_t af__round_sum(const af__round_t *r, int32_t t);
 
@@ -405,6 +413,12 @@ const af__kernel_entry_t *af__kernel_entry(const char *set, const char *op);
  */
 int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err);
 
+/* How the rounds of a batch of program p run (rounds.c; docs/executor.md, "Batches"): *whole
+ * when p is small (modelled cost of a round under 2e6) and has no If guards: each round is one
+ * task, its nodes in plan order on one worker; *serial when p is small and a chain (total cost
+ * under 1.2 x its critical path): one round in flight. */
+void af__batch_modes(const af__prog_t *p, int *serial, int *whole);
+
 /* ---- sessions (session.c, session_api.c, replan.c) -------------------------------------------
  *
  * The session structure, shared by session.c (rounds), rounds.c (starting and finishing them),
@@ -423,6 +437,9 @@ struct af_session {
     /* Inline rounds (af_executor_opts.inline_rounds): allowed for this session's plan; one
      * execution context per slot (ids ex->n + slot) beside the workers' */
     int inline_ok;
+    /* Batches (af_session_run_n, af__batch_modes): keep one round in flight (a small chain);
+     * run each round as one task, its nodes in plan order on one worker (a small plan) */
+    int batch_serial, batch_whole;
     af__worker_t *inl;
     int32_t n_ctx;           /* execution contexts: ex->n workers, + n_slots when inline_ok */
     int32_t max_in, max_out; /* kernel arity bounds (scratch size) */

@@ -15,8 +15,10 @@
  * Batches: the caller starts as many rounds of the batch as there are free slots (at least one,
  * waiting for it) and then sleeps once. A worker that finishes a batch round starts the next
  * round of the batch itself in the same slot with the same arena: no slot or pool trip, no
- * wake-up of the caller, and the new round's roots go onto that worker's own deque. Rounds of
- * a batch still overlap (one per slot, up to max_inflight). The first failure stops the batch
+ * wake-up of the caller; the new round's first root is that worker's next task (hand-over), the
+ * others go onto its own deque. Rounds of a batch still overlap (one per slot, up to
+ * max_inflight), except on a small chain (one slot); a small plan's rounds are one task each,
+ * their nodes run in plan order by one worker (af__batch_modes). The first failure stops the batch
  * from starting more rounds; the rounds already running finish; the last one out wakes the
  * caller. All rounds of a batch run the program that was current when it started.
  *
@@ -95,19 +97,30 @@ static void record_round(af_session_t *s, af__round_t *r, int status)
     af__replan_observe(s, r);
 }
 
-/* Pushes the roots of a started round (hint: the deque to use, -1 any). 0 or AF_ENOMEM. A worker
- * (hint >= 0: it finished the batch's previous round, and its own deque is the target) pops one
- * of them itself as soon as it is back in its loop, so sleepers are woken only for the others:
- * on a graph with one root, a batch never wakes the second worker at every round start. */
+/* Pushes the roots of a started round (hint: the worker calling, -1 any other thread). 0 or
+ * AF_ENOMEM. A worker (hint >= 0: it finished the batch's previous round) keeps the first root
+ * as its hand-over task (af__worker_t.hand) and runs it as soon as the completion returns, and
+ * sleepers are woken only for the others: a batch of a one-root graph never touches a deque or
+ * wakes a worker at a round start, nor can an idle worker steal the round's first node. */
 static int push_roots(af__round_t *r, int32_t hint, af_error_t *err)
 {
     const af__prog_t *p = r->prog;
     /* All roots in one all-or-nothing push: when the deque cannot grow, no node has started
-     * and the round fails cleanly (the session stays usable). */
-    for (int32_t i = 0; i < p->n_roots; i++)
-        r->roots[i] = (af__task_t){r, p->roots[i]};
-    if (af__exec_push(r->s->ex, hint, r->roots, (size_t)p->n_roots, hint >= 0 ? 1 : 0))
-        return af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", p->n_roots);
+     * and the round fails cleanly (the session stays usable). A whole-round task stands for
+     * every node: a small plan's round in a batch of at least one round per worker (with fewer,
+     * the workers would have no round of their own to run). */
+    int whole = r->batch && r->s->batch_whole && r->batch->n >= r->s->ex->n;
+    int32_t n = whole ? 1 : p->n_roots;
+    for (int32_t i = 0; i < n; i++)
+        r->roots[i] = (af__task_t){r, whole ? AF__TASK_ROUND : p->roots[i]};
+    int keep = hint >= 0;
+    if (af__exec_push(r->s->ex, hint, r->roots + keep, (size_t)(n - keep)))
+        return af__err(err, AF_ENOMEM, "no memory to queue the round's %d first nodes", n);
+    if (keep) { /* after the push: a failed round has no node running */
+        af__worker_t *w = &r->s->ex->workers[hint];
+        w->hand = r->roots[0];
+        w->has_hand = 1;
+    }
     return 0;
 }
 
@@ -344,6 +357,27 @@ int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outp
     return rc;
 }
 
+/* Under this modelled cost of a round (FLOPs or ns; the inline rounds' bound) its nodes are so
+ * short that spreading them over workers costs more than it gives: a locked decrement per
+ * two-input node, a deque lock per queued task, lines moving between cores. */
+#define AF__BATCH_SMALL_COST 2e6
+/* Parallelism (total cost / critical path) under which a round has nothing to run in parallel. */
+#define AF__BATCH_CHAIN 1.2
+
+void af__batch_modes(const af__prog_t *p, int *serial, int *whole)
+{
+    double total = 0, cp = 0;
+    for (int32_t v = 0; v < p->n_nodes; v++) {
+        double c = af_graph_node(p->g, v)->cost;
+        total += c > 0 ? c : 1;
+    }
+    int small = total < AF__BATCH_SMALL_COST;
+    /* If guards add edges the plan's order need not respect (as for inline rounds) */
+    *whole = small && !p->guard_t;
+    *serial = small && af_executor_critical_path(p->plan, &cp, NULL) == 0 && cp > 0 &&
+              total < AF__BATCH_CHAIN * cp;
+}
+
 int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_buffer_t *outputs,
                      af_error_t *err)
 {
@@ -366,7 +400,10 @@ int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_b
     if (no_nodes)
         return 0;
     af_error_clear(&b.err);
-    for (int k = 0; k < s->n_slots; k++) {
+    /* a small chain: one round at a time, each started by the worker that ran the previous one
+     * (batch_round_done), so the other workers stay asleep */
+    int slots = s->batch_serial ? 1 : s->n_slots;
+    for (int k = 0; k < slots; k++) {
         af__round_t *r;
         int32_t i = 0;
         /* The first round waits for a slot; later ones take only free slots: the batch then

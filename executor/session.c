@@ -266,6 +266,14 @@ void af__round_run_node(af__worker_t *w, af__round_t *r, int32_t v)
         r->seq[v] = atomic_fetch_add_explicit(&r->seq_ctr, 1, memory_order_relaxed) + 1;
 }
 
+/* Every node of r in the plan order, as context w (inline and whole rounds). */
+static void run_in_order(af__worker_t *w, af__round_t *r)
+{
+    const int32_t *order = af_plan_order(r->prog->plan);
+    for (int32_t i = 0; i < r->prog->n_nodes; i++)
+        af__round_run_node(w, r, order[i]);
+}
+
 /*
  * An inline round: every node on the calling thread, in the plan's order (which respects the
  * data and reuse edges the workers follow: af_plan_verify proves it; plans with If guards, whose
@@ -282,12 +290,19 @@ void af__round_run_inline(af__round_t *r)
     const af__backend_t *be = p->backend ? s->ex->set->backend : NULL;
     int32_t team0 = be ? be->get_team() : 1;
     w->team = team0;
-    const int32_t *order = af_plan_order(p->plan);
-    for (int32_t i = 0; i < p->n_nodes; i++)
-        af__round_run_node(w, r, order[i]);
+    run_in_order(w, r);
     if (be && w->team != team0)
         be->set_team(team0);
     atomic_fetch_add_explicit(&s->ex->inline_tasks, (uint64_t)p->n_nodes, memory_order_relaxed);
+}
+
+void af__round_run_whole(af__worker_t *w, af__round_t *r)
+{
+    run_in_order(w, r);
+    /* only this worker writes its counter: no locked add */
+    uint64_t n = (uint64_t)r->prog->n_nodes;
+    atomic_store_explicit(&w->tasks, atomic_load_explicit(&w->tasks, memory_order_relaxed) + n,
+                          memory_order_relaxed);
 }
 
 /* Worker side of completion: final reads, copies, releases. Then hand over to the waiter. */

@@ -288,6 +288,7 @@ int af_session_create(af_executor_t *ex, const af_plan_t *plan, const af_session
     s->max_out = p->max_out;
     size_t per = af__session_sc_stride(s);
     s->inline_ok = af__kernel_inline_ok(ex, p);
+    af__batch_modes(p, &s->batch_serial, &s->batch_whole);
     s->n_ctx = ex->n + (s->inline_ok ? ex->opts.max_inflight : 0);
     s->sc_ptr = af__calloc(per * (size_t)s->n_ctx, sizeof(void *));
     s->sc_bytes = af__calloc(per * (size_t)s->n_ctx, sizeof(uint64_t));

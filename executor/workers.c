@@ -139,7 +139,7 @@ void af__exec_reserve(af_executor_t *ex, size_t tasks)
     }
 }
 
-int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n, size_t keep)
+int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n)
 {
     if (n == 0)
         return 0;
@@ -158,8 +158,7 @@ int af__exec_push(af_executor_t *ex, int32_t hint, const af__task_t *t, size_t n
     d->count += n;
     deque_publish_added(d);
     uv_mutex_unlock(&d->mu);
-    if (n > keep)
-        wake_sleepers(ex, n - keep);
+    wake_sleepers(ex, n);
     return 0;
 }
 
@@ -234,6 +233,21 @@ static int find_task(af__worker_t *w, af__task_t *t)
 
 static void run_chain(af__worker_t *w, af__task_t t);
 
+/* The task a worker runs next without looking at a deque: the first of the batch round a
+ * completion just started (its hand-over task), else the top of its private stack. */
+static inline int next_task(af__worker_t *w, af__task_t *t)
+{
+    if (w->has_hand) {
+        w->has_hand = 0;
+        *t = w->hand;
+        return 1;
+    }
+    if (w->npriv == 0)
+        return 0;
+    *t = w->priv[--w->npriv];
+    return 1;
+}
+
 /* Runs t now on this worker (when there is no memory to queue it). The batch buffer is set
  * aside so the nested run cannot overwrite entries the caller still has to handle. */
 static void run_inline(af__worker_t *w, af__task_t t)
@@ -274,9 +288,10 @@ static inline int count_down(atomic_int *c, int solo, int peek)
 /*
  * Runs a task and then, as long as it makes one ready, the successor it released. The other
  * successors it makes ready are pushed in one batch (one lock, one wake-up) — or, while every
- * other worker sleeps, up to PRIV_MAX of them are kept in the worker's private stack (no lock,
- * no shared counter: nobody is there to steal them); the chain ends only when that stack is
- * empty, so a private task is never stranded.
+ * other worker sleeps or its own deque still holds work for thieves, up to PRIV_MAX of them are
+ * kept in the worker's private stack (no lock, no shared counter); the chain ends only when that
+ * stack is empty, so a private task is never stranded. A whole-round task (AF__TASK_ROUND, a
+ * small batch round) runs every node of its round in plan order and completes it.
  *
  * Per node the only atomic read-modify-writes (none with one worker: count_down) are the pending
  * counters of successors with several predecessors (a successor with one is ready as soon as this
@@ -293,6 +308,13 @@ static void run_chain(af__worker_t *w, af__task_t t)
     for (;;) {
         af__round_t *r = t.r;
         const af__prog_t *p = r->prog;
+        if (t.node == AF__TASK_ROUND) { /* a whole round, in plan order: no counter touched */
+            af__round_run_whole(w, r);
+            af__round_complete(r, w->id);
+            if (!next_task(w, &t))
+                return;
+            continue;
+        }
         af__round_run_node(w, r, t.node);
         /* only this worker writes its counter: no locked add */
         atomic_store_explicit(&w->tasks, atomic_load_explicit(&w->tasks, memory_order_relaxed) + 1,
@@ -303,9 +325,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
         if (lo == hi) {
             if (count_down(&r->remaining, solo, 0) == 1)
                 af__round_complete(r, w->id); /* r may be reused from here on */
-            if (w->npriv == 0)
+            if (!next_task(w, &t))
                 return;
-            t = w->priv[--w->npriv];
             continue;
         }
         for (int32_t i = lo; i < hi; i++) {
@@ -318,7 +339,8 @@ static void run_chain(af__worker_t *w, af__task_t t)
                 continue;
             }
             if (w->npriv < PRIV_MAX &&
-                atomic_load_explicit(&ex->sleepers, memory_order_relaxed) >= ex->n - 1) {
+                (deque_avail(&w->dq) > 0 ||
+                 atomic_load_explicit(&ex->sleepers, memory_order_relaxed) >= ex->n - 1)) {
                 w->priv[w->npriv++] = (af__task_t){r, s};
                 continue;
             }
@@ -329,14 +351,12 @@ static void run_chain(af__worker_t *w, af__task_t t)
             }
             w->rbuf[nready++] = (af__task_t){r, s};
         }
-        if (nready && af__exec_push(ex, w->id, w->rbuf, nready, 0))
+        if (nready && af__exec_push(ex, w->id, w->rbuf, nready))
             for (size_t i = 0; i < nready; i++) /* unrun nodes: r stays valid */
                 run_inline(w, w->rbuf[i]);
         if (next >= 0)
             t.node = next;
-        else if (w->npriv > 0)
-            t = w->priv[--w->npriv];
-        else
+        else if (!next_task(w, &t))
             return;
     }
 }

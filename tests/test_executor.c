@@ -1283,6 +1283,157 @@ static void test_executor_inline_rounds_real_same_answer(void **state)
     af_graph_destroy(g);
 }
 
+/* ---- batches of a chain ------------------------------------------------------------------ */
+
+/* Kernels running at once, and the most seen at any time (slow_chain_kernel). */
+static atomic_int chain_running, chain_most;
+
+static int slow_chain_kernel(const af_kernel_args_t *a)
+{
+    (void)a;
+    int now = atomic_fetch_add(&chain_running, 1) + 1, v = atomic_load(&chain_most);
+    while (now > v && !atomic_compare_exchange_weak(&chain_most, &v, now))
+        ;
+    uv_sleep(3);
+    atomic_fetch_sub(&chain_running, 1);
+    return 0;
+}
+
+/* x -> c0 -> ... -> c{n-1} -> y, every node of modelled cost `cost`, op "Slow". */
+static af_graph_t *costed_chain(int n, double cost)
+{
+    af_graph_t *g;
+    char tn[16], prev[16] = "x", nn[16];
+    assert_int_equal(af_graph_create(&g), 0);
+    add_t(g, "x", 256, AF_TENSOR_INPUT);
+    for (int i = 0; i < n; i++) {
+        snprintf(tn, sizeof tn, "t%d", i);
+        snprintf(nn, sizeof nn, "c%d", i);
+        add_t(g, tn, 256, i == n - 1 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE);
+        const char *in = prev, *out = tn;
+        af_node_desc_t d = {.name = nn,
+                            .op = "Slow",
+                            .inputs = &in,
+                            .n_inputs = 1,
+                            .outputs = &out,
+                            .n_outputs = 1};
+        d.cost = cost;
+        assert_int_equal(af_graph_add_node(g, &d, NULL, NULL), 0);
+        snprintf(prev, sizeof prev, "%s", tn);
+    }
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    return g;
+}
+
+/* A batch of a small chain runs on one worker, round after round (the worker that finished a
+ * round runs the next one's first node itself: it is never queued, so no other worker is woken
+ * or can steal it); a chain of costly nodes keeps its rounds overlapping on both workers. */
+static void test_executor_run_n_chain_on_one_worker(void **state)
+{
+    (void)state;
+    af_graph_t *g = chain_graph();
+    af_plan_t *p = make_plan(g, AF_REUSE_FENCE, 0);
+    af_executor_t *ex = make_exec(2, "verify");
+    seen_ctx_t seen;
+    af_session_opts_t so = {.observe = observe_ctx, .observe_user = &seen};
+    af_session_t *s;
+    af_error_t err;
+    assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+    uint64_t st0, st1;
+    for (int k = 0; k < 5; k++) {
+        atomic_store(&seen.lo, 1 << 30);
+        atomic_store(&seen.hi, -1);
+        af_executor_counters(ex, NULL, &st0);
+        assert_int_equal(af_session_run_n(s, 200, NULL, NULL, &err), 0);
+        af_executor_counters(ex, NULL, &st1);
+        assert_true(st1 - st0 <= 1); /* at most the first round's root, taken by the other */
+        assert_int_equal(atomic_load(&seen.lo), atomic_load(&seen.hi)); /* one worker ran all */
+    }
+    af_session_stats_t st;
+    af_session_stats(s, &st);
+    assert_int_equal(st.rounds, 1000);
+    assert_int_equal(st.corrupted_tensors, 0);
+    af_session_destroy(s);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+
+    int32_t cost_of[2] = {1, 1000000}; /* a round of 3 x 1 or 3 x 10^6: small, or not */
+    for (int c = 0; c < 2; c++) {
+        g = costed_chain(3, cost_of[c]);
+        p = make_plan(g, AF_REUSE_FENCE, 0);
+        ex = make_exec(2, "verify");
+        assert_int_equal(af_executor_register_kernel(ex, "Slow", slow_chain_kernel, NULL), 0);
+        assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
+        atomic_store(&chain_most, 0);
+        assert_int_equal(af_session_run_n(s, 16, NULL, NULL, &err), 0);
+        if (c == 0)
+            assert_int_equal(atomic_load(&chain_most), 1);
+        else
+            assert_int_equal(atomic_load(&chain_most), 2);
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+        af_plan_destroy(p);
+        af_graph_destroy(g);
+    }
+}
+
+/* Per round of a session (ids below 256): the worker of its first node, and how many of its
+ * nodes ran in the plan's order so far (-1 once one ran out of it or on another worker). */
+typedef struct whole_seen {
+    const int32_t *order;
+    int32_t worker[256];
+    atomic_int next[256];
+} whole_seen_t;
+
+static int observe_whole(void *user, const af_kernel_args_t *a)
+{
+    whole_seen_t *c = user;
+    int k = (int)(a->round % 256), i = atomic_load(&c->next[k]);
+    if (i < 0)
+        return 0;
+    if (i == 0)
+        c->worker[k] = a->worker;
+    atomic_store(&c->next[k], c->order[i] == a->node && c->worker[k] == a->worker ? i + 1 : -1);
+    return 0;
+}
+
+/* A batch of a small plan with parallel branches (a layered graph) runs each round as one task:
+ * all its nodes on one worker, in the plan's order (no counter, no deque per node), while the
+ * rounds still overlap on the workers. */
+static void test_executor_run_n_small_rounds_whole(void **state)
+{
+    (void)state;
+    af_graph_t *g = wide_graph(1, 40, 6);
+    af_plan_t *p = make_plan(g, AF_REUSE_STRICT, 0);
+    int32_t nodes = af_graph_node_count(g);
+    for (int threads = 1; threads <= 2; threads++) {
+        af_executor_t *ex = make_exec(threads, "verify");
+        static whole_seen_t seen;
+        seen.order = af_plan_order(p);
+        for (int k = 0; k < 256; k++)
+            atomic_init(&seen.next[k], 0);
+        af_session_opts_t so = {.observe = observe_whole, .observe_user = &seen};
+        af_session_t *s;
+        af_error_t err;
+        assert_int_equal(af_session_create(ex, p, &so, &s, &err), 0);
+        int rc = af_session_run_n(s, 200, NULL, NULL, &err);
+        if (rc)
+            fail_msg("%d threads: %s", threads, err.msg);
+        for (int k = 0; k < 200; k++)
+            assert_int_equal(atomic_load(&seen.next[k]), nodes);
+        af_session_stats_t st;
+        af_session_stats(s, &st);
+        assert_int_equal(st.rounds, 200);
+        assert_int_equal(st.nodes_run, 200 * (uint64_t)nodes);
+        assert_int_equal(st.corrupted_tensors, 0);
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1298,6 +1449,8 @@ int main(void)
         cmocka_unit_test(test_executor_run_n_rounds_use_their_buffers),
         cmocka_unit_test(test_executor_run_n_random_dags_verified),
         cmocka_unit_test(test_executor_wide_graphs_run_each_node_once),
+        cmocka_unit_test(test_executor_run_n_chain_on_one_worker),
+        cmocka_unit_test(test_executor_run_n_small_rounds_whole),
         cmocka_unit_test(test_executor_replan_after_warmup),
         cmocka_unit_test(test_executor_dynamic_tensors_from_worker_caches),
         cmocka_unit_test(test_executor_no_heap_calls_per_round),
