@@ -82,6 +82,9 @@ static void peer_open(peer_lib_t *p, const char *so, const char *m, const char *
     p->free_fn = (void (*)(void *))peer_sym(h, f, p);
 }
 
+static size_t g_mi_base; /* see reserved_mi */
+static size_t data_not_je(void);
+
 /* Tunes glibc and loads tcmalloc and mimalloc (once, before any trace runs). */
 static void peers_load(void)
 {
@@ -92,7 +95,64 @@ static void peers_load(void)
     peer_open(&g_tc, "libtcmalloc_minimal.so.4", "tc_malloc", "tc_free");
     g_tc.tc_prop = (int (*)(const char *, size_t *))peer_sym(
         g_tc.h, "MallocExtension_GetNumericProperty", &g_tc);
+    g_mi_base = data_not_je(); /* after tcmalloc's load, before mimalloc's */
     peer_open(&g_mi, "libmimalloc.so.2", "mi_malloc", "mi_free");
+}
+
+/* The process's data mappings (/proc/self/statm, field 6, pages), in bytes; 0 when unknown. */
+static size_t statm_data(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long v[6] = {0};
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%lu %lu %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    fclose(f);
+    return n == 6 ? (size_t)v[5] * (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+#ifdef AF_HAVE_JEMALLOC
+static size_t je_mapped(void)
+{
+    uint64_t epoch = 1;
+    size_t sz = sizeof epoch, mapped = 0, msz = sizeof mapped;
+    mallctl("epoch", &epoch, &sz, &epoch, sz);
+    return mallctl("stats.mapped", &mapped, &msz, NULL, 0) ? 0 : mapped;
+}
+#endif
+
+/* Data mappings not made by jemalloc (the process's malloc), taken before mimalloc is loaded:
+ * what reserved_mi counts from. */
+static size_t data_not_je(void)
+{
+#ifdef AF_HAVE_JEMALLOC
+    return statm_data() - je_mapped();
+#else
+    return statm_data();
+#endif
+}
+
+/* jemalloc measured on an arena of its own (--frag-peer jemalloc): the process's malloc is
+ * jemalloc, so its process-wide counters include the bench's own memory. UINT_MAX: none. */
+static unsigned g_je_arena = UINT32_MAX;
+
+/* Makes a fresh jemalloc arena this thread allocates from. Returns 0, or -1 (message printed). */
+static int je_isolate(void)
+{
+#ifdef AF_HAVE_JEMALLOC
+    unsigned a = 0;
+    size_t sz = sizeof a;
+    if (mallctl("arenas.create", &a, &sz, NULL, 0) ||
+        mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) ||
+        mallctl("thread.arena", NULL, NULL, &a, sizeof a)) {
+        fprintf(stderr, "jemalloc: cannot make an arena of its own\n");
+        return -1;
+    }
+    g_je_arena = a;
+    return 0;
+#else
+    return -1;
+#endif
 }
 
 /* Bytes each peer holds from the OS now (see the header comment); 0 when unknown. */
@@ -103,12 +163,17 @@ static size_t reserved_glibc(void)
 }
 
 #ifdef AF_HAVE_JEMALLOC
+/* jemalloc: the mapped bytes of the arena --frag-peer made for the replay (je_isolate). */
 static size_t reserved_je(void)
 {
     uint64_t epoch = 1;
     size_t sz = sizeof epoch, mapped = 0, msz = sizeof mapped;
+    char name[64];
     mallctl("epoch", &epoch, &sz, &epoch, sz);
-    if (mallctl("stats.mapped", &mapped, &msz, NULL, 0))
+    if (g_je_arena == UINT32_MAX)
+        return 0;
+    snprintf(name, sizeof name, "stats.arenas.%u.mapped", g_je_arena);
+    if (mallctl(name, &mapped, &msz, NULL, 0))
         return 0;
     return mapped;
 }
@@ -125,17 +190,12 @@ static size_t reserved_tc(void)
 
 /* mimalloc 2.0.9's own commit counter does not drop when it unmaps a huge block (it reads
  * ~16 GB after 2000 rounds of 110 MiB live), so mimalloc is measured by what the process has
- * mapped for data (/proc/self/statm, field 6, in pages): in the --frag-peer child nothing else
- * maps memory during the replay. */
+ * mapped for data (/proc/self/statm, field 6) less what jemalloc mapped, counted from before
+ * mimalloc was loaded (g_mi_base): its start-up is in the figure. */
 static size_t reserved_mi(void)
 {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long v[6] = {0};
-    if (!f)
-        return 0;
-    int n = fscanf(f, "%lu %lu %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
-    fclose(f);
-    return n == 6 ? (size_t)v[5] * (size_t)sysconf(_SC_PAGESIZE) : 0;
+    size_t now = data_not_je();
+    return now > g_mi_base ? now - g_mi_base : 0;
 }
 
 /* The tuned settings as the allocators report them (proof the tuning took). */
