@@ -1,19 +1,23 @@
 /*
  * bench_pool_peers.h — the peer allocators of bench_pool, each tuned not to give memory back
  * (a pool never does during a run, so a peer that purges would be measured paying for a policy
- * the pool does not have), and what each holds from the OS.
+ * the pool does not have), and what each holds from the OS. Every count starts at the
+ * allocator's start and nothing is subtracted: memory an allocator reserves at start-up and then
+ * serves the trace from is counted, as the pool's count starts at af_pool_create.
  *
  *   jemalloc  linked in (arenaflow links it), so it is this process's malloc; called through
  *             mallocx/dallocx. Tuned through bench_pool's malloc_conf symbol, read by jemalloc
  *             when it starts: dirty_decay_ms:-1,muzzy_decay_ms:-1 (freed pages are never purged)
  *             and tcache_max:8388608 (the thread cache keeps blocks up to 8 MiB instead of
- *             32 KiB). Reserved = stats.mapped (after an epoch refresh).
+ *             32 KiB). Reserved = stats.arenas.<i>.mapped (after an epoch refresh) of an arena
+ *             made for the --frag-peer replay (arenas.create, thread.arena): jemalloc is also
+ *             the bench's own malloc, so its process-wide stats.mapped holds the bench's memory.
  *   glibc     __libc_malloc/__libc_free, glibc's own entry points (jemalloc does not replace
  *             them). Tuned with mallopt before the first call: M_TRIM_THRESHOLD = 1 GiB (the top
  *             of the heap is not trimmed), M_MMAP_THRESHOLD = 32 MiB (the largest glibc accepts:
  *             blocks below it come from the heap and stay there; larger ones are still mmapped
  *             and unmapped at free, glibc cannot do otherwise). Reserved = mallinfo2 arena +
- *             hblkhd.
+ *             hblkhd (chunk headers in-band, so included).
  *   tcmalloc  gperftools' libtcmalloc_minimal.so.4 (Debian libgoogle-perftools-dev);
  *             mimalloc  libmimalloc.so.2 (Debian libmimalloc-dev). Both are loaded with
  *             dlopen(RTLD_LOCAL | RTLD_DEEPBIND): their malloc symbols are not added to the
@@ -26,8 +30,10 @@
  *             TCMALLOC_RELEASE_RATE=0 (never returns free spans to the OS), mimalloc with
  *             MIMALLOC_ALLOW_DECOMMIT=0 (never decommits): set in the environment before the
  *             libraries load, which is when they read it. Reserved = tcmalloc's
- *             generic.heap_size - tcmalloc.pageheap_unmapped_bytes; mimalloc: the process's
- *             data mappings (see reserved_mi). mimalloc 2.0.9 maps every block above its
+ *             generic.heap_size - tcmalloc.pageheap_unmapped_bytes (its page heap; its metadata
+ *             is apart, as the pool's is); mimalloc: the process's data mappings less
+ *             jemalloc's, counted from before mimalloc loaded (see reserved_mi; its metadata is
+ *             in it). mimalloc 2.0.9 maps every block above its
  *             large-object limit on its own and unmaps it at free; only a reserved arena
  *             (MIMALLOC_RESERVE_OS_MEMORY) would keep them, and that reserves memory up front,
  *             so the column keeps that behaviour and says so.

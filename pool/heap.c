@@ -228,8 +228,10 @@ void af__pool_heap_free(af_pool_t *p, af_pool_cache_t *k, af__pool_chunk_t *ch, 
     af__pool_heap_t *h = ch->heap;
     uint64_t n = AF__LD(&b->ngran);
     int64_t req = (int64_t)AF__LD(&b->req), bytes = (int64_t)(n << AF__POOL_GRANULE_SHIFT);
-    af__pool_exact_live(p, -req);
-    af__pool_on_free(p, b->addr, (uint64_t)bytes);
+    if (!k || k->flags) { /* poison, exact peak, ASan: as alloc, only then (a cache's flags) */
+        af__pool_exact_live(p, -req);
+        af__pool_on_free(p, b->addr, (uint64_t)bytes);
+    }
     if (k && k->heap == h) {
         AF__ST(&h->frees, AF__LD(&h->frees) + 1);
         heap_give(h, (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT, n);
