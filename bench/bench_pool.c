@@ -564,11 +564,12 @@ static void print_times(const trace_t *t, int nt, int reps, const int *cols, int
     for (int i = 0; i < na; i++)
         if (g_columns[cols[i]].pool)
             printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per "
-                   "pair); peak reserved over all %llu rounds / peak live (%d thread%s) %.3f\n",
+                   "pair); peak reserved over all %llu rounds / (%d x peak live: a trace per "
+                   "thread) %.3f\n",
                    g_columns[cols[i]].name, (unsigned long long)r[cols[i]].locks,
                    (double)r[cols[i]].locks / (double)r[cols[i]].pairs,
                    (unsigned long long)(r[cols[i]].timed_rounds / (unsigned)reps + 3), nt,
-                   nt > 1 ? "s" : "", (double)r[cols[i]].peak_reserved / (double)t->peak_live);
+                   (double)r[cols[i]].peak_reserved / ((double)t->peak_live * nt));
 }
 
 static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
