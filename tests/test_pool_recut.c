@@ -19,6 +19,15 @@
 
 #define MIB (1u << 20)
 
+/* A pool with the defaults, and re-cut blocks kept in bins when `bins` (opts.recut_bins). */
+static af_pool_t *pool_with_bins(int bins)
+{
+    af_pool_opts_t o;
+    af_pool_opts_init(&o);
+    o.recut_bins = bins;
+    return make_pool(&o);
+}
+
 static af_pool_stats_t stats_of(af_pool_t *p)
 {
     af_pool_stats_t st;
@@ -288,10 +297,7 @@ static void *mix(void *arg)
  */
 static void two_threads(int bins)
 {
-    af_pool_opts_t o;
-    af_pool_opts_init(&o);
-    o.recut_bins = bins;
-    af_pool_t *p = make_pool(&o);
+    af_pool_t *p = pool_with_bins(bins);
     void *_Atomic mailbox = NULL;
     mixer_t m[2] = {{p, 0x1234567ull, &mailbox, 0}, {p, 0x7654321ull, &mailbox, 0}};
     pthread_t th[2];
@@ -359,10 +365,7 @@ static void test_pool_recut_shares_address_space(void **state)
 static void test_pool_recut_bins_reuse_split_flush(void **state)
 {
     (void)state;
-    af_pool_opts_t o;
-    af_pool_opts_init(&o);
-    o.recut_bins = 1;
-    af_pool_t *p = make_pool(&o);
+    af_pool_t *p = pool_with_bins(1);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     void *a, *b, *c, *d;
@@ -423,10 +426,7 @@ static void test_pool_recut_bins_reuse_split_flush(void **state)
 static void test_pool_recut_bins_no_growth_across_rounds(void **state)
 {
     (void)state;
-    af_pool_opts_t o;
-    af_pool_opts_init(&o);
-    o.recut_bins = 1;
-    af_pool_t *p = make_pool(&o);
+    af_pool_t *p = pool_with_bins(1);
     af_pool_cache_t *k;
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     static const uint32_t gr[] = {9, 3, 5, 3, 9, 18, 5, 3, 36, 5};
