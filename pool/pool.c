@@ -272,6 +272,7 @@ void af_pool_destroy(af_pool_t *p)
     while (p->caches) {
         af_pool_cache_t *k = p->caches;
         p->caches = k->next;
+        af__free(k->hslots);
         af__free(k->bins[0].slots);
         af__free(k);
     }

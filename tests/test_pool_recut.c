@@ -459,6 +459,21 @@ static void test_pool_recut_bins_no_growth_across_rounds(void **state)
     af_pool_destroy(p);
 }
 
+/* A pool destroyed with a cache still alive frees that cache too, bins and the blocks in them
+ * included (the ASan build's leak check fails this test otherwise). */
+static void test_pool_recut_bins_destroyed_with_pool(void **state)
+{
+    (void)state;
+    af_pool_t *p = pool_with_bins(1);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a;
+    assert_int_equal(af_pool_cache_alloc(k, 5 * GRAN, &a), 0);
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_true(stats_of(p).metadata_bytes > 0);
+    af_pool_destroy(p); /* k goes with it */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_pool_recut_shares_address_space),
         cmocka_unit_test(test_pool_recut_bins_reuse_split_flush),
         cmocka_unit_test(test_pool_recut_bins_no_growth_across_rounds),
+        cmocka_unit_test(test_pool_recut_bins_destroyed_with_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
