@@ -3,7 +3,7 @@
  *
  * A request above recut_min made through a cache is not rounded to a class: it is cut, to the
  * granule (16 KiB), from the free extents of the cache's heap, best fit (the smallest extent that
- * holds it, the highest address among equals, cut from its top end), and when freed its granules go
+ * holds it, the lowest address among equals, cut from its top end), and when freed its granules go
  * back as an extent coalesced with its free neighbours. Memory is shared between sizes as in a
  * general-purpose allocator, so reserved memory follows the peak of live bytes rather than the
  * peaks of each class. When no extent fits, the heap maps memory (glock): only the part its lowest
@@ -30,12 +30,12 @@
 
 #include <string.h>
 
-/* Index of the smallest extent of at least n granules (the highest among equals), or SIZE_MAX. */
+/* Index of the smallest extent of at least n granules (the lowest among equals), or SIZE_MAX. */
 static size_t heap_fit(const af__pool_heap_t *h, uint64_t n)
 {
     size_t pick = SIZE_MAX;
     uint64_t best = UINT64_MAX;
-    for (size_t i = h->nxt; i-- > 0;) {
+    for (size_t i = 0; i < h->nxt; i++) {
         uint64_t l = h->xt[i].len;
         if (l >= n && l < best) {
             if (l == n)

@@ -474,6 +474,30 @@ static void test_pool_recut_bins_destroyed_with_pool(void **state)
     af_pool_destroy(p); /* k goes with it */
 }
 
+/* Among free extents of the same (best) length, the lowest address is cut: on the zoo traces this
+ * tie-break reserves less than the highest one (vgg19-train 1.085 -> 1.042 x peak live). */
+static void test_pool_recut_ties_take_the_lowest(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *a, *b, *c, *d, *x;
+    assert_int_equal(af_pool_cache_alloc(k, 3 * GRAN, &a), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 3 * GRAN, &b), 0); /* keeps a and c apart */
+    assert_int_equal(af_pool_cache_alloc(k, 3 * GRAN, &c), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 3 * GRAN, &d), 0); /* and c from the heap's edge */
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_int_equal(af_pool_cache_free(k, c), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 3 * GRAN, &x), 0);
+    assert_ptr_equal(x, (char *)a < (char *)c ? a : c);
+    assert_int_equal(af_pool_cache_free(k, x), 0);
+    assert_int_equal(af_pool_cache_free(k, b), 0);
+    assert_int_equal(af_pool_cache_free(k, d), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_pool_recut_bins_reuse_split_flush),
         cmocka_unit_test(test_pool_recut_bins_no_growth_across_rounds),
         cmocka_unit_test(test_pool_recut_bins_destroyed_with_pool),
+        cmocka_unit_test(test_pool_recut_ties_take_the_lowest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
