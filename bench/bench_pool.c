@@ -25,19 +25,25 @@
  * same figure at 1 and 2 threads — as wall time and as thread CPU time (CLOCK_THREAD_CPUTIME_ID; on
  * a loaded machine the wall figure mostly measures waiting for a CPU). For every pool column, the
  * global + class lock acquisitions during the timed rounds are printed (0 means the fast path never
- * locked). Columns: arenaflow (default options, one cache per thread: the size-class fast path up
- * to recut_min, 32 KiB, and above it blocks re-cut from the cache's heap of extents), af classes
- * (the same with recut_min 0: the size-class path alone), af locked (af_pool_alloc/af_pool_free,
- * no cache: the class lock per call, how the executor takes a round's arena), the four tuned
- * peers, floor (a bare LIFO stack).
+ * locked), and the most the pool reserved through every round of a repetition (the thousands of
+ * timed ones included) ÷ peak live, which shows a policy whose memory drifts up over many rounds.
+ * Columns: arenaflow (default options, one cache per thread: the size-class fast path up to
+ * recut_min, 32 KiB, and above it blocks re-cut from the cache's heap of extents), af classes (the
+ * same with recut_min 0: the size-class path alone), af locked (af_pool_alloc/af_pool_free, no
+ * cache: the class lock per call, how the executor takes a round's arena), af bins (the defaults
+ * plus recut_bins: freed re-cut blocks kept by length in the cache), the four tuned peers, floor
+ * (a bare LIFO stack).
  *
  * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds): "whole" = peak reserved over all 13
- * rounds; "steady" = peak reserved during rounds 4-13, both ÷ the trace's peak live bytes. Peers
- * (bench_pool_peers.h: how each is loaded, tuned not to purge, and measured): jemalloc (this
- * process's malloc, linked in through arenaflow), glibc (__libc_malloc), tcmalloc and mimalloc
- * (dlopen with RTLD_DEEPBIND). Their reserved / peak live is measured in a fresh process each
- * (--frag-peer). The summary compares arenaflow with the strongest peer of each trace: the fastest,
- * and the one reserving the least.
+ * rounds; "steady" = peak reserved during rounds 4-13, both ÷ the trace's peak live bytes. One
+ * rule for every allocator: the bytes it holds from the OS to serve blocks, counted from its start
+ * (start-up included, nothing subtracted). The pool's count starts at af_pool_create: its mapped
+ * chunks, huge chunks and heap spans (its descriptor tables, heap memory, are printed apart as
+ * metadata). Peers (bench_pool_peers.h: how each is loaded, tuned not to purge, and what each
+ * count is): jemalloc (this process's malloc, linked in through arenaflow; measured on an arena of
+ * its own), glibc (__libc_malloc), tcmalloc and mimalloc (dlopen with RTLD_DEEPBIND), each in a
+ * fresh process (--frag-peer). The summary compares arenaflow with the strongest peer of each
+ * trace: the fastest, and the one reserving the least.
  */
 #include "arenaflow/pool.h"
 
@@ -64,7 +70,8 @@ extern void __libc_free(void *);
 
 typedef struct {
     const char *name, *what;
-    int pool; /* a fresh pool is made per repetition (others: pool = 0); 2: with recut_min 0 */
+    int pool; /* a fresh pool is made per repetition (others: pool = 0); 2: with recut_min 0;
+                 3: with recut_bins */
     size_t (*reserved)(void); /* peers: bytes held from the OS now (NULL: not a peer) */
     const peer_lib_t *lib;    /* dlopen'd peers: skipped when not loaded */
     void *(*make)(void *ctx); /* per-thread state */
@@ -234,6 +241,8 @@ static const alloc_t g_columns[] = {
      NULL, NULL, pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
     {"af locked", "af_pool_alloc/af_pool_free, no cache (the class lock per call)", 1, NULL, NULL,
      nop_make, nop_unmake, locked_alloc, locked_free, timed_locked},
+    {"af bins", "defaults + recut_bins (re-cut blocks kept by length in the cache)", 3, NULL, NULL,
+     pool_make, pool_unmake, pool_alloc, pool_free, timed_pool},
 #ifdef AF_HAVE_JEMALLOC
     {"jemalloc", "mallocx/dallocx, tuned: no decay, tcache up to 8 MiB", 0, reserved_je, NULL,
      nop_make, nop_unmake, je_alloc, je_free, timed_je},
@@ -346,6 +355,8 @@ typedef struct {
     int ran;
     double ns_pair, cpu_pair, cpu_min, cpu_max; /* medians; CPU time's range over reps */
     uint64_t checksum, errors, locks, pairs, timed_rounds;
+    uint64_t peak_reserved; /* pool columns: the most any repetition's pool reserved, through
+                               every round, the timed ones included */
 } result_t;
 
 static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int reps)
@@ -357,6 +368,7 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
         af_pool_opts_init(&po);
         if (a->pool == 2)
             po.recut_min = 0;
+        po.recut_bins = a->pool == 3;
         if (a->pool && af_pool_create(&po, &g_pool, NULL))
             exit(1);
         pthread_barrier_t bar;
@@ -378,6 +390,8 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
             af_pool_stats(g_pool, &st1);
             res.locks +=
                 (st1.global_locks - st0.global_locks) + (st1.class_locks - st0.class_locks);
+            if (st1.peak_reserved_bytes > res.peak_reserved)
+                res.peak_reserved = st1.peak_reserved_bytes;
         }
         pthread_barrier_wait(&bar);
         ns[rep] = cpu[rep] = 0;
@@ -441,7 +455,7 @@ static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t 
            (unsigned long long)st.borrows, (unsigned long long)st.os_maps,
            (double)(st2.os_maps - st.os_maps) / 10.0, (double)locks / (10.0 * (double)t->npairs),
            err ? "  ERRORS" : "", norecut, recut);
-    printf("\n");
+    printf(" | metadata %.1f MiB\n", (double)st2.metadata_bytes / (1 << 20));
     free(ptrs);
     af_pool_cache_destroy(k);
     af_pool_destroy(p);
@@ -450,12 +464,14 @@ static frag_t fragmentation(const trace_t *t, const char *label, af_pool_opts_t 
 
 /* A peer's reserved / peak live, measured like fragmentation() but in a fresh process (this
  * program run with --frag-peer): an allocator cannot be reset, and one that kept the memory of
- * earlier traces would look better than it is. reserved() is sampled after every allocation;
- * what the allocator held before the first round (the process's own start-up) is subtracted. */
+ * earlier traces would look better than it is. reserved() is sampled after every allocation and
+ * counts what the allocator holds from the OS from its start, start-up included (nothing is
+ * subtracted: memory it reserved before the first round serves the trace), as the pool's count
+ * starts at af_pool_create (bench_pool_peers.h says what each peer's count is). */
 static frag_t frag_peer(const trace_t *t, const alloc_t *a)
 {
     void **ptrs = calloc(t->nslots + 1, sizeof(void *));
-    size_t base = a->reserved(), peak = base, steady = base;
+    size_t peak = a->reserved(), steady = peak;
     for (int r = 0; r < 13; r++) {
         if (r == 3)
             steady = a->reserved();
@@ -474,8 +490,7 @@ static frag_t frag_peer(const trace_t *t, const alloc_t *a)
         }
     }
     free(ptrs);
-    return (frag_t){(double)(peak - base) / (double)t->peak_live,
-                    (double)(steady - base) / (double)t->peak_live};
+    return (frag_t){(double)peak / (double)t->peak_live, (double)steady / (double)t->peak_live};
 }
 
 /* Runs frag_peer for column c on trace t in a child process; negative figures when it failed. */
@@ -503,10 +518,11 @@ static const struct {
     int seed_ladder, seed_pure;
     uint32_t steps;
     int classes_only; /* recut_min 0 */
+    int bins;         /* recut_bins */
 } g_cfgs[] = {
-    {"defaults (re-cut > 32 KiB)", 0, 0, 0, 0}, {"default ladder, no re-cut", 0, 0, 0, 1},
-    {"default, 6 steps/doubl.", 0, 0, 6, 1},    {"seed 256K..64M", 1, 1, 0, 1},
-    {"seed + pow2 below", 1, 0, 0, 1},
+    {"defaults (re-cut > 32 KiB)", 0, 0, 0, 0, 0}, {"default ladder, no re-cut", 0, 0, 0, 1, 0},
+    {"default, 6 steps/doubl.", 0, 0, 6, 1, 0},    {"seed 256K..64M", 1, 1, 0, 1, 0},
+    {"seed + pow2 below", 1, 0, 0, 1, 0},          {"defaults + recut_bins", 0, 0, 0, 0, 1},
 };
 #define NCFG ((int)(sizeof g_cfgs / sizeof g_cfgs[0]))
 enum { CFG_DEFAULT = 0, CFG_CLASSES = 1 }; /* rows in the summary */
@@ -548,9 +564,12 @@ static void print_times(const trace_t *t, int nt, int reps, const int *cols, int
     for (int i = 0; i < na; i++)
         if (g_columns[cols[i]].pool)
             printf("    %s: pool lock acquisitions during the timed rounds: %llu (%.6f per "
-                   "pair)\n",
+                   "pair); peak reserved over all %llu rounds / (%d x peak live: a trace per "
+                   "thread) %.3f\n",
                    g_columns[cols[i]].name, (unsigned long long)r[cols[i]].locks,
-                   (double)r[cols[i]].locks / (double)r[cols[i]].pairs);
+                   (double)r[cols[i]].locks / (double)r[cols[i]].pairs,
+                   (unsigned long long)(r[cols[i]].timed_rounds / (unsigned)reps + 3), nt,
+                   (double)r[cols[i]].peak_reserved / ((double)t->peak_live * nt));
 }
 
 static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
@@ -587,10 +606,12 @@ static void run_trace(const trace_t *t, int reps, trace_sum_t *sum)
             po.steps_per_doubling = g_cfgs[i].steps;
         if (g_cfgs[i].classes_only)
             po.recut_min = 0;
+        po.recut_bins = g_cfgs[i].bins;
         sum->f[i] = fragmentation(t, g_cfgs[i].label, &po);
     }
     printf("  peers, each in a fresh process (bench_pool --frag-peer NAME), the same 13 rounds, "
-           "reserved sampled after every allocation, start-up memory subtracted:\n");
+           "reserved sampled after every allocation, from the allocator's start (start-up "
+           "included):\n");
     for (int c = 0; c < NCOL; c++) {
         sum->pf[c] = (frag_t){-1, -1};
         if (!g_columns[c].reserved || (g_columns[c].lib && !g_columns[c].lib->ok))
@@ -740,6 +761,8 @@ int main(int argc, char **argv)
         int c = column_of(frag_child);
         if (c < 0 || !g_columns[c].reserved || (g_columns[c].lib && !g_columns[c].lib->ok))
             return 2;
+        if (!strcmp(frag_child, "jemalloc") && je_isolate())
+            return 1;
         frag_t f = frag_peer(&traces[0], &g_columns[c]);
         printf("frag %.6f %.6f\n", f.whole, f.steady);
         return 0;

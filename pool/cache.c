@@ -63,6 +63,8 @@
 #define AF__COLD
 #endif
 
+#define HSLOTS_BYTES (AF__POOL_HBINS * AF__POOL_HBIN_CAP * sizeof(af__pool_block_t *))
+
 /* Keeps the non-empty-bin bitmap in step with bins[c].n. */
 static inline void bin_mark(af_pool_cache_t *k, uint32_t c, uint32_t n)
 {
@@ -111,7 +113,11 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     for (uint32_t c = 0; c < p->nclasses; c++)
         total += p->cls[c].cache_cap;
     af__pool_slot_t *slots = af__malloc(total * sizeof(*slots));
-    if (!slots) {
+    int bins = p->opts.recut_min && p->opts.recut_bins;
+    k->hslots = bins ? af__malloc(HSLOTS_BYTES) : NULL;
+    if (!slots || (bins && !k->hslots)) {
+        af__free(slots);
+        af__free(k->hslots);
         af__free(k);
         return AF_ENOMEM;
     }
@@ -134,13 +140,18 @@ int af_pool_cache_create(af_pool_t *p, af_pool_cache_t **out)
     if (k->recut_min && k->fast_max > k->recut_min)
         k->fast_max = k->recut_min;
     k->owned = !k->flags && k->tag ? k->tag << AF__POOL_TAG_SHIFT : UINT32_MAX;
+    /* bins of re-cut blocks: only where the fast path sends every request above recut_min */
+    if (k->hslots && k->owned != UINT32_MAX && k->fast_max == k->recut_min)
+        k->hbin_max = AF__POOL_HBINS;
+    k->hinuse = af__blk_tagged(af__blk_state(AF_BLOCK_INUSE, AF__POOL_HEAP_CLASS, 0), k->tag);
     for (uint32_t c = 0; c < p->nclasses; c++)
         k->bins[c].inuse = af__blk_tagged(af__blk_state(AF_BLOCK_INUSE, c, 0), k->tag);
     k->next = p->caches;
     if (p->caches)
         p->caches->prev = k;
     p->caches = k;
-    AF__ADD(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(*slots));
+    AF__ADD(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(*slots) +
+                              (k->hslots ? HSLOTS_BYTES : 0));
     af__pool_gunlock(p);
     *out = k;
     return 0;
@@ -175,12 +186,13 @@ void af_pool_cache_flush(af_pool_cache_t *k)
             af__pool_huge_return(k->pool, k->huge[i]);
             k->huge[i] = NULL;
         }
-    if (k->heap) { /* back to the pool, where trim sees it; adopted again when needed */
-        af__pool_glock(k->pool);
+    af__pool_glock(k->pool);
+    af__pool_hbin_flush(k, 1); /* every binned block back to its heap first */
+    if (k->heap) {             /* back to the pool, where trim sees it; adopted again when needed */
         af__pool_heap_release(k->pool, k->heap);
-        af__pool_gunlock(k->pool);
         k->heap = NULL;
     }
+    af__pool_gunlock(k->pool);
     af__pool_idle_tick(k->pool);
 }
 
@@ -216,9 +228,10 @@ void af_pool_cache_destroy(af_pool_cache_t *k)
     size_t total = 0;
     for (uint32_t c = 0; c < p->nclasses; c++)
         total += k->bins[c].cap;
-    AF__SUB(&p->metadata,
-            sizeof(*k) + p->nclasses * sizeof(k->bins[0]) + total * sizeof(af__pool_slot_t));
+    AF__SUB(&p->metadata, sizeof(*k) + p->nclasses * sizeof(k->bins[0]) +
+                              total * sizeof(af__pool_slot_t) + (k->hslots ? HSLOTS_BYTES : 0));
     af__pool_gunlock(p);
+    af__free(k->hslots);
     af__free(k->bins[0].slots);
     af__free(k);
 }
@@ -363,11 +376,28 @@ static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, 
     return 0;
 }
 
+/* Above recut_min: a re-cut block of the same length from the cache's bins (no search), else the
+ * general path. Out of line, so the fast path needs no stack frame. */
+static AF__NOINLINE int cache_alloc_big(af_pool_cache_t *k, size_t size, void **out)
+{
+    uint64_t g = (uint64_t)(size - 1) >> AF__POOL_GRANULE_SHIFT; /* granules - 1 (size 0: huge) */
+    uint32_t n;
+    if (AF__LIKELY(g < k->hbin_max) && AF__LIKELY((n = AF__LD(&k->hn[g])) != 0)) {
+        af__pool_block_t *b = k->hslots[g * AF__POOL_HBIN_CAP + n - 1];
+        AF__ST(&k->hn[g], n - 1);
+        atomic_store_explicit(&b->state, k->hinuse, memory_order_relaxed);
+        AF__ST(&b->req, (uint32_t)size);
+        *out = b->addr;
+        return 0;
+    }
+    return cache_alloc_rest(k, size, out);
+}
+
 int af_pool_cache_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
     uint64_t s1 = size - 1;              /* (s1 >> 8) = ceil(size / 256) - 1 */
-    if (AF__UNLIKELY(s1 >= k->fast_max)) /* huge, size 0 (s1 wraps), or a debug mode */
-        return cache_alloc_rest(k, size, out);
+    if (AF__UNLIKELY(s1 >= k->fast_max)) /* re-cut, huge, size 0 (s1 wraps), or a debug mode */
+        return cache_alloc_big(k, size, out);
     size_t c = k->lut[af__pool_lut_key(s1 >> 8)]; /* exact, or fast_max would be 0 */
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
@@ -490,8 +520,18 @@ int af_pool_cache_free(af_pool_cache_t *k, void *ptr)
     if (AF__UNLIKELY(af__blk_tag_bits(st) != k->owned))
         return cache_free_slow(k, ptr, b);
     uint32_t c = af__blk_owner(st);
-    if (AF__UNLIKELY(c == AF__POOL_HEAP_CLASS))
-        return cache_free_heap(k, b, st);
+    if (AF__UNLIKELY(c == AF__POOL_HEAP_CLASS)) { /* a re-cut block: onto the bin of its length */
+        uint64_t len1 = AF__LD(&b->ngran) - 1;
+        uint32_t m;
+        if (AF__UNLIKELY(len1 >= k->hbin_max) ||
+            AF__UNLIKELY((m = AF__LD(&k->hn[len1])) == AF__POOL_HBIN_CAP))
+            return cache_free_heap(k, b, st);
+        atomic_store_explicit(&b->state, af__blk_freed(st), memory_order_relaxed);
+        k->hslots[len1 * AF__POOL_HBIN_CAP + m] = b;
+        AF__ST(&k->hn[len1], m + 1);
+        AF__ST(&k->hb_pushes, AF__LD(&k->hb_pushes) + 1);
+        return 0;
+    }
     af__pool_bin_t *bin = &k->bins[c];
     uint32_t n = AF__LD(&bin->n);
     if (AF__UNLIKELY(n == bin->cap))

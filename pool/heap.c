@@ -3,7 +3,7 @@
  *
  * A request above recut_min made through a cache is not rounded to a class: it is cut, to the
  * granule (16 KiB), from the free extents of the cache's heap, best fit (the smallest extent that
- * holds it, the highest address among equals, cut from its top end), and when freed its granules go
+ * holds it, the lowest address among equals, cut from its top end), and when freed its granules go
  * back as an extent coalesced with its free neighbours. Memory is shared between sizes as in a
  * general-purpose allocator, so reserved memory follows the peak of live bytes rather than the
  * peaks of each class. When no extent fits, the heap maps memory (glock): only the part its lowest
@@ -30,12 +30,12 @@
 
 #include <string.h>
 
-/* Index of the smallest extent of at least n granules (the highest among equals), or SIZE_MAX. */
+/* Index of the smallest extent of at least n granules (the lowest among equals), or SIZE_MAX. */
 static size_t heap_fit(const af__pool_heap_t *h, uint64_t n)
 {
     size_t pick = SIZE_MAX;
     uint64_t best = UINT64_MAX;
-    for (size_t i = h->nxt; i-- > 0;) {
+    for (size_t i = 0; i < h->nxt; i++) {
         uint64_t l = h->xt[i].len;
         if (l >= n && l < best) {
             if (l == n)
@@ -78,6 +78,17 @@ static void heap_give(af__pool_heap_t *h, uint64_t g, uint64_t n)
     } /* else no memory for the list: the range stays unused until the pool is destroyed */
 }
 
+/* Gives the top block of k's bin g back to its heap's extents. */
+static void hbin_unbin(af_pool_cache_t *k, uint64_t g)
+{
+    af_pool_t *p = k->pool;
+    uint32_t n = AF__LD(&k->hn[g]);
+    af__pool_block_t *b = k->hslots[g * AF__POOL_HBIN_CAP + n - 1];
+    AF__ST(&k->hn[g], n - 1);
+    AF__ST(&k->hb_flushed, AF__LD(&k->hb_flushed) + 1);
+    af__pool_heap_free(p, k, af__pool_chunk_of(p, b), b);
+}
+
 /* Takes every block other threads freed back into the extents. */
 static void heap_take_remote(af_pool_t *p, af__pool_heap_t *h)
 {
@@ -85,7 +96,7 @@ static void heap_take_remote(af_pool_t *p, af__pool_heap_t *h)
     while (b) {
         af__pool_block_t *nx = b->next;
         uint64_t g = (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT;
-        heap_give(h, g, b->ngran);
+        heap_give(h, g, AF__LD(&b->ngran));
         b = nx;
     }
 }
@@ -118,6 +129,65 @@ static int heap_attach(af_pool_cache_t *k)
     return rc;
 }
 
+/* Splits the smallest binned block of k longer than n granules (of k's heap): its top n granules
+ * become the new block at *g, the rest stays binned (or goes to the extents when its bin is
+ * full). 0 when no bin holds one. */
+static int hbin_split(af_pool_cache_t *k, af__pool_heap_t *h, uint64_t n, uint64_t *g)
+{
+    af_pool_t *p = k->pool;
+    for (uint64_t d = n; d < k->hbin_max; d++) { /* bin d holds blocks of d + 1 > n granules */
+        uint32_t cnt = AF__LD(&k->hn[d]);
+        if (!cnt)
+            continue;
+        af__pool_block_t *b = k->hslots[d * AF__POOL_HBIN_CAP + cnt - 1];
+        if (af__pool_chunk_of(p, b)->heap != h)
+            return 0; /* of a heap this cache held before: left to the flush */
+        uint64_t s = (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT, rest = d + 1 - n;
+        AF__ST(&k->hn[d], cnt - 1);
+        *g = s + rest;
+        uint32_t m = AF__LD(&k->hn[rest - 1]);
+        AF__ST(&b->ngran, rest);
+        if (m < AF__POOL_HBIN_CAP) { /* the rest stays binned: `binned` is unchanged */
+            k->hslots[(rest - 1) * AF__POOL_HBIN_CAP + m] = b;
+            AF__ST(&k->hn[rest - 1], m + 1);
+        } else { /* to the extents, counted as a flush */
+            AF__ST(&k->hb_flushed, AF__LD(&k->hb_flushed) + 1);
+            AF__ST(&h->frees, AF__LD(&h->frees) + 1);
+            heap_give(h, s, rest);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Where n granules are cut for a request of cache k: the smallest free extent that holds them;
+ * else a larger binned block split; else every binned block given back (coalesced) and the extents
+ * again; else the heap grows. Sets *g to the first granule. */
+static int heap_find(af_pool_cache_t *k, af__pool_heap_t *h, uint64_t n, uint64_t *g)
+{
+    size_t i = heap_fit(h, n);
+    if (i == SIZE_MAX && hbin_split(k, h, n, g))
+        return 0;
+    if (i == SIZE_MAX && k->hbin_max) {
+        af__pool_hbin_flush(k, 0);
+        i = heap_fit(h, n);
+    }
+    if (i == SIZE_MAX) {
+        AF__ST(&h->grows, AF__LD(&h->grows) + 1);
+        int rc = heap_grow(k->pool, h, n);
+        if (rc)
+            return rc;
+        i = heap_fit(h, n);
+    }
+    h->xt[i].len -= n; /* cut from the top: what is left stays next to where the heap grows */
+    *g = h->xt[i].start + h->xt[i].len;
+    if (h->xt[i].len == 0) {
+        memmove(&h->xt[i], &h->xt[i + 1], (h->nxt - i - 1) * sizeof(h->xt[0]));
+        h->nxt--;
+    }
+    return 0;
+}
+
 int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
 {
     af_pool_t *p = k->pool;
@@ -130,22 +200,12 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
     uint64_t n = bytes >> AF__POOL_GRANULE_SHIFT;
     if (atomic_load_explicit(&h->remote, memory_order_relaxed))
         heap_take_remote(p, h);
-    size_t i = heap_fit(h, n);
-    if (i == SIZE_MAX) {
-        AF__ST(&h->grows, AF__LD(&h->grows) + 1);
-        int rc = heap_grow(p, h, n);
-        if (rc)
-            return rc;
-        i = heap_fit(h, n);
-    }
-    h->xt[i].len -= n; /* cut from the top: what is left stays next to where the heap grows */
-    uint64_t g = h->xt[i].start + h->xt[i].len;
-    if (h->xt[i].len == 0) {
-        memmove(&h->xt[i], &h->xt[i + 1], (h->nxt - i - 1) * sizeof(h->xt[0]));
-        h->nxt--;
-    }
+    uint64_t g;
+    int rc = heap_find(k, h, n, &g);
+    if (rc)
+        return rc;
     af__pool_block_t *b = &p->dtab[g];
-    b->ngran = n;
+    AF__ST(&b->ngran, n);
     b->next = NULL;
     /* the request as counted (capped at 4 GiB: the word is 32 bits) is what free subtracts */
     uint32_t rq = (uint32_t)(size < UINT32_MAX ? size : UINT32_MAX);
@@ -155,8 +215,6 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
         memory_order_relaxed);
     b->addr = p->va_base + (g << AF__POOL_GRANULE_SHIFT);
     AF__ST(&h->allocs, AF__LD(&h->allocs) + 1);
-    AF__ST(&h->live_req, AF__LD(&h->live_req) + (int64_t)rq);
-    AF__ST(&h->live_bytes, AF__LD(&h->live_bytes) + (int64_t)bytes);
     if (k->flags) { /* poison, exact peak, ASan */
         af__pool_exact_live(p, (int64_t)rq);
         af__pool_on_alloc(p, b->addr, size);
@@ -168,20 +226,18 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out)
 void af__pool_heap_free(af_pool_t *p, af_pool_cache_t *k, af__pool_chunk_t *ch, af__pool_block_t *b)
 {
     af__pool_heap_t *h = ch->heap;
-    uint64_t n = b->ngran;
+    uint64_t n = AF__LD(&b->ngran);
     int64_t req = (int64_t)AF__LD(&b->req), bytes = (int64_t)(n << AF__POOL_GRANULE_SHIFT);
-    af__pool_exact_live(p, -req);
-    af__pool_on_free(p, b->addr, (uint64_t)bytes);
+    if (!k || k->flags) { /* poison, exact peak, ASan: as alloc, only then (a cache's flags) */
+        af__pool_exact_live(p, -req);
+        af__pool_on_free(p, b->addr, (uint64_t)bytes);
+    }
     if (k && k->heap == h) {
         AF__ST(&h->frees, AF__LD(&h->frees) + 1);
-        AF__ST(&h->live_req, AF__LD(&h->live_req) - req);
-        AF__ST(&h->live_bytes, AF__LD(&h->live_bytes) - bytes);
         heap_give(h, (uint64_t)(b->addr - p->va_base) >> AF__POOL_GRANULE_SHIFT, n);
         return;
     }
     AF__ADD(&h->rfrees, 1);
-    AF__ADD(&h->rreq, req);
-    AF__ADD(&h->rbytes, bytes);
     af__pool_block_t *top = atomic_load_explicit(&h->remote, memory_order_relaxed);
     do
         b->next = top;
@@ -277,16 +333,67 @@ void af__pool_heap_destroy_all(af_pool_t *p)
     }
 }
 
+void af__pool_hbin_flush(af_pool_cache_t *k, int retire)
+{
+    af_pool_t *p = k->pool;
+    for (uint64_t g = 0; g < AF__POOL_HBINS; g++)
+        while (AF__LD(&k->hn[g]))
+            hbin_unbin(k, g);
+    if (!retire)
+        return;
+    AF__ADD(&p->retired_hb, AF__LD(&k->hb_pushes) - AF__LD(&k->hb_flushed));
+    AF__ST(&k->hb_pushes, 0);
+    AF__ST(&k->hb_flushed, 0);
+}
+
+/* Bytes and requested bytes of the re-cut blocks in use: a block's descriptor is at its first
+ * granule, in use and of the heap class only while it is (stale descriptors inside free or other
+ * blocks say FREE), so the spans' granules are walked block by block. Relaxed reads: a snapshot. */
+static void heap_sum_live(af_pool_t *p, af__pool_heap_sum_t *sum)
+{
+    for (size_t i = 0; i < p->nchunks; i++) {
+        af__pool_chunk_t *ch = p->chunks[i];
+        if (!ch->mapped || ch->cls != AF__POOL_SPAN)
+            continue;
+        uint64_t g = (uint64_t)(ch->base - p->va_base) >> AF__POOL_GRANULE_SHIFT;
+        uint64_t end = g + (ch->bytes >> AF__POOL_GRANULE_SHIFT);
+        while (g < end) {
+            af__pool_block_t *b = &p->dtab[g];
+            uint32_t st = AF__LD(&b->state), kind = af__blk_kind(st);
+            uint64_t n = AF__LD(&b->ngran);
+            if (kind == AF_BLOCK_FREE || af__blk_owner(st) != AF__POOL_HEAP_CLASS || n == 0) {
+                g++;
+                continue;
+            }
+            sum->bytes += n << AF__POOL_GRANULE_SHIFT;
+            sum->req += (int64_t)AF__LD(&b->req);
+            g += n;
+        }
+    }
+}
+
 void af__pool_heap_totals(af_pool_t *p, af__pool_heap_sum_t *sum)
 {
     memset(sum, 0, sizeof(*sum));
+    /* blocks popped from and pushed to caches' bins: pops = pushes - flushed - still binned */
+    uint64_t hb = AF__LD(&p->retired_hb);
+    for (af_pool_cache_t *q = p->caches; q; q = q->next) {
+        uint64_t binned = 0;
+        for (uint64_t g = 0; g < AF__POOL_HBINS; g++)
+            binned += AF__LD(&q->hn[g]);
+        uint64_t moved = AF__LD(&q->hb_pushes) - AF__LD(&q->hb_flushed);
+        hb += moved;
+        sum->allocs += moved - binned;
+        sum->fast_allocs += moved - binned;
+    }
+    sum->frees = sum->fast_frees = hb;
+    sum->allocs += AF__LD(&p->retired_hb);
+    sum->fast_allocs += AF__LD(&p->retired_hb);
     for (af__pool_heap_t *h = p->heaps; h; h = h->next) {
-        int64_t b = AF__LD(&h->live_bytes) - AF__LD(&h->rbytes);
-        sum->bytes += b > 0 ? (uint64_t)b : 0;
-        sum->req += AF__LD(&h->live_req) - AF__LD(&h->rreq);
         sum->allocs += AF__LD(&h->allocs);
         sum->frees += AF__LD(&h->frees) + AF__LD(&h->rfrees);
         sum->fast_allocs += AF__LD(&h->allocs) - AF__LD(&h->grows);
         sum->fast_frees += AF__LD(&h->frees);
     }
+    heap_sum_live(p, sum);
 }

@@ -272,6 +272,7 @@ void af_pool_destroy(af_pool_t *p)
     while (p->caches) {
         af_pool_cache_t *k = p->caches;
         p->caches = k->next;
+        af__free(k->hslots);
         af__free(k->bins[0].slots);
         af__free(k);
     }
@@ -396,7 +397,8 @@ int af_pool_block_info(af_pool_t *p, const void *ptr, af_pool_block_info_t *info
     info->state = (af_block_state_t)af__blk_kind(st);
     info->owner_class = ch->cls < 0 ? -1 : ch->cls;
     info->borrower_class = info->state == AF_BLOCK_BORROWED ? (int)af__blk_borrower(st) : -1;
-    info->block_size = ch->cls == AF__POOL_SPAN ? b->ngran << AF__POOL_GRANULE_SHIFT : ch->bs;
+    info->block_size =
+        ch->cls == AF__POOL_SPAN ? AF__LD(&b->ngran) << AF__POOL_GRANULE_SHIFT : ch->bs;
     return 0;
 }
 

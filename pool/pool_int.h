@@ -28,6 +28,8 @@
 #define AF__POOL_HEAP_CLASS 0xfeu /* owner class byte of a re-cut block (pool/heap.c) */
 #define AF__POOL_SPAN (-2)        /* chunk cls of a heap's span (pool/heap.c) */
 #define AF__POOL_CACHE_HUGE 4     /* free huge chunks a cache keeps for reuse without a lock */
+#define AF__POOL_HBINS 64    /* a cache keeps freed re-cut blocks of 1..64 granules by length */
+#define AF__POOL_HBIN_CAP 64 /* ... up to this many of each length */
 
 /* Relaxed accessors for single-writer counters that other threads read. */
 #define AF__LD(p) atomic_load_explicit((p), memory_order_relaxed)
@@ -85,7 +87,8 @@ typedef struct af__pool_block {
     char *addr;
     union {
         struct af__pool_block *prev; /* central free list link (class lock) */
-        uint64_t ngran;              /* re-cut block (pool/heap.c): its length in granules */
+        _Atomic uint64_t ngran;      /* re-cut block (pool/heap.c): its length in granules (relaxed:
+                                        statistics read it on blocks in use) */
     };
     struct af__pool_block *next; /* central free list link; a re-cut block's link on its heap's
                                     list of blocks freed by other threads */
@@ -123,7 +126,7 @@ typedef struct af__pool_heap {
     _Atomic(af__pool_block_t *) remote; /* freed elsewhere: push by CAS, the owner takes all */
     /* counters: the owner writes allocs/frees/live_*, other threads add to r* (relaxed) */
     _Atomic uint64_t allocs, frees, rfrees, grows;
-    _Atomic int64_t live_req, live_bytes, rreq, rbytes;
+    /* (bytes and requested bytes in use are summed over the blocks: af__pool_heap_totals) */
     _Atomic uint64_t spans_bytes; /* mapped for this heap (glock) */
     int adopted;                  /* used by a cache (glock) */
     struct af__pool_heap *next;   /* pool->heaps (glock) */
@@ -194,6 +197,16 @@ struct af_pool_cache {
     af__pool_heap_t *heap; /* requests above recut_min are re-cut from it (NULL: none adopted yet,
                               or handed back by af_pool_cache_flush) */
     uint64_t recut_min;    /* 0: re-cutting off */
+    /* Re-cut blocks this cache freed, kept by length (pool/heap.c): hslots[g * AF__POOL_HBIN_CAP
+     * + i], i < hn[g], holds FREE blocks of g + 1 granules, out of their heap's extents; a
+     * request of that many granules pops one with no search. hbin_max: bins in use (0 in a debug
+     * mode, without a tag or without re-cutting). Counters (one writer, relaxed): blocks pushed,
+     * blocks flushed back to the extents (blocks popped = pushed - flushed - still binned). */
+    uint64_t hbin_max;
+    uint32_t hinuse; /* state word of a re-cut block this cache hands out */
+    af__pool_block_t **hslots;
+    _Atomic uint32_t hn[AF__POOL_HBINS];
+    _Atomic uint64_t hb_pushes, hb_flushed;
     _Atomic uint64_t slow_allocs, slow_frees;
     struct af_pool_cache *prev, *next; /* pool->caches (glock) */
     af__pool_bin_t bins[];             /* one per class, inline: one load less on the fast path */
@@ -243,6 +256,7 @@ struct af_pool {
     _Atomic uint64_t double_frees, foreign_frees;
     _Atomic uint64_t huge_allocs, huge_frees;
     _Atomic uint64_t retired_fast_allocs, retired_fast_frees;
+    _Atomic uint64_t retired_hb; /* re-cut blocks popped from flushed caches' bins */
 };
 
 /* Size -> class: u = ceil(size / 256) units; a table on (log2, 3 mantissa bits) of v = u - 1.
@@ -387,6 +401,9 @@ int af__pool_heap_alloc(af_pool_cache_t *k, size_t size, void **out);
 /* Block b of span ch, already moved to FREE: back to its heap (k: the freeing cache, or NULL). */
 void af__pool_heap_free(af_pool_t *p, af_pool_cache_t *k, af__pool_chunk_t *ch,
                         af__pool_block_t *b);
+/* Gives every block of k's bins back to its heap's extents; folds the bins' counters into the
+ * pool's when `retire` (glock held then, as af_pool_stats reads them under it). */
+void af__pool_hbin_flush(af_pool_cache_t *k, int retire);
 /* Sums over the heaps (glock held): bytes and requested bytes in use, allocs and frees, and of
  * them those that took no lock (allocs that mapped nothing, the owner's own frees). */
 typedef struct af__pool_heap_sum {

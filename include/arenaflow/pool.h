@@ -91,6 +91,13 @@ typedef struct af_pool_opts {
                                   coalesced on free (no class rounding, memory shared between
                                   sizes); 0 = off (every request uses the ladder); else
                                   >= 16 KiB; default 32 KiB */
+    int recut_bins;            /* with re-cutting: a cache keeps the re-cut blocks it frees (up to
+                                  1 MiB, 64 of each length) by length and hands one to the next
+                                  request of that many granules with no search (a longer one is
+                                  split when none fits; all go back, coalesced, before the heap
+                                  grows). About 2x faster re-cut allocs and frees, but blocks
+                                  reused in freed order rather than best fit: on repeated rounds
+                                  reserved memory drifts up (BENCHMARKS.md section 3); default 0 */
 } af_pool_opts_t;
 
 /* Fills *o with the defaults above. */
