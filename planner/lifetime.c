@@ -95,11 +95,24 @@ int af_lifetimes_compute(const af_graph_t *g, const int32_t *order, af_lifetime_
     return rc;
 }
 
-int af__is_arena_root(const af_graph_t *g, int32_t t)
+int af__is_arena_root_in(const af_graph_t *g, int32_t t, int host)
 {
     const af_tensor_info_t *ti = af_graph_tensor(g, t);
     return ti->alias_of < 0 && ti->kind != AF_TENSOR_CONSTANT && ti->bytes > 0 &&
-           !af__is_host_tier(g, t);
+           !(host && af__is_host_tier(g, t));
+}
+
+int af__is_arena_root(const af_graph_t *g, int32_t t)
+{
+    return af__is_arena_root_in(g, t, 1);
+}
+
+int af__graph_has_host_tier(const af_graph_t *g)
+{
+    for (int32_t v = 0; v < af_graph_node_count(g); v++)
+        if (strcmp(af_graph_node(g, v)->op, AF_OP_SWAP_OUT) == 0)
+            return 1;
+    return 0;
 }
 
 uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,
@@ -107,8 +120,9 @@ uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alig
 {
     int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
     memset(diff, 0, (size_t)(nn + 1) * sizeof(*diff));
+    int host = af__graph_has_host_tier(g);
     for (int32_t i = 0; i < nt; i++) {
-        if (!af__is_arena_root(g, i) || lt[i].first < 0)
+        if (!af__is_arena_root_in(g, i, host) || lt[i].first < 0)
             continue;
         int64_t b = (int64_t)af__align_up((uint64_t)af_graph_tensor(g, i)->bytes, alignment);
         diff[lt[i].first] += b;

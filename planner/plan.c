@@ -47,8 +47,8 @@ void af_plan_destroy(af_plan_t *p)
     af__free(p);
 }
 
-/* Placement classes and lifetimes, before groups. */
-static void classify(af_plan_t *p, const af_lifetime_t *lt)
+/* Placement classes and lifetimes, before groups (host: the graph has a SwapOut node). */
+static void classify(af_plan_t *p, const af_lifetime_t *lt, int host)
 {
     const af_graph_t *g = p->g;
     int32_t nt = af_graph_tensor_count(g);
@@ -67,7 +67,7 @@ static void classify(af_plan_t *p, const af_lifetime_t *lt)
             x->where = AF_WHERE_CONSTANT;
         else if (r->bytes < 0 || t->bytes < 0)
             x->where = AF_WHERE_DYNAMIC;
-        else if (af__is_host_tier(g, i))
+        else if (host && af__is_host_tier(g, i))
             x->where = AF_WHERE_HOST; /* a SwapOut's copy: host area, not the arena */
         else if (t->alias_of >= 0)
             x->where = AF_WHERE_ALIAS;
@@ -448,11 +448,15 @@ static int budget_error(const af_plan_t *p, af_error_t *err)
                    af_graph_node(g, p->order[s])->name, live);
 }
 
-/* Report figures: constant bytes, dynamic and arena tensors, naive bytes. */
-static void count_tensors(af_plan_t *p)
+/* Report figures: constant bytes, dynamic and arena tensors, naive bytes, and the peak step of
+ * the arena tensors' live bytes (as af__peak_of: the arena tensors are its arena roots with a
+ * lifetime, their bytes aligned); diff: scratch of node_count + 1 entries. */
+static void count_tensors(af_plan_t *p, int64_t *diff)
 {
     const af_graph_t *g = p->g;
     af_plan_report_t *r = &p->rep;
+    int32_t nn = af_graph_node_count(g);
+    memset(diff, 0, (size_t)(nn + 1) * sizeof(*diff));
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
         const af_tensor_info_t *ti = af_graph_tensor(g, i);
         if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
@@ -462,6 +466,17 @@ static void count_tensors(af_plan_t *p)
         if (p->group[i] >= 0) {
             r->arena_tensors++;
             r->naive_bytes += p->tp[i].bytes;
+            diff[p->tp[i].first] += (int64_t)p->tp[i].bytes;
+            diff[p->tp[i].last + 1] -= (int64_t)p->tp[i].bytes;
+        }
+    }
+    int64_t cur = 0, best = 0;
+    r->peak_step = 0;
+    for (int32_t s = 0; s < nn; s++) {
+        cur += diff[s];
+        if (cur > best) {
+            best = cur;
+            r->peak_step = s;
         }
     }
 }
@@ -510,7 +525,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         goto out;
     }
     af__lifetimes_from_steps(g, p->step, lt);
-    classify(p, lt);
+    classify(p, lt, af__graph_has_host_tier(g));
     for (int32_t i = 0; i < nt; i++) {
         glast[i] = p->tp[i].last;
         latest[i] = i;
@@ -538,9 +553,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->place_ms = ms_since(t);
     r->lower_bound_bytes = lb;
     r->arena_bytes = p->arena;
-    (void)af__peak_of(g, lt, p->opts.alignment, &r->peak_step, diff);
-
-    count_tensors(p);
+    count_tensors(p, diff);
     r->any_order_bound_bytes = any_order_bound(p);
     if (af__plan_scratch_figure(p, r)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");

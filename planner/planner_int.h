@@ -49,6 +49,12 @@ void af__lifetimes_from_steps(const af_graph_t *g, const int32_t *step, af_lifet
 /* Tensor owns arena bytes: not an alias, not constant, not host tier, static size > 0. Dynamic
  * = bytes < 0. */
 int af__is_arena_root(const af_graph_t *g, int32_t t);
+/* The same for a caller that asked af__graph_has_host_tier(g) once (host): per-tensor passes then
+ * skip the producer's op compare on graphs without a SwapOut node. */
+int af__is_arena_root_in(const af_graph_t *g, int32_t t, int host);
+/* 1 when some node of g is a SwapOut, so some tensor may be in the host tier (one pass over the
+ * nodes). */
+int af__graph_has_host_tier(const af_graph_t *g);
 /* Host tier: the output of a SwapOut node (planner/budget_host.c). */
 int af__is_host_tier(const af_graph_t *g, int32_t t);
 /* Peak of aligned live bytes of arena roots; diff is scratch of node_count + 1 entries. */

@@ -30,8 +30,9 @@ static void map_roots(af__smodel_t *m, int32_t *rid, uint64_t alignment)
     const af_graph_t *g = m->g;
     int32_t nt = af_graph_tensor_count(g);
     m->nr = 0;
+    int host = af__graph_has_host_tier(g);
     for (int32_t t = 0; t < nt; t++)
-        rid[t] = af__is_arena_root(g, t) ? m->nr++ : -1;
+        rid[t] = af__is_arena_root_in(g, t, host) ? m->nr++ : -1;
     for (int32_t t = 0; t < nt; t++) {
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
         if (ti->alias_of >= 0) {
