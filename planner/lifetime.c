@@ -62,10 +62,9 @@ void af__lifetimes_from_steps(const af_graph_t *g, const int32_t *step, af_lifet
     /* Views: an alias without a producer exists from its root's start; every alias keeps its
      * root alive to the alias's last reader. Roots are never aliases, so one pass suffices. */
     for (int32_t i = 0; i < nt; i++) {
-        const af_tensor_info_t *t = af_graph_tensor(g, i);
-        if (t->alias_of < 0)
+        int32_t r = af_graph_alias_root(g, i); /* the root table: no tensor record read */
+        if (r == i)
             continue;
-        int32_t r = af_graph_alias_root(g, i);
         if (out[i].first < 0 && out[i].last >= 0)
             out[i].first = out[r].first >= 0 ? out[r].first : 0;
         if (out[i].first >= 0 && out[i].last < out[i].first)
@@ -109,9 +108,11 @@ int af__is_arena_root(const af_graph_t *g, int32_t t)
 
 int af__graph_has_host_tier(const af_graph_t *g)
 {
-    for (int32_t v = 0; v < af_graph_node_count(g); v++)
-        if (strcmp(af_graph_node(g, v)->op, AF_OP_SWAP_OUT) == 0)
+    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
+        const char *op = af_graph_node(g, v)->op;
+        if (op[0] == AF_OP_SWAP_OUT[0] && strcmp(op, AF_OP_SWAP_OUT) == 0)
             return 1;
+    }
     return 0;
 }
 

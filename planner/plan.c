@@ -450,15 +450,18 @@ static int budget_error(const af_plan_t *p, af_error_t *err)
 
 /* Report figures: constant bytes, dynamic and arena tensors, naive bytes, and the peak step of
  * the arena tensors' live bytes (as af__peak_of: the arena tensors are its arena roots with a
- * lifetime, their bytes aligned); diff: scratch of node_count + 1 entries. */
-static void count_tensors(af_plan_t *p, int64_t *diff)
+ * lifetime, their bytes aligned); diff: scratch of node_count + 1 entries. Returns the number
+ * of scratch tensors (for af__plan_scratch_figure). */
+static int32_t count_tensors(af_plan_t *p, int64_t *diff)
 {
     const af_graph_t *g = p->g;
     af_plan_report_t *r = &p->rep;
     int32_t nn = af_graph_node_count(g);
     memset(diff, 0, (size_t)(nn + 1) * sizeof(*diff));
+    int32_t n_scratch = 0;
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
         const af_tensor_info_t *ti = af_graph_tensor(g, i);
+        n_scratch += ti->kind == AF_TENSOR_SCRATCH;
         if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
             r->constant_bytes += (uint64_t)ti->bytes;
         if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
@@ -479,6 +482,7 @@ static void count_tensors(af_plan_t *p, int64_t *diff)
             r->peak_step = s;
         }
     }
+    return n_scratch;
 }
 
 /* The order: the given one (restore) or the scheduler's; the report's schedule fields. */
@@ -553,9 +557,9 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->place_ms = ms_since(t);
     r->lower_bound_bytes = lb;
     r->arena_bytes = p->arena;
-    count_tensors(p, diff);
+    int32_t n_scratch = count_tensors(p, diff);
     r->any_order_bound_bytes = any_order_bound(p);
-    if (af__plan_scratch_figure(p, r)) {
+    if (af__plan_scratch_figure(p, r, n_scratch)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }

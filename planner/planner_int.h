@@ -302,6 +302,6 @@ int af__group_touchers(const af_plan_t *p, int32_t **off, int32_t **nodes);
 
 /* Scratch figures of the report (count, union of their arena ranges, largest) (scratch.c).
  * Returns 0 or AF_ENOMEM. */
-int af__plan_scratch_figure(const af_plan_t *p, af_plan_report_t *r);
+int af__plan_scratch_figure(const af_plan_t *p, af_plan_report_t *r, int32_t n_scratch);
 
 #endif
