@@ -9,7 +9,8 @@
  * its root base alive until the alias's own last reader. A tensor nobody produces or reads gets
  * first = last = -1.
  *
- * The peak is computed with a difference array over steps: O(tensors + steps).
+ * The peak is computed with a difference array over steps: O(tensors + steps). The report's
+ * any-order bound (the bytes one node alone needs, whatever the order) is here too.
  */
 #include "planner/planner_int.h"
 
@@ -162,4 +163,65 @@ int af_order_peak(const af_graph_t *g, const int32_t *order, uint64_t alignment,
     af__free(lt);
     af__free(diff);
     return rc;
+}
+
+/* 1 when a tensor before position j of nd's list io (inputs, then outputs) has root r. */
+static int root_seen(const af_graph_t *g, const af_node_info_t *nd, int io, int32_t j, int32_t r)
+{
+    for (int io2 = 0; io2 <= io; io2++) {
+        int32_t c2 = io2 ? nd->n_outputs : nd->n_inputs;
+        const int32_t *t2 = io2 ? nd->outputs : nd->inputs;
+        int32_t lim = io2 == io ? j : c2;
+        for (int32_t m = 0; m < lim; m++)
+            if (af_graph_alias_root(g, t2[m]) == r)
+                return 1;
+    }
+    return 0;
+}
+
+#define AF__BOUND_SEEN 32 /* arena roots remembered per node; beyond, root_seen rescans */
+
+uint64_t af__plan_any_order_bound(af_plan_t *p)
+{
+    const af_graph_t *g = p->g;
+    uint64_t best = 0;
+    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
+        const af_node_info_t *nd = af_graph_node(g, v);
+        uint64_t sum = 0;
+        int32_t seen[AF__BOUND_SEEN], n_seen = 0; /* the arena roots counted at v, while they fit */
+        for (int io = 0; io < 2; io++) {
+            int32_t cnt = io ? nd->n_outputs : nd->n_inputs;
+            const int32_t *ts = io ? nd->outputs : nd->inputs;
+            for (int32_t j = 0; j < cnt; j++) {
+                if (af__plan_poll(p))
+                    return 0; /* the caller sees p->stopped */
+                int32_t r = af_graph_alias_root(g, ts[j]);
+                if (p->group[r] < 0)
+                    continue;
+                int dup = 0; /* count each root once per node */
+                if (n_seen < AF__BOUND_SEEN) {
+                    for (int32_t m = 0; m < n_seen && !dup; m++)
+                        dup = seen[m] == r;
+                    if (!dup)
+                        seen[n_seen++] = r;
+                } else {
+                    dup = root_seen(g, nd, io, j, r);
+                }
+                if (!dup)
+                    sum += p->tp[r].bytes;
+            }
+        }
+        /* an in-place pair may share one block: count only the larger of the two */
+        for (int32_t k = 0; k < nd->n_inplace; k++) {
+            int32_t a = af_graph_alias_root(g, nd->inputs[nd->inplace[k].input]);
+            int32_t b = af_graph_alias_root(g, nd->outputs[nd->inplace[k].output]);
+            if (a == b || p->group[a] < 0 || p->group[b] < 0)
+                continue;
+            uint64_t m = p->tp[a].bytes < p->tp[b].bytes ? p->tp[a].bytes : p->tp[b].bytes;
+            sum = sum > m ? sum - m : 0;
+        }
+        if (sum > best)
+            best = sum;
+    }
+    return best;
 }

@@ -138,49 +138,6 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
     return 0;
 }
 
-static uint64_t any_order_bound(af_plan_t *p)
-{
-    const af_graph_t *g = p->g;
-    uint64_t best = 0;
-    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
-        const af_node_info_t *nd = af_graph_node(g, v);
-        uint64_t sum = 0;
-        for (int io = 0; io < 2; io++) {
-            int32_t cnt = io ? nd->n_outputs : nd->n_inputs;
-            const int32_t *ts = io ? nd->outputs : nd->inputs;
-            for (int32_t j = 0; j < cnt; j++) {
-                int32_t r = af_graph_alias_root(g, ts[j]);
-                if (p->group[r] < 0)
-                    continue;
-                int dup = 0; /* count each root once per node */
-                for (int io2 = 0; io2 <= io && !dup; io2++) {
-                    int32_t c2 = io2 ? nd->n_outputs : nd->n_inputs;
-                    const int32_t *t2 = io2 ? nd->outputs : nd->inputs;
-                    int32_t lim = io2 == io ? j : c2;
-                    for (int32_t m = 0; m < lim && !dup; m++)
-                        dup = af_graph_alias_root(g, t2[m]) == r;
-                    if (af__plan_poll(p))
-                        return 0; /* the caller sees p->stopped */
-                }
-                if (!dup)
-                    sum += p->tp[r].bytes;
-            }
-        }
-        /* an in-place pair may share one block: count only the larger of the two */
-        for (int32_t k = 0; k < nd->n_inplace; k++) {
-            int32_t a = af_graph_alias_root(g, nd->inputs[nd->inplace[k].input]);
-            int32_t b = af_graph_alias_root(g, nd->outputs[nd->inplace[k].output]);
-            if (a == b || p->group[a] < 0 || p->group[b] < 0)
-                continue;
-            uint64_t m = p->tp[a].bytes < p->tp[b].bytes ? p->tp[a].bytes : p->tp[b].bytes;
-            sum = sum > m ? sum - m : 0;
-        }
-        if (sum > best)
-            best = sum;
-    }
-    return best;
-}
-
 /* One interval per in-place group (leader = lowest-step member); returns the count. */
 static size_t group_intervals(const af_plan_t *p, const int32_t *glast, int32_t *ids,
                               af_interval_t *iv)
@@ -558,7 +515,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->lower_bound_bytes = lb;
     r->arena_bytes = p->arena;
     int32_t n_scratch = count_tensors(p, diff);
-    r->any_order_bound_bytes = any_order_bound(p);
+    r->any_order_bound_bytes = af__plan_any_order_bound(p);
     if (af__plan_scratch_figure(p, r, n_scratch)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;

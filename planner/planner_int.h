@@ -57,6 +57,9 @@ int af__is_arena_root_in(const af_graph_t *g, int32_t t, int host);
 int af__graph_has_host_tier(const af_graph_t *g);
 /* Host tier: the output of a SwapOut node (planner/budget_host.c). */
 int af__is_host_tier(const af_graph_t *g, int32_t t);
+/* The report's any-order bound: the most bytes of distinct arena roots one node touches (an
+ * in-place pair counted once); 0 when the plan is stopped (p->stopped). */
+uint64_t af__plan_any_order_bound(af_plan_t *p);
 /* Peak of aligned live bytes of arena roots; diff is scratch of node_count + 1 entries. */
 uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,
                      int32_t *peak_step, int64_t *diff);

@@ -81,7 +81,7 @@ static int build_touches(af__smodel_t *m, const int32_t *rid, int32_t *stamp)
             stamp[r] = v;
             m->t_root[k++] = r;
             m->touch_n[r]++;
-            if (j >= nd->n_inputs && af_graph_tensor(g, t)->alias_of < 0)
+            if (j >= nd->n_inputs && af_graph_alias_root(g, t) == t) /* not a view */
                 m->def[v] += m->size[r];
         }
     }

@@ -82,11 +82,16 @@ static void anc_merge(uint64_t *to, const uint64_t *from, int32_t d)
         return;
     to[(d - 1) / 64] |= 1ull << ((d - 1) % 64);
     int32_t words = d / 64, bits = d % 64; /* bit j of from lands on bit j + d of to */
-    for (int32_t k = ANC_WORDS - 1; k >= words; k--) {
-        uint64_t hi = from[k - words] << bits;
-        uint64_t lo = bits && k - words > 0 ? from[k - words - 1] >> (64 - bits) : 0;
-        to[k] |= hi | lo;
+    if (words >= ANC_WORDS)
+        return;
+    if (!bits) {
+        for (int32_t k = words; k < ANC_WORDS; k++)
+            to[k] |= from[k - words];
+        return;
     }
+    to[words] |= from[0] << bits; /* the lowest word has no carry from below */
+    for (int32_t k = words + 1; k < ANC_WORDS; k++)
+        to[k] |= from[k - words] << bits | from[k - words - 1] >> (64 - bits);
 }
 
 /* The chain root of an arena tensor (following inplace_of), or -1 when it holds no bytes. */
