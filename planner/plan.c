@@ -47,8 +47,8 @@ void af_plan_destroy(af_plan_t *p)
     af__free(p);
 }
 
-/* Placement classes and lifetimes, before groups. */
-static void classify(af_plan_t *p, const af_lifetime_t *lt)
+/* Placement classes and lifetimes, before groups (host: the graph has a SwapOut node). */
+static void classify(af_plan_t *p, const af_lifetime_t *lt, int host)
 {
     const af_graph_t *g = p->g;
     int32_t nt = af_graph_tensor_count(g);
@@ -67,7 +67,7 @@ static void classify(af_plan_t *p, const af_lifetime_t *lt)
             x->where = AF_WHERE_CONSTANT;
         else if (r->bytes < 0 || t->bytes < 0)
             x->where = AF_WHERE_DYNAMIC;
-        else if (af__is_host_tier(g, i))
+        else if (host && af__is_host_tier(g, i))
             x->where = AF_WHERE_HOST; /* a SwapOut's copy: host area, not the arena */
         else if (t->alias_of >= 0)
             x->where = AF_WHERE_ALIAS;
@@ -136,49 +136,6 @@ static int take_inplace(af_plan_t *p, int32_t *glast, int32_t *latest)
     if (strict)
         af__dsearch_free(&ds);
     return 0;
-}
-
-static uint64_t any_order_bound(af_plan_t *p)
-{
-    const af_graph_t *g = p->g;
-    uint64_t best = 0;
-    for (int32_t v = 0; v < af_graph_node_count(g); v++) {
-        const af_node_info_t *nd = af_graph_node(g, v);
-        uint64_t sum = 0;
-        for (int io = 0; io < 2; io++) {
-            int32_t cnt = io ? nd->n_outputs : nd->n_inputs;
-            const int32_t *ts = io ? nd->outputs : nd->inputs;
-            for (int32_t j = 0; j < cnt; j++) {
-                int32_t r = af_graph_alias_root(g, ts[j]);
-                if (p->group[r] < 0)
-                    continue;
-                int dup = 0; /* count each root once per node */
-                for (int io2 = 0; io2 <= io && !dup; io2++) {
-                    int32_t c2 = io2 ? nd->n_outputs : nd->n_inputs;
-                    const int32_t *t2 = io2 ? nd->outputs : nd->inputs;
-                    int32_t lim = io2 == io ? j : c2;
-                    for (int32_t m = 0; m < lim && !dup; m++)
-                        dup = af_graph_alias_root(g, t2[m]) == r;
-                    if (af__plan_poll(p))
-                        return 0; /* the caller sees p->stopped */
-                }
-                if (!dup)
-                    sum += p->tp[r].bytes;
-            }
-        }
-        /* an in-place pair may share one block: count only the larger of the two */
-        for (int32_t k = 0; k < nd->n_inplace; k++) {
-            int32_t a = af_graph_alias_root(g, nd->inputs[nd->inplace[k].input]);
-            int32_t b = af_graph_alias_root(g, nd->outputs[nd->inplace[k].output]);
-            if (a == b || p->group[a] < 0 || p->group[b] < 0)
-                continue;
-            uint64_t m = p->tp[a].bytes < p->tp[b].bytes ? p->tp[a].bytes : p->tp[b].bytes;
-            sum = sum > m ? sum - m : 0;
-        }
-        if (sum > best)
-            best = sum;
-    }
-    return best;
 }
 
 /* One interval per in-place group (leader = lowest-step member); returns the count. */
@@ -448,13 +405,20 @@ static int budget_error(const af_plan_t *p, af_error_t *err)
                    af_graph_node(g, p->order[s])->name, live);
 }
 
-/* Report figures: constant bytes, dynamic and arena tensors, naive bytes. */
-static void count_tensors(af_plan_t *p)
+/* Report figures: constant bytes, dynamic and arena tensors, naive bytes, and the peak step of
+ * the arena tensors' live bytes (as af__peak_of: the arena tensors are its arena roots with a
+ * lifetime, their bytes aligned); diff: scratch of node_count + 1 entries. Returns the number
+ * of scratch tensors (for af__plan_scratch_figure). */
+static int32_t count_tensors(af_plan_t *p, int64_t *diff)
 {
     const af_graph_t *g = p->g;
     af_plan_report_t *r = &p->rep;
+    int32_t nn = af_graph_node_count(g);
+    memset(diff, 0, (size_t)(nn + 1) * sizeof(*diff));
+    int32_t n_scratch = 0;
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
         const af_tensor_info_t *ti = af_graph_tensor(g, i);
+        n_scratch += ti->kind == AF_TENSOR_SCRATCH;
         if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
             r->constant_bytes += (uint64_t)ti->bytes;
         if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
@@ -462,8 +426,20 @@ static void count_tensors(af_plan_t *p)
         if (p->group[i] >= 0) {
             r->arena_tensors++;
             r->naive_bytes += p->tp[i].bytes;
+            diff[p->tp[i].first] += (int64_t)p->tp[i].bytes;
+            diff[p->tp[i].last + 1] -= (int64_t)p->tp[i].bytes;
         }
     }
+    int64_t cur = 0, best = 0;
+    r->peak_step = 0;
+    for (int32_t s = 0; s < nn; s++) {
+        cur += diff[s];
+        if (cur > best) {
+            best = cur;
+            r->peak_step = s;
+        }
+    }
+    return n_scratch;
 }
 
 /* The order: the given one (restore) or the scheduler's; the report's schedule fields. */
@@ -510,7 +486,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         goto out;
     }
     af__lifetimes_from_steps(g, p->step, lt);
-    classify(p, lt);
+    classify(p, lt, af__graph_has_host_tier(g));
     for (int32_t i = 0; i < nt; i++) {
         glast[i] = p->tp[i].last;
         latest[i] = i;
@@ -538,11 +514,9 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->place_ms = ms_since(t);
     r->lower_bound_bytes = lb;
     r->arena_bytes = p->arena;
-    (void)af__peak_of(g, lt, p->opts.alignment, &r->peak_step, diff);
-
-    count_tensors(p);
-    r->any_order_bound_bytes = any_order_bound(p);
-    if (af__plan_scratch_figure(p, r)) {
+    int32_t n_scratch = count_tensors(p, diff);
+    r->any_order_bound_bytes = af__plan_any_order_bound(p);
+    if (af__plan_scratch_figure(p, r, n_scratch)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }

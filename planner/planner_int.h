@@ -49,8 +49,17 @@ void af__lifetimes_from_steps(const af_graph_t *g, const int32_t *step, af_lifet
 /* Tensor owns arena bytes: not an alias, not constant, not host tier, static size > 0. Dynamic
  * = bytes < 0. */
 int af__is_arena_root(const af_graph_t *g, int32_t t);
+/* The same for a caller that asked af__graph_has_host_tier(g) once (host): per-tensor passes then
+ * skip the producer's op compare on graphs without a SwapOut node. */
+int af__is_arena_root_in(const af_graph_t *g, int32_t t, int host);
+/* 1 when some node of g is a SwapOut, so some tensor may be in the host tier (one pass over the
+ * nodes). */
+int af__graph_has_host_tier(const af_graph_t *g);
 /* Host tier: the output of a SwapOut node (planner/budget_host.c). */
 int af__is_host_tier(const af_graph_t *g, int32_t t);
+/* The report's any-order bound: the most bytes of distinct arena roots one node touches (an
+ * in-place pair counted once); 0 when the plan is stopped (p->stopped). */
+uint64_t af__plan_any_order_bound(af_plan_t *p);
 /* Peak of aligned live bytes of arena roots; diff is scratch of node_count + 1 entries. */
 uint64_t af__peak_of(const af_graph_t *g, const af_lifetime_t *lt, uint64_t alignment,
                      int32_t *peak_step, int64_t *diff);
@@ -296,6 +305,6 @@ int af__group_touchers(const af_plan_t *p, int32_t **off, int32_t **nodes);
 
 /* Scratch figures of the report (count, union of their arena ranges, largest) (scratch.c).
  * Returns 0 or AF_ENOMEM. */
-int af__plan_scratch_figure(const af_plan_t *p, af_plan_report_t *r);
+int af__plan_scratch_figure(const af_plan_t *p, af_plan_report_t *r, int32_t n_scratch);
 
 #endif

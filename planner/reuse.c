@@ -172,12 +172,16 @@ static void or_shifted(uint64_t *acc, const uint64_t *a, int32_t d)
 {
     enum { W = AF__WINDOW / 64 };
     int32_t q = d / 64, r = d % 64;
-    for (int32_t k = W - 1; k >= q; k--) {
-        uint64_t x = a[k - q] << r;
-        if (r && k - q - 1 >= 0)
-            x |= a[k - q - 1] >> (64 - r);
-        acc[k] |= x;
+    if (q >= W)
+        return;
+    if (!r) {
+        for (int32_t k = q; k < W; k++)
+            acc[k] |= a[k - q];
+        return;
     }
+    acc[q] |= a[0] << r; /* word q takes no carry from below */
+    for (int32_t k = q + 1; k < W; k++)
+        acc[k] |= a[k - q] << r | a[k - q - 1] >> (64 - r);
 }
 
 static void window_add(uint64_t *acc, const uint64_t *bits, int32_t s, int32_t u)

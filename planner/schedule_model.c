@@ -24,34 +24,35 @@ void af__smodel_free(af__smodel_t *m)
     memset(m, 0, sizeof(*m));
 }
 
-/* root id per tensor (-1 when the tensor's root is not an arena root); fills sizes and flags. */
+/* root id per tensor (-1 when the tensor's root is not an arena root); fills sizes and flags.
+ * One pass over the tensor records for the roots, then one over the views (found from the alias
+ * root table, far smaller than the records). */
 static void map_roots(af__smodel_t *m, int32_t *rid, uint64_t alignment)
 {
     const af_graph_t *g = m->g;
     int32_t nt = af_graph_tensor_count(g);
     m->nr = 0;
-    for (int32_t t = 0; t < nt; t++)
-        rid[t] = af__is_arena_root(g, t) ? m->nr++ : -1;
+    int host = af__graph_has_host_tier(g);
     for (int32_t t = 0; t < nt; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        if (ti->alias_of >= 0) {
-            rid[t] = rid[af_graph_alias_root(g, t)];
-        }
-    }
-    for (int32_t t = 0; t < nt; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        int32_t r = rid[t];
-        if (r < 0)
+        rid[t] = -1;
+        if (!af__is_arena_root_in(g, t, host))
             continue;
-        if (ti->alias_of < 0) {
-            m->size[r] = af__align_up((uint64_t)ti->bytes, alignment);
-            if (m->size[r] > m->max_size)
-                m->max_size = m->size[r];
-            if (ti->kind == AF_TENSOR_INPUT)
-                m->flags[r] |= SM_INPUT;
-        }
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        int32_t r = rid[t] = m->nr++;
+        m->size[r] = af__align_up((uint64_t)ti->bytes, alignment);
+        if (m->size[r] > m->max_size)
+            m->max_size = m->size[r];
+        if (ti->kind == AF_TENSOR_INPUT)
+            m->flags[r] |= SM_INPUT;
         if (ti->kind == AF_TENSOR_OUTPUT)
             m->flags[r] |= SM_PINNED;
+    }
+    for (int32_t t = 0; t < nt; t++) {
+        int32_t root = af_graph_alias_root(g, t);
+        if (root == t || (rid[t] = rid[root]) < 0)
+            continue;
+        if (af_graph_tensor(g, t)->kind == AF_TENSOR_OUTPUT)
+            m->flags[rid[t]] |= SM_PINNED;
     }
 }
 
@@ -80,7 +81,7 @@ static int build_touches(af__smodel_t *m, const int32_t *rid, int32_t *stamp)
             stamp[r] = v;
             m->t_root[k++] = r;
             m->touch_n[r]++;
-            if (j >= nd->n_inputs && af_graph_tensor(g, t)->alias_of < 0)
+            if (j >= nd->n_inputs && af_graph_alias_root(g, t) == t) /* not a view */
                 m->def[v] += m->size[r];
         }
     }

@@ -17,14 +17,13 @@ static int by_lo(const void *a, const void *b)
 }
 
 /* Scratch figures of the report: count, the union of the arena ranges that host scratch, the
- * largest. Returns 0 or AF_ENOMEM. */
-int af__plan_scratch_figure(const af_plan_t *p, af_plan_report_t *r)
+ * largest. n: the graph's AF_TENSOR_SCRATCH tensors (counted by the caller's pass). Returns 0 or
+ * AF_ENOMEM. */
+int af__plan_scratch_figure(const af_plan_t *p, af_plan_report_t *r, int32_t n)
 {
     const af_graph_t *g = p->g;
-    int32_t nt = af_graph_tensor_count(g), n = 0;
-    for (int32_t i = 0; i < nt; i++)
-        n += af_graph_tensor(g, i)->kind == AF_TENSOR_SCRATCH;
-    if (!n)
+    int32_t nt = af_graph_tensor_count(g);
+    if (n <= 0)
         return 0;
     uint64_t *rg = af__malloc((size_t)n * 2 * sizeof(uint64_t));
     if (!rg)

@@ -17,11 +17,11 @@
  *
  * How. Blocks in order of their first step; a list of byte ranges, each with the block that
  * last held it, sorted by address, gives each block its previous tenants. "r is ordered before
- * v" is answered by an edge r -> v (data or reuse), else by the ancestry bits of v's step (bit j:
- * the node j + 1 steps earlier reaches v over data or reuse edges; exact within ANC_STEPS steps,
- * built in one pass in step order), else by a depth-first search backward from v over data and
- * reuse edges that stops when it meets r and never goes below r's step (every edge runs forward,
- * so the search is exact).
+ * v" is answered within ANC_STEPS steps by the ancestry bits of v's step (bit j: the node j + 1
+ * steps earlier reaches v over data or reuse edges, direct ones included; exact, built in one
+ * pass in step order), farther by an edge r -> v (data or reuse), else by a depth-first search
+ * backward from v over data and reuse edges that stops when it meets r and never goes below r's
+ * step (every edge runs forward, so the search is exact).
  *
  * Lock rule: none; everything is per call.
  */
@@ -82,11 +82,16 @@ static void anc_merge(uint64_t *to, const uint64_t *from, int32_t d)
         return;
     to[(d - 1) / 64] |= 1ull << ((d - 1) % 64);
     int32_t words = d / 64, bits = d % 64; /* bit j of from lands on bit j + d of to */
-    for (int32_t k = ANC_WORDS - 1; k >= words; k--) {
-        uint64_t hi = from[k - words] << bits;
-        uint64_t lo = bits && k - words > 0 ? from[k - words - 1] >> (64 - bits) : 0;
-        to[k] |= hi | lo;
+    if (words >= ANC_WORDS)
+        return;
+    if (!bits) {
+        for (int32_t k = words; k < ANC_WORDS; k++)
+            to[k] |= from[k - words];
+        return;
     }
+    to[words] |= from[0] << bits; /* the lowest word has no carry from below */
+    for (int32_t k = words + 1; k < ANC_WORDS; k++)
+        to[k] |= from[k - words] << bits | from[k - words - 1] >> (64 - bits);
 }
 
 /* The chain root of an arena tensor (following inplace_of), or -1 when it holds no bytes. */
@@ -168,7 +173,11 @@ static int ordered(rv_t *v, int32_t r, int32_t to)
     if (r == to)
         return 1;
     if (d <= 0)
-        return 0; /* r runs at or after `to`: no forward path */
+        return 0;       /* r runs at or after `to`: no forward path */
+    if (d <= ANC_STEPS) /* exact within the window (direct edges included) */
+        return (int)(v->anc[(size_t)p->step[to] * ANC_WORDS + (size_t)(d - 1) / 64] >>
+                         ((d - 1) % 64) &
+                     1);
     const af_node_info_t *nd = af_graph_node(v->g, to);
     for (int32_t k = 0; k < nd->n_preds; k++) /* an edge r -> to */
         if (nd->preds[k] == r)
@@ -176,10 +185,6 @@ static int ordered(rv_t *v, int32_t r, int32_t to)
     for (int32_t k = v->rin_off[to]; k < v->rin_off[to + 1]; k++)
         if (v->rin[k] == r)
             return 1;
-    if (d <= ANC_STEPS) /* exact within the window */
-        return (int)(v->anc[(size_t)p->step[to] * ANC_WORDS + (size_t)(d - 1) / 64] >>
-                         ((d - 1) % 64) &
-                     1);
     int32_t sp = 0, floor = p->step[r];
     v->stamp++;
     v->stack[sp++] = to;
