@@ -1,11 +1,16 @@
 /*
  * The skyline engine of the placement search (pack/search_sky.c) against the canonical one
- * (pack/search_dfs.c) on small random instances, engine by engine: the two branching rules of
- * the skyline search (the lowest point, the most constrained point with forward checking) must
- * give the canonical search's answer at every capacity from the lower bound to the optimum of
- * each partition (no packing below it, a packing at it), and every packing they return must be
- * valid under its capacity. The canonical search is itself checked against brute force in
- * tests/test_search.c. The runs have no node limit and no clock, so each answer is a proof.
+ * (pack/search_dfs.c), engine by engine, with no node limit and no clock (each answer a proof):
+ * - On small random instances, the two branching rules of the skyline search (the lowest
+ *   point; the most constrained point with forward checking) give the canonical search's answer
+ *   at every capacity from one below each partition's lower bound to its optimum, and every
+ *   packing they return is valid under its capacity. (The optimum of these instances is nearly
+ *   always the lower bound, so the packings found at it carry the test, not the refutations.)
+ * - On jittered tight instances of every shape (a packing at the optimum exists, with holes the
+ *   search must leave empty), neither rule ever refutes the optimum, and each finds it on most
+ *   within a node limit: an unsound waste level or branching point fails here (raising the
+ *   waste level by 64 bytes fails all three tests).
+ * The canonical search is itself checked against brute force in tests/test_search.c.
  *
  * Property tests over a fixed-seed PRNG; the seed of a failing case is printed.
  */
@@ -138,12 +143,7 @@ static void test_sky_engines_agree_larger(void **state)
         cross_check(seed * 104729 + 1, 14);
 }
 
-/*
- * Jittered tight instances (af_tight_generate: a packing at the optimum exists, with holes
- * where pieces shrank, so the skyline search must leave points empty): within a node limit,
- * neither skyline rule may ever prove the optimum infeasible (an unsound waste level or
- * branching point would), and each must find the packing on most of them.
- */
+/* Jittered tight instances (see the file comment), 40 to 90 buffers. */
 static void test_sky_engines_jittered_tight(void **state)
 {
     (void)state;
