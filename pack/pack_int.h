@@ -273,6 +273,7 @@ typedef struct af__search_part {
     /* limits */
     uint64_t nodes, node_limit;
     double deadline; /* seconds of af__search_now(use_clock == 2); only read when use_clock */
+    int sky_ff;      /* skyline search: branch at the most constrained point, not the lowest */
     int use_clock;   /* 0 in the work-bounded mode (the clock is never read), 1 wall, 2 CPU */
 } af__search_part_t;
 

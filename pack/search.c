@@ -174,6 +174,7 @@ static int solve_part(search_ctx_t *c, af__search_pinfo_t *pi, uint64_t cap, con
             if (sp->node_limit == 0 || sp->node_limit > left)
                 sp->node_limit = left;
         }
+        sp->sky_ff = (int)((i / 4) % 2); /* every other pair of skyline restarts */
         int r = (i / 2) % 2 && !sp->fixed ? af__search_sky(sp, slot, cap, c->scratch)
                                           : af__search_dfs(sp, slot, spec, cap, c->scratch);
         c->used += sp->nodes;
