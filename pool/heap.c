@@ -3,8 +3,11 @@
  *
  * A request above recut_min made through a cache is not rounded to a class: it is cut, to the
  * granule (16 KiB), from the free extents of the cache's heap, best fit (the smallest extent that
- * holds it, the lowest address among equals, cut from its top end), and when freed its granules go
- * back as an extent coalesced with its free neighbours. Memory is shared between sizes as in a
+ * holds it, the lowest address among equals), cut from the extent's top end, or from its bottom
+ * when it is the lowest extent and at most 3/4 of the block would be left (the small rest then
+ * stays next to the blocks above it and coalesces with them when they are freed, instead of
+ * waiting next to the bump for the heap to grow into it), and when freed its granules go back as
+ * an extent coalesced with its free neighbours. Memory is shared between sizes as in a
  * general-purpose allocator, so reserved memory follows the peak of live bytes rather than the
  * peaks of each class. When no extent fits, the heap maps memory (glock): only the part its lowest
  * extent lacks when that extent starts at the heaps' bump pointer (spans grow down from the top of
@@ -179,9 +182,15 @@ static int heap_find(af_pool_cache_t *k, af__pool_heap_t *h, uint64_t n, uint64_
             return rc;
         i = heap_fit(h, n);
     }
-    h->xt[i].len -= n; /* cut from the top: what is left stays next to where the heap grows */
-    *g = h->xt[i].start + h->xt[i].len;
-    if (h->xt[i].len == 0) {
+    af__pool_range_t *x = &h->xt[i];
+    if (i == 0 && 4 * x->len <= 7 * n) { /* the lowest extent, little left over: the bottom */
+        *g = x->start;
+        x->start += n;
+    } else { /* the top */
+        *g = x->start + x->len - n;
+    }
+    x->len -= n;
+    if (x->len == 0) {
         memmove(&h->xt[i], &h->xt[i + 1], (h->nxt - i - 1) * sizeof(h->xt[0]));
         h->nxt--;
     }

@@ -240,7 +240,7 @@ static void test_pool_recut_heap_outlives_cache(void **state)
     assert_int_equal(af_pool_free(p, a), 0);
     assert_int_equal(af_pool_cache_create(p, &k), 0);
     assert_int_equal(af_pool_cache_alloc(k, 6 * MIB, &b), 0);
-    assert_ptr_equal(b, (char *)a + 2 * MIB); /* cut from the top of the freed 8 MiB */
+    assert_ptr_equal(b, a); /* 6 of the 8 MiB of the lowest extent: cut from its bottom */
     assert_int_equal(stats_of(p).reserved_bytes, 8 * MIB);
     assert_int_equal(af_pool_cache_free(k, b), 0);
     af_pool_cache_destroy(k);
@@ -498,6 +498,41 @@ static void test_pool_recut_ties_take_the_lowest(void **state)
     af_pool_destroy(p);
 }
 
+/* Blocks are cut from the top of the extent chosen, except from the lowest extent (where the heap
+ * grows) when at most 3/4 of the block would be left over: then from its bottom, so the rest stays
+ * next to the blocks above, with which it coalesces when they are freed (darts 1.578 -> 1.278 x
+ * peak live, glibc 1.400) rather than next to the bump, where only growth joins it. */
+static void test_pool_recut_lowest_extent_small_rest_from_bottom(void **state)
+{
+    (void)state;
+    af_pool_t *p = make_pool(NULL);
+    af_pool_cache_t *k;
+    assert_int_equal(af_pool_cache_create(p, &k), 0);
+    void *x, *y, *z, *a, *b;
+    assert_int_equal(af_pool_cache_alloc(k, 8 * GRAN, &x), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 3 * GRAN, &y), 0); /* keeps x and z apart */
+    assert_int_equal(af_pool_cache_alloc(k, 8 * GRAN, &z), 0);
+    assert_true((char *)z < (char *)y && (char *)y < (char *)x); /* grown downwards */
+    assert_int_equal(af_pool_cache_free(k, z), 0);               /* the lowest extent */
+    assert_int_equal(af_pool_cache_free(k, x), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 5 * GRAN, &a), 0); /* rest 3 <= 3/4 x 5: bottom */
+    assert_ptr_equal(a, z);
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 4 * GRAN, &a), 0); /* rest 4 > 3/4 x 4: top */
+    assert_ptr_equal(a, (char *)z + 4 * GRAN);
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_int_equal(af_pool_cache_alloc(k, 5 * GRAN, &a), 0); /* z's bottom again */
+    assert_ptr_equal(a, z);
+    assert_int_equal(af_pool_cache_alloc(k, 5 * GRAN, &b), 0); /* only x holds it, not lowest */
+    assert_ptr_equal(b, (char *)x + 3 * GRAN);
+    assert_int_equal(stats_of(p).reserved_bytes, 19 * GRAN);
+    assert_int_equal(af_pool_cache_free(k, a), 0);
+    assert_int_equal(af_pool_cache_free(k, b), 0);
+    assert_int_equal(af_pool_cache_free(k, y), 0);
+    af_pool_cache_destroy(k);
+    af_pool_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_pool_recut_bins_no_growth_across_rounds),
         cmocka_unit_test(test_pool_recut_bins_destroyed_with_pool),
         cmocka_unit_test(test_pool_recut_ties_take_the_lowest),
+        cmocka_unit_test(test_pool_recut_lowest_extent_small_rest_from_bottom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
