@@ -293,6 +293,10 @@ int af_session_run(af_session_t *s, const af_buffer_t *inputs, af_buffer_t *outp
  * effect at the next call. Returns 0 when every round succeeded; else the first failure's code
  * (as af_session_run(), err naming the round) after the rounds already running have finished;
  * no round starts after a failure. AF_EINVAL for n < 0; n = 0 runs nothing. Thread-safe.
+ * Two cases are decided from the plan when the session is created (docs/executor.md,
+ * "Batches"): a small plan (modelled round cost under 2e6, no If branches) in a batch of at
+ * least as many rounds as workers runs each round as one task in plan order, the rounds
+ * overlapping on the workers; a small chain keeps one round in flight, on one worker.
  */
 int af_session_run_n(af_session_t *s, int32_t n, const af_buffer_t *inputs, af_buffer_t *outputs,
                      af_error_t *err);
