@@ -86,7 +86,8 @@ int af_graph_reserve(af_graph_t *g, int32_t n_tensors, int32_t n_nodes)
     if (!g || g->finalized || n_tensors < 0 || n_nodes < 0)
         return AF_EINVAL;
     size_t nt = (size_t)n_tensors, nn = (size_t)n_nodes;
-    /* The io table's guess is 3 ids per node; it grows past that as usual. */
+    /* The io table's guess is 3 ids per node; it grows past that as usual. The name tables are
+     * built at finalize, for the count there is then: only their tags are reserved. */
     int rc = af__grow((void **)&g->tensors, &g->cap_tensors, nt, sizeof(*g->tensors));
     if (!rc)
         rc = af__grow((void **)&g->nodes, &g->cap_nodes, nn, sizeof(*g->nodes));
@@ -127,10 +128,8 @@ void af_graph_destroy(af_graph_t *g)
     af__free(g->unresolved);
     af__graph_free_chunks(g);
     af__free(g->attr_slots);
-    af__graph_map_seal(&g->tmap); /* frees the young tables (a cheap merge first) */
-    af__graph_map_seal(&g->nmap);
-    af__free(g->tmap.slots);
-    af__free(g->nmap.slots);
+    af__graph_map_free(&g->tmap);
+    af__graph_map_free(&g->nmap);
     af__free(g->input_order);
     af__free(g->alias_root);
     af__free(g->alias_root_off);
@@ -183,8 +182,6 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     if (!d || !d->name || !d->name[0])
         return af__err(err, AF_EINVAL, "tensor without a name");
     size_t name_len = strlen(d->name);
-    uint64_t hash = af__graph_hash_n(d->name, name_len);
-    af__graph_map_prefetch(&g->tmap, hash);
     if ((unsigned)d->kind > AF_TENSOR_SCRATCH)
         return af__err(err, AF_EINVAL, "tensor '%s': bad kind %d", d->name, (int)d->kind);
     if (d->rank > AF_MAX_RANK || (d->rank > 0 && !d->shape))
@@ -213,7 +210,9 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
         return af__err(err, AF_ESIZE, "tensor '%s': negative alias offset %lld", d->name,
                        (long long)d->alias_offset);
 
+    uint64_t hash = af__graph_hash_n(d->name, name_len);
     if (af__grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof(*g->tensors)) ||
+        af__graph_map_note(&g->tmap, g->n_tensors, hash) ||
         (d->alias_of &&
          af__grow((void **)&g->aliases, &g->cap_aliases, g->n_aliases + 1, sizeof(*g->aliases))))
         return af__err(err, AF_ENOMEM, "out of memory");
@@ -240,16 +239,9 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     t.alias_of = -1;
     t.alias_offset = d->alias_of ? d->alias_offset : 0;
     t.producer = -1;
-    /* The name is looked up last: the prefetch above has had the time to bring its slot in. A
-     * duplicate leaves the record unused past n_tensors. */
-    int32_t id = (int32_t)g->n_tensors;
+    /* A duplicate name is found by finalize (or the first lookup), not here: see names.c. */
+    int32_t id = (int32_t)g->n_tensors++;
     g->tensors[id] = t;
-    int32_t had = af__graph_map_add(g, &g->tmap, d->name, hash, id);
-    if (had == -2)
-        return af__err(err, AF_ENOMEM, "out of memory");
-    if (had >= 0)
-        return af__err(err, AF_EDUP, "duplicate tensor name '%s'", d->name);
-    g->n_tensors++;
     if (alias)
         g->aliases[g->n_aliases++] = (af__alias_t){id, alias};
     g->recent[hash & (AF__RECENT_NAMES - 1)] = id + 1;
@@ -258,20 +250,44 @@ int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_ou
     return 0;
 }
 
-/* Records node `node`'s io names: the id of each name already declared, else -1 and an entry
- * in g->unresolved for finalize. 0 or AF_ENOMEM (g->n_io unchanged then). */
+#define SYNC_FROM 1024 /* unindexed tensors from which a node's input may sync the name map */
+
+/*
+ * The id of tensor `name` (hash: its hash) if the builder knows it cheaply, else -1 (finalize
+ * resolves it): a tensor among the recent ones, or one the name map holds. The map is brought up
+ * to date at the first node of a graph whose tensors come first (copies and JSON graphs add them
+ * so), and when the names missed since the map was last brought up to date reach a quarter of
+ * the tensors added since: then the bulk insert costs less than leaving them to finalize. A
+ * graph that adds each node's tensors just before it (nearly every input recent) never builds
+ * the map before finalize, and no add waits for a cache miss in it.
+ */
+static int32_t known_tensor(af_graph_t *g, const char *name, uint64_t hash)
+{
+    int32_t *recent = &g->recent[hash & (AF__RECENT_NAMES - 1)], id = *recent - 1;
+    if (id >= 0 && strcmp(g->tensors[id].name, name) == 0)
+        return id;
+    af__namemap_t *m = &g->tmap;
+    size_t backlog = g->n_tensors - m->count;
+    if (backlog >= SYNC_FROM && (g->n_nodes == 0 || ++g->missed * 4 >= backlog)) {
+        g->missed = 0;
+        if (af__graph_map_sync(g, m, g->n_tensors))
+            return -1; /* out of memory: finalize resolves it */
+    }
+    id = af__graph_map_find(g, m, name, hash);
+    if (id >= 0)
+        *recent = id + 1;
+    return id;
+}
+
+/* Records node `node`'s io names: the id of each name already known, else -1 and an entry in
+ * g->unresolved for finalize. 0 or AF_ENOMEM (g->n_io unchanged then). */
 static int record_io(af_graph_t *g, const char *const *names, int32_t n)
 {
     size_t base = g->n_io, undo = g->n_unresolved;
     if (af__grow((void **)&g->io, &g->cap_io, base + (size_t)n + 1, sizeof(*g->io)))
         return AF_ENOMEM;
     for (int32_t i = 0; i < n; i++) {
-        uint64_t hash = af__graph_hash_str(names[i]);
-        int32_t *recent = &g->recent[hash & (AF__RECENT_NAMES - 1)], id = *recent - 1;
-        if (id < 0 || strcmp(g->tensors[id].name, names[i]) != 0)
-            id = af__graph_map_find(g, &g->tmap, names[i], hash);
-        if (id >= 0)
-            *recent = id + 1;
+        int32_t id = known_tensor(g, names[i], af__graph_hash_str(names[i]));
         g->io[base + (size_t)i] = id;
         if (id >= 0)
             continue;
@@ -329,10 +345,8 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
         name = autoname;
     }
     size_t name_len = strlen(name);
-    uint64_t hash = af__graph_hash_n(name, name_len);
-    af__graph_map_prefetch(&g->nmap, hash);
-
-    if (af__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)))
+    if (af__grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)) ||
+        af__graph_map_note(&g->nmap, g->n_nodes, af__graph_hash_n(name, name_len)))
         return af__err(err, AF_ENOMEM, "out of memory");
 
     /* What the arena hands out before a failure stays there until the graph is destroyed. */
@@ -354,17 +368,8 @@ int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, a
     n.cost = d->cost;
     n.inplace = ip;
     n.n_inplace = d->n_inplace;
-    int32_t id = (int32_t)g->n_nodes;
+    int32_t id = (int32_t)g->n_nodes++; /* a duplicate name: see af_graph_add_tensor */
     g->nodes[id] = n;
-    int32_t had = af__graph_map_add(g, &g->nmap, n.name, hash, id); /* last, as for tensors */
-    if (had == -2)
-        goto oom;
-    if (had >= 0) {
-        g->n_io = first;
-        g->n_unresolved = undo;
-        return af__err(err, AF_EDUP, "duplicate node name '%s'", name);
-    }
-    g->n_nodes++;
     g->n_inputs_total += (size_t)d->n_inputs;
     if (id_out)
         *id_out = id;
@@ -546,14 +551,43 @@ const af_node_info_t *af_graph_node(const af_graph_t *g, int32_t id)
     return &g->nodes[id];
 }
 
+/*
+ * Id of name among the first n records that m indexes. A finalized graph's maps are complete,
+ * so its readers (any number of threads) only probe. Before finalize the graph belongs to the
+ * one thread building it, which may look names up: the map then first catches up with the adds
+ * since the last lookup (it is written through a const graph: g is never a const object).
+ */
+static int32_t find_name(const af_graph_t *g, const af__namemap_t *m, size_t n, const char *name)
+{
+    if (!name)
+        return -1;
+    af__namemap_t *w = (af__namemap_t *)m;
+    if (m->count < n && af__graph_map_sync(g, w, n)) {
+        /* Out of memory for the table: still the right answer, by a scan. */
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(m == &g->tmap ? g->tensors[i].name : g->nodes[i].name, name) == 0)
+                return (int32_t)i;
+        return -1;
+    }
+    return af__graph_map_find(g, m, name, af__graph_hash_str(name));
+}
+
+int af__graph_find_node_checked(af_graph_t *g, const char *name, int32_t *id)
+{
+    if (af__graph_map_sync(g, &g->nmap, g->n_nodes))
+        return AF_ENOMEM;
+    *id = af__graph_map_find(g, &g->nmap, name, af__graph_hash_str(name));
+    return 0;
+}
+
 int32_t af_graph_find_tensor(const af_graph_t *g, const char *name)
 {
-    return af__graph_map_find(g, &g->tmap, name, af__graph_hash_str(name));
+    return find_name(g, &g->tmap, g->n_tensors, name);
 }
 
 int32_t af_graph_find_node(const af_graph_t *g, const char *name)
 {
-    return af__graph_map_find(g, &g->nmap, name, af__graph_hash_str(name));
+    return find_name(g, &g->nmap, g->n_nodes, name);
 }
 
 const af_attr_t *af_graph_node_attr(const af_graph_t *g, int32_t node, const char *name)

@@ -8,16 +8,18 @@
 #include <stdatomic.h>
 
 /* Open-addressing name -> id map (graph/names.c); keys are the names stored in the graph's
- * records. A slot is (32 bits of the name's hash) << 32 | id, UINT64_MAX when empty. Big maps
- * take new entries into a young table first (see names.c). */
+ * records. A slot is (32 bits of the name's hash, its tag) << 32 | (id + 1), 0 when empty.
+ * Adds only record the tag (tags[id]); the table catches up with them when a name is looked up
+ * or the graph is finalized (af__graph_map_sync). */
 typedef struct af__namemap {
     uint64_t *slots;
-    size_t cap;      /* power of two */
-    size_t count;    /* entries in slots and young */
-    uint64_t *young; /* NULL, or the young table (and room to list its entries) */
-    size_t n_young;
-    uint64_t *bloom; /* with young: the filter of every entry, bloom_mask + 1 words */
-    size_t bloom_mask;
+    size_t cap;   /* power of two; 0 until the table is first built */
+    size_t count; /* ids [0, count) are in the table (but for the later of a duplicate pair) */
+    uint32_t *tags;
+    size_t cap_tags;
+    /* dup_later > 0: ids dup_earlier < dup_later share a name (the pair with the smallest
+     * dup_later found so far); only dup_earlier is in the table. */
+    int32_t dup_earlier, dup_later;
 } af__namemap_t;
 
 /* A node's input or output name that named no tensor yet when the node was added; finalize
@@ -35,8 +37,8 @@ typedef struct af__alias {
 
 typedef struct af__chunk af__chunk_t;
 
-#define AF__RECENT_NAMES 256 /* power of two */
-#define AF__OP_CACHE 64      /* power of two */
+#define AF__RECENT_NAMES 1024 /* power of two */
+#define AF__OP_CACHE 64       /* power of two */
 
 /* Storage constant data points into (graph/store.c): a heap block or a read-only file mapping,
  * shared by reference count between the graphs whose tensors point into it. */
@@ -77,9 +79,10 @@ struct af_graph {
 
     af__namemap_t tmap, nmap;
     /* The tensors added last, by the low bits of their name's hash: id + 1, 0 empty. Node
-     * inputs mostly name tensors added just before; a hit here spares record_io the probe of
-     * tmap, which at 10^6 names is a cache miss per input. */
+     * inputs mostly name tensors added just before; a hit here resolves the name at once,
+     * anything else is left to finalize (g->unresolved), when tmap is complete. */
     int32_t recent[AF__RECENT_NAMES];
+    size_t missed; /* node inputs and outputs neither recent nor in tmap since its last sync */
     /* Op types already in the arena, by first letter and length: a graph has a few dozen, and
      * its nodes share one copy of each instead of one per node. NULL: empty. */
     const char *ops[AF__OP_CACHE];
@@ -96,22 +99,25 @@ struct af_graph {
 /* Hash of a string (name tables): XXH3-64; af__graph_hash_n of its first len bytes. */
 uint64_t af__graph_hash_str(const char *s);
 uint64_t af__graph_hash_n(const char *s, size_t len);
-/* The id whose name is key (hash: af__graph_hash_str(key)) in m (g->tmap or g->nmap), or -1. */
+/* Records the tag of id's name (hash: af__graph_hash_n of it) for the table; 0 or AF_ENOMEM. */
+int af__graph_map_note(af__namemap_t *m, size_t id, uint64_t hash);
+/* Room for count tags without growing; 0 or AF_ENOMEM (m unchanged). */
+int af__graph_map_reserve(af__namemap_t *m, size_t count);
+/* Brings the table up to ids [0, n) (g's records, which m indexes: g->tmap or g->nmap), noting
+ * a duplicate in m->dup_*. 0 or AF_ENOMEM (m unchanged but still correct for its count). */
+int af__graph_map_sync(const af_graph_t *g, af__namemap_t *m, size_t n);
+/* The id whose name is key (hash: af__graph_hash_str(key)) among m's first m->count ids, or -1. */
 int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const char *key,
                            uint64_t hash);
-/* Starts loading the slot a probe for hash begins at (the tables outgrow the caches: the load
- * then overlaps the caller's checks). */
-void af__graph_map_prefetch(const af__namemap_t *m, uint64_t hash);
-/* Room for count entries without growing; 0 or AF_ENOMEM (m unchanged). */
-int af__graph_map_reserve(af__namemap_t *m, size_t count);
-/* Moves the young entries into the main table and frees the young table and filter (finalize;
- * a later add makes them again). */
-void af__graph_map_seal(af__namemap_t *m);
-/* Adds id under key (hash: af__graph_hash_str(key)) unless key is there: -1 when added, the id
- * already under key, or -2 when out of memory (m unchanged). One probe does both, so the
- * builder can look a new name up last, when the slot its prefetch asked for has arrived. */
-int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key, uint64_t hash,
-                          int32_t id);
+/* Frees the tags (finalize: nothing is added any more); the table stays. */
+void af__graph_map_drop_tags(af__namemap_t *m);
+void af__graph_map_free(af__namemap_t *m);
+/* af_graph_find_node() that says when the map could not be brought up to date: 0 (*id: the
+ * node or -1) or AF_ENOMEM (the importer's way to ask whether a node name is taken). */
+int af__graph_find_node_checked(af_graph_t *g, const char *name, int32_t *id);
+/* Syncs both maps of g with its records (finalize): 0, AF_ENOMEM, or AF_EDUP with a message
+ * naming the duplicate and its two ids. */
+int af__graph_names_check(af_graph_t *g, af_error_t *err);
 /* bytes from the graph's arena, aligned to align (a power of two up to 16); NULL when out of
  * memory. Freed only by af_graph_destroy (af__graph_free_chunks). */
 void *af__graph_alloc(af_graph_t *g, size_t bytes, size_t align);

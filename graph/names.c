@@ -8,19 +8,20 @@
  * bump of a pointer, keeps a node's strings next to each other in memory, and frees everything
  * in one pass. Chunks never move, so pointers into them stay valid for the graph's lifetime.
  *
- * Why tagged slots: a slot holds the id and 32 bits of the name's hash, so a probe compares
- * tags and touches a stored name only when the tags match (almost always the right one), and
- * growing the table re-slots entries without reading a single name.
+ * Why tagged slots: a slot holds the id and 32 bits of the name's hash (its tag), so a probe
+ * compares tags and touches a stored name only when the tags match (almost always the right one).
  *
- * Why a young table: at 10^5+ names the main table outgrows the caches, and an add that probes
- * it waits for one cache miss (~100 ns, the larger part of an add). From YOUNG_FROM slots on,
- * new entries go to a small young table (64 KiB, cache-resident) and set three bits in a filter
- * (one 64-bit word per key, 4 bits per main slot: ~1 MiB at 10^6 names, also cache-resident).
- * The duplicate check probes the young table, then the filter, and the main table only when the
- * filter says the name may be there (a few percent of new names: filter false positives). Every
- * YOUNG_MAX adds the young entries move into the main table with prefetches running ahead, so
- * their misses overlap. Lookups probe both tables. af__graph_map_seal() (finalize) moves the
- * last young entries in and frees the young table and the filter.
+ * Why the maps are built in bulk: at 10^5+ names a table outgrows the caches, and an add that
+ * probed it for a duplicate waited for one cache miss (~100 ns, the larger part of an add). An
+ * add now only writes its name's tag into a side array (m->tags, in id order). The table is
+ * built when a name is first looked up, at the latest by af_graph_finalize(), in one pass over
+ * the tags with the slot of each insert prefetched well ahead, so that the cache misses overlap
+ * instead of coming one per add. (A counting sort by home slot first, so that the inserts sweep
+ * the table region by region, measured slower: the sort's extra pass over the pairs costs more
+ * than the misses it saves once they overlap.) Inserting in id order means the first copy of a
+ * duplicate name is in the table when the second arrives: finalize refuses it naming both ids.
+ * Lookups before finalize are allowed: the map catches up with the adds made since the last one
+ * (ids count..n-1 inserted one by one, or a rebuild when the table would be over 3/4 full).
  *
  * Lock rule: none; a graph is built by one thread.
  */
@@ -30,7 +31,11 @@
 #define XXH_INLINE_ALL /* the hash of a short name inlines to a few instructions */
 #include <xxhash.h>
 
-#define EMPTY UINT64_MAX
+#define EMPTY 0 /* a fresh zeroed table is empty: its pages are touched first by the inserts */
+/* Slot value of id with tag, and the id back: ids are stored + 1 so that no slot is 0. */
+#define SLOT(tag, id) ((uint64_t)(tag) << 32 | (uint32_t)((id) + 1))
+#define SLOT_ID(s) ((int32_t)(uint32_t)(s)-1)
+#define BUILD_AHEAD 32 /* inserts a bulk build prefetches ahead */
 #define CHUNK_MIN 1024
 #define CHUNK_MAX (1u << 20)
 
@@ -104,49 +109,81 @@ static const char *name_of(const af_graph_t *g, const af__namemap_t *m, int32_t 
     return m == &g->tmap ? g->tensors[id].name : g->nodes[id].name;
 }
 
-/* The young table and the filter (see the file comment). */
-#define YOUNG_SLOTS 8192 /* power of two; holds up to YOUNG_MAX entries */
-#define YOUNG_MAX (YOUNG_SLOTS / 2)
-#define YOUNG_FROM ((size_t)1 << 18) /* main-table slots from which the young table is used */
-#define MERGE_AHEAD 32               /* entries the merge prefetches ahead */
-
-static size_t bloom_word(const af__namemap_t *m, uint32_t tag)
+/* Table size for n names: at most 3/4 full (a probe then reads ~2 slots, a miss ~8). */
+static size_t cap_for(size_t n)
 {
-    return (size_t)(((uint64_t)tag * 0xc2b2ae3d27d4eb4full) >> 40) & m->bloom_mask;
+    size_t cap = 64;
+    while (cap / 4 * 3 < n)
+        cap *= 2;
+    return cap;
 }
 
-/* Three bits of one 64-bit word per key: a probe of the filter is one load. */
-static uint64_t bloom_bits(uint32_t tag)
+int af__graph_map_note(af__namemap_t *m, size_t id, uint64_t hash)
 {
-    uint64_t h = (uint64_t)tag * 0x9e3779b97f4a7c15ull;
-    return 1ull << (h >> 58) | 1ull << ((h >> 52) & 63) | 1ull << ((h >> 46) & 63);
+    if (af__grow((void **)&m->tags, &m->cap_tags, id + 1, sizeof(*m->tags)))
+        return AF_ENOMEM;
+    m->tags[id] = (uint32_t)hash;
+    return 0;
 }
 
-static void bloom_set(af__namemap_t *m, uint32_t tag)
+int af__graph_map_reserve(af__namemap_t *m, size_t count)
 {
-    m->bloom[bloom_word(m, tag)] |= bloom_bits(tag);
+    return af__grow((void **)&m->tags, &m->cap_tags, count, sizeof(*m->tags));
 }
 
-/* Linear probe of table t (mask: its slots - 1) for key: the id, or -1. */
-static int32_t probe(const af_graph_t *g, const af__namemap_t *m, const uint64_t *t, size_t mask,
-                     const char *key, uint32_t tag)
+/* Puts slot value s into table t (mask: its slots - 1) unless a name equal to its id's is
+ * there; a duplicate is remembered in m (the pair with the smallest later id) and left out. */
+static void insert(const af_graph_t *g, af__namemap_t *m, uint64_t *t, size_t mask, uint64_t s)
 {
+    uint32_t tag = (uint32_t)(s >> 32);
+    int32_t id = SLOT_ID(s);
     for (size_t i = tag & mask;; i = (i + 1) & mask) {
-        uint64_t s = t[i];
-        if (s == EMPTY)
-            return -1;
-        if ((uint32_t)(s >> 32) == tag && strcmp(name_of(g, m, (int32_t)(uint32_t)s), key) == 0)
-            return (int32_t)(uint32_t)s;
+        uint64_t o = t[i];
+        if (o == EMPTY) {
+            t[i] = s;
+            return;
+        }
+        if ((uint32_t)(o >> 32) == tag &&
+            strcmp(name_of(g, m, SLOT_ID(o)), name_of(g, m, id)) == 0) {
+            if (!m->dup_later || id < m->dup_later) {
+                m->dup_earlier = SLOT_ID(o);
+                m->dup_later = id;
+            }
+            return;
+        }
     }
 }
 
-/* Puts slot value s (known absent) into table t. */
-static void put(uint64_t *t, size_t mask, uint64_t s)
+/* A new table for ids [0, n) in place of m's. 0 or AF_ENOMEM (m unchanged). */
+static int rebuild(const af_graph_t *g, af__namemap_t *m, size_t n)
 {
-    size_t i = (s >> 32) & mask;
-    while (t[i] != EMPTY)
-        i = (i + 1) & mask;
-    t[i] = s;
+    size_t cap = cap_for(n), mask = cap - 1;
+    uint64_t *t = af__calloc(cap, sizeof(*t));
+    if (!t)
+        return AF_ENOMEM;
+    m->dup_earlier = m->dup_later = 0;
+    for (size_t id = 0; id < n; id++) {
+        if (id + BUILD_AHEAD < n) /* the misses of the inserts overlap */
+            __builtin_prefetch(&t[m->tags[id + BUILD_AHEAD] & mask], 1);
+        insert(g, m, t, mask, SLOT(m->tags[id], id));
+    }
+    af__free(m->slots);
+    m->slots = t;
+    m->cap = cap;
+    m->count = n;
+    return 0;
+}
+
+int af__graph_map_sync(const af_graph_t *g, af__namemap_t *m, size_t n)
+{
+    if (m->count == n)
+        return 0;
+    if (n > m->cap / 4 * 3 || n - m->count > m->count)
+        return rebuild(g, m, n); /* first build, growth, or a backlog larger than the table */
+    for (size_t id = m->count; id < n; id++)
+        insert(g, m, m->slots, m->cap - 1, SLOT(m->tags[id], id));
+    m->count = n;
+    return 0;
 }
 
 int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const char *key,
@@ -154,134 +191,43 @@ int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const ch
 {
     if (m->cap == 0)
         return -1;
-    int32_t id = m->n_young ? probe(g, m, m->young, YOUNG_SLOTS - 1, key, (uint32_t)hash) : -1;
-    return id >= 0 ? id : probe(g, m, m->slots, m->cap - 1, key, (uint32_t)hash);
-}
-
-void af__graph_map_prefetch(const af__namemap_t *m, uint64_t hash)
-{
-    if (m->bloom)
-        __builtin_prefetch(&m->bloom[bloom_word(m, (uint32_t)hash)]);
-    else if (m->cap)
-        __builtin_prefetch(&m->slots[(uint32_t)hash & (m->cap - 1)]);
-}
-
-/* Moves the young entries into the main table, the slot of each a few entries ahead
- * prefetched: the misses overlap instead of coming one per add. */
-static void merge_young(af__namemap_t *m)
-{
-    if (!m->n_young)
-        return;
-    const uint64_t *list = m->young + YOUNG_SLOTS; /* the entries in the order they came */
-    size_t n = m->n_young, mask = m->cap - 1;
-    for (size_t i = 0; i < n; i++) {
-        if (i + MERGE_AHEAD < n)
-            __builtin_prefetch(&m->slots[(list[i + MERGE_AHEAD] >> 32) & mask], 1);
-        put(m->slots, mask, list[i]);
-    }
-    memset(m->young, 0xff, YOUNG_SLOTS * sizeof(*m->young));
-    m->n_young = 0;
-}
-
-/* (Re)builds the filter for the current main table and the young entries, allocating the
- * young table first when there is none. 0 or AF_ENOMEM (m unchanged). */
-static int bloom_build(af__namemap_t *m)
-{
-    size_t words = m->cap / 16; /* 4 bits per slot: 8 per entry at the table's fullest */
-    uint64_t *bloom = af__calloc(words, sizeof(*bloom));
-    uint64_t *young = m->young ? m->young : af__malloc((YOUNG_SLOTS + YOUNG_MAX) * sizeof(*young));
-    if (!bloom || !young) {
-        af__free(bloom);
-        if (young != m->young)
-            af__free(young);
-        return AF_ENOMEM;
-    }
-    if (!m->young) {
-        memset(young, 0xff, YOUNG_SLOTS * sizeof(*young));
-        m->young = young;
-    }
-    af__free(m->bloom);
-    m->bloom = bloom;
-    m->bloom_mask = words - 1;
-    for (size_t i = 0; i < m->cap && m->count > m->n_young; i++) /* nothing merged: skip */
-        if (m->slots[i] != EMPTY)
-            bloom_set(m, (uint32_t)(m->slots[i] >> 32));
-    for (size_t i = 0; i < m->n_young; i++)
-        bloom_set(m, (uint32_t)(m->young[YOUNG_SLOTS + i] >> 32));
-    return 0;
-}
-
-int af__graph_map_reserve(af__namemap_t *m, size_t count)
-{
-    if (count * 2 <= m->cap)
-        return 0;
-    size_t ncap = m->cap ? m->cap : 64;
-    while (count * 2 > ncap)
-        ncap *= 2;
-    uint64_t *ns = af__malloc(ncap * sizeof(*ns));
-    if (!ns)
-        return AF_ENOMEM;
-    /* af__malloc asks for huge pages under a table this big (probes land anywhere in it) */
-    memset(ns, 0xff, ncap * sizeof(*ns));
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i] != EMPTY)
-            put(ns, ncap - 1, m->slots[i]);
-    uint64_t *old = m->slots;
-    size_t ocap = m->cap;
-    m->slots = ns;
-    m->cap = ncap;
-    if (ncap >= YOUNG_FROM && bloom_build(m)) {
-        m->slots = old; /* as it was: the old table still holds every merged entry */
-        m->cap = ocap;
-        af__free(ns);
-        return AF_ENOMEM;
-    }
-    af__free(old);
-    return 0;
-}
-
-void af__graph_map_seal(af__namemap_t *m)
-{
-    merge_young(m);
-    af__free(m->young);
-    af__free(m->bloom);
-    m->young = m->bloom = NULL;
-    m->bloom_mask = 0;
-}
-
-int32_t af__graph_map_add(const af_graph_t *g, af__namemap_t *m, const char *key, uint64_t hash,
-                          int32_t id)
-{
-    if (af__graph_map_reserve(m, m->count + 1))
-        return -2;
-    if (m->cap >= YOUNG_FROM && !m->young && bloom_build(m)) /* sealed, then added to again */
-        return -2;
     uint32_t tag = (uint32_t)hash;
-    uint64_t s = (uint64_t)tag << 32 | (uint32_t)id;
-    if (!m->young) {
-        size_t mask = m->cap - 1, i = tag & mask;
-        for (;; i = (i + 1) & mask) {
-            uint64_t t = m->slots[i];
-            if (t == EMPTY)
-                break;
-            if ((uint32_t)(t >> 32) == tag && strcmp(name_of(g, m, (int32_t)(uint32_t)t), key) == 0)
-                return (int32_t)(uint32_t)t;
-        }
-        m->slots[i] = s;
-        m->count++;
-        return -1;
+    size_t mask = m->cap - 1;
+    for (size_t i = tag & mask;; i = (i + 1) & mask) {
+        uint64_t s = m->slots[i];
+        if (s == EMPTY)
+            return -1;
+        if ((uint32_t)(s >> 32) == tag && strcmp(name_of(g, m, SLOT_ID(s)), key) == 0)
+            return SLOT_ID(s);
     }
-    int32_t had = probe(g, m, m->young, YOUNG_SLOTS - 1, key, tag);
-    uint64_t bits = bloom_bits(tag), *word = &m->bloom[bloom_word(m, tag)];
-    if (had < 0 && (*word & bits) == bits) /* maybe merged already: the one probe that misses */
-        had = probe(g, m, m->slots, m->cap - 1, key, tag);
-    if (had >= 0)
-        return had;
-    put(m->young, YOUNG_SLOTS - 1, s);
-    m->young[YOUNG_SLOTS + m->n_young] = s;
-    *word |= bits;
-    m->count++;
-    if (++m->n_young == YOUNG_MAX)
-        merge_young(m);
-    return -1;
+}
+
+void af__graph_map_drop_tags(af__namemap_t *m)
+{
+    af__free(m->tags);
+    m->tags = NULL;
+    m->cap_tags = 0;
+}
+
+void af__graph_map_free(af__namemap_t *m)
+{
+    af__graph_map_drop_tags(m);
+    af__free(m->slots);
+    m->slots = NULL;
+    m->cap = m->count = 0;
+}
+
+int af__graph_names_check(af_graph_t *g, af_error_t *err)
+{
+    if (af__graph_map_sync(g, &g->tmap, g->n_tensors) ||
+        af__graph_map_sync(g, &g->nmap, g->n_nodes))
+        return af__err(err, AF_ENOMEM, "out of memory");
+    const af__namemap_t *t = &g->tmap, *n = &g->nmap;
+    if (t->dup_later)
+        return af__err(err, AF_EDUP, "duplicate tensor name '%s' (tensors %d and %d)",
+                       g->tensors[t->dup_later].name, t->dup_earlier, t->dup_later);
+    if (n->dup_later)
+        return af__err(err, AF_EDUP, "duplicate node name '%s' (nodes %d and %d)",
+                       g->nodes[n->dup_later].name, n->dup_earlier, n->dup_later);
+    return 0;
 }

@@ -228,12 +228,17 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
             d.n_inplace = 1;
         }
     }
-    int32_t id;
-    int rc = af_graph_add_node(gr, &d, &id, im->err);
-    for (int t = 1; rc == AF_EDUP && t < 1000; t++) { /* ONNX does not require unique names */
+    /* ONNX does not require unique node names: a taken one gets a number (the builder's adds
+     * accept a duplicate and leave it to finalize, so the importer asks first). */
+    int32_t id = -1;
+    int rc = af__graph_find_node_checked(gr, name, &id);
+    for (int t = 1; !rc && id >= 0 && t < 1000; t++) {
         snprintf(name, sizeof(name), "%.250s#%d", n->name && n->name[0] ? n->name : n->op_type, t);
-        rc = af_graph_add_node(gr, &d, &id, im->err);
+        rc = af__graph_find_node_checked(gr, name, &id);
     }
+    if (rc)
+        return af__err(im->err, rc, "out of memory");
+    rc = af_graph_add_node(gr, &d, &id, im->err);
     if (!rc)
         rc = emit_positions(im, gr, id, k);
     if (!rc && im->opset < 13 &&

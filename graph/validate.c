@@ -2,6 +2,8 @@
  * af_graph_finalize(): name resolution, validation and the derived tables.
  *
  * Order of checks (each failure names the culprit and leaves the graph unfinalized):
+ *   0. tensor names are unique, node names are unique (the name maps are completed here, in
+ *      bulk: the builder's adds do not look names up, see names.c);
  *   1. alias names resolve, alias chains end (no alias cycle), views fit inside their base;
  *   2. node input/output names resolve to declared tensors, and
  *   3. each tensor has at most one producer; inputs and constants have none (2, 3 and 5 are
@@ -493,11 +495,11 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
 {
     if (g->finalized)
         return 0;
-    /* Lookups from here on are of a graph that no longer grows: one table each. */
-    af__graph_map_seal(&g->tmap);
-    af__graph_map_seal(&g->nmap);
     fin_t f;
-    int rc = fin_alloc(g, &f, err);
+    memset(&f, 0, sizeof(f));
+    int rc = af__graph_names_check(g, err); /* the name maps, complete from here on */
+    if (!rc)
+        rc = fin_alloc(g, &f, err);
     if (!rc && !(rc = resolve_aliases(g, err)) && !(rc = resolve_names(g, &f, err)) &&
         !(rc = build_edges(g, &f, err)) && !(rc = check_producers_exist(g, &f, err)))
         rc = build_input_order(g, f.fast, err);
@@ -515,6 +517,8 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
     af__free(g->aliases);
     g->aliases = NULL;
     g->n_aliases = g->cap_aliases = 0;
+    af__graph_map_drop_tags(&g->tmap); /* nothing is added any more */
+    af__graph_map_drop_tags(&g->nmap);
     g->finalized = 1;
     return 0;
 }

@@ -5,7 +5,8 @@
  * with the af_graph_add_* calls in any order (names are resolved later), then call
  * af_graph_finalize(), which validates it and builds the derived tables (producer, consumers,
  * node-level edges, a stable topological "input order"). After finalize the graph is immutable
- * and every read accessor below is valid; before it, only the builder calls are.
+ * and every read accessor below is valid; before it, only the builder calls and the name lookups
+ * (af_graph_find_tensor/af_graph_find_node) are.
  *
  * Threading: building is single-threaded; a finalized graph may be read from any number of
  * threads at once.
@@ -162,9 +163,12 @@ int af_graph_set_name(af_graph_t *g, const char *name);
 const char *af_graph_name(const af_graph_t *g);
 
 /*
- * Adds a tensor. Errors: AF_EINVAL (no name, bad kind/rank, graph finalized), AF_EDUP (name
- * taken), AF_ESIZE (negative or overflowing size), AF_ENOMEM. *id_out (may be NULL) gets the
- * tensor's id (dense, in insertion order). err may be NULL.
+ * Adds a tensor. Errors: AF_EINVAL (no name, bad kind/rank, graph finalized), AF_ESIZE
+ * (negative or overflowing size), AF_ENOMEM. *id_out (may be NULL) gets the tensor's id (dense,
+ * in insertion order). err may be NULL. A name already taken is not refused here (an add does
+ * not look names up, which keeps building a 10^6-tensor graph free of a cache miss per add):
+ * af_graph_finalize() refuses it with AF_EDUP, naming it and both ids. To test whether a name is
+ * taken before adding, call af_graph_find_tensor().
  */
 int af_graph_add_tensor(af_graph_t *g, const af_tensor_desc_t *d, int32_t *id_out, af_error_t *err);
 
@@ -178,7 +182,8 @@ af_tensor_desc_t af_graph_tensor_desc(const af_graph_t *g, int32_t t);
 
 /*
  * Adds a node. Tensor names are resolved by af_graph_finalize(), so tensors may be added after
- * the nodes that use them. Errors: AF_EINVAL, AF_EDUP (node name taken), AF_ENOMEM.
+ * the nodes that use them. Errors: AF_EINVAL, AF_ENOMEM. A node name already taken is refused by
+ * af_graph_finalize() (AF_EDUP), as for tensors; af_graph_find_node() tells it before adding.
  */
 int af_graph_add_node(af_graph_t *g, const af_node_desc_t *d, int32_t *id_out, af_error_t *err);
 
@@ -231,10 +236,11 @@ uint64_t af_graph_data_bytes(const af_graph_t *g);
 
 /*
  * Validates the graph and builds the derived tables. Rejects, with a message naming the culprit:
- * unknown tensor names, a tensor produced twice, a tensor read but never produced (unless it is
- * an input or constant), a cycle (the message names the nodes on it), an alias whose base is
- * unknown, circular or too small, an in-place hint out of range. Returns 0 or the AF_E* code.
- * Calling it twice is a no-op.
+ * two tensors or two nodes with the same name (AF_EDUP, the message gives the name and both
+ * ids; such a graph never finalizes: destroy it), unknown tensor names, a tensor produced twice, a
+ * tensor read but never produced (unless it is an input or constant), a cycle (the message names
+ * the nodes on it), an alias whose base is unknown, circular or too small, an in-place hint out of
+ * range. Returns 0 or the AF_E* code. Calling it twice is a no-op.
  */
 int af_graph_finalize(af_graph_t *g, af_error_t *err);
 int af_graph_is_finalized(const af_graph_t *g);
@@ -287,7 +293,12 @@ int32_t af_graph_node_count(const af_graph_t *g);
 /* Read-only views; NULL when id is out of range. Valid until the graph is destroyed. */
 const af_tensor_info_t *af_graph_tensor(const af_graph_t *g, int32_t id);
 const af_node_info_t *af_graph_node(const af_graph_t *g, int32_t id);
-/* Id by name, or -1. O(1) average. */
+/*
+ * Id by name, or -1. O(1) average. Also valid before finalize (then, like the builder calls,
+ * from the building thread only): the first lookup builds the name table, later ones add the
+ * names added since, so lookups between adds stay O(1) amortised. With a duplicate name, the
+ * first id that has it. Thread-safe on a finalized graph.
+ */
 int32_t af_graph_find_tensor(const af_graph_t *g, const char *name);
 int32_t af_graph_find_node(const af_graph_t *g, const char *name);
 /* Attribute by name, or NULL. */
