@@ -355,6 +355,7 @@ static void search_free(search_t *s)
     af__free(s->flips);
     af__free(s->key);
     af__free(s->last);
+    af__free(s->memo);
 }
 
 /* Contexts for the base plan's order and the graph's input order. */
@@ -368,7 +369,8 @@ static int search_init(search_t *s, const af_graph_t *g, const af_plan_opts_t *o
     s->flips = af__malloc(nt * sizeof(int32_t));
     s->key = af__malloc(nt * sizeof(double));
     s->last = af__calloc(2, sizeof(winner_t));
-    if (!s->protect || !s->mode || !s->flips || !s->key || !s->last)
+    s->memo = af__calloc(AF__MEMO_SLOTS, sizeof(placed_memo_t));
+    if (!s->protect || !s->mode || !s->flips || !s->key || !s->last || !s->memo)
         return AF_ENOMEM;
     const int32_t *orders[2] = {af_plan_order(p0), af_graph_input_order(g)};
     int32_t nn = af_graph_node_count(g);
