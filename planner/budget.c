@@ -170,7 +170,8 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                                            .beta = betas[b],
                                            .recursive = rec,
                                            .swap_weight = weights[w],
-                                           .stall = (int)(i / nw)};
+                                           .stall = (int)(i / nw),
+                                           .prefetch = s->prefetch};
                     af__remat_result_t r;
                     if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM) {
                         af__remat_result_free(&win);
@@ -581,6 +582,37 @@ static int with_stalls(search_t *s, af_plan_t **p, af_error_t *err)
     return rc;
 }
 
+/*
+ * With offload and recomputation, the search again with swap-ins that make room for their
+ * prefetch (budget_evict.c: cfg.prefetch): where no headroom under the target lets a transfer
+ * start early enough to hide, copies cheaper to recompute than the wait are dropped before it.
+ * A third search, not more members of the first, for the reason with_stalls() gives; *p is
+ * replaced when that plan is cheaper. Nothing is searched when *p costs nothing. 0 or an error
+ * (AF_EBUDGET is not one).
+ */
+static int with_prefetch(search_t *s, af_plan_t **p, af_error_t *err)
+{
+    if (!s->o->offload || !s->o->recompute || af__budget_plan_objective(s, *p) <= 0)
+        return 0;
+    af_plan_t *q = NULL;
+    s->prefetch = 1;
+    int rc = search(s, &q, err);
+    s->prefetch = 0;
+    if (!rc && af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p)) {
+        af_plan_destroy(*p);
+        *p = q;
+        return 0;
+    }
+    af_plan_destroy(q);
+    if (rc == AF_EBUDGET)
+        return 0;
+    if (rc) {
+        af_plan_destroy(*p);
+        *p = NULL;
+    }
+    return rc;
+}
+
 int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **out, af_error_t *err)
 {
     uint64_t t0 = af_now_ns();
@@ -597,6 +629,8 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
         rc = search(&s, &p, err);
         if (!rc)
             rc = with_stalls(&s, &p, err);
+        if (!rc)
+            rc = with_prefetch(&s, &p, err);
         for (int swap = 0; swap < 2 && (rc == 0 || rc == AF_EBUDGET); swap++)
             rc = one_way(&s, p0, &p, rc, swap, err);
         if (rc == AF_EBUDGET)
