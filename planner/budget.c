@@ -17,8 +17,8 @@
  * (two-stream time minus one plain round), so swaps win where their transfer hides behind
  * compute. With offload and recomputation, the best plan is then refined on placed plans from the
  * portfolio members behind it (budget_refine.c), and when it costs anything the search runs again
- * with the portfolio also pricing swap-out stalls (with_stalls()), and last with swap-ins that
- * make room for their prefetch (with_prefetch()). The best plan that fits is verified and
+ * with the portfolio also pricing swap-out stalls (search_again()), and last with swap-ins that
+ * make room for their prefetch. The best plan that fits is verified and
  * returned.
  *
  * When none fits, the smallest budget the same search meets is found by bisection and named in
@@ -553,55 +553,30 @@ static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc
 }
 
 /*
- * With offload and recomputation, the search again with the portfolio also pricing swap-out
- * stalls (budget_evict.c: cfg.stall), which avoids swaps whose bytes are needed before the link
- * drains them; *p is replaced when that plan is cheaper. A second search, not a wider first
- * one: its winners pack differently, and feasibility must not depend on them (bert-train at
- * batch 32 under its batch-8 arena once planned with recomputation alone and was refused with
- * both). Nothing is searched when *p costs nothing. 0 or an error (AF_EBUDGET is not one).
+ * With offload and recomputation, the search again with one of the portfolio's knobs set (*knob:
+ * s->stall or s->prefetch); *p is replaced when that plan is cheaper. Nothing is searched when
+ * *p costs nothing. 0 or an error (AF_EBUDGET is not one).
+ *
+ * s->stall: the portfolio also prices swap-out stalls (budget_evict.c:
+ * cfg.stall), which avoids swaps whose bytes are needed before the link drains them. A second
+ * search, not a wider first one: its winners pack differently, and feasibility must not depend
+ * on them (bert-train at batch 32 under its batch-8 arena once planned with recomputation alone
+ * and was refused with both).
+ *
+ * s->prefetch: swap-ins make room for their prefetch (cfg.prefetch): where no headroom under the
+ * target lets a transfer start early enough to hide, copies cheaper to recompute than the wait
+ * are dropped before it. Run last, after the single-way searches, so that every search before
+ * it takes the path it takes without it (run before them, a cheaper plan skipped the refinement
+ * from recomputation alone in one_way(): convnet-train at 0.6 x peak 0.801% -> 0.812%).
  */
-static int with_stalls(search_t *s, af_plan_t **p, af_error_t *err)
+static int search_again(search_t *s, int *knob, af_plan_t **p, af_error_t *err)
 {
     if (!s->o->offload || !s->o->recompute || af__budget_plan_objective(s, *p) <= 0)
         return 0;
     af_plan_t *q = NULL;
-    s->stall = 1;
+    *knob = 1;
     int rc = search(s, &q, err);
-    s->stall = 0;
-    if (!rc && af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p)) {
-        af_plan_destroy(*p);
-        *p = q;
-        return 0;
-    }
-    af_plan_destroy(q);
-    if (rc == AF_EBUDGET)
-        return 0;
-    if (rc) {
-        af_plan_destroy(*p);
-        *p = NULL;
-    }
-    return rc;
-}
-
-/*
- * With offload and recomputation, the search again with swap-ins that make room for their
- * prefetch (budget_evict.c: cfg.prefetch): where no headroom under the target lets a transfer
- * start early enough to hide, copies cheaper to recompute than the wait are dropped before it.
- * A search of its own, not more members of the first, for the reason with_stalls() gives, and
- * run last, after the single-way searches, so that every search before it takes the path it
- * takes without it (run before them, a cheaper plan skipped the refinement from recomputation
- * alone in one_way(): convnet-train at 0.6 x peak 0.801% -> 0.812%); *p is replaced when that
- * plan is cheaper. Nothing is searched when *p costs nothing. 0 or an error (AF_EBUDGET is not
- * one).
- */
-static int with_prefetch(search_t *s, af_plan_t **p, af_error_t *err)
-{
-    if (!s->o->offload || !s->o->recompute || af__budget_plan_objective(s, *p) <= 0)
-        return 0;
-    af_plan_t *q = NULL;
-    s->prefetch = 1;
-    int rc = search(s, &q, err);
-    s->prefetch = 0;
+    *knob = 0;
     if (!rc && af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p)) {
         af_plan_destroy(*p);
         *p = q;
@@ -632,11 +607,11 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
         s.budget = o->budget;
         rc = search(&s, &p, err);
         if (!rc)
-            rc = with_stalls(&s, &p, err);
+            rc = search_again(&s, &s.stall, &p, err);
         for (int swap = 0; swap < 2 && (rc == 0 || rc == AF_EBUDGET); swap++)
             rc = one_way(&s, p0, &p, rc, swap, err);
         if (!rc) /* last: the searches before it take the same paths as without it */
-            rc = with_prefetch(&s, &p, err);
+            rc = search_again(&s, &s.prefetch, &p, err);
         if (rc == AF_EBUDGET)
             rc = refuse(&s, p0, first, &p, err);
     }

@@ -38,8 +38,8 @@ typedef struct search {
     winner_t *last; /* schedule(): the last winner */
     int quick;      /* minimum-budget probes: part of the portfolio, no local improvement */
     int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
-    int stall;      /* the portfolio also prices swap-out stalls (with_stalls()) */
-    int prefetch;   /* the portfolio's swap-ins make room for their prefetch (with_prefetch()) */
+    int stall;      /* the portfolio also prices swap-out stalls (search_again()) */
+    int prefetch;   /* the portfolio's swap-ins make room for their prefetch (search_again()) */
     placed_memo_t *memo; /* AF__MEMO_SLOTS slots (budget_refine.c) */
 } search_t;
 
