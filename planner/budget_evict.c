@@ -44,6 +44,7 @@ enum {
 enum { PRE = 0, MAIN = 1, POST = 2 };
 #define NO_USE INT32_MAX
 #define REGEN_DEPTH 6
+#define PREFETCH_DROPS 16     /* copies one swap-in may drop to make room for its prefetch */
 #define MAX_SLOTS_PER_NODE 16 /* a run emitting more steps than this per node gives up */
 
 typedef struct rec {
@@ -477,16 +478,63 @@ static int make_room(af__remat_t *r, uint64_t need)
     return 0;
 }
 
-/* Brings root x back from its host copy, as early as headroom and the transfer time allow. */
-static int swap_in(af__remat_t *r, int32_t x)
+/* The earliest slot a swap-in of root x (sz bytes, d cost units of transfer) can start at:
+ * back from now while there is headroom under the target, until the compute before now covers
+ * the transfer; not before the last step of the previous copy (it was current). */
+static size_t prefetch_slot(const af__remat_t *r, int32_t x, uint64_t sz, double d)
 {
-    uint64_t sz = r->size[x];
-    double d = (double)sz * r->swap_unit, now = r->at[r->n_slots];
-    size_t p = r->n_slots; /* not before the last step of the previous copy (it was current) */
+    double now = r->at[r->n_slots];
+    size_t p = r->n_slots;
     while (p > (size_t)r->last[x] + 1 &&
            now - (r->at[p] > r->copy_free ? r->at[p] : r->copy_free) < d &&
            r->mem[p - 1] + sz <= r->cfg->target)
         p--;
+    return p;
+}
+
+/* Room for a prefetch: the resident copy, last read before slot q, that recomputation brings
+ * back for the least cost per byte, below `gain` cost units: dropping it frees its bytes from
+ * the step after its last read on. -1 when none. */
+static int32_t room_victim(af__remat_t *r, int32_t x, size_t q, double gain)
+{
+    int32_t best = -1;
+    double bh = HUGE_VAL;
+    r->stamp++;
+    for (int32_t i = 0; i < r->n_res; i++) {
+        int32_t y = r->res[i];
+        if (y == x || r->pin[y] || (r->flag[y] & F_PINNED) || !(r->flag[y] & F_DROP) ||
+            r->last[y] < 0 || (size_t)r->last[y] >= q)
+            continue;
+        double c = next_use(r, y) == NO_USE ? 0 : regen(r, y, 0), h = c / (double)r->size[y];
+        if (c < gain && h < bh)
+            bh = h, best = y;
+    }
+    return best;
+}
+
+/* Brings root x back from its host copy, as early as headroom and the transfer time allow. With
+ * cfg.prefetch, when it is headroom (not the link) that leaves the transfer exposed, copies read
+ * before the step that blocks it are dropped, to be recomputed later, while each costs less
+ * than the exposure left. */
+static int swap_in(af__remat_t *r, int32_t x)
+{
+    uint64_t sz = r->size[x];
+    double d = (double)sz * r->swap_unit, now = r->at[r->n_slots];
+    size_t p = prefetch_slot(r, x, sz, d);
+    for (int i = 0;
+         r->cfg->prefetch && r->recompute && i < PREFETCH_DROPS && p > (size_t)r->last[x] + 1;
+         i++) {
+        double t0 = r->at[p] > r->copy_free ? r->at[p] : r->copy_free;
+        if (r->copy_free >= r->at[p] || now - t0 >= d)
+            break; /* covered, or the link is what makes it late */
+        int32_t y = room_victim(r, x, p - 1, d - (now - t0));
+        if (y < 0)
+            break;
+        if (next_use(r, y) != NO_USE)
+            r->ever[y] = 1;
+        retire(r, y);
+        p = prefetch_slot(r, x, sz, d);
+    }
     double t0 = r->at[p] > r->copy_free ? r->at[p] : r->copy_free;
     r->copy_free = t0 + d;
     if (p == r->n_slots) {

@@ -92,6 +92,8 @@ typedef struct af__remat_cfg {
                                (may be NULL: the cheaper way by the scores) */
     uint64_t noise;         /* 0, or a seed: scores are jittered by up to 25% */
     int stall;              /* a swap-out's cost counts the compute its late finish stalls */
+    int prefetch;           /* a swap-in that lack of headroom leaves exposed drops copies that
+                               cost less to recompute than the wait (room for its prefetch) */
 } af__remat_cfg_t;
 
 typedef struct af__remat_result {

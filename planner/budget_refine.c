@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <xxhash.h>
 
 #define REFINE_WORK 6000 /* placed flips: at most this many node placements (tries x nodes) */
 #define RAISE_TRIES 4    /* placed plans with the target raised into placement's slack */
@@ -65,19 +66,45 @@ int af__budget_seed_modes(const search_t *s, int k, const af__remat_cfg_t *cfg, 
     return 0;
 }
 
-/* Runs cfg on context k and places the schedule: *out (NULL when cfg has no schedule). 0 or an
- * error. */
-static int placed_run(const search_t *s, int k, const af__remat_cfg_t *cfg, af_plan_t **out,
-                      af_error_t *err)
+/* The memo slot of a schedule: its own, or the empty one where it goes (NULL when full). */
+static placed_memo_t *memo_slot(const search_t *s, uint64_t key)
+{
+    for (uint64_t i = 0; i < AF__MEMO_SLOTS; i++) {
+        placed_memo_t *m = &s->memo[(key + i) & (AF__MEMO_SLOTS - 1)];
+        if (!m->key || m->key == key)
+            return m;
+    }
+    return NULL;
+}
+
+/*
+ * Runs cfg on context k and places the schedule: *out (NULL when cfg has no schedule, or when
+ * the same steps were placed before and their plan cannot beat `need`: then *arena and *obj are
+ * the earlier plan's). 0 or an error.
+ */
+static int placed_run(const search_t *s, int k, const af__remat_cfg_t *cfg, double need,
+                      af_plan_t **out, uint64_t *arena, double *obj, af_error_t *err)
 {
     af__remat_result_t r;
     *out = NULL;
     int rc = af__budget_run(s, k, cfg, &r);
     if (rc)
         return rc == AF_ENOMEM ? rc : 0;
+    uint64_t key = XXH3_64bits(r.steps, r.n_steps * sizeof(af_step_t)) | 1;
+    placed_memo_t *m = memo_slot(s, key);
+    if (m && m->key == key && m->obj >= need) {
+        *arena = m->arena, *obj = m->obj;
+        af__remat_result_free(&r);
+        return 0;
+    }
     cand_t c = {r.steps, r.n_steps, 0, "evict", r.peak};
     rc = af__budget_place(s, &c, out, err);
     af__remat_result_free(&r);
+    if (!rc) {
+        *arena = (*out)->arena, *obj = af__budget_plan_objective(s, *out);
+        if (m)
+            *m = (placed_memo_t){key, *arena, *obj};
+    }
     return rc;
 }
 
@@ -96,14 +123,13 @@ static int placed_try(const search_t *s, int k, const af__remat_cfg_t *cfg, walk
                       uint64_t *arena, af_error_t *err)
 {
     af_plan_t *p;
+    double obj = HUGE_VAL;
     *kept = 0;
     *arena = UINT64_MAX;
-    int rc = placed_run(s, k, cfg, &p, err);
-    if (rc || !p)
+    int rc = placed_run(s, k, cfg, w->best_obj, &p, arena, &obj, err);
+    if (rc)
         return rc;
-    *arena = p->arena;
-    double obj = af__budget_plan_objective(s, p);
-    if (p->arena <= s->budget && obj < w->at) {
+    if (*arena <= s->budget && obj < w->at) {
         w->at = obj;
         *kept = 1;
         if (obj < w->best_obj) {

@@ -13,6 +13,16 @@ typedef struct winner {
     af__remat_cfg_t cfg;
 } winner_t;
 
+/* Placed schedules of the refinement, by a hash of their steps: the same steps place into the
+ * same plan (placement is deterministic), so a schedule met again is not placed again. */
+typedef struct placed_memo {
+    uint64_t key;   /* XXH3-64 of the steps; 0 = empty slot */
+    uint64_t arena; /* placed arena bytes */
+    double obj;     /* af__budget_plan_objective of the plan */
+} placed_memo_t;
+
+#define AF__MEMO_SLOTS 4096 /* a power of two */
+
 typedef struct search {
     const af_graph_t *g;
     const af_plan_opts_t *o;
@@ -28,7 +38,9 @@ typedef struct search {
     winner_t *last; /* schedule(): the last winner */
     int quick;      /* minimum-budget probes: part of the portfolio, no local improvement */
     int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
-    int stall;      /* the portfolio also prices swap-out stalls (with_stalls()) */
+    int stall;      /* the portfolio also prices swap-out stalls (search_again()) */
+    int prefetch;   /* the portfolio's swap-ins make room for their prefetch (search_again()) */
+    placed_memo_t *memo; /* AF__MEMO_SLOTS slots (budget_refine.c) */
 } search_t;
 
 typedef struct cand {
