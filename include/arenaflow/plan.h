@@ -73,7 +73,7 @@ typedef struct af_plan_opts {
      * the placed arena fits. The result is an ordinary, verified plan of the rewritten graph. */
     int recompute;       /* allow recomputation; default 1 */
     int offload;         /* allow host offload; default 0 */
-    double bandwidth;    /* host link, bytes/s per direction; default AF_PLAN_BANDWIDTH */
+    double bandwidth;    /* host link bytes/s, one stream shared by swap-out and swap-in */
     double compute_rate; /* node cost units per second (FLOP/s when costs are FLOPs, 1e9 when
                             they are ns); default AF_PLAN_COMPUTE_RATE */
     /* Fusion: with AF_FUSE_ON, af_plan_create() and af_plan_restore() plan af_plan_fuse()'s graph
@@ -90,7 +90,7 @@ typedef struct af_plan_opts {
 
 /* Default af_plan_opts_t.search_effort: one and a half dives' worth of search nodes. */
 #define AF_PLAN_SEARCH_EFFORT 150
-/* Default host-link bandwidth: 16 GB/s per direction (PCIe 4.0 x16 class). */
+/* Default host-link bandwidth: 16 GB/s (PCIe 4.0 x16 class), shared by both directions. */
 #define AF_PLAN_BANDWIDTH 16e9
 /* Default compute rate: 10^12 cost units/s (node costs read as FLOPs on a 1 TFLOP/s device). */
 #define AF_PLAN_COMPUTE_RATE 1e12
