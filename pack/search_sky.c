@@ -163,6 +163,20 @@ static int32_t count_choices(af__search_part_t *p, const piece_t *pc, int32_t s,
     return v;
 }
 
+/* The last section of the valley starting at q (a run of sections with unplaced buffers at
+ * floor[q]); *local_min: both its neighbours are higher, done or outside the piece. */
+static int32_t valley_end(const af__search_part_t *p, const piece_t *pc, int32_t q, int *local_min)
+{
+    uint64_t l = p->floor[q];
+    int32_t r = q;
+    while (r + 1 < pc->shi && p->total[r + 1] && p->floor[r + 1] == l)
+        r++;
+    int left_ok = q == pc->slo || !p->total[q - 1] || p->floor[q - 1] > l;
+    int right_ok = r + 1 == pc->shi || !p->total[r + 1] || p->floor[r + 1] > l;
+    *local_min = left_ok && right_ok;
+    return r;
+}
+
 /*
  * The most constrained point of piece pc (fail first): the bottom of a valley that is a local
  * minimum of the skyline (both neighbours higher, done or outside the piece) with the fewest
@@ -180,12 +194,9 @@ static int constrained(af__search_part_t *p, const piece_t *pc, uint64_t cap, in
         if (!p->total[q])
             continue;
         uint64_t l = p->floor[q];
-        int32_t r = q;
-        while (r + 1 < pc->shi && p->total[r + 1] && p->floor[r + 1] == l)
-            r++;
-        int left_ok = q == pc->slo || !p->total[q - 1] || p->floor[q - 1] > l;
-        int right_ok = r + 1 == pc->shi || !p->total[r + 1] || p->floor[r + 1] > l;
-        if (left_ok && right_ok) {
+        int local_min;
+        int32_t r = valley_end(p, pc, q, &local_min);
+        if (local_min) {
             int32_t k = count_choices(p, pc, q, r, cap, &w);
             if (k < best || (k == best && l < best_l)) {
                 best = k;
@@ -376,13 +387,9 @@ static int rows_fit(af__search_part_t *p, const piece_t *pc, int32_t lo, int32_t
     for (; q < pc->shi && q <= hi; q++) {
         if (!p->total[q])
             continue;
-        uint64_t l = p->floor[q];
-        int32_t r = q;
-        while (r + 1 < pc->shi && p->total[r + 1] && p->floor[r + 1] == l)
-            r++;
-        int left_ok = q == pc->slo || !p->total[q - 1] || p->floor[q - 1] > l;
-        int right_ok = r + 1 == pc->shi || !p->total[r + 1] || p->floor[r + 1] > l;
-        if (left_ok && right_ok && !row_fits(p, q, r, cap))
+        int local_min;
+        int32_t r = valley_end(p, pc, q, &local_min);
+        if (local_min && !row_fits(p, q, r, cap))
             return 0;
         q = r;
     }
