@@ -3,10 +3,10 @@
  * published hard set, beside the peer (MiniMalloc itself) and the default placer, in one run.
  *
  * Part 1 (generated): af_tight_generate over shapes x sizes x seeds x jitters (defaults: every
- * shape; 250, 500, 1000 buffers; seeds 1..3; jitter 0 and 0.1). Per instance: the optimum (= the
- * lower bound by construction), the default placer's height (portfolio with its default
- * search_work) and the search's with capacity = optimum, the search's CPU seconds and
- * whether it reached the optimum within the limit. A summary per shape follows.
+ * shape; 250, 500, 1000 buffers; seeds 1..3, or K..K+N-1 with --first-seed K; jitter 0 and 0.1).
+ * Per instance: the optimum (= the lower bound by construction), the default placer's height
+ * (portfolio with its default search_work) and the search's with capacity = optimum, the search's
+ * CPU seconds and whether it reached the optimum within the limit. A summary per shape follows.
  *
  * Part 2 (hard set): every *.csv in the directory given by --minimalloc-dir or
  * AF_MINIMALLOC_BENCH_DIR (MiniMalloc's benchmarks/challenging; the capacity is the number in
@@ -26,8 +26,8 @@
  * limit's outcome, so each instance runs once.
  *
  * usage: bench_search [--time-limit S] [--shapes a,b] [--sizes 250,500] [--seeds N]
- *                     [--jitters 0,0.1] [--minimalloc-dir DIR] [--minimalloc-bin PATH]
- *                     [--no-generated] [--quick]
+ *                     [--first-seed K] [--jitters 0,0.1] [--minimalloc-dir DIR]
+ *                     [--minimalloc-bin PATH] [--no-generated] [--quick]
  */
 
 #include "arenaflow/pack.h"
@@ -58,7 +58,7 @@ static void mix(uint64_t v)
 typedef struct cfg {
     double limit;
     const char *shapes, *sizes, *jitters, *mm_dir, *mm_bin;
-    int seeds, generated;
+    int seeds, generated, first_seed;
 } cfg_t;
 
 /* Places with algo (capacity cap, 0 = minimise), verifies and mixes the result into the
@@ -123,7 +123,7 @@ static int generated(const cfg_t *c)
         }
         for (int z = 0; z < nz; z++)
             for (int j = 0; j < nj; j++)
-                for (int seed = 1; seed <= c->seeds; seed++) {
+                for (int seed = c->first_seed; seed < c->first_seed + c->seeds; seed++) {
                     af_tight_opts_t to;
                     af_tight_opts_init(&to);
                     to.shape = (af_tight_shape_t)shape;
@@ -328,6 +328,7 @@ int main(int argc, char **argv)
                getenv("AF_MINIMALLOC_BENCH_DIR"),
                getenv("AF_MINIMALLOC_BIN"),
                3,
+               1,
                1};
     double gen_limit = 10.0;
     for (int i = 1; i < argc; i++) {
@@ -347,6 +348,8 @@ int main(int argc, char **argv)
             c.sizes = argv[++i];
         } else if (v && !strcmp(a, "--seeds")) {
             c.seeds = atoi(argv[++i]);
+        } else if (v && !strcmp(a, "--first-seed")) {
+            c.first_seed = atoi(argv[++i]);
         } else if (v && !strcmp(a, "--jitters")) {
             c.jitters = argv[++i];
         } else if (v && !strcmp(a, "--minimalloc-dir")) {
@@ -355,7 +358,8 @@ int main(int argc, char **argv)
             c.mm_bin = argv[++i];
         } else {
             fprintf(stderr, "usage: bench_search [--time-limit S] [--shapes a,b] [--sizes "
-                            "250,500] [--seeds N] [--jitters 0,0.1] [--minimalloc-dir DIR] "
+                            "250,500] [--seeds N] [--first-seed K] [--jitters 0,0.1] "
+                            "[--minimalloc-dir DIR] "
                             "[--minimalloc-bin PATH] [--no-generated] [--quick]\n");
             return 2;
         }

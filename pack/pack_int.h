@@ -274,6 +274,8 @@ typedef struct af__search_part {
     uint64_t nodes, node_limit;
     double deadline; /* seconds of af__search_now(use_clock == 2); only read when use_clock */
     int sky_ff;      /* skyline search: branch at the most constrained point, not the lowest */
+    int sky_fit;     /* skyline search: try the buffers that fit the point best first */
+    int sky_rows;    /* skyline search: every valley's bottom row must stay coverable */
     int use_clock;   /* 0 in the work-bounded mode (the clock is never read), 1 wall, 2 CPU */
 } af__search_part_t;
 

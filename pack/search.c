@@ -19,7 +19,10 @@
  * solved by restarts with Luby-scaled node limits (24n x 1 1 2 1 1 2 4 ...), alternating the
  * static orders and randomised sweep orders (from a fixed seed) and, two restarts each, the two
  * engines; no order or engine can eat the whole budget. A run that ends below its node limit is
- * a proof either way (both engines are complete).
+ * a proof either way (both engines are complete). In the anytime mode the skyline restarts try
+ * the best-fitting buffer first and keep every valley's bottom row coverable (pack/search_sky.c;
+ * generated tight instances at 10 s, seeds 1-6: see BENCHMARKS.md); the work-bounded mode keeps
+ * the plain skyline search, so the default placer's packings do not change.
  *
  * Height search. The portfolio placer gives the incumbent (its packing per partition). Probes
  * then ask for capacity = the best lower bound first (the max cross-section: often optimal on
@@ -175,6 +178,9 @@ static int solve_part(search_ctx_t *c, af__search_pinfo_t *pi, uint64_t cap, con
                 sp->node_limit = left;
         }
         sp->sky_ff = (int)((i / 4) % 2); /* every other pair of skyline restarts */
+        /* anytime mode: the skyline restarts try the best-fitting buffers first and test every
+         * valley's bottom row (the work-bounded mode, the default placer's, keeps its search) */
+        sp->sky_fit = sp->sky_rows = !c->work;
         int r = (i / 2) % 2 && !sp->fixed ? af__search_sky(sp, slot, cap, c->scratch)
                                           : af__search_dfs(sp, slot, spec, cap, c->scratch);
         c->used += sp->nodes;

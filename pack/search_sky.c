@@ -29,6 +29,14 @@
  * is taken before any branching. On the zero-slack sweep instance of 1,000 buffers the lowest
  * point dives 30 placements deep before every restart backtracks, the constrained point 73.
  *
+ * Anytime restarts (sky_fit, sky_rows; the work-bounded mode of the default placer keeps the
+ * plain search). Value order: a perfect packing is made of fits, so the buffers at a point are
+ * tried best fit first - one that fills the valley's width, then one whose top is flush with a
+ * neighbour's floor or the capacity - then in the restart's rank. Row test: the bottom row of
+ * every local-minimum valley must stay coverable (row_fits()); on jittered instances a valley
+ * that no chain of buffers and slack can cover is otherwise found only when the search reaches
+ * its level, after every combination of the choices made since.
+ *
  * Inference: in every section the unplaced buffers stack above the floor and above the lowest
  * minimum offset among them (the highest floor over a buffer's sections), so that level plus
  * their total must fit under the capacity. A placement on a flat valley adds no dead space, so
@@ -155,6 +163,20 @@ static int32_t count_choices(af__search_part_t *p, const piece_t *pc, int32_t s,
     return v;
 }
 
+/* The last section of the valley starting at q (a run of sections with unplaced buffers at
+ * floor[q]); *local_min: both its neighbours are higher, done or outside the piece. */
+static int32_t valley_end(const af__search_part_t *p, const piece_t *pc, int32_t q, int *local_min)
+{
+    uint64_t l = p->floor[q];
+    int32_t r = q;
+    while (r + 1 < pc->shi && p->total[r + 1] && p->floor[r + 1] == l)
+        r++;
+    int left_ok = q == pc->slo || !p->total[q - 1] || p->floor[q - 1] > l;
+    int right_ok = r + 1 == pc->shi || !p->total[r + 1] || p->floor[r + 1] > l;
+    *local_min = left_ok && right_ok;
+    return r;
+}
+
 /*
  * The most constrained point of piece pc (fail first): the bottom of a valley that is a local
  * minimum of the skyline (both neighbours higher, done or outside the piece) with the fewest
@@ -172,12 +194,9 @@ static int constrained(af__search_part_t *p, const piece_t *pc, uint64_t cap, in
         if (!p->total[q])
             continue;
         uint64_t l = p->floor[q];
-        int32_t r = q;
-        while (r + 1 < pc->shi && p->total[r + 1] && p->floor[r + 1] == l)
-            r++;
-        int left_ok = q == pc->slo || !p->total[q - 1] || p->floor[q - 1] > l;
-        int right_ok = r + 1 == pc->shi || !p->total[r + 1] || p->floor[r + 1] > l;
-        if (left_ok && right_ok) {
+        int local_min;
+        int32_t r = valley_end(p, pc, q, &local_min);
+        if (local_min) {
             int32_t k = count_choices(p, pc, q, r, cap, &w);
             if (k < best || (k == best && l < best_l)) {
                 best = k;
@@ -191,6 +210,37 @@ static int constrained(af__search_part_t *p, const piece_t *pc, uint64_t cap, in
         q = r;
     }
     return best != INT32_MAX;
+}
+
+/* How well buffer c fits at the bottom of valley [s, t] (a perfect packing is made of fits): 2
+ * when it fills the valley's width, plus 1 when its top is flush with a neighbour's floor or
+ * the capacity. */
+static int fit_score(const af__search_part_t *p, const piece_t *pc, int32_t c, int32_t s, int32_t t,
+                     uint64_t cap)
+{
+    uint64_t top = p->floor[s] + p->size[c];
+    int flush = top == cap || (s > pc->slo && p->total[s - 1] && p->floor[s - 1] == top) ||
+                (t + 1 < pc->shi && p->total[t + 1] && p->floor[t + 1] == top);
+    return 2 * (p->sec_hi[c] == t + 1) + flush;
+}
+
+/* Sorts the candidates cand[b, e) by fit (best first), then rank (stable insertion sort). */
+static void order_by_fit(af__search_part_t *p, const piece_t *pc, size_t b, size_t e, int32_t s,
+                         int32_t t, uint64_t cap)
+{
+    for (size_t i = b + 1; i < e; i++) {
+        int32_t c = p->cand[i];
+        int sc = fit_score(p, pc, c, s, t, cap);
+        size_t j = i;
+        for (; j > b; j--) {
+            int32_t d = p->cand[j - 1];
+            int sd = fit_score(p, pc, d, s, t, cap);
+            if (sd > sc || (sd == sc && p->rank[d] < p->rank[c]))
+                break;
+            p->cand[j] = d;
+        }
+        p->cand[j] = c;
+    }
 }
 
 /* Pushes the choices at the lowest point of f's piece: the buffers that fit there (one of each
@@ -221,6 +271,8 @@ static int push_choices(af__search_part_t *p, frame_t *f, uint64_t cap)
         else if (p->rank[c] < p->rank[p->cand[d]])
             p->cand[d] = c; /* a twin: keep the one the order prefers */
     }
+    if (p->sky_fit)
+        order_by_fit(p, pc, p->ncand, k, s, t, cap);
     uint64_t w = waste_level(p, pc, s, t);
     if (w != UINT64_MAX && w <= cap && w + p->total[s] <= cap)
         p->cand[k++] = WASTE;
@@ -234,6 +286,8 @@ static int push_choices(af__search_part_t *p, frame_t *f, uint64_t cap)
 /* The next choice in rank order (waste last), moved to position f->next. */
 static int32_t pick(af__search_part_t *p, frame_t *f)
 {
+    if (p->sky_fit)
+        return p->cand[f->next++]; /* ordered by push_choices(), waste last */
     size_t at = f->next;
     for (size_t j = f->next + 1; j < f->cand_end; j++) {
         int32_t c = p->cand[j], b = p->cand[at];
@@ -294,6 +348,54 @@ static void unplace(af__search_part_t *p, int32_t c)
         p->cut[s]++;
 }
 
+/*
+ * Whether the bottom row of valley [s, t] (a local minimum at level L = floor[s]) can be covered:
+ * nothing from outside can reach it (the walls are higher, done or the piece's edge), so its
+ * points (q, L) are covered left to right, each by a buffer starting in q that lies at L and ends
+ * in the valley, or left empty, which wastes space in q and needs slack there. A chain of such
+ * steps must reach t + 1 (reach[] in the lim scratch, unused by this engine). A valley that
+ * cannot be filled fails the node now instead of when the search reaches its level.
+ */
+static int row_fits(af__search_part_t *p, int32_t s, int32_t t, uint64_t cap)
+{
+    uint64_t l = p->floor[s], *reach = p->lim;
+    for (int32_t q = s; q <= t + 1; q++)
+        reach[q] = q == s;
+    for (int32_t q = s; q <= t; q++) {
+        if (!reach[q])
+            continue;
+        if (p->floor[q] + p->total[q] + p->alignment <= cap)
+            reach[q + 1] = 1; /* (q, L) empty: at least one aligned unit of dead space */
+        for (int32_t j = p->first_start[q]; p->nfirst[q] && j < p->first_start[q + 1]; j++) {
+            int32_t c = p->first_buf[j];
+            if (p->off[c] == AF__SEARCH_UNPLACED && p->sec_hi[c] <= t + 1 && p->minoff[c] <= l &&
+                l + p->size[c] <= cap)
+                reach[p->sec_hi[c]] = 1;
+        }
+        if (reach[t + 1])
+            return 1;
+    }
+    return reach[t + 1] != 0;
+}
+
+/* row_fits() on every local-minimum valley of the piece that meets [lo, hi). */
+static int rows_fit(af__search_part_t *p, const piece_t *pc, int32_t lo, int32_t hi, uint64_t cap)
+{
+    int32_t q = lo > pc->slo ? lo - 1 : pc->slo;
+    while (q > pc->slo && p->total[q] && p->total[q - 1] && p->floor[q - 1] == p->floor[q])
+        q--; /* back to the start of the valley q is in */
+    for (; q < pc->shi && q <= hi; q++) {
+        if (!p->total[q])
+            continue;
+        int local_min;
+        int32_t r = valley_end(p, pc, q, &local_min);
+        if (local_min && !row_fits(p, q, r, cap))
+            return 0;
+        q = r;
+    }
+    return 1;
+}
+
 /* Every section of [lo, hi) in the piece: the lowest unplaced buffer plus the total fits. */
 static int check(af__search_part_t *p, const piece_t *pc, int32_t lo, int32_t hi, uint64_t cap)
 {
@@ -319,7 +421,7 @@ static int check(af__search_part_t *p, const piece_t *pc, int32_t lo, int32_t hi
             return 0;
         p->wit[s] = k;
     }
-    return 1;
+    return !p->sky_rows || rows_fit(p, pc, lo, hi, cap);
 }
 
 static void undo_frame(af__search_part_t *p, frame_t *f)

@@ -4,10 +4,11 @@
  * - On small random instances, the two branching rules of the skyline search (the lowest
  *   point; the most constrained point with forward checking) give the canonical search's answer
  *   at every capacity from one below each partition's lower bound to its optimum, and every
- *   packing they return is valid under its capacity. (The optimum of these instances is nearly
+ *   packing they return is valid under its capacity; so do both rules with the fit order and
+ *   the row test of the anytime search's restarts. (The optimum of these instances is nearly
  *   always the lower bound, so the packings found at it carry the test, not the refutations.)
  * - On jittered tight instances of every shape (a packing at the optimum exists, with holes the
- *   search must leave empty), neither rule ever refutes the optimum, and each finds it on most
+ *   search must leave empty), no rule ever refutes the optimum, and each finds it on most
  *   within a node limit: an unsound waste level or branching point fails here (raising the
  *   waste level by 64 bytes fails all three tests).
  * The canonical search is itself checked against brute force in tests/test_search.c.
@@ -59,7 +60,10 @@ static int valid(const af__search_part_t *sp, const uint64_t *off, uint64_t cap)
     return 1;
 }
 
-/* engine 0: canonical; 1: skyline at the lowest point; 2: skyline at the most constrained. */
+/* engine 0: canonical; 1: skyline at the lowest point; 2: skyline at the most constrained; 3
+ * and 4: 1 and 2 with the fit order and the row test (the anytime search's skyline restarts). */
+enum { N_ENGINES = 5 };
+
 static int decide(af__search_pinfo_t *pi, int engine, uint64_t cap, uint64_t *out,
                   af__search_key_t *keys, uint64_t limit)
 {
@@ -68,7 +72,8 @@ static int decide(af__search_pinfo_t *pi, int engine, uint64_t cap, uint64_t *ou
     sp->node_limit = limit;
     sp->use_clock = 0;
     sp->nodes = 0;
-    sp->sky_ff = engine == 2;
+    sp->sky_ff = engine == 2 || engine == 4;
+    sp->sky_fit = sp->sky_rows = engine >= 3;
     int r = engine == 0 ? af__search_dfs(sp, 0, af__search_order_spec[0], cap, out)
                         : af__search_sky(sp, 0, cap, out);
     assert_true(r == AF__SEARCH_FOUND || r == AF__SEARCH_INFEASIBLE ||
@@ -114,7 +119,7 @@ static void cross_check(uint64_t seed, size_t max_n)
         while (decide(pi, 0, opt, out, keys, 0) != AF__SEARCH_FOUND)
             opt++;
         for (uint64_t cap = pi->lb > 1 ? pi->lb - 1 : 1; cap <= opt; cap++)
-            for (int engine = 1; engine <= 2; engine++) {
+            for (int engine = 1; engine < N_ENGINES; engine++) {
                 int want = cap < opt ? AF__SEARCH_INFEASIBLE : AF__SEARCH_FOUND;
                 int got = decide(pi, engine, cap, out, keys, 0);
                 if (got != want)
@@ -147,7 +152,7 @@ static void test_sky_engines_agree_larger(void **state)
 static void test_sky_engines_jittered_tight(void **state)
 {
     (void)state;
-    int found[3] = {0, 0, 0}, cases = 0;
+    int found[N_ENGINES] = {0}, cases = 0;
     for (int shape = 0; shape < AF_TIGHT_N_SHAPES; shape++)
         for (uint64_t seed = 1; seed <= 6; seed++) {
             af_tight_opts_t to;
@@ -173,9 +178,9 @@ static void test_sky_engines_jittered_tight(void **state)
             assert_non_null(out);
             assert_int_equal(
                 af__search_build_parts(iv, n, 1, NULL, &parts, &nparts, &maxn, keys, times), 0);
-            int ok[3] = {1, 1, 1};
+            int ok[N_ENGINES] = {1, 1, 1, 1, 1};
             for (int32_t k = 0; k < nparts; k++)
-                for (int engine = 0; engine <= 2; engine++) {
+                for (int engine = 0; engine < N_ENGINES; engine++) {
                     int r = decide(&parts[k], engine, opt, out, keys, 200000);
                     if (r == AF__SEARCH_INFEASIBLE)
                         fprintf(stderr, "shape %d seed %llu engine %d: optimum %llu refuted\n",
@@ -183,7 +188,7 @@ static void test_sky_engines_jittered_tight(void **state)
                     assert_int_not_equal(r, AF__SEARCH_INFEASIBLE);
                     ok[engine] &= r == AF__SEARCH_FOUND;
                 }
-            for (int engine = 0; engine <= 2; engine++)
+            for (int engine = 0; engine < N_ENGINES; engine++)
                 found[engine] += ok[engine];
             cases++;
             for (int32_t k = 0; k < nparts; k++)
@@ -194,9 +199,12 @@ static void test_sky_engines_jittered_tight(void **state)
             free(out);
             af_tight_free(iv);
         }
-    fprintf(stderr, "found within the limit: canonical %d, lowest point %d, constrained %d of %d\n",
-            found[0], found[1], found[2], cases);
-    assert_true(found[1] * 2 > cases && found[2] * 2 > cases);
+    fprintf(stderr,
+            "found within the limit: canonical %d, lowest point %d, constrained %d, with fit "
+            "order and row test %d and %d, of %d\n",
+            found[0], found[1], found[2], found[3], found[4], cases);
+    for (int engine = 1; engine < N_ENGINES; engine++)
+        assert_true(found[engine] * 2 > cases);
 }
 
 int main(void)
