@@ -5,14 +5,19 @@
  *
  * Four folds, in this order:
  * 1. BatchNormalization (inference: one output, constant scale/bias/mean/var, or the zoo's packed
- *    [4, C] form) into the Conv that produces its input: W'[o] = W[o] * s[o], B'[o] = (B[o] -
- *    mean[o]) * s[o] + bias[o] with s = scale / sqrt(var + epsilon), computed here into new
- *    constant tensors ("<W>#bn.<conv>", "<B>#bn.<conv>"); constants without data (the model
- *    zoo's) fold structurally. The Conv stays a plain Conv.
- * 2. A constant bias Add after a Conv or a MatMul: per channel ([C], [C,1,1], [1,C,1,1]) into
- *    the Conv's bias (a new constant B + c, or c when the Conv has none); along the last axis
- *    into a MatMul (PyTorch's Linear exports MatMul + Add) as input 2, attribute fused_bias = 2
- *    (oneDNN's matmul bias; the C loop adds it after the reference kernel).
+ *    [4, C] form) into the Conv that produces its input, as a per-channel affine after the
+ *    convolution: y = conv(x) * s + t, s and t computed here once (af__bn_affine) into new
+ *    constants ("scale#bn.<bn>", "shift#bn.<bn>") that become the Conv's inputs after its bias
+ *    (attribute fused_affine = the index of s; a Conv without a bias gets a zero one first).
+ *    The BatchNormalization kernels compute the same two f32 operations from the same s and t,
+ *    so the fused plan's floats are the unfused plan's, bit for bit. (Folding s into the
+ *    weights instead saves the pass over the output but rounds differently: ~4e-5 relative on
+ *    PP-OCRv4 det, whose layers amplify one-ulp changes.) Constants without data (the model
+ *    zoo's) fold structurally.
+ * 2. A constant bias Add after a Conv (not one with a folded affine) or a MatMul: per channel
+ *    ([C], [C,1,1], [1,C,1,1]) into the Conv's bias (a new constant B + c, or c when the Conv has
+ * none); along the last axis into a MatMul (PyTorch's Linear exports MatMul + Add) as input 2,
+ * attribute fused_bias = 2 (oneDNN's matmul bias; the C loop adds it after the reference kernel).
  * 2'. A residual Add(y, s) into the Conv (with a bias), MatMul or Gemm (with C) producing y:
  *    s becomes the last input, attribute fused_sum = its index, with an in-place hint so the
  *    output may take s's bytes (oneDNN's sum post-op); s must not be one of the node's inputs.
@@ -65,7 +70,8 @@ static const unary_op_t unary_ops[] = {
 /* What happens to one node of the source graph. */
 typedef struct fnode {
     int32_t out0;   /* tensor that replaces output 0, or -1 */
-    int32_t w, b;   /* BN fold: index of the new weight / bias in the new constants, or -1 */
+    int32_t aff;    /* BN fold: index of the scale s in the new constants (shift t next), or -1 */
+    int32_t b;      /* index of the Conv's new bias in the new constants, or -1 */
     int32_t sum;    /* residual: tensor added to output 0 (an extra input, in place), or -1 */
     int32_t bias;   /* MatMul: constant added along the last axis (input 2, fused_bias), or -1 */
     int32_t n_post; /* unary ops applied after the kernel */
@@ -87,7 +93,7 @@ typedef struct fuse {
     int32_t nt, nn;
     uint8_t *dead_t, *dead_n, *has_view;
     fnode_t *fn;
-    newc_t *nc; /* two per Conv at most */
+    newc_t *nc; /* three per Conv at most */
     int32_t n_nc;
     int with_data; /* the BN fold being made computes data (else a structural fold) */
     af_fuse_report_t rep;
@@ -218,41 +224,42 @@ static newc_t *new_const(fuse_t *f, int32_t like, const char *base, const char *
     return c->data ? c : NULL;
 }
 
-/* Folds BN node v into Conv u (checked by try_bn). W has C output channels of per elements. */
-static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C, int64_t per)
+/* The per-channel parameters of BN node v (C channels): its four inputs, or the packed [4, C]
+ * form of scale, bias, mean, var. All NULL when they have no data. */
+static void bn_inputs(const af_graph_t *g, int32_t v, int64_t C, const float *p[4])
+{
+    const af_node_info_t *vi = af_graph_node(g, v);
+    const float *packed = vi->n_inputs == 2 ? f32_const(g, vi->inputs[1], 4 * C) : NULL;
+    for (int k = 0; k < 4; k++)
+        p[k] = vi->n_inputs == 2 ? (packed ? packed + k * C : NULL)
+                                 : f32_const(g, vi->inputs[k + 1], C);
+}
+
+/* Folds BN node v into Conv u (checked by try_bn) as the affine y = conv(x) * s + t after the
+ * Conv (af__bn_affine: the BatchNormalization kernels' own two f32 operations, so the fused plan
+ * computes the unfused plan's floats). A Conv without a bias gets a zero one (acc + 0 is acc):
+ * the affine inputs and a residual then follow input 2. */
+static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C)
 {
     const af_graph_t *g = f->g;
     const af_node_info_t *ui = af_graph_node(g, u), *vi = af_graph_node(g, v);
-    const float *w = f32_const(g, ui->inputs[1], C * per);
-    const float *b = ui->n_inputs >= 3 ? f32_const(g, ui->inputs[2], C) : NULL;
-    const float *sc, *bi, *mu, *var;
-    if (vi->n_inputs == 2) { /* the packed form: one [4, C] input of scale, bias, mean, var */
-        sc = f32_const(g, vi->inputs[1], 4 * C);
-        bi = sc ? sc + C : NULL;
-        mu = sc ? sc + 2 * C : NULL;
-        var = sc ? sc + 3 * C : NULL;
-    } else {
-        sc = f32_const(g, vi->inputs[1], C);
-        bi = f32_const(g, vi->inputs[2], C);
-        mu = f32_const(g, vi->inputs[3], C);
-        var = f32_const(g, vi->inputs[4], C);
-    }
+    const float *p[4];
+    bn_inputs(g, v, C, p);
     double eps = attr_f(g, v, "epsilon", 1e-5);
-    const char *bname = ui->n_inputs >= 3 ? af_graph_tensor(g, ui->inputs[2])->name : "bias";
-    newc_t *nw =
-        new_const(f, ui->inputs[1], af_graph_tensor(g, ui->inputs[1])->name, ui->name, C * per);
-    newc_t *nb = nw ? new_const(f, -1, bname, ui->name, C) : NULL;
-    if (!nb)
+    const char *bn = vi->name[0] ? vi->name : ui->name;
+    newc_t *ns = new_const(f, -1, "scale", bn, C);
+    newc_t *nt = ns ? new_const(f, -1, "shift", bn, C) : NULL;
+    newc_t *nz = nt && ui->n_inputs < 3 ? new_const(f, -1, "bias", ui->name, C) : NULL;
+    if (!nt || (ui->n_inputs < 3 && !nz))
         return AF_ENOMEM;
     for (int64_t o = 0; f->with_data && o < C; o++) {
-        double s = (double)sc[o] / sqrt((double)var[o] + eps);
-        for (int64_t i = 0; i < per; i++)
-            nw->data[o * per + i] = (float)((double)w[o * per + i] * s);
-        nb->data[o] = (float)(((b ? (double)b[o] : 0.0) - mu[o]) * s + bi[o]);
+        af__bn_affine(p[0][o], p[1][o], p[2][o], p[3][o], eps, &ns->data[o], &nt->data[o]);
+        if (nz)
+            nz->data[o] = 0.0f;
     }
     fnode_t *fu = &f->fn[u];
-    fu->w = (int32_t)(nw - f->nc);
-    fu->b = (int32_t)(nb - f->nc);
+    fu->aff = (int32_t)(ns - f->nc);
+    fu->b = nz ? (int32_t)(nz - f->nc) : -1;
     fu->out0 = vi->outputs[0];
     fu->cost += vi->cost > 0 ? vi->cost : 0;
     f->dead_n[v] = 1;
@@ -281,21 +288,20 @@ static int try_bn(fuse_t *f, int32_t u)
         !only_scratch_after_first(g, v) || attr_f(g, v, "training_mode", 0) != 0 ||
         !foldable(f, y, v))
         return 0;
-    int64_t C = wi->shape[0], per = wi->bytes / 4 / C;
-    if (per * C * 4 != wi->bytes)
+    int64_t C = wi->shape[0];
+    if (yi->rank < 3 || yi->shape[1] != C)
         return 0;
-    /* every parameter with data (new weights computed), or none (a structural fold) */
+    /* every parameter with data (s and t computed), or none (a structural fold) */
     int ok[2] = {1, 1};
     for (int m = 0; m < 2; m++) {
         int (*has)(const af_graph_t *, int32_t, int64_t) = m ? f32_const_nodata : has_data;
-        ok[m] = has(g, ui->inputs[1], C * per) && (ui->n_inputs < 3 || has(g, ui->inputs[2], C));
         for (int k = 1; k < vi->n_inputs; k++)
             ok[m] = ok[m] && has(g, vi->inputs[k], vi->n_inputs == 2 ? 4 * C : C);
     }
     if (!ok[0] && !ok[1])
         return 0;
     f->with_data = ok[0];
-    return fold_bn(f, u, v, C, per);
+    return fold_bn(f, u, v, C);
 }
 
 /* ---- Adds after a node: a constant bias, a residual ------------------------------------- */
@@ -391,7 +397,7 @@ static int try_bias(fuse_t *f, int32_t u)
     const af_node_info_t *ui = af_graph_node(g, u);
     int conv = !strcmp(ui->op, "Conv"), mm = !strcmp(ui->op, "MatMul");
     int32_t c, w;
-    if ((!conv && !mm) || ui->n_inputs < 2 || ui->n_inputs > (conv ? 3 : 2) ||
+    if ((!conv && !mm) || ui->n_inputs < 2 || ui->n_inputs > (conv ? 3 : 2) || f->fn[u].aff >= 0 ||
         (w = add_partner(f, u, &c)) < 0)
         return 0;
     int32_t y = out0(f, u);
@@ -495,8 +501,7 @@ static void drop_unread_constants(fuse_t *f)
             if (f->dead_n[c])
                 continue;
             for (int32_t j = 0; j < ci->n_inputs && !read; j++)
-                read = ci->inputs[j] == t &&
-                       !((j == 1 && f->fn[c].w >= 0) || (j == 2 && f->fn[c].b >= 0));
+                read = ci->inputs[j] == t && !(j == 2 && f->fn[c].b >= 0);
         }
         f->dead_t[t] = !read;
     }
@@ -566,15 +571,18 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     const af_graph_t *g = f->g;
     const af_node_info_t *ni = af_graph_node(g, v);
     const fnode_t *fv = &f->fn[v];
-    const char **in = names, **out = names + ni->n_inputs + 2; /* room for a bias and a sum */
+    const char **in = names, **out = names + ni->n_inputs + 4; /* bias, s, t, sum */
     int32_t n_in = ni->n_inputs;
     for (int32_t k = 0; k < ni->n_inputs; k++)
         in[k] = af_graph_tensor(g, ni->inputs[k])->name;
-    if (fv->w >= 0)
-        in[1] = f->nc[fv->w].name;
     if (fv->b >= 0) {
         in[2] = f->nc[fv->b].name;
         n_in = n_in < 3 ? 3 : n_in;
+    }
+    int32_t aff_at = n_in;
+    if (fv->aff >= 0) { /* the folded BatchNormalization's s and t, after the bias */
+        in[n_in++] = f->nc[fv->aff].name;
+        in[n_in++] = f->nc[fv->aff + 1].name;
     }
     if (fv->bias >= 0) /* a MatMul's input 2 */
         in[n_in++] = af_graph_tensor(g, fv->bias)->name;
@@ -610,6 +618,9 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     af_attr_t ba = {.name = "fused_bias", .type = AF_ATTR_INT, .i = bias_at};
     if (!rc && fv->bias >= 0)
         rc = af_graph_node_set_attr(ng, id, &ba, err);
+    af_attr_t aa = {.name = "fused_affine", .type = AF_ATTR_INT, .i = aff_at};
+    if (!rc && fv->aff >= 0)
+        rc = af_graph_node_set_attr(ng, id, &aa, err);
     if (!rc && fv->n_post)
         rc = add_post_attrs(fv, ng, id, err);
     return rc;
@@ -622,7 +633,7 @@ static int build(const fuse_t *f, af_graph_t **out, af_error_t *err)
     int32_t most = 4;
     for (int32_t v = 0; v < f->nn; v++) {
         const af_node_info_t *ni = af_graph_node(g, v);
-        most = ni->n_inputs + ni->n_outputs + 4 > most ? ni->n_inputs + ni->n_outputs + 4 : most;
+        most = ni->n_inputs + ni->n_outputs + 6 > most ? ni->n_inputs + ni->n_outputs + 6 : most;
     }
     const char **names = af__calloc((size_t)most, sizeof(char *));
     int rc = names ? af_graph_create(&ng) : AF_ENOMEM;
@@ -666,14 +677,14 @@ static int fuse_init(fuse_t *f, const af_graph_t *g)
     f->has_view = af__calloc((size_t)f->nt + 1, 1);
     f->dead_n = af__calloc((size_t)f->nn + 1, 1);
     f->fn = af__calloc((size_t)f->nn + 1, sizeof(fnode_t));
-    f->nc = af__calloc((size_t)f->nn * 2 + 1, sizeof(newc_t));
+    f->nc = af__calloc((size_t)f->nn * 3 + 1, sizeof(newc_t));
     if (!f->dead_t || !f->has_view || !f->dead_n || !f->fn || !f->nc)
         return AF_ENOMEM;
     for (int32_t t = 0; t < f->nt; t++)
         if (af_graph_tensor(g, t)->alias_of >= 0)
             f->has_view[af_graph_tensor(g, t)->alias_of] = 1;
     for (int32_t v = 0; v < f->nn; v++) {
-        f->fn[v].out0 = f->fn[v].w = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
+        f->fn[v].out0 = f->fn[v].aff = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
         f->fn[v].cost = af_graph_node(g, v)->cost;
     }
     return 0;
