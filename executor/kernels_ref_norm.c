@@ -7,9 +7,9 @@
  *
  * Statistics accumulate in double. An f32 BatchNormalization computes (float)(x * s) + t with
  * s and t of af__bn_affine (two f32 roundings: what a Conv with it folded computes, fuse.c).
- * Graphs built for planning (the model zoo) pack
- * BatchNormalization's scale/bias/mean/var into one [4, C] input and LayerNormalization's
- * scale/bias into one [2, C] input; both forms are read. Pure functions, no temporaries.
+ * Graphs built for planning (the model zoo) pack BatchNormalization's scale/bias/mean/var into
+ * one [4, C] input and LayerNormalization's scale/bias into one [2, C] input; both forms are
+ * read. Pure functions, no temporaries.
  */
 #include "executor/kernels_ref.h"
 

@@ -71,7 +71,7 @@ static const unary_op_t unary_ops[] = {
 typedef struct fnode {
     int32_t out0;   /* tensor that replaces output 0, or -1 */
     int32_t aff;    /* BN fold: index of the scale s in the new constants (shift t next), or -1 */
-    int32_t b;      /* index of the Conv's new bias in the new constants, or -1 */
+    int32_t w, b;   /* index of the Conv's new weights (fuse_bn = weights) / bias there, or -1 */
     int32_t sum;    /* residual: tensor added to output 0 (an extra input, in place), or -1 */
     int32_t bias;   /* MatMul: constant added along the last axis (input 2, fused_bias), or -1 */
     int32_t n_post; /* unary ops applied after the kernel */
@@ -96,6 +96,7 @@ typedef struct fuse {
     newc_t *nc; /* three per Conv at most */
     int32_t n_nc;
     int with_data; /* the BN fold being made computes data (else a structural fold) */
+    int weights;   /* fuse_bn = weights: s goes into the Conv's weights (W' = W s) */
     af_fuse_report_t rep;
 } fuse_t;
 
@@ -235,17 +236,42 @@ static void bn_inputs(const af_graph_t *g, int32_t v, int64_t C, const float *p[
                                  : f32_const(g, vi->inputs[k + 1], C);
 }
 
-/* Folds BN node v into Conv u (checked by try_bn) as the affine y = conv(x) * s + t after the
- * Conv (af__bn_affine: the BatchNormalization kernels' own two f32 operations, so the fused plan
- * computes the unfused plan's floats). A Conv without a bias gets a zero one (acc + 0 is acc):
- * the affine inputs and a residual then follow input 2. */
-static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C)
+/* fuse_bn = weights: W'[o] = W[o] s[o], B'[o] = (B[o] - mean[o]) s[o] + bias[o] in double, new
+ * constants "<W>#bn.<conv>", "<B>#bn.<conv>" (one pass less, other roundings). 1: the weights
+ * have no data while the BatchNormalization has (no fold). */
+static int fold_weights(fuse_t *f, int32_t u, const float *p[4], double eps, int64_t C)
 {
-    const af_graph_t *g = f->g;
-    const af_node_info_t *ui = af_graph_node(g, u), *vi = af_graph_node(g, v);
-    const float *p[4];
-    bn_inputs(g, v, C, p);
-    double eps = attr_f(g, v, "epsilon", 1e-5);
+    const af_node_info_t *ui = af_graph_node(f->g, u);
+    const af_tensor_info_t *wi = af_graph_tensor(f->g, ui->inputs[1]);
+    int64_t per = wi->bytes / 4 / C;
+    const float *w = f32_const(f->g, ui->inputs[1], C * per);
+    const float *b = ui->n_inputs >= 3 ? f32_const(f->g, ui->inputs[2], C) : NULL;
+    if (per * C * 4 != wi->bytes ||
+        (f->with_data ? !w || (ui->n_inputs >= 3 && !b)
+                      : !f32_const_nodata(f->g, ui->inputs[1], C * per)))
+        return 1;
+    const char *bname = ui->n_inputs >= 3 ? af_graph_tensor(f->g, ui->inputs[2])->name : "bias";
+    newc_t *nw = new_const(f, ui->inputs[1], wi->name, ui->name, C * per);
+    newc_t *nb = nw ? new_const(f, -1, bname, ui->name, C) : NULL;
+    if (!nb)
+        return AF_ENOMEM;
+    for (int64_t o = 0; f->with_data && o < C; o++) {
+        double s = (double)p[0][o] / sqrt((double)p[3][o] + eps);
+        for (int64_t i = 0; i < per; i++)
+            nw->data[o * per + i] = (float)((double)w[o * per + i] * s);
+        nb->data[o] = (float)(((b ? (double)b[o] : 0.0) - p[2][o]) * s + p[1][o]);
+    }
+    f->fn[u].w = (int32_t)(nw - f->nc);
+    f->fn[u].b = (int32_t)(nb - f->nc);
+    return 0;
+}
+
+/* fuse_bn = affine (the default): s and t (af__bn_affine: the BatchNormalization kernels' own
+ * two f32 operations, so the fused plan computes the unfused plan's floats) become inputs of
+ * Conv u after its bias. A Conv without a bias gets a zero one (acc + 0 is acc). */
+static int fold_affine(fuse_t *f, int32_t u, int32_t v, const float *p[4], double eps, int64_t C)
+{
+    const af_node_info_t *ui = af_graph_node(f->g, u), *vi = af_graph_node(f->g, v);
     const char *bn = vi->name[0] ? vi->name : ui->name;
     newc_t *ns = new_const(f, -1, "scale", bn, C);
     newc_t *nt = ns ? new_const(f, -1, "shift", bn, C) : NULL;
@@ -257,9 +283,24 @@ static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C)
         if (nz)
             nz->data[o] = 0.0f;
     }
+    f->fn[u].aff = (int32_t)(ns - f->nc);
+    f->fn[u].b = nz ? (int32_t)(nz - f->nc) : -1;
+    return 0;
+}
+
+/* Folds BN node v into Conv u (checked by try_bn), as the affine after the Conv or into its
+ * weights (option fuse_bn). */
+static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C)
+{
+    const af_graph_t *g = f->g;
+    const af_node_info_t *ui = af_graph_node(g, u), *vi = af_graph_node(g, v);
+    const float *p[4];
+    bn_inputs(g, v, C, p);
+    double eps = attr_f(g, v, "epsilon", 1e-5);
+    int rc = f->weights ? fold_weights(f, u, p, eps, C) : fold_affine(f, u, v, p, eps, C);
+    if (rc)
+        return rc > 0 ? 0 : rc;
     fnode_t *fu = &f->fn[u];
-    fu->aff = (int32_t)(ns - f->nc);
-    fu->b = nz ? (int32_t)(nz - f->nc) : -1;
     fu->out0 = vi->outputs[0];
     fu->cost += vi->cost > 0 ? vi->cost : 0;
     f->dead_n[v] = 1;
@@ -501,7 +542,8 @@ static void drop_unread_constants(fuse_t *f)
             if (f->dead_n[c])
                 continue;
             for (int32_t j = 0; j < ci->n_inputs && !read; j++)
-                read = ci->inputs[j] == t && !(j == 2 && f->fn[c].b >= 0);
+                read = ci->inputs[j] == t &&
+                       !((j == 1 && f->fn[c].w >= 0) || (j == 2 && f->fn[c].b >= 0));
         }
         f->dead_t[t] = !read;
     }
@@ -575,6 +617,8 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     int32_t n_in = ni->n_inputs;
     for (int32_t k = 0; k < ni->n_inputs; k++)
         in[k] = af_graph_tensor(g, ni->inputs[k])->name;
+    if (fv->w >= 0)
+        in[1] = f->nc[fv->w].name;
     if (fv->b >= 0) {
         in[2] = f->nc[fv->b].name;
         n_in = n_in < 3 ? 3 : n_in;
@@ -684,19 +728,21 @@ static int fuse_init(fuse_t *f, const af_graph_t *g)
         if (af_graph_tensor(g, t)->alias_of >= 0)
             f->has_view[af_graph_tensor(g, t)->alias_of] = 1;
     for (int32_t v = 0; v < f->nn; v++) {
-        f->fn[v].out0 = f->fn[v].aff = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
+        f->fn[v].out0 = f->fn[v].aff = f->fn[v].w = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
         f->fn[v].cost = af_graph_node(g, v)->cost;
     }
     return 0;
 }
 
-int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err)
+int af__plan_fuse_with(const af_graph_t *g, const af_plan_opts_t *opts, af_graph_t **out,
+                       af_fuse_report_t *rep, af_error_t *err)
 {
     if (!g || !out || !af_graph_is_finalized(g))
         return af__err(err, AF_EINVAL, "af_plan_fuse: %s",
                        !g || !out ? "NULL argument" : "graph is not finalized");
     fuse_t f;
     memset(&f, 0, sizeof f);
+    f.weights = opts && opts->fuse_bn == AF_FUSE_BN_WEIGHTS;
     int rc = fuse_init(&f, g);
     const int32_t *order = af_graph_input_order(g);
     for (int32_t i = 0; !rc && i < f.nn; i++)
@@ -729,68 +775,7 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
     return rc;
 }
 
-int af_plan_restore_counts(const af_graph_t *g, const af_plan_opts_t *opts, int32_t *tensors,
-                           int32_t *nodes, af_error_t *err)
+int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err)
 {
-    if (!g || !tensors || !nodes || !af_graph_is_finalized(g))
-        return af__err(err, AF_EINVAL, "af_plan_restore_counts: NULL or unfinalized graph");
-    *tensors = af_graph_tensor_count(g);
-    *nodes = af_graph_node_count(g);
-    if (!opts || opts->fuse != AF_FUSE_ON)
-        return 0;
-    af_graph_t *fg = NULL;
-    af_fuse_report_t fr;
-    int rc = af_plan_fuse(g, &fg, &fr, err);
-    if (!rc && fr.fused_nodes) {
-        *tensors = af_graph_tensor_count(fg);
-        *nodes = af_graph_node_count(fg);
-    }
-    af_graph_destroy(fg);
-    return rc;
-}
-
-/* With fuse = on: plans (or restores) the fused graph, which the plan then owns, and reports
- * what fusion saved against the same options on g (not on a restore: a cache hit stays cheap). */
-int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
-                   const uint64_t *offsets, af_plan_t **out, af_error_t *err)
-{
-    af_graph_t *fg = NULL;
-    af_fuse_report_t fr;
-    int rc = af_plan_fuse(g, &fg, &fr, err);
-    if (rc)
-        return rc;
-    af_plan_opts_t o = *opts;
-    o.fuse = AF_FUSE_OFF;
-    const af_graph_t *use = fr.fused_nodes ? fg : g;
-    af_plan_t *p = NULL;
-    rc = order ? af_plan_restore(use, &o, order, offsets, &p, err)
-               : af_plan_create(use, &o, &p, err);
-    if (rc || !fr.fused_nodes) {
-        af_graph_destroy(fg);
-        fg = NULL;
-    }
-    if (rc)
-        return rc;
-    p->fused_g = fg;
-    p->opts.fuse = AF_FUSE_ON;
-    p->rep.fused_nodes = fr.fused_nodes;
-    p->rep.bn_folded = fr.bn_folded;
-    p->rep.sums_folded = fr.sums;
-    p->rep.biases_folded = fr.biases;
-    p->rep.fused_tensors = fr.removed_tensors;
-    p->rep.unfused_bytes = fr.fused_nodes ? 0 : p->arena;
-    if (fr.fused_nodes && !order) {
-        af_plan_t *q = NULL;
-        o.budget = 0;
-        o.verify = 0;
-        if ((rc = af_plan_create(g, &o, &q, err)) == 0)
-            p->rep.unfused_bytes = q->arena;
-        af_plan_destroy(q);
-    }
-    if (rc) {
-        af_plan_destroy(p);
-        return rc;
-    }
-    *out = p;
-    return 0;
+    return af__plan_fuse_with(g, NULL, out, rep, err);
 }

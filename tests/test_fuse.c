@@ -751,6 +751,46 @@ static void test_fuse_bn_bit_identical(void **state)
     af_graph_destroy(g);
 }
 
+/* fuse_bn = weights: the old fold, s into the weights (new constants W', B'), no affine inputs;
+ * close to the unfused plan but not bit for bit. */
+static void test_fuse_bn_weights_option(void **state)
+{
+    (void)state;
+    af_graph_t *g = conv_bn_block();
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    assert_int_equal(o.fuse_bn, AF_FUSE_BN_AFFINE);
+    assert_int_equal(af_plan_opts_set(&o, "fuse", "on", NULL), 0);
+    assert_int_equal(af_plan_opts_set(&o, "fuse_bn", "weights", NULL), 0);
+    assert_int_not_equal(af_plan_opts_set(&o, "fuse_bn", "both", NULL), 0);
+    af_plan_t *p1 = NULL, *p0 = plan(g, AF_FUSE_OFF);
+    assert_int_equal(af_plan_create(g, &o, &p1, NULL), 0);
+    const af_graph_t *fg = af_plan_graph(p1);
+    assert_int_equal(af_plan_report(p1)->bn_folded, 2);
+    int32_t c1 = af_graph_find_node(fg, "c1");
+    assert_true(c1 >= 0);
+    assert_null(af_graph_node_attr(fg, c1, "fused_affine"));
+    assert_int_equal(af_graph_node(fg, c1)->n_inputs, 3);
+    assert_string_equal(af_graph_tensor(fg, af_graph_node(fg, c1)->inputs[1])->name, "c1.W#bn.c1");
+    af_executor_t *ex = make_exec("reference");
+    size_t n0, n1;
+    float *a = run_once(ex, p0, 0, &n0), *b = run_once(ex, p1, 0, &n1);
+    assert_int_equal(n0, n1);
+    double big = 0, worst = 0;
+    for (size_t e = 0; e < n0; e++) {
+        big = fabs(a[e]) > big ? fabs(a[e]) : big;
+        worst = fabs(a[e] - b[e]) > worst ? fabs(a[e] - b[e]) : worst;
+    }
+    printf("fuse_bn = weights: worst difference %.3g of %.4g\n", worst, big);
+    assert_true(big > 0 && worst <= TOL * big);
+    free(a);
+    free(b);
+    af_executor_destroy(ex);
+    af_plan_destroy(p0);
+    af_plan_destroy(p1);
+    af_graph_destroy(g);
+}
+
 static void test_fuse_bad_option_and_args(void **state)
 {
     (void)state;
@@ -791,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_fuse_outputs_equal_unfused_small),
         cmocka_unit_test(test_fuse_zoo_real_kernels),
         cmocka_unit_test(test_fuse_bn_bit_identical),
+        cmocka_unit_test(test_fuse_bn_weights_option),
         cmocka_unit_test(test_fuse_bad_option_and_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
