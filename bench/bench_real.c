@@ -24,9 +24,11 @@
  * verify kernels on the very plan the oneDNN kernels run on.
  * --fuse on|off: operator fusion (planner option fuse; default on when planning for the real or
  * onednn kernels, as `arenaflow run` does); the JSON gives fused_nodes and the plan's arena.
+ * --fuse-bn affine|weights: how a BatchNormalization folds into its Conv (planner fuse_bn).
  *
  * Usage: bench_real MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] [--intra K]
- *                   [--kernels SET] [--plan-for SET] [--fuse on|off] [--rounds N] [--warmup N]
+ *                   [--kernels SET] [--plan-for SET] [--fuse on|off] [--fuse-bn affine|weights]
+ *                   [--rounds N] [--warmup N]
  *                   [--profile] [--fill-weights] [--output-dir DIR] [--json]
  */
 #include "arenaflow/executor.h"
@@ -158,7 +160,7 @@ static int observe(void *user, const af_kernel_args_t *a)
 /* ---- the run ----------------------------------------------------------------------------- */
 
 typedef struct args {
-    const char *model, *kernels, *plan_for, *output_dir, *fuse;
+    const char *model, *kernels, *plan_for, *output_dir, *fuse, *fuse_bn;
     const char *inputs[16]; /* importer dims specs */
     char specs[16][600];
     struct {
@@ -242,6 +244,8 @@ static int parse(int argc, char **argv, args_t *a)
             a->plan_for = argv[++i];
         else if (!strcmp(s, "--fuse") && v)
             a->fuse = argv[++i];
+        else if (!strcmp(s, "--fuse-bn") && v)
+            a->fuse_bn = argv[++i];
         else if (!strcmp(s, "--rounds") && v)
             a->rounds = atoi(argv[++i]);
         else if (!strcmp(s, "--warmup") && v)
@@ -405,7 +409,8 @@ int main(int argc, char **argv)
     args_t a;
     if (parse(argc, argv, &a)) {
         fprintf(stderr, "usage: bench_real MODEL [--input NAME=DIMS|NAME=FILE]... [--threads N] "
-                        "[--intra K] [--kernels SET] [--plan-for SET] [--fuse on|off] [--rounds N] "
+                        "[--intra K] [--kernels SET] [--plan-for SET] [--fuse on|off] [--fuse-bn "
+                        "affine|weights] [--rounds N] "
                         "[--warmup N] "
                         "[--profile] [--fill-weights] [--output-dir DIR] [--json]\n");
         return 2;
@@ -435,7 +440,8 @@ int main(int argc, char **argv)
     lo.kernels = a.plan_for ? a.plan_for : a.kernels;
     af_plan_opts_t po; /* fusion: --fuse, else on when planning for real / onednn kernels */
     af_plan_opts_init(&po);
-    if (a.fuse && af_plan_opts_set(&po, "fuse", a.fuse, &err)) {
+    if ((a.fuse && af_plan_opts_set(&po, "fuse", a.fuse, &err)) ||
+        (a.fuse_bn && af_plan_opts_set(&po, "fuse_bn", a.fuse_bn, &err))) {
         fprintf(stderr, "bench_real: %s\n", err.msg);
         return 2;
     }

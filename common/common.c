@@ -6,6 +6,7 @@
 #include "common/common_int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,4 +291,12 @@ const char *af_version(void)
 void af_free(void *p)
 {
     af__free(p);
+}
+
+void af__bn_affine(double scale, double bias, double mean, double var, double eps, float *s,
+                   float *t)
+{
+    double k = scale / sqrt(var + eps);
+    *s = (float)k;
+    *t = (float)(bias - mean * k);
 }

@@ -113,4 +113,12 @@ int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__
  * AF_EINVAL with ids untouched when a key is outside, AF_ENOMEM when out of memory, else 0. */
 int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range);
 
+/* BatchNormalization (inference) as a per-channel affine y = x * s + t, the one definition the
+ * fusion pass (planner/fuse.c) and the BatchNormalization kernels share so a Conv with the
+ * folded affine computes the unfused plan's floats: k = scale / sqrt(var + eps) and
+ * bias - mean * k in double, each rounded to f32 once (*s, *t). The kernels then compute
+ * (float)(x * s) + t: two f32 operations, never contracted (the build passes -ffp-contract=off). */
+void af__bn_affine(double scale, double bias, double mean, double var, double eps, float *s,
+                   float *t);
+
 #endif

@@ -318,8 +318,10 @@ typedef struct af__kprep_out {
 
 #define AF__POST_MAX 8
 typedef struct af__post {
-    int32_t bias; /* fused_bias: constant input added along output 0's last axis first, or -1 */
-    int32_t sum;  /* fused_sum: input added to output 0 before the unary ops, or -1 */
+    int32_t affine; /* fused_affine: inputs affine (s) and affine + 1 (t), per channel (dim 1)
+                       of output 0: y = (float)(y * s) + t, first (a folded BatchNormalization) */
+    int32_t bias;   /* fused_bias: constant input added along output 0's last axis first, or -1 */
+    int32_t sum;    /* fused_sum: input added to output 0 before the unary ops, or -1 */
     int32_t n;
     const char *op[AF__POST_MAX]; /* ONNX op names, static */
     int kind[AF__POST_MAX];
@@ -327,17 +329,20 @@ typedef struct af__post {
                                                 Clip min max */
 } af__post_t;
 
-/* The fused_bias and fused_sum inputs and fused_post ops of node v (bias, sum -1, n 0 when
- * none). AF_EINVAL when the attributes are malformed. */
+/* The fused_affine, fused_bias and fused_sum inputs and fused_post ops of node v (affine, bias,
+ * sum -1, n 0 when none). AF_EINVAL when the attributes are malformed. */
 int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *err);
 /* The mode of node v before its kernels are prepared: AF__POST_LOOP when it has fused ops. */
 int af__post_mode(const af_graph_t *g, int32_t v);
 /* p->post modes: the kernel alone, the kernel then the C loop (bias, sum, unary ops), or a
  * primitive that applies them (its dst must hold the sum input first). */
 enum { AF__POST_NONE = 0, AF__POST_LOOP = 1, AF__POST_PRIM = 2 };
-/* Calls fn for node v with its fused ops in mode (not AF__POST_NONE). */
+/* 1 when pp holds a fused op. */
+int af__post_any(const af__post_t *pp);
+/* Calls fn for node v with its fused ops in mode (not AF__POST_NONE); layout0 is output 0's
+ * layout (AF__LAYOUT_*: where its channels are, for fused_affine). */
 int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
-                  int mode);
+                  int mode, int layout0);
 
 typedef struct af__kernel_entry {
     const char *op;

@@ -1,5 +1,9 @@
 /*
  * Fused ops (planner/fuse.c, af_plan_fuse) around a node's kernel. A node may carry
+ * - fused_affine = k: inputs k (s) and k + 1 (t), one value per channel (dim 1) of output 0:
+ *   y = (float)(y * s) + t, first (a BatchNormalization folded into a Conv; the
+ *   BatchNormalization kernels compute these two f32 operations from the same s and t,
+ *   af__bn_affine, so the fused node gives the unfused plan's floats);
  * - fused_bias = k: constant input k is added along output 0's last axis (a MatMul's bias: a
  *   PyTorch Linear), first;
  * - fused_sum = k: input k is added to output 0 (a residual Add folded into a Conv, MatMul or
@@ -99,10 +103,16 @@ static int input_attr(const af_graph_t *g, int32_t v, const char *name, int32_t 
     return 0;
 }
 
+int af__post_any(const af__post_t *pp)
+{
+    return pp->n > 0 || pp->sum >= 0 || pp->bias >= 0 || pp->affine >= 0;
+}
+
 int af__post_mode(const af_graph_t *g, int32_t v)
 {
     return af_graph_node_attr(g, v, "fused_post") || af_graph_node_attr(g, v, "fused_sum") ||
-                   af_graph_node_attr(g, v, "fused_bias")
+                   af_graph_node_attr(g, v, "fused_bias") ||
+                   af_graph_node_attr(g, v, "fused_affine")
                ? AF__POST_LOOP
                : AF__POST_NONE;
 }
@@ -111,10 +121,16 @@ int af__post_parse(const af_graph_t *g, int32_t v, af__post_t *out, af_error_t *
 {
     memset(out, 0, sizeof *out);
     int rc = input_attr(g, v, "fused_sum", &out->sum, err);
-    if (rc || (rc = input_attr(g, v, "fused_bias", &out->bias, err)))
+    if (rc || (rc = input_attr(g, v, "fused_bias", &out->bias, err)) ||
+        (rc = input_attr(g, v, "fused_affine", &out->affine, err)))
         return rc;
-    if (out->bias >= 0 && out->bias == out->sum)
-        return af__err(err, AF_EINVAL, "node '%s': fused_bias and fused_sum name one input",
+    int32_t f = out->affine, ni = af_graph_node(g, v)->n_inputs;
+    if ((out->bias >= 0 && out->bias == out->sum) ||
+        (f >= 0 && (f + 1 >= ni || out->sum == f || out->sum == f + 1 || out->bias == f ||
+                    out->bias == f + 1)))
+        return af__err(err, AF_EINVAL,
+                       "node '%s': fused_affine, fused_bias and fused_sum name "
+                       "one input",
                        af_graph_node(g, v)->name);
     const af_attr_t *ops = af_graph_node_attr(g, v, "fused_post");
     if (!ops)
@@ -175,11 +191,41 @@ static void loop_op(float *y, uint64_t n, const post_op_t *o)
     }
 }
 
-/* The C loop: y += bias along the last axis (nb elements), y += s (when there is a sum input),
- * then every unary op in order: the unfused nodes' f32 arithmetic. */
-static void loop(float *y, const float *bias, uint64_t nb, const float *s, uint64_t n,
-                 const af__post_t *pp)
+/* A folded BatchNormalization on y, C channels of `inner` elements each (plain: [N, C, inner];
+ * channels-last: [N, inner, C]): the BatchNormalization kernels' two roundings. */
+typedef struct affine {
+    const float *s, *t;
+    uint64_t c, inner;
+    int last;
+} affine_t;
+
+static void loop_affine(float *y, uint64_t n, const affine_t *f)
 {
+    if (f->last) {
+        for (uint64_t r = 0; r < n; r += f->c)
+            for (uint64_t j = 0; j < f->c; j++) {
+                float p = y[r + j] * f->s[j];
+                y[r + j] = p + f->t[j];
+            }
+        return;
+    }
+    for (uint64_t r = 0, ch = 0; r < n; r += f->inner, ch = (ch + 1) % f->c) {
+        float s = f->s[ch], t = f->t[ch];
+        for (uint64_t j = 0; j < f->inner; j++) {
+            float p = y[r + j] * s;
+            y[r + j] = p + t;
+        }
+    }
+}
+
+/* The C loop: the affine (when there is one), y += bias along the last axis (nb elements),
+ * y += s (when there is a sum input), then every unary op in order: the unfused nodes' f32
+ * arithmetic. */
+static void loop(float *y, const affine_t *aff, const float *bias, uint64_t nb, const float *s,
+                 uint64_t n, const af__post_t *pp)
+{
+    if (aff)
+        loop_affine(y, n, aff);
     for (uint64_t r = 0; bias && r < n; r += nb)
         for (uint64_t j = 0; j < nb; j++)
             y[r + j] += bias[j];
@@ -198,12 +244,33 @@ static int overlap(const void *a, uint64_t n, const void *b, uint64_t m)
     return x < y + m && y < x + n;
 }
 
+/* The affine of fused_affine = pp->affine over output 0 (bytes), laid out as layout0. */
+static int affine_of(const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
+                     const af__post_t *pp, int layout0, affine_t *f)
+{
+    const af_tensor_info_t *yi = af_graph_tensor(g, af_graph_node(g, v)->outputs[0]);
+    uint64_t n = a->output_bytes[0] / sizeof(float);
+    f->s = a->inputs[pp->affine];
+    f->t = a->inputs[pp->affine + 1];
+    f->c = yi->rank >= 2 && yi->shape[1] > 0 ? (uint64_t)yi->shape[1] : 0;
+    f->last = layout0 == AF__LAYOUT_CHANNELS_LAST;
+    uint64_t outer = yi->shape[0] > 0 ? (uint64_t)yi->shape[0] * f->c : 0;
+    f->inner = outer && n % outer == 0 ? n / outer : 0;
+    if (!f->s || !f->t || !f->inner || a->input_bytes[pp->affine] != f->c * sizeof(float) ||
+        a->input_bytes[pp->affine + 1] != f->c * sizeof(float))
+        return AF_ESHAPE;
+    return 0;
+}
+
 int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kernel_args_t *a,
-                  int mode)
+                  int mode, int layout0)
 {
     af__post_t pp;
     if (af__post_parse(g, v, &pp, NULL) || a->n_outputs < 1 || !a->outputs[0])
         return AF_EINVAL;
+    affine_t aff = {0};
+    if (pp.affine >= 0 && mode == AF__POST_LOOP && affine_of(g, v, a, &pp, layout0, &aff))
+        return AF_ESHAPE;
     float *y = a->outputs[0];
     uint64_t bytes = a->output_bytes[0], n = bytes / sizeof(float);
     const float *s = NULL, *bias = pp.bias >= 0 ? a->inputs[pp.bias] : NULL;
@@ -229,7 +296,7 @@ int af__post_call(af_kernel_fn fn, const af_graph_t *g, int32_t v, const af_kern
     }
     int rc = fn(a);
     if (!rc && mode == AF__POST_LOOP)
-        loop(y, bias, nb, s, n, &pp);
+        loop(y, pp.affine >= 0 ? &aff : NULL, bias, nb, s, n, &pp);
     af__free(tmp);
     return rc;
 }

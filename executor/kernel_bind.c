@@ -123,8 +123,7 @@ static int bind_post(const af_executor_t *ex, af__prog_t *p, af_error_t *err)
         int rc = af__post_parse(p->g, v, &pp, err);
         if (rc)
             return rc;
-        p->post[v] = (pp.n > 0 || pp.sum >= 0 || pp.bias >= 0) &&
-                             !(ex->set->all && p->kfn[v] == ex->set->all)
+        p->post[v] = af__post_any(&pp) && !(ex->set->all && p->kfn[v] == ex->set->all)
                          ? AF__POST_LOOP
                          : AF__POST_NONE;
     }

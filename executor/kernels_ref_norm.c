@@ -5,9 +5,11 @@
  * statistics), LayerNormalization (with Mean and InvStdDev outputs), InstanceNormalization,
  * LRN, MeanVarianceNormalization, SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss.
  *
- * Statistics accumulate in double. Graphs built for planning (the model zoo) pack
- * BatchNormalization's scale/bias/mean/var into one [4, C] input and LayerNormalization's
- * scale/bias into one [2, C] input; both forms are read. Pure functions, no temporaries.
+ * Statistics accumulate in double. An f32 BatchNormalization computes (float)(x * s) + t with
+ * s and t of af__bn_affine (two f32 roundings: what a Conv with it folded computes, fuse.c).
+ * Graphs built for planning (the model zoo) pack BatchNormalization's scale/bias/mean/var into
+ * one [4, C] input and LayerNormalization's scale/bias into one [2, C] input; both forms are
+ * read. Pure functions, no temporaries.
  */
 #include "executor/kernels_ref.h"
 
@@ -147,13 +149,17 @@ static int k_BatchNormalization(const af_kernel_args_t *a)
             v = bv;
         }
         double k = sc / sqrt(v + eps), o = b - m * k;
+        float fs, ft; /* f32: the affine a Conv with this BatchNormalization folded computes */
+        af__bn_affine(sc, b, m, v, eps, &fs, &ft);
         for (int64_t i = 0; i < n; i++) {
             int64_t base = (i * c + ch) * inner;
             if (dt == AF_DTYPE_F32) {
                 const float *xp = (const float *)a->inputs[0] + base;
                 float *yp = (float *)a->outputs[0] + base;
-                for (int64_t j = 0; j < inner; j++)
-                    yp[j] = (float)(xp[j] * k + o);
+                for (int64_t j = 0; j < inner; j++) {
+                    float p = xp[j] * fs;
+                    yp[j] = p + ft;
+                }
                 continue;
             }
             for (int64_t j = 0; j < inner; j++)

@@ -104,8 +104,43 @@ static int is_slow(dnnl_primitive_desc_t pd)
 typedef struct conv_io {
     dnnl_memory_desc_t x, w_user, b, y;
     int has_bias;
+    int32_t affine;         /* fused_affine: input of s (t next), or -1 */
+    dnnl_memory_desc_t aff; /* their [1, C, 1...] descriptor */
     odn_win_t win;
 } conv_io_t;
+
+/*
+ * The attribute of a convolution with its fused ops as post-ops (af_plan_fuse): a folded
+ * BatchNormalization's affine first, as binary post-ops (multiply by s, then add t, per channel:
+ * the BatchNormalization kernels' two f32 operations), then the sum and the unary ops
+ * (af__odn_fused_post). All of them or none: b->post_fused says which; with none the C loop
+ * applies them all (fused_post.c).
+ */
+static int conv_attr(odn_build_t *b, const conv_io_t *io, dnnl_primitive_attr_t *attr)
+{
+    if (io->affine < 0)
+        return af__odn_post_attr(b, attr);
+    int rc = af__odn_attr_create(b, attr);
+    b->post_fused = 0;
+    dnnl_post_ops_t po = NULL;
+    if (rc || b->no_post)
+        return rc;
+    if (dnnl_post_ops_create(&po) != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        return af__err(b->err, AF_ENOMEM, "oneDNN: cannot create post-ops");
+    }
+    af__post_t pp;
+    int ok = !af__post_parse(b->in->g, b->in->node, &pp, NULL) &&
+             dnnl_post_ops_append_binary(po, dnnl_binary_mul, &io->aff) == dnnl_success &&
+             dnnl_post_ops_append_binary(po, dnnl_binary_add, &io->aff) == dnnl_success;
+    if (ok && (pp.n > 0 || pp.sum >= 0)) {
+        af__odn_fused_post(b, po);
+        ok = b->post_fused;
+    }
+    b->post_fused = ok && dnnl_primitive_attr_set_post_ops(*attr, po) == dnnl_success;
+    dnnl_post_ops_destroy(po);
+    return 0;
+}
 
 /* Creates the conv/deconv descriptor on src/dst mds (weights "any") and its pd. */
 static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dnnl_memory_desc_t *x,
@@ -130,12 +165,16 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
                                                    w->d, w->pl, w->pr);
     if (s != dnnl_success)
         return af__odn_nosup(b, "convolution descriptor");
-    dnnl_primitive_attr_t attr; /* with the fused unary ops (af_plan_fuse) as post-ops */
-    int rc = af__odn_post_attr(b, &attr);
+    dnnl_primitive_attr_t attr; /* with the fused ops (af_plan_fuse) as post-ops */
+    int rc = conv_attr(b, io, &attr);
     if (rc)
         return rc;
     rc = af__odn_pd(b, &d, attr, pd);
     dnnl_primitive_attr_destroy(attr);
+    if (rc == AF_ENOTSUP && b->post_fused) { /* not with these post-ops: the C loop's turn */
+        b->post_fused = 0;
+        rc = af__odn_pd(b, &d, NULL, pd);
+    }
     return rc;
 }
 
@@ -230,6 +269,19 @@ static int conv_io(odn_build_t *b, int transposed, conv_io_t *io)
     if (dnnl_memory_desc_init_by_strides(&io->w_user, n, wd, io->x.data_type, ws) != dnnl_success)
         return af__odn_nosup(b, "weights descriptor");
     io->has_bias = ni->n_inputs > 2;
+    io->affine = -1;
+    const af_attr_t *fa = transposed ? NULL : af__odn_attr(b, "fused_affine");
+    if (fa) {
+        dnnl_dims_t ad = {1, cout, 1, 1, 1};
+        static const dnnl_format_tag_t plain[] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
+        io->affine = fa->type == AF_ATTR_INT ? (int32_t)fa->i : -1;
+        const af_tensor_info_t *st = io->affine >= 2 && io->affine + 1 < ni->n_inputs
+                                         ? af_graph_tensor(b->in->g, ni->inputs[io->affine])
+                                         : NULL;
+        if (!st || st->dtype != AF_DTYPE_F32 || st->bytes != cout * 4 ||
+            dnnl_memory_desc_init_by_tag(&io->aff, nx, ad, dnnl_f32, plain[nx - 3]) != dnnl_success)
+            return af__odn_nosup(b, "fused_affine is not two f32 vectors of the channels");
+    }
     if (io->has_bias) {
         dnnl_dims_t bd = {cout, 1, 1, 1, 1}; /* ConvTranspose: [1, cout, 1...], a binary's */
         if (transposed)
@@ -276,13 +328,16 @@ static int conv_common(odn_build_t *b, int transposed)
         if ((rc = conv_choose(b, &io, transposed, &pd)))
             return rc;
     }
-    odn_arg_t args[4];
+    odn_arg_t args[6];
     int n = 0;
     args[n++] = af__odn_arg(transposed ? DNNL_ARG_DIFF_DST : DNNL_ARG_SRC, ODN_IN, 0, 0, &io.x);
     rc = af__odn_arg_const(b, DNNL_ARG_WEIGHTS, 1, &io.w_user,
                            dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &args[n++]);
     if (!rc && io.has_bias && !transposed)
         rc = af__odn_arg_const(b, DNNL_ARG_BIAS, 2, &io.b, &io.b, &args[n++]);
+    for (int k = 0; !rc && b->post_fused && io.affine >= 0 && k < 2; k++) /* s, t */
+        rc = af__odn_arg_const(b, DNNL_ARG_ATTR_MULTIPLE_POST_OP(k) | DNNL_ARG_SRC_1, io.affine + k,
+                               &io.aff, &io.aff, &args[n++]);
     if (rc) {
         for (int k = 0; k < n; k++)
             if (args[k].fixed)

@@ -6,7 +6,8 @@
  * - AveragePool with ceil_mode and count_include_pad: how ONNX counts the overhang is not
  *   oneDNN's rule; MaxPool with an Indices output.
  * - Softmax over one axis (the reference kernel's semantics).
- * - BatchNormalization in inference mode with its five inputs.
+ * - BatchNormalization in inference mode with its five constant inputs, as the per-channel
+ *   affine y = (float)(x * s) + t (af__bn_affine): what a Conv with the folded affine computes.
  * - LayerNormalization normalises the dims from `axis` on: the tensor is seen as
  *   [outer, inner], oneDNN normalises the last dim.
  * - InstanceNormalization: batch normalisation with computed statistics on the tensor seen as
@@ -167,6 +168,50 @@ static int vec_md(odn_build_t *b, int32_t i, int64_t c, dnnl_memory_desc_t *md)
     return af__odn_md_as(b, ni->inputs[i], 1, d, md);
 }
 
+/* s and t of BatchNormalization (af__bn_affine) for c channels into st[0..c) and st[c..2c)
+ * (zeros while querying). */
+static int bn_affine(odn_build_t *b, int64_t c, float *st)
+{
+    const float *p[4];
+    for (int i = 0; i < 4; i++)
+        if (!af__odn_is_const(b, i + 1) || (!(p[i] = af__odn_const(b, i + 1)) && b->st))
+            return af__odn_nosup(b, "BatchNormalization parameters must be constants");
+    double eps = af__odn_attr_f(b, "epsilon", 1e-5);
+    for (int64_t k = 0; k < c; k++)
+        if (b->st)
+            af__bn_affine(p[0][k], p[1][k], p[2][k], p[3][k], eps, &st[k], &st[c + k]);
+        else
+            st[k] = st[c + k] = 0.0f;
+    return 0;
+}
+
+/* The post-ops of the BatchNormalization binary: + t, then the node's fused unary ops
+ * (af__odn_fused_post; b->post_fused says whether they made it, else the C loop applies them). */
+static int bn_post(odn_build_t *b, const dnnl_memory_desc_t *mc, dnnl_primitive_attr_t attr)
+{
+    af__post_t pp;
+    int more = !af__post_parse(b->in->g, b->in->node, &pp, NULL) && pp.n > 0 && pp.sum < 0;
+    b->post_fused = 0;
+    for (int pass = more ? 0 : 1; pass < 2; pass++) {
+        dnnl_post_ops_t po = NULL;
+        int ok = dnnl_post_ops_create(&po) == dnnl_success &&
+                 dnnl_post_ops_append_binary(po, dnnl_binary_add, mc) == dnnl_success;
+        if (ok && !pass)
+            af__odn_fused_post(b, po);
+        ok = ok && (pass || b->post_fused) &&
+             dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+        if (po)
+            dnnl_post_ops_destroy(po);
+        if (ok)
+            return 0;
+        b->post_fused = 0;
+    }
+    return af__odn_nosup(b, "binary post-op");
+}
+
+/* BatchNormalization (inference) as y = (float)(x * s) + t per channel: a binary multiply with
+ * an add post-op, the two f32 operations of a Conv with the folded affine (af_plan_fuse), so
+ * fused and unfused plans give the same floats; fused unary ops after it are post-ops too. */
 int af__odn_batchnorm(odn_build_t *b)
 {
     const af_node_info_t *ni = af_graph_node(b->in->g, b->in->node);
@@ -174,26 +219,47 @@ int af__odn_batchnorm(odn_build_t *b)
     dnnl_dims_t x, y;
     if ((rc = io_shapes(b, &nx, x, &ny, y)))
         return rc;
-    if (ni->n_inputs != 5 || b->n_out != 1 || nx < 2 || nx > 5 ||
+    if (ni->n_inputs != 5 || b->n_out != 1 || nx < 2 || nx > 5 || ny != nx ||
         af__odn_attr_i(b, "training_mode", 0))
         return af__odn_nosup(b, "BatchNormalization other than inference with 5 inputs");
-    dnnl_memory_desc_t mx, my, v[4];
-    if ((rc = io_mds(b, &mx, &my)))
-        return rc;
+    dnnl_memory_desc_t mx, my, v, mc;
     for (int i = 0; i < 4; i++)
-        if ((rc = vec_md(b, i + 1, x[1], &v[i])))
+        if ((rc = vec_md(b, i + 1, x[1], &v)))
             return rc;
-    float eps = (float)af__odn_attr_f(b, "epsilon", 1e-5);
-    dnnl_batch_normalization_desc_t d;
-    unsigned flags = dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift;
-    if (dnnl_batch_normalization_forward_desc_init(&d, dnnl_forward_inference, &mx, eps, flags) !=
-        dnnl_success)
-        return af__odn_nosup(b, "batch normalization descriptor");
-    static const int which[4] = {DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE};
-    odn_arg_t extra[4];
-    for (int i = 0; i < 4; i++)
-        extra[i] = af__odn_arg(which[i], ODN_IN, i + 1, 0, &v[i]);
-    return simple(b, &d, &mx, &my, 4, extra);
+    dnnl_dims_t cd = {1, x[1], 1, 1, 1};
+    static const dnnl_format_tag_t plain[] = {dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde};
+    if ((rc = io_mds(b, &mx, &my)) ||
+        dnnl_memory_desc_init_by_tag(&mc, nx, cd, dnnl_f32, plain[nx - 2]) != dnnl_success)
+        return rc ? rc : af__odn_nosup(b, "per-channel descriptor");
+    float *st = af__malloc((size_t)x[1] * 2 * sizeof(float));
+    if (!st)
+        return af__err(b->err, AF_ENOMEM, "out of memory");
+    dnnl_binary_desc_t d;
+    dnnl_primitive_attr_t attr = NULL;
+    odn_arg_t args[4] = {af__odn_arg(DNNL_ARG_SRC_0, ODN_IN, 0, 0, &mx)};
+    args[3] = af__odn_arg(DNNL_ARG_DST, ODN_OUT, 0, 0, &my);
+    uint64_t vb = (uint64_t)x[1] * sizeof(float);
+    rc = bn_affine(b, x[1], st);
+    if (!rc && dnnl_binary_desc_init(&d, dnnl_binary_mul, &mx, &mc, &my) != dnnl_success)
+        rc = af__odn_nosup(b, "binary descriptor");
+    if (!rc && !(rc = af__odn_attr_create(b, &attr)))
+        rc = bn_post(b, &mc, attr);
+    if (!rc && !(rc = af__odn_arg_data(b, DNNL_ARG_SRC_1, &mc, st, vb, &args[1])))
+        rc = af__odn_arg_data(b, DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, &mc, st + x[1],
+                              vb, &args[2]);
+    dnnl_primitive_desc_t pd = NULL;
+    if (!rc)
+        rc = af__odn_pd(b, &d, attr, &pd);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    af__free(st);
+    if (rc) {
+        for (int k = 1; k < 3; k++)
+            if (args[k].fixed)
+                dnnl_memory_destroy(args[k].fixed);
+        return rc;
+    }
+    return af__odn_main(b, pd, 4, args);
 }
 
 int af__odn_layernorm(odn_build_t *b)

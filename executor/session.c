@@ -173,8 +173,11 @@ static int call_kernel(af__worker_t *w, const af__prog_t *p, const af_kernel_arg
     int cores = atomic_load_explicit(&ex->teams_live, memory_order_relaxed) > 0;
     if (cores)
         af__exec_cores_take(ex, team);
-    int rc = p->post[a->node] ? af__post_call(p->kfn[a->node], p->g, a->node, a, p->post[a->node])
-                              : p->kfn[a->node](a);
+    int rc = p->post[a->node]
+                 ? af__post_call(p->kfn[a->node], p->g, a->node, a, p->post[a->node],
+                                 p->layout && a->n_outputs > 0 ? p->layout[a->info->outputs[0]]
+                                                               : AF__LAYOUT_PLAIN)
+                 : p->kfn[a->node](a);
     if (cores)
         af__exec_cores_give(ex, team);
     return rc;

@@ -5,14 +5,19 @@
  *
  * Four folds, in this order:
  * 1. BatchNormalization (inference: one output, constant scale/bias/mean/var, or the zoo's packed
- *    [4, C] form) into the Conv that produces its input: W'[o] = W[o] * s[o], B'[o] = (B[o] -
- *    mean[o]) * s[o] + bias[o] with s = scale / sqrt(var + epsilon), computed here into new
- *    constant tensors ("<W>#bn.<conv>", "<B>#bn.<conv>"); constants without data (the model
- *    zoo's) fold structurally. The Conv stays a plain Conv.
- * 2. A constant bias Add after a Conv or a MatMul: per channel ([C], [C,1,1], [1,C,1,1]) into
- *    the Conv's bias (a new constant B + c, or c when the Conv has none); along the last axis
- *    into a MatMul (PyTorch's Linear exports MatMul + Add) as input 2, attribute fused_bias = 2
- *    (oneDNN's matmul bias; the C loop adds it after the reference kernel).
+ *    [4, C] form) into the Conv that produces its input, as a per-channel affine after the
+ *    convolution: y = conv(x) * s + t, s and t computed here once (af__bn_affine) into new
+ *    constants ("scale#bn.<bn>", "shift#bn.<bn>") that become the Conv's inputs after its bias
+ *    (attribute fused_affine = the index of s; a Conv without a bias gets a zero one first).
+ *    The BatchNormalization kernels compute the same two f32 operations from the same s and t,
+ *    so the fused plan's floats are the unfused plan's, bit for bit. (Folding s into the
+ *    weights instead saves the pass over the output but rounds differently: ~4e-5 relative on
+ *    PP-OCRv4 det, whose layers amplify one-ulp changes.) Constants without data (the model
+ *    zoo's) fold structurally.
+ * 2. A constant bias Add after a Conv (not one with a folded affine) or a MatMul: per channel
+ *    ([C], [C,1,1], [1,C,1,1]) into the Conv's bias (a new constant B + c, or c when the Conv has
+ * none); along the last axis into a MatMul (PyTorch's Linear exports MatMul + Add) as input 2,
+ * attribute fused_bias = 2 (oneDNN's matmul bias; the C loop adds it after the reference kernel).
  * 2'. A residual Add(y, s) into the Conv (with a bias), MatMul or Gemm (with C) producing y:
  *    s becomes the last input, attribute fused_sum = its index, with an in-place hint so the
  *    output may take s's bytes (oneDNN's sum post-op); s must not be one of the node's inputs.
@@ -65,7 +70,8 @@ static const unary_op_t unary_ops[] = {
 /* What happens to one node of the source graph. */
 typedef struct fnode {
     int32_t out0;   /* tensor that replaces output 0, or -1 */
-    int32_t w, b;   /* BN fold: index of the new weight / bias in the new constants, or -1 */
+    int32_t aff;    /* BN fold: index of the scale s in the new constants (shift t next), or -1 */
+    int32_t w, b;   /* index of the Conv's new weights (fuse_bn = weights) / bias there, or -1 */
     int32_t sum;    /* residual: tensor added to output 0 (an extra input, in place), or -1 */
     int32_t bias;   /* MatMul: constant added along the last axis (input 2, fused_bias), or -1 */
     int32_t n_post; /* unary ops applied after the kernel */
@@ -87,9 +93,10 @@ typedef struct fuse {
     int32_t nt, nn;
     uint8_t *dead_t, *dead_n, *has_view;
     fnode_t *fn;
-    newc_t *nc; /* two per Conv at most */
+    newc_t *nc; /* three per Conv at most */
     int32_t n_nc;
     int with_data; /* the BN fold being made computes data (else a structural fold) */
+    int weights;   /* fuse_bn = weights: s goes into the Conv's weights (W' = W s) */
     af_fuse_report_t rep;
 } fuse_t;
 
@@ -218,41 +225,82 @@ static newc_t *new_const(fuse_t *f, int32_t like, const char *base, const char *
     return c->data ? c : NULL;
 }
 
-/* Folds BN node v into Conv u (checked by try_bn). W has C output channels of per elements. */
-static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C, int64_t per)
+/* The per-channel parameters of BN node v (C channels): its four inputs, or the packed [4, C]
+ * form of scale, bias, mean, var. All NULL when they have no data. */
+static void bn_inputs(const af_graph_t *g, int32_t v, int64_t C, const float *p[4])
 {
-    const af_graph_t *g = f->g;
-    const af_node_info_t *ui = af_graph_node(g, u), *vi = af_graph_node(g, v);
-    const float *w = f32_const(g, ui->inputs[1], C * per);
-    const float *b = ui->n_inputs >= 3 ? f32_const(g, ui->inputs[2], C) : NULL;
-    const float *sc, *bi, *mu, *var;
-    if (vi->n_inputs == 2) { /* the packed form: one [4, C] input of scale, bias, mean, var */
-        sc = f32_const(g, vi->inputs[1], 4 * C);
-        bi = sc ? sc + C : NULL;
-        mu = sc ? sc + 2 * C : NULL;
-        var = sc ? sc + 3 * C : NULL;
-    } else {
-        sc = f32_const(g, vi->inputs[1], C);
-        bi = f32_const(g, vi->inputs[2], C);
-        mu = f32_const(g, vi->inputs[3], C);
-        var = f32_const(g, vi->inputs[4], C);
-    }
-    double eps = attr_f(g, v, "epsilon", 1e-5);
-    const char *bname = ui->n_inputs >= 3 ? af_graph_tensor(g, ui->inputs[2])->name : "bias";
-    newc_t *nw =
-        new_const(f, ui->inputs[1], af_graph_tensor(g, ui->inputs[1])->name, ui->name, C * per);
+    const af_node_info_t *vi = af_graph_node(g, v);
+    const float *packed = vi->n_inputs == 2 ? f32_const(g, vi->inputs[1], 4 * C) : NULL;
+    for (int k = 0; k < 4; k++)
+        p[k] = vi->n_inputs == 2 ? (packed ? packed + k * C : NULL)
+                                 : f32_const(g, vi->inputs[k + 1], C);
+}
+
+/* fuse_bn = weights: W'[o] = W[o] s[o], B'[o] = (B[o] - mean[o]) s[o] + bias[o] in double, new
+ * constants "<W>#bn.<conv>", "<B>#bn.<conv>" (one pass less, other roundings). 1: the weights
+ * have no data while the BatchNormalization has (no fold). */
+static int fold_weights(fuse_t *f, int32_t u, const float *p[4], double eps, int64_t C)
+{
+    const af_node_info_t *ui = af_graph_node(f->g, u);
+    const af_tensor_info_t *wi = af_graph_tensor(f->g, ui->inputs[1]);
+    int64_t per = wi->bytes / 4 / C;
+    const float *w = f32_const(f->g, ui->inputs[1], C * per);
+    const float *b = ui->n_inputs >= 3 ? f32_const(f->g, ui->inputs[2], C) : NULL;
+    if (per * C * 4 != wi->bytes ||
+        (f->with_data ? !w || (ui->n_inputs >= 3 && !b)
+                      : !f32_const_nodata(f->g, ui->inputs[1], C * per)))
+        return 1;
+    const char *bname = ui->n_inputs >= 3 ? af_graph_tensor(f->g, ui->inputs[2])->name : "bias";
+    newc_t *nw = new_const(f, ui->inputs[1], wi->name, ui->name, C * per);
     newc_t *nb = nw ? new_const(f, -1, bname, ui->name, C) : NULL;
     if (!nb)
         return AF_ENOMEM;
     for (int64_t o = 0; f->with_data && o < C; o++) {
-        double s = (double)sc[o] / sqrt((double)var[o] + eps);
+        double s = (double)p[0][o] / sqrt((double)p[3][o] + eps);
         for (int64_t i = 0; i < per; i++)
             nw->data[o * per + i] = (float)((double)w[o * per + i] * s);
-        nb->data[o] = (float)(((b ? (double)b[o] : 0.0) - mu[o]) * s + bi[o]);
+        nb->data[o] = (float)(((b ? (double)b[o] : 0.0) - p[2][o]) * s + p[1][o]);
     }
+    f->fn[u].w = (int32_t)(nw - f->nc);
+    f->fn[u].b = (int32_t)(nb - f->nc);
+    return 0;
+}
+
+/* fuse_bn = affine (the default): s and t (af__bn_affine: the BatchNormalization kernels' own
+ * two f32 operations, so the fused plan computes the unfused plan's floats) become inputs of
+ * Conv u after its bias. A Conv without a bias gets a zero one (acc + 0 is acc). */
+static int fold_affine(fuse_t *f, int32_t u, int32_t v, const float *p[4], double eps, int64_t C)
+{
+    const af_node_info_t *ui = af_graph_node(f->g, u), *vi = af_graph_node(f->g, v);
+    const char *bn = vi->name[0] ? vi->name : ui->name;
+    newc_t *ns = new_const(f, -1, "scale", bn, C);
+    newc_t *nt = ns ? new_const(f, -1, "shift", bn, C) : NULL;
+    newc_t *nz = nt && ui->n_inputs < 3 ? new_const(f, -1, "bias", ui->name, C) : NULL;
+    if (!nt || (ui->n_inputs < 3 && !nz))
+        return AF_ENOMEM;
+    for (int64_t o = 0; f->with_data && o < C; o++) {
+        af__bn_affine(p[0][o], p[1][o], p[2][o], p[3][o], eps, &ns->data[o], &nt->data[o]);
+        if (nz)
+            nz->data[o] = 0.0f;
+    }
+    f->fn[u].aff = (int32_t)(ns - f->nc);
+    f->fn[u].b = nz ? (int32_t)(nz - f->nc) : -1;
+    return 0;
+}
+
+/* Folds BN node v into Conv u (checked by try_bn), as the affine after the Conv or into its
+ * weights (option fuse_bn). */
+static int fold_bn(fuse_t *f, int32_t u, int32_t v, int64_t C)
+{
+    const af_graph_t *g = f->g;
+    const af_node_info_t *ui = af_graph_node(g, u), *vi = af_graph_node(g, v);
+    const float *p[4];
+    bn_inputs(g, v, C, p);
+    double eps = attr_f(g, v, "epsilon", 1e-5);
+    int rc = f->weights ? fold_weights(f, u, p, eps, C) : fold_affine(f, u, v, p, eps, C);
+    if (rc)
+        return rc > 0 ? 0 : rc;
     fnode_t *fu = &f->fn[u];
-    fu->w = (int32_t)(nw - f->nc);
-    fu->b = (int32_t)(nb - f->nc);
     fu->out0 = vi->outputs[0];
     fu->cost += vi->cost > 0 ? vi->cost : 0;
     f->dead_n[v] = 1;
@@ -281,21 +329,20 @@ static int try_bn(fuse_t *f, int32_t u)
         !only_scratch_after_first(g, v) || attr_f(g, v, "training_mode", 0) != 0 ||
         !foldable(f, y, v))
         return 0;
-    int64_t C = wi->shape[0], per = wi->bytes / 4 / C;
-    if (per * C * 4 != wi->bytes)
+    int64_t C = wi->shape[0];
+    if (yi->rank < 3 || yi->shape[1] != C)
         return 0;
-    /* every parameter with data (new weights computed), or none (a structural fold) */
+    /* every parameter with data (s and t computed), or none (a structural fold) */
     int ok[2] = {1, 1};
     for (int m = 0; m < 2; m++) {
         int (*has)(const af_graph_t *, int32_t, int64_t) = m ? f32_const_nodata : has_data;
-        ok[m] = has(g, ui->inputs[1], C * per) && (ui->n_inputs < 3 || has(g, ui->inputs[2], C));
         for (int k = 1; k < vi->n_inputs; k++)
             ok[m] = ok[m] && has(g, vi->inputs[k], vi->n_inputs == 2 ? 4 * C : C);
     }
     if (!ok[0] && !ok[1])
         return 0;
     f->with_data = ok[0];
-    return fold_bn(f, u, v, C, per);
+    return fold_bn(f, u, v, C);
 }
 
 /* ---- Adds after a node: a constant bias, a residual ------------------------------------- */
@@ -391,7 +438,7 @@ static int try_bias(fuse_t *f, int32_t u)
     const af_node_info_t *ui = af_graph_node(g, u);
     int conv = !strcmp(ui->op, "Conv"), mm = !strcmp(ui->op, "MatMul");
     int32_t c, w;
-    if ((!conv && !mm) || ui->n_inputs < 2 || ui->n_inputs > (conv ? 3 : 2) ||
+    if ((!conv && !mm) || ui->n_inputs < 2 || ui->n_inputs > (conv ? 3 : 2) || f->fn[u].aff >= 0 ||
         (w = add_partner(f, u, &c)) < 0)
         return 0;
     int32_t y = out0(f, u);
@@ -566,7 +613,7 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     const af_graph_t *g = f->g;
     const af_node_info_t *ni = af_graph_node(g, v);
     const fnode_t *fv = &f->fn[v];
-    const char **in = names, **out = names + ni->n_inputs + 2; /* room for a bias and a sum */
+    const char **in = names, **out = names + ni->n_inputs + 4; /* bias, s, t, sum */
     int32_t n_in = ni->n_inputs;
     for (int32_t k = 0; k < ni->n_inputs; k++)
         in[k] = af_graph_tensor(g, ni->inputs[k])->name;
@@ -575,6 +622,11 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     if (fv->b >= 0) {
         in[2] = f->nc[fv->b].name;
         n_in = n_in < 3 ? 3 : n_in;
+    }
+    int32_t aff_at = n_in;
+    if (fv->aff >= 0) { /* the folded BatchNormalization's s and t, after the bias */
+        in[n_in++] = f->nc[fv->aff].name;
+        in[n_in++] = f->nc[fv->aff + 1].name;
     }
     if (fv->bias >= 0) /* a MatMul's input 2 */
         in[n_in++] = af_graph_tensor(g, fv->bias)->name;
@@ -610,6 +662,9 @@ static int add_node(const fuse_t *f, af_graph_t *ng, int32_t v, const char **nam
     af_attr_t ba = {.name = "fused_bias", .type = AF_ATTR_INT, .i = bias_at};
     if (!rc && fv->bias >= 0)
         rc = af_graph_node_set_attr(ng, id, &ba, err);
+    af_attr_t aa = {.name = "fused_affine", .type = AF_ATTR_INT, .i = aff_at};
+    if (!rc && fv->aff >= 0)
+        rc = af_graph_node_set_attr(ng, id, &aa, err);
     if (!rc && fv->n_post)
         rc = add_post_attrs(fv, ng, id, err);
     return rc;
@@ -622,7 +677,7 @@ static int build(const fuse_t *f, af_graph_t **out, af_error_t *err)
     int32_t most = 4;
     for (int32_t v = 0; v < f->nn; v++) {
         const af_node_info_t *ni = af_graph_node(g, v);
-        most = ni->n_inputs + ni->n_outputs + 4 > most ? ni->n_inputs + ni->n_outputs + 4 : most;
+        most = ni->n_inputs + ni->n_outputs + 6 > most ? ni->n_inputs + ni->n_outputs + 6 : most;
     }
     const char **names = af__calloc((size_t)most, sizeof(char *));
     int rc = names ? af_graph_create(&ng) : AF_ENOMEM;
@@ -666,26 +721,28 @@ static int fuse_init(fuse_t *f, const af_graph_t *g)
     f->has_view = af__calloc((size_t)f->nt + 1, 1);
     f->dead_n = af__calloc((size_t)f->nn + 1, 1);
     f->fn = af__calloc((size_t)f->nn + 1, sizeof(fnode_t));
-    f->nc = af__calloc((size_t)f->nn * 2 + 1, sizeof(newc_t));
+    f->nc = af__calloc((size_t)f->nn * 3 + 1, sizeof(newc_t));
     if (!f->dead_t || !f->has_view || !f->dead_n || !f->fn || !f->nc)
         return AF_ENOMEM;
     for (int32_t t = 0; t < f->nt; t++)
         if (af_graph_tensor(g, t)->alias_of >= 0)
             f->has_view[af_graph_tensor(g, t)->alias_of] = 1;
     for (int32_t v = 0; v < f->nn; v++) {
-        f->fn[v].out0 = f->fn[v].w = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
+        f->fn[v].out0 = f->fn[v].aff = f->fn[v].w = f->fn[v].b = f->fn[v].sum = f->fn[v].bias = -1;
         f->fn[v].cost = af_graph_node(g, v)->cost;
     }
     return 0;
 }
 
-int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err)
+int af__plan_fuse_with(const af_graph_t *g, const af_plan_opts_t *opts, af_graph_t **out,
+                       af_fuse_report_t *rep, af_error_t *err)
 {
     if (!g || !out || !af_graph_is_finalized(g))
         return af__err(err, AF_EINVAL, "af_plan_fuse: %s",
                        !g || !out ? "NULL argument" : "graph is not finalized");
     fuse_t f;
     memset(&f, 0, sizeof f);
+    f.weights = opts && opts->fuse_bn == AF_FUSE_BN_WEIGHTS;
     int rc = fuse_init(&f, g);
     const int32_t *order = af_graph_input_order(g);
     for (int32_t i = 0; !rc && i < f.nn; i++)
@@ -718,68 +775,7 @@ int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, a
     return rc;
 }
 
-int af_plan_restore_counts(const af_graph_t *g, const af_plan_opts_t *opts, int32_t *tensors,
-                           int32_t *nodes, af_error_t *err)
+int af_plan_fuse(const af_graph_t *g, af_graph_t **out, af_fuse_report_t *rep, af_error_t *err)
 {
-    if (!g || !tensors || !nodes || !af_graph_is_finalized(g))
-        return af__err(err, AF_EINVAL, "af_plan_restore_counts: NULL or unfinalized graph");
-    *tensors = af_graph_tensor_count(g);
-    *nodes = af_graph_node_count(g);
-    if (!opts || opts->fuse != AF_FUSE_ON)
-        return 0;
-    af_graph_t *fg = NULL;
-    af_fuse_report_t fr;
-    int rc = af_plan_fuse(g, &fg, &fr, err);
-    if (!rc && fr.fused_nodes) {
-        *tensors = af_graph_tensor_count(fg);
-        *nodes = af_graph_node_count(fg);
-    }
-    af_graph_destroy(fg);
-    return rc;
-}
-
-/* With fuse = on: plans (or restores) the fused graph, which the plan then owns, and reports
- * what fusion saved against the same options on g (not on a restore: a cache hit stays cheap). */
-int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
-                   const uint64_t *offsets, af_plan_t **out, af_error_t *err)
-{
-    af_graph_t *fg = NULL;
-    af_fuse_report_t fr;
-    int rc = af_plan_fuse(g, &fg, &fr, err);
-    if (rc)
-        return rc;
-    af_plan_opts_t o = *opts;
-    o.fuse = AF_FUSE_OFF;
-    const af_graph_t *use = fr.fused_nodes ? fg : g;
-    af_plan_t *p = NULL;
-    rc = order ? af_plan_restore(use, &o, order, offsets, &p, err)
-               : af_plan_create(use, &o, &p, err);
-    if (rc || !fr.fused_nodes) {
-        af_graph_destroy(fg);
-        fg = NULL;
-    }
-    if (rc)
-        return rc;
-    p->fused_g = fg;
-    p->opts.fuse = AF_FUSE_ON;
-    p->rep.fused_nodes = fr.fused_nodes;
-    p->rep.bn_folded = fr.bn_folded;
-    p->rep.sums_folded = fr.sums;
-    p->rep.biases_folded = fr.biases;
-    p->rep.fused_tensors = fr.removed_tensors;
-    p->rep.unfused_bytes = fr.fused_nodes ? 0 : p->arena;
-    if (fr.fused_nodes && !order) {
-        af_plan_t *q = NULL;
-        o.budget = 0;
-        o.verify = 0;
-        if ((rc = af_plan_create(g, &o, &q, err)) == 0)
-            p->rep.unfused_bytes = q->arena;
-        af_plan_destroy(q);
-    }
-    if (rc) {
-        af_plan_destroy(p);
-        return rc;
-    }
-    *out = p;
-    return 0;
+    return af__plan_fuse_with(g, NULL, out, rep, err);
 }

@@ -32,6 +32,13 @@ static const char *const *fuse_names(void)
 }
 _Static_assert(AF_FUSE_OFF == 1 && AF_FUSE_ON == 2 && sizeof(af_fuse_mode_t) == sizeof(int),
                "fuse rows follow the name list");
+static const char *const *fuse_bn_names(void)
+{
+    static const char *const n[] = {"affine", "weights", NULL}; /* = af_fuse_bn_t values */
+    return n;
+}
+_Static_assert(AF_FUSE_BN_WEIGHTS == 1 && sizeof(af_fuse_bn_t) == sizeof(int),
+               "fuse_bn rows follow the name list");
 _Static_assert(AF_MODE_SHARED == 1 && AF_REUSE_STRICT == 1, "enum rows follow the name lists");
 _Static_assert(sizeof(af_place_mode_t) == sizeof(int) && sizeof(af_parallel_reuse_t) == sizeof(int),
                "enum options are stored as int");
@@ -70,6 +77,8 @@ static const af_opt_t opt_table[] = {
      AF_OPT_RATE, "node cost units/s"},
     {"fuse", AF_OPT_ENUM, F(fuse), "auto", 0, 0, fuse_names, 0, 0,
      "operator fusion: auto (on with real kernels) | off | on"},
+    {"fuse_bn", AF_OPT_ENUM, F(fuse_bn), "affine", 0, 0, fuse_bn_names, 0, 0,
+     "BatchNormalization into Conv: affine (exact) | weights (faster, other roundings)"},
 };
 #undef F
 #define N_OPTS AF_ARRAY_SIZE(opt_table)

@@ -35,7 +35,10 @@ int af__schedule(const af_graph_t *g, const af_plan_opts_t *o, int32_t *order,
                  af__sched_result_t *res, af_error_t *err);
 const af__sched_entry_t *af__sched_find(const char *name);
 
-/* af_plan_create / af_plan_restore with fuse = on (planner/fuse.c): plans or restores
+/* af_plan_fuse with the BatchNormalization fold of opts->fuse_bn (opts NULL: affine). */
+int af__plan_fuse_with(const af_graph_t *g, const af_plan_opts_t *opts, af_graph_t **out,
+                       af_fuse_report_t *rep, af_error_t *err);
+/* af_plan_create / af_plan_restore with fuse = on (planner/fuse_plan.c): plans or restores
  * af_plan_fuse()'s graph with fuse off, gives the plan that graph and the fusion report. */
 int af__plan_fused(const af_graph_t *g, const af_plan_opts_t *opts, const int32_t *order,
                    const uint64_t *offsets, af_plan_t **out, af_error_t *err);

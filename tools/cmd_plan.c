@@ -58,6 +58,9 @@ static void usage(FILE *f)
                "                     them, so their inputs take no arena bytes; the report\n"
                "                     gives the bytes saved (default auto: on with --kernels\n"
                "                     real or onednn, else off)\n"
+               "  --fuse-bn affine|weights   BatchNormalization into Conv as the affine after\n"
+               "                     it (default: the unfused plan's floats exactly) or into\n"
+               "                     its weights (one pass less, other roundings)\n"
                "  --events FILE      write the event table (CSV) to FILE ('-' = stdout)\n"
                "  --svg FILE         write the memory map (steps x arena offset) as SVG\n"
                "  --html FILE        the same map in a self-contained HTML page (hover, zoom)\n"
@@ -361,7 +364,7 @@ static const struct {
     {"--algo", "placer"},         {"--schedule", "schedule"},   {"--mode", "mode"},
     {"--alignment", "alignment"}, {"--budget", "budget"},       {"--time-limit", "time_limit"},
     {"--capacity", "capacity"},   {"--bandwidth", "bandwidth"}, {"--compute-rate", "compute_rate"},
-    {"--fuse", "fuse"},
+    {"--fuse", "fuse"},           {"--fuse-bn", "fuse_bn"},
 };
 
 int cmd_plan(int argc, char **argv)

@@ -89,7 +89,7 @@ int run_load_exec_config(const char *path, af_executor_opts_t *opts)
 #define RUN_MAX_INPUTS 64
 
 typedef struct run_args {
-    const char *path, *config, *kernels, *reuse, *cache, *output_dir, *fuse;
+    const char *path, *config, *kernels, *reuse, *cache, *output_dir, *fuse, *fuse_bn;
     long rounds, threads, inflight, warmup, batch;
     int verify, safe, json, compare;
     const char *in_args[RUN_MAX_INPUTS];
@@ -146,6 +146,8 @@ static void usage(FILE *f)
             "  --fuse on|off|auto operator fusion (BatchNormalization into Conv, unary ops as\n"
             "                     post-ops of the node before them; default auto: on with the\n"
             "                     real and onednn kernels, off otherwise)\n"
+            "  --fuse-bn affine|weights   BatchNormalization into Conv: the affine after it\n"
+            "                     (default: exact) or into its weights (faster, inexact)\n"
             "  --safe             plan in safe mode (no reuse: every tensor its own bytes)\n"
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
@@ -165,8 +167,9 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 {
     *a = (run_args_t){.rounds = -1, .warmup = -1, .threads = -1, .inflight = -1};
     static const char *const with_value[] = {
-        "--rounds",  "--threads",        "--inflight", "--warmup", "--batch",      "--config",
-        "--kernels", "--parallel-reuse", "--cache",    "--input",  "--output-dir", "--fuse"};
+        "--rounds",     "--threads", "--inflight",       "--warmup", "--batch",
+        "--config",     "--kernels", "--parallel-reuse", "--cache",  "--input",
+        "--output-dir", "--fuse",    "--fuse-bn"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -200,6 +203,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->cache = v;
         } else if (!strcmp(s, "--fuse")) {
             a->fuse = v;
+        } else if (!strcmp(s, "--fuse-bn")) {
+            a->fuse_bn = v;
         } else if (!strcmp(s, "--output-dir")) {
             a->output_dir = v;
         } else if (!strcmp(s, "--input")) {
@@ -668,7 +673,8 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
         return CLI_USAGE;
     }
     if ((a->kernels && af_executor_opts_set(eo, "kernels", a->kernels, &err)) ||
-        (a->fuse && af_plan_opts_set(po, "fuse", a->fuse, &err))) {
+        (a->fuse && af_plan_opts_set(po, "fuse", a->fuse, &err)) ||
+        (a->fuse_bn && af_plan_opts_set(po, "fuse_bn", a->fuse_bn, &err))) {
         cli_error("run: %s", err.msg);
         return CLI_USAGE;
     }

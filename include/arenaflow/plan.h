@@ -46,6 +46,14 @@ typedef enum {
     AF_FUSE_ON = 2,
 } af_fuse_mode_t;
 
+/* How fusion folds a BatchNormalization into the Conv before it (option `fuse_bn`). */
+typedef enum {
+    AF_FUSE_BN_AFFINE = 0,  /* y = conv(x) * s + t after the convolution: the unfused plan's
+                               floats, bit for bit (default) */
+    AF_FUSE_BN_WEIGHTS = 1, /* W' = W s, B' = (B - mean) s + bias: one pass over the output less,
+                               other roundings (~4e-5 relative on PP-OCRv4 det) */
+} af_fuse_bn_t;
+
 typedef struct af_plan_opts {
     const char *schedule; /* scheduler name (af_schedule_names()); default "best" */
     const char *placer;   /* placement algorithm (af_place_names()); default "portfolio" */
@@ -79,6 +87,7 @@ typedef struct af_plan_opts {
     /* Fusion: with AF_FUSE_ON, af_plan_create() and af_plan_restore() plan af_plan_fuse()'s graph
      * (owned by the plan, af_plan_graph()) and the report gives what it saved. Default AUTO. */
     af_fuse_mode_t fuse;
+    af_fuse_bn_t fuse_bn; /* default AF_FUSE_BN_AFFINE */
     /* Interruption (not part of the fingerprint, not kept in the plan): when set, planning calls
      * interrupt(interrupt_arg) between its phases and now and then inside its long loops (the
      * any-order bound, reuse edges, placement); a non-zero answer stops it with AF_ECANCELED.
