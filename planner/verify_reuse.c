@@ -311,24 +311,28 @@ static int check_inplace(rv_t *v, af_error_t *err)
     return 0;
 }
 
-/* Blocks by (first step, id), with the radix sort of common/sort.c. */
-static int32_t *blocks_in_order(const rv_t *v, size_t *n)
+/* Blocks by (first step, id) into *out: first steps are steps, so a counting sort
+ * (common/sort.c) over the blocks in increasing id order. 0, AF_ENOMEM or AF_EVERIFY. */
+static int blocks_in_order(const rv_t *v, int32_t **out, size_t *n, af_error_t *err)
 {
     int32_t *ids = af__malloc(((size_t)v->nt + 1) * sizeof(int32_t));
-    uint64_t *key = af__malloc(((size_t)v->nt + 1) * sizeof(uint64_t));
+    int32_t *key = af__malloc(((size_t)v->nt + 1) * sizeof(int32_t));
     *n = 0;
     if (ids && key)
         for (int32_t t = 0; t < v->nt; t++)
             if (v->block_of[t] == t) {
-                key[t] = (uint64_t)(uint32_t)v->p->tp[t].first;
+                key[*n] = v->p->tp[t].first;
                 ids[(*n)++] = t;
             }
-    if (!ids || !key || af__sort_ids(ids, *n, key, NULL, NULL)) {
-        af__free(ids);
-        ids = NULL;
-    }
+    int rc = !ids || !key ? AF_ENOMEM : af__sort_counting(ids, key, *n, v->nn);
     af__free(key);
-    return ids;
+    if (rc) {
+        af__free(ids);
+        return rc == AF_EINVAL ? af__err(err, AF_EVERIFY, "a tensor's first step is not a step")
+                               : af__err(err, AF_ENOMEM, "out of memory");
+    }
+    *out = ids;
+    return 0;
 }
 
 int af__verify_reuse(const af_plan_t *p, af_error_t *err)
@@ -358,10 +362,8 @@ int af__verify_reuse(const af_plan_t *p, af_error_t *err)
     build_blocks(&v);
     if ((rc = build_edges(&v, err)))
         goto out;
-    if (!(order = blocks_in_order(&v, &nb))) {
-        rc = af__err(err, AF_ENOMEM, "out of memory");
+    if ((rc = blocks_in_order(&v, &order, &nb, err)))
         goto out;
-    }
     for (size_t i = 0; i < nb && !rc; i++) {
         int32_t b = order[i];
         uint64_t lo = p->tp[b].offset;
