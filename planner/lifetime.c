@@ -187,14 +187,14 @@ uint64_t af__plan_any_order_bound(af_plan_t *p)
     uint64_t best = 0;
     for (int32_t v = 0; v < af_graph_node_count(g); v++) {
         const af_node_info_t *nd = af_graph_node(g, v);
-        if (af__plan_poll(p))
-            return 0; /* the caller sees p->stopped */
         uint64_t sum = 0;
         int32_t seen[AF__BOUND_SEEN], n_seen = 0; /* the arena roots counted at v, while they fit */
         for (int io = 0; io < 2; io++) {
             int32_t cnt = io ? nd->n_outputs : nd->n_inputs;
             const int32_t *ts = io ? nd->outputs : nd->inputs;
             for (int32_t j = 0; j < cnt; j++) {
+                if (af__plan_poll(p)) /* per tensor: a node may have thousands */
+                    return 0;         /* the caller sees p->stopped */
                 int32_t r = af_graph_alias_root(g, ts[j]);
                 if (p->group[r] < 0)
                     continue;

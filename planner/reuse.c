@@ -361,10 +361,6 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         goto out;
     for (size_t k = 0; k < nl; k++) {
         int32_t b = leads[k];
-        if (af__plan_poll(p)) {
-            rc = af__plan_stopped_err(err);
-            goto out;
-        }
         n_prev = 0;
         if (af__segmap_assign(&sm, p->tp[b].offset, p->tp[b].offset + p->tp[b].bytes, b, &prev,
                               &n_prev, &cap_prev))
@@ -375,6 +371,10 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         for (size_t q = 0; q < n_prev; q++)
             for (int32_t x = off[prev[q]]; x < off[prev[q] + 1]; x++) {
                 int32_t r = nodes[x];
+                if (af__plan_poll(p)) { /* per toucher: a fan-out's tenant has thousands */
+                    rc = af__plan_stopped_err(err);
+                    goto out;
+                }
                 if (emitted[r] == pb)
                     continue;
                 emitted[r] = pb;

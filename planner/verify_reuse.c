@@ -311,9 +311,10 @@ static int check_inplace(rv_t *v, af_error_t *err)
     return 0;
 }
 
-/* Blocks by (first step, id) into *out: first steps are steps, so a counting sort
- * (common/sort.c) over the blocks in increasing id order. 0, AF_ENOMEM or AF_EVERIFY. */
-static int blocks_in_order(const rv_t *v, int32_t **out, size_t *n, af_error_t *err)
+/* Blocks by (first step, id): a counting sort over the steps (common/sort.c) of the blocks in
+ * increasing id order; a first step outside [0, nodes] (a graph without nodes has its inputs
+ * at step 0) goes through the radix sort instead. NULL when out of memory. */
+static int32_t *blocks_in_order(const rv_t *v, size_t *n)
 {
     int32_t *ids = af__malloc(((size_t)v->nt + 1) * sizeof(int32_t));
     int32_t *key = af__malloc(((size_t)v->nt + 1) * sizeof(int32_t));
@@ -324,15 +325,23 @@ static int blocks_in_order(const rv_t *v, int32_t **out, size_t *n, af_error_t *
                 key[*n] = v->p->tp[t].first;
                 ids[(*n)++] = t;
             }
-    int rc = !ids || !key ? AF_ENOMEM : af__sort_counting(ids, key, *n, v->nn);
+    int rc = !ids || !key ? AF_ENOMEM : af__sort_counting(ids, key, *n, v->nn + 1);
+    if (rc == AF_EINVAL) {
+        uint64_t *k64 = af__malloc(((size_t)v->nt + 1) * sizeof(uint64_t));
+        rc = AF_ENOMEM;
+        if (k64) {
+            for (size_t i = 0; i < *n; i++)
+                k64[ids[i]] = (uint64_t)(uint32_t)key[i];
+            rc = af__sort_ids(ids, *n, k64, NULL, NULL);
+        }
+        af__free(k64);
+    }
     af__free(key);
     if (rc) {
         af__free(ids);
-        return rc == AF_EINVAL ? af__err(err, AF_EVERIFY, "a tensor's first step is not a step")
-                               : af__err(err, AF_ENOMEM, "out of memory");
+        ids = NULL;
     }
-    *out = ids;
-    return 0;
+    return ids;
 }
 
 int af__verify_reuse(const af_plan_t *p, af_error_t *err)
@@ -362,8 +371,10 @@ int af__verify_reuse(const af_plan_t *p, af_error_t *err)
     build_blocks(&v);
     if ((rc = build_edges(&v, err)))
         goto out;
-    if ((rc = blocks_in_order(&v, &order, &nb, err)))
+    if (!(order = blocks_in_order(&v, &nb))) {
+        rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
+    }
     for (size_t i = 0; i < nb && !rc; i++) {
         int32_t b = order[i];
         uint64_t lo = p->tp[b].offset;
