@@ -110,7 +110,8 @@ int af__sort_kv(af__kv_t *v, size_t n, af__kv_t *tmp);
 int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__kv_t *tmp);
 
 /* Stable counting sort of ids[0..n) by key[i] (the key of ids[i]), keys in [0, range): returns
- * AF_EINVAL with ids untouched when a key is outside, AF_ENOMEM when out of memory, else 0. */
+ * AF_EINVAL with ids untouched when a key is outside, AF_ENOMEM when out of memory, else 0.
+ * Keys already in order cost the one pass that checks them. */
 int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range);
 
 /* BatchNormalization (inference) as a per-channel affine y = x * s + t, the one definition the

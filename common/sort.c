@@ -104,10 +104,15 @@ int af__sort_ids(int32_t *ids, size_t n, const uint64_t *key, af__kv_t *kv, af__
 
 int af__sort_counting(int32_t *ids, const int32_t *key, size_t n, int32_t range)
 {
-    for (size_t i = 0; i < n; i++)
+    size_t descents = 0; /* keys already in order: the stable order is the given one */
+    for (size_t i = 0; i < n; i++) {
         if (key[i] < 0 || key[i] >= range)
             return AF_EINVAL;
-    size_t *cnt = af__calloc((size_t)range + 1, sizeof(size_t));
+        descents += i > 0 && key[i - 1] > key[i];
+    }
+    if (!descents)
+        return 0;
+    uint32_t *cnt = af__calloc((size_t)range + 1, sizeof(uint32_t)); /* n < 2^31: int32 ids */
     int32_t *out = af__malloc((n + 1) * sizeof(int32_t));
     if (!cnt || !out) {
         af__free(cnt);

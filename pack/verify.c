@@ -15,52 +15,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The items are the intervals of positive size, named by their position k in that list; the
+ * sweep reads their times, offsets and sizes from the caller's intervals (no copy of them).
+ */
 typedef struct {
-    int64_t first, last; /* inclusive */
-    uint64_t off, len;
-    int32_t id;
-    int32_t handover; /* id it takes over from (in-place), or -1 */
-    int32_t rank;     /* rank of off among the items' distinct offsets (set by the sweep) */
-} item_t;
-
-typedef struct {
-    const item_t *it;
+    const af_interval_t *iv;
+    const int32_t *takes_over; /* or NULL */
+    int32_t *idx;              /* item -> interval index */
+    int32_t *rank;             /* item -> rank of its offset among the distinct offsets */
     size_t n;
-} sweep_t;
+} items_t;
+
+static const af_interval_t *item(const items_t *it, int32_t k)
+{
+    return &it->iv[it->idx[k]];
+}
+
+/* Interval index item k takes over from (in-place), or -1. */
+static int32_t handover_of(const items_t *it, int32_t k)
+{
+    return it->takes_over ? it->takes_over[it->idx[k]] : -1;
+}
 
 /*
- * Orders the items (given in increasing id order) by first step, plain newcomers before in-place
- * hand-overs at the same step (the donor is still live), then id: ord[] gets their indices;
- * by_last[] gets them by last step (stable). kv: scratch of 2n entries.
+ * Orders the items by first step, plain newcomers before in-place hand-overs at the same step
+ * (the donor is still live), then index: ord[] gets them; by_last[] gets them by last step
+ * (stable). kv: scratch of 2n entries.
  */
-static void sweep_order(item_t *it, size_t n, af__kv_t *kv, int32_t *ord, item_t **by_last)
+static void sweep_order(const items_t *it, af__kv_t *kv, int32_t *ord, int32_t *by_last)
 {
+    size_t n = it->n;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
-        lo = it[i].first < lo ? it[i].first : lo;
-        hi = it[i].first > hi ? it[i].first : hi;
+        int64_t f = item(it, (int32_t)i)->lower;
+        lo = f < lo ? f : lo;
+        hi = f > hi ? f : hi;
     }
     if (n && (uint64_t)hi - (uint64_t)lo < (UINT64_C(1) << 62)) {
         /* one key (first step, hand-over bit): one sort, none when they come in that order */
         for (size_t i = 0; i < n; i++)
-            kv[i] = (af__kv_t){((uint64_t)it[i].first - (uint64_t)lo) << 1 | (it[i].handover >= 0),
+            kv[i] = (af__kv_t){((uint64_t)item(it, (int32_t)i)->lower - (uint64_t)lo) << 1 |
+                                   (handover_of(it, (int32_t)i) >= 0),
                                (int32_t)i};
         af__sort_kv(kv, n, kv + n);
     } else {
         for (size_t i = 0; i < n; i++)
-            kv[i] = (af__kv_t){it[i].handover >= 0, (int32_t)i};
+            kv[i] = (af__kv_t){handover_of(it, (int32_t)i) >= 0, (int32_t)i};
         af__sort_kv(kv, n, kv + n);
         for (size_t i = 0; i < n; i++)
-            kv[i].key = af__key_i64(it[kv[i].id].first);
+            kv[i].key = af__key_i64(item(it, kv[i].id)->lower);
         af__sort_kv(kv, n, kv + n);
     }
     for (size_t i = 0; i < n; i++)
         ord[i] = kv[i].id;
-    for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){af__key_i64(it[ord[i]].last), ord[i]};
+    for (size_t i = 0; i < n; i++) /* last step = upper - 1: the same order as by upper */
+        kv[i] = (af__kv_t){af__key_i64(item(it, ord[i])->upper), ord[i]};
     af__sort_kv(kv, n, kv + n);
     for (size_t i = 0; i < n; i++)
-        by_last[i] = &it[kv[i].id];
+        by_last[i] = kv[i].id;
 }
 
 /*
@@ -71,7 +84,7 @@ static void sweep_order(item_t *it, size_t n, af__kv_t *kv, int32_t *ord, item_t
 typedef struct {
     uint64_t *b[3];
     size_t words[3];
-    item_t **at; /* per rank: the live member there */
+    int32_t *at; /* per rank: the live item there */
 } liveset_t;
 
 static int live_init(liveset_t *s, size_t n)
@@ -93,14 +106,12 @@ static void live_free(liveset_t *s)
     af__free(s->at);
 }
 
-static void live_set(liveset_t *s, item_t *x)
+static void live_set(liveset_t *s, size_t r, int32_t k)
 {
-    size_t r = (size_t)x->rank;
-    s->at[r] = x;
+    s->at[r] = k;
     for (int l = 0; l < 3; l++, r /= 64)
         s->b[l][r / 64] |= 1ull << (r % 64);
 }
-
 static void live_clear(liveset_t *s, size_t r)
 {
     for (int l = 0; l < 3; l++, r /= 64) {
@@ -175,25 +186,46 @@ static size_t live_pred(const liveset_t *s, size_t r)
 }
 
 /* Ranks the items' offsets (equal offsets, equal rank); returns the number of ranks. */
-static size_t rank_offsets(item_t *it, size_t n, af__kv_t *kv)
+static size_t rank_offsets(const items_t *it, af__kv_t *kv)
 {
+    size_t n = it->n;
     for (size_t i = 0; i < n; i++)
-        kv[i] = (af__kv_t){it[i].off, (int32_t)i};
+        kv[i] = (af__kv_t){item(it, (int32_t)i)->offset, (int32_t)i};
     af__sort_kv(kv, n, kv + n);
     size_t ranks = 0;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && kv[i].key != kv[i - 1].key)
             ranks++;
-        it[kv[i].id].rank = (int32_t)ranks;
+        it->rank[kv[i].id] = (int32_t)ranks;
     }
     return n ? ranks + 1 : 0;
 }
 
-/* Sweep over the items (increasing ids) in start order with the live set; no two members
- * overlap. Returns AF_EVERIFY and the conflicting pair via a/b, or AF_ENOMEM. */
-static int sweep(item_t *it, size_t n, int32_t *ca, int32_t *cb)
+/* The live item at rank r is the donor x's hand-over names, dying where x starts. */
+static int is_donor(const items_t *it, const liveset_t *ls, size_t r, int32_t x)
 {
-    item_t **by_last = af__malloc((n + 1) * sizeof(*by_last));
+    int32_t d = ls->at[r];
+    return it->idx[d] == handover_of(it, x) && item(it, d)->upper - 1 == item(it, x)->lower;
+}
+
+/* x meets the live neighbours of its rank: the conflicting item, or -1. */
+static int32_t neighbour_overlap(const items_t *it, const liveset_t *ls, int32_t x)
+{
+    const af_interval_t *xv = item(it, x);
+    size_t lo = live_pred(ls, (size_t)it->rank[x]), hi = live_succ(ls, (size_t)it->rank[x]);
+    if (lo != SIZE_MAX && item(it, ls->at[lo])->offset + item(it, ls->at[lo])->size > xv->offset)
+        return ls->at[lo];
+    if (hi != SIZE_MAX && xv->offset + xv->size > item(it, ls->at[hi])->offset)
+        return ls->at[hi];
+    return -1;
+}
+
+/* Sweep over the items in start order with the live set; no two members overlap. Returns
+ * AF_EVERIFY and the conflicting pair (interval indices) via ca/cb, or AF_ENOMEM. */
+static int sweep(const items_t *it, int32_t *ca, int32_t *cb)
+{
+    size_t n = it->n;
+    int32_t *by_last = af__malloc((n + 1) * sizeof(*by_last));
     af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
     int32_t *ord = af__malloc((n + 1) * sizeof(*ord));
     liveset_t ls = {0};
@@ -204,42 +236,39 @@ static int sweep(item_t *it, size_t n, int32_t *ca, int32_t *cb)
         live_free(&ls);
         return AF_ENOMEM;
     }
-    sweep_order(it, n, kv, ord, by_last);
-    rank_offsets(it, n, kv);
+    sweep_order(it, kv, ord, by_last);
+    rank_offsets(it, kv);
     af__free(kv);
     size_t e = 0;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
-        item_t *x = &it[ord[i]];
-        /* retire everything whose last step is before x's first */
-        while (e < n && by_last[e]->last < x->first) {
-            item_t *d = by_last[e++];
-            size_t r = (size_t)d->rank;
+        int32_t x = ord[i];
+        int64_t first = item(it, x)->lower;
+        /* retire everything whose last step (upper - 1) is before x's first */
+        while (e < n && item(it, by_last[e])->upper - 1 < first) {
+            int32_t d = by_last[e++];
+            size_t r = (size_t)it->rank[d];
             if ((ls.b[0][r / 64] >> (r % 64) & 1) && ls.at[r] == d)
                 live_clear(&ls, r);
         }
-        if (x->handover >= 0) {
+        if (handover_of(it, x) >= 0) {
             /* the donor hands its bytes over here: it leaves the live set (it sits at x's
              * offset when the hand-over is well formed; otherwise look everywhere) */
-            size_t r = live_succ(&ls, (size_t)x->rank);
-            if (!(r != SIZE_MAX && ls.at[r]->id == x->handover && ls.at[r]->last == x->first))
+            size_t r = live_succ(&ls, (size_t)it->rank[x]);
+            if (!(r != SIZE_MAX && is_donor(it, &ls, r, x)))
                 for (r = live_succ(&ls, 0); r != SIZE_MAX; r = live_succ(&ls, r + 1))
-                    if (ls.at[r]->id == x->handover && ls.at[r]->last == x->first)
+                    if (is_donor(it, &ls, r, x))
                         break;
             if (r != SIZE_MAX)
                 live_clear(&ls, r);
         }
-        size_t lo = live_pred(&ls, (size_t)x->rank), hi = live_succ(&ls, (size_t)x->rank);
-        if (lo != SIZE_MAX && ls.at[lo]->off + ls.at[lo]->len > x->off) {
-            *ca = ls.at[lo]->id;
-            *cb = x->id;
-            rc = AF_EVERIFY;
-        } else if (hi != SIZE_MAX && x->off + x->len > ls.at[hi]->off) {
-            *ca = ls.at[hi]->id;
-            *cb = x->id;
+        int32_t y = neighbour_overlap(it, &ls, x);
+        if (y >= 0) {
+            *ca = it->idx[y];
+            *cb = it->idx[x];
             rc = AF_EVERIFY;
         } else {
-            live_set(&ls, x);
+            live_set(&ls, (size_t)it->rank[x], x);
         }
     }
     af__free(by_last);
@@ -251,22 +280,21 @@ static int sweep(item_t *it, size_t n, int32_t *ca, int32_t *cb)
 int af_intervals_find_overlap(const af_interval_t *iv, size_t n, const int32_t *takes_over,
                               size_t *a, size_t *b)
 {
-    item_t *it = af__malloc((n + 1) * sizeof(*it));
-    if (!it)
+    items_t it = {.iv = iv, .takes_over = takes_over};
+    it.idx = af__malloc((n + 1) * sizeof(int32_t));
+    it.rank = af__malloc((n + 1) * sizeof(int32_t));
+    if (!it.idx || !it.rank) {
+        af__free(it.idx);
+        af__free(it.rank);
         return AF_ENOMEM;
-    size_t m = 0;
+    }
     for (size_t i = 0; i < n; i++)
         if (iv[i].size > 0)
-            it[m++] = (item_t){iv[i].lower,
-                               iv[i].upper - 1,
-                               iv[i].offset,
-                               iv[i].size,
-                               (int32_t)i,
-                               takes_over ? takes_over[i] : -1,
-                               0};
+            it.idx[it.n++] = (int32_t)i;
     int32_t x = -1, y = -1;
-    int rc = sweep(it, m, &x, &y);
-    af__free(it);
+    int rc = sweep(&it, &x, &y);
+    af__free(it.idx);
+    af__free(it.rank);
     if (rc == AF_EVERIFY) {
         *a = (size_t)x;
         *b = (size_t)y;

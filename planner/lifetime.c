@@ -193,8 +193,8 @@ uint64_t af__plan_any_order_bound(af_plan_t *p)
             int32_t cnt = io ? nd->n_outputs : nd->n_inputs;
             const int32_t *ts = io ? nd->outputs : nd->inputs;
             for (int32_t j = 0; j < cnt; j++) {
-                if (af__plan_poll(p))
-                    return 0; /* the caller sees p->stopped */
+                if (af__plan_poll(p)) /* per tensor: a node may have thousands */
+                    return 0;         /* the caller sees p->stopped */
                 int32_t r = af_graph_alias_root(g, ts[j]);
                 if (p->group[r] < 0)
                     continue;

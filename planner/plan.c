@@ -47,11 +47,14 @@ void af_plan_destroy(af_plan_t *p)
     af__free(p);
 }
 
-/* Placement classes and lifetimes, before groups (host: the graph has a SwapOut node). */
-static void classify(af_plan_t *p, const af_lifetime_t *lt, int host)
+/* Placement classes and lifetimes, before groups (host: the graph has a SwapOut node), and the
+ * report figures the tensor records give (constant bytes, dynamic tensors): this is the plan's
+ * one pass over the records after the lifetimes. Returns the number of scratch tensors (for
+ * af__plan_scratch_figure). */
+static int32_t classify(af_plan_t *p, const af_lifetime_t *lt, int host)
 {
     const af_graph_t *g = p->g;
-    int32_t nt = af_graph_tensor_count(g);
+    int32_t nt = af_graph_tensor_count(g), n_scratch = 0;
     for (int32_t i = 0; i < nt; i++) {
         const af_tensor_info_t *t = af_graph_tensor(g, i);
         const af_tensor_info_t *r = af_graph_tensor(g, af_graph_alias_root(g, i));
@@ -77,7 +80,13 @@ static void classify(af_plan_t *p, const af_lifetime_t *lt, int host)
             x->bytes = af__align_up((uint64_t)t->bytes, p->opts.alignment);
             p->group[i] = i;
         }
+        n_scratch += t->kind == AF_TENSOR_SCRATCH;
+        if (x->where == AF_WHERE_CONSTANT && t->alias_of < 0 && t->bytes > 0)
+            p->rep.constant_bytes += (uint64_t)t->bytes;
+        if (x->where == AF_WHERE_DYNAMIC && t->alias_of < 0)
+            p->rep.dynamic_tensors++;
     }
+    return n_scratch;
 }
 
 /* strict mode: every other reader of a (and of its views) is a data ancestor of node v. */
@@ -405,24 +414,16 @@ static int budget_error(const af_plan_t *p, af_error_t *err)
                    af_graph_node(g, p->order[s])->name, live);
 }
 
-/* Report figures: constant bytes, dynamic and arena tensors, naive bytes, and the peak step of
- * the arena tensors' live bytes (as af__peak_of: the arena tensors are its arena roots with a
- * lifetime, their bytes aligned); diff: scratch of node_count + 1 entries. Returns the number
- * of scratch tensors (for af__plan_scratch_figure). */
-static int32_t count_tensors(af_plan_t *p, int64_t *diff)
+/* Report figures: arena tensors, naive bytes, and the peak step of the arena tensors' live
+ * bytes (as af__peak_of: the arena tensors are its arena roots with a lifetime, their bytes
+ * aligned), from the plan's own tables; diff: scratch of node_count + 1 entries. */
+static void count_tensors(af_plan_t *p, int64_t *diff)
 {
     const af_graph_t *g = p->g;
     af_plan_report_t *r = &p->rep;
     int32_t nn = af_graph_node_count(g);
     memset(diff, 0, (size_t)(nn + 1) * sizeof(*diff));
-    int32_t n_scratch = 0;
     for (int32_t i = 0; i < af_graph_tensor_count(g); i++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, i);
-        n_scratch += ti->kind == AF_TENSOR_SCRATCH;
-        if (p->tp[i].where == AF_WHERE_CONSTANT && ti->alias_of < 0 && ti->bytes > 0)
-            r->constant_bytes += (uint64_t)ti->bytes;
-        if (p->tp[i].where == AF_WHERE_DYNAMIC && ti->alias_of < 0)
-            r->dynamic_tensors++;
         if (p->group[i] >= 0) {
             r->arena_tensors++;
             r->naive_bytes += p->tp[i].bytes;
@@ -439,7 +440,6 @@ static int32_t count_tensors(af_plan_t *p, int64_t *diff)
             r->peak_step = s;
         }
     }
-    return n_scratch;
 }
 
 /* The order: the given one (restore) or the scheduler's; the report's schedule fields. */
@@ -486,7 +486,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
         goto out;
     }
     af__lifetimes_from_steps(g, p->step, lt);
-    classify(p, lt, af__graph_has_host_tier(g));
+    int32_t n_scratch = classify(p, lt, af__graph_has_host_tier(g));
     for (int32_t i = 0; i < nt; i++) {
         glast[i] = p->tp[i].last;
         latest[i] = i;
@@ -514,7 +514,7 @@ static int plan_build(af_plan_t *p, af_error_t *err)
     r->place_ms = ms_since(t);
     r->lower_bound_bytes = lb;
     r->arena_bytes = p->arena;
-    int32_t n_scratch = count_tensors(p, diff);
+    count_tensors(p, diff);
     r->any_order_bound_bytes = af__plan_any_order_bound(p);
     if (af__plan_scratch_figure(p, r, n_scratch)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");

@@ -122,6 +122,7 @@ typedef struct af__sstate {
     uint8_t *alloc; /* [nr] allocated already */
     uint64_t live;  /* bytes live between steps */
     uint64_t peak;
+    uint64_t area; /* sum over the steps run of the bytes live during each (af__smodel_peak's) */
     int32_t steps;
 } af__sstate_t;
 
@@ -143,6 +144,10 @@ int af__sched_seed(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *orde
 int af__sched_xla_list(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
                        af_error_t *err);
 int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, af_error_t *err);
+/* The same order, with the af__smodel_peak figures of it (peak, area) from lpmf's own
+ * simulation: no second pass over the order. */
+int af__sched_lpmf_peak(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
+                        uint64_t *peak, uint64_t *area, af_error_t *err);
 int af__sched_bfs(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, af_error_t *err);
 int af__sched_dfs(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, af_error_t *err);
 int af__sched_rpo(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, af_error_t *err);

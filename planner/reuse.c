@@ -371,7 +371,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
         for (size_t q = 0; q < n_prev; q++)
             for (int32_t x = off[prev[q]]; x < off[prev[q] + 1]; x++) {
                 int32_t r = nodes[x];
-                if (af__plan_poll(p)) {
+                if (af__plan_poll(p)) { /* per toucher: a fan-out's tenant has thousands */
                     rc = af__plan_stopped_err(err);
                     goto out;
                 }
@@ -395,7 +395,7 @@ int af__plan_reuse_edges(af_plan_t *p, af_error_t *err)
             p->edges = fit;
     }
 out:
-    if (rc)
+    if (rc == AF_ENOMEM) /* an interruption keeps its own message */
         af__err(err, rc, "out of memory");
     af__segmap_free(&sm);
     af__free(off);

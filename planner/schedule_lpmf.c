@@ -118,16 +118,39 @@ typedef struct lpmf {
     uint8_t *done, *ready;
 } lpmf_t;
 
+/* ready[v]: READY, plus STALE while v's key has not been computed since it may have changed.
+ * Keys are only compared when a choice is to be made: in list mode a key goes stale instead of
+ * being recomputed, and the stale ones are recomputed when two or more nodes are ready (a
+ * single ready node is taken whatever its key) or when the tree takes the ready set. A key is
+ * def - freed under the current state however it is reached, so the choices are the same. */
+enum { READY = 1, STALE = 2 };
+
 static void lpmf_key(lpmf_t *c, int32_t v)
 {
     c->key[v] = (int64_t)c->m->def[v] - (int64_t)af__sstate_freed(&c->s, v);
+    c->ready[v] = READY;
     if (c->tree)
         seg_set(&c->t, c->rank[v], 1, c->key[v]);
 }
 
+/* Recomputes the stale keys of the ready nodes (list mode). */
+static void refresh_keys(lpmf_t *c)
+{
+    for (int32_t i = 0; i < c->n_ready; i++)
+        if (c->ready[c->list[i]] & STALE)
+            lpmf_key(c, c->list[i]);
+}
+
+/* The freed bytes of root's last toucher changed. With at most one node ready that toucher, if
+ * ready, is that node: it goes stale without a search for the toucher. */
 static void lpmf_on_last(void *ctx, int32_t root)
 {
     lpmf_t *c = ctx;
+    if (!c->tree && c->n_ready <= 1) {
+        if (c->n_ready)
+            c->ready[c->list[0]] |= STALE;
+        return;
+    }
     int32_t u = af__sstate_last_toucher(&c->s, root, c->done);
     if (u >= 0 && c->ready[u])
         lpmf_key(c, u);
@@ -135,10 +158,11 @@ static void lpmf_on_last(void *ctx, int32_t root)
 
 static void ready_add(lpmf_t *c, int32_t v)
 {
-    c->ready[v] = 1;
+    c->ready[v] = READY | STALE;
     c->list_at[v] = c->n_ready;
     c->list[c->n_ready++] = v;
-    lpmf_key(c, v);
+    if (c->tree)
+        lpmf_key(c, v);
 }
 
 static void ready_del(lpmf_t *c, int32_t v)
@@ -194,6 +218,7 @@ static int set_mode(lpmf_t *c)
     if (!c->tree && c->n_ready > LIST_MAX) {
         if (!c->ranked && rank_nodes(c))
             return AF_ENOMEM;
+        refresh_keys(c);
         c->tree = 1;
         for (int32_t i = 0; i < c->n_ready; i++)
             seg_set(&c->t, c->rank[c->list[i]], 1, c->key[c->list[i]]);
@@ -273,8 +298,12 @@ static int32_t lpmf_pick(lpmf_t *c, uint64_t peak_so_far)
 {
     const af__smodel_t *m = c->m;
     uint64_t room = peak_so_far > c->s.live ? peak_so_far - c->s.live : 0;
-    if (!c->tree)
+    if (!c->tree && c->n_ready == 1)
+        return c->list[0]; /* the only choice, whatever its key */
+    if (!c->tree) {
+        refresh_keys(c);
         return list_pick(c, room);
+    }
     /* number of ranks with def <= room */
     int32_t lo = 0, hi = m->n;
     while (lo < hi) {
@@ -291,6 +320,16 @@ static int32_t lpmf_pick(lpmf_t *c, uint64_t peak_so_far)
 }
 
 int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order, af_error_t *err)
+{
+    uint64_t peak, area;
+    return af__sched_lpmf_peak(m, o, order, &peak, &area, err);
+}
+
+/* The peak and area come from the simulation the scheduler runs anyway: every node goes
+ * through af__sstate_run in order, as in af__smodel_peak, whose peak is the largest of the
+ * steps' live bytes (at least base + extra0, the state's starting peak, on a non-empty graph). */
+int af__sched_lpmf_peak(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *order,
+                        uint64_t *peak_out, uint64_t *area_out, af_error_t *err)
 {
     (void)o;
     lpmf_t c;
@@ -324,6 +363,8 @@ int af__sched_lpmf(const af__smodel_t *m, const af_plan_opts_t *o, int32_t *orde
                 ready_add(&c, u);
         }
     }
+    *peak_out = m->n ? c.s.peak : 0;
+    *area_out = c.s.area;
 out:
     lpmf_free(&c);
     if (rc == AF_ENOMEM)

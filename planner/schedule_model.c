@@ -210,6 +210,7 @@ void af__sstate_run(af__sstate_t *s, int32_t v, void (*on_last)(void *ctx, int32
     uint64_t during = s->live + (s->steps == 0 ? m->extra0 : 0);
     if (during > s->peak)
         s->peak = during;
+    s->area += during;
     for (int32_t i = m->t_off[v]; i < m->t_off[v + 1]; i++) {
         int32_t r = m->t_root[i];
         if (--s->rem[r] == 0 && !(m->flags[r] & SM_PINNED))

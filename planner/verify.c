@@ -26,8 +26,9 @@
 
 /* ---- plan checks ---------------------------------------------------------------------------- */
 
-/* True use range of every tensor's root bytes, from the graph and the order alone. */
-static int true_ranges(const af_plan_t *p, int32_t *tf, int32_t *tl)
+/* True use range of every tensor's root bytes, from the graph and the order alone; tb gets each
+ * tensor's bytes (the checks after this pass read no tensor record unless they report). */
+static int true_ranges(const af_plan_t *p, int32_t *tf, int32_t *tl, int64_t *tb)
 {
     const af_graph_t *g = p->g;
     int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
@@ -39,6 +40,7 @@ static int true_ranges(const af_plan_t *p, int32_t *tf, int32_t *tl)
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
         int32_t r = af_graph_alias_root(g, t);
         int32_t lo = INT32_MAX, hi = -1;
+        tb[t] = ti->bytes;
         if (ti->producer >= 0)
             lo = hi = p->step[ti->producer];
         if (ti->kind == AF_TENSOR_INPUT)
@@ -60,7 +62,8 @@ static int true_ranges(const af_plan_t *p, int32_t *tf, int32_t *tl)
     return 0;
 }
 
-static int check_tensors(const af_plan_t *p, const int32_t *tf, const int32_t *tl, af_error_t *err)
+static int check_tensors(const af_plan_t *p, const int32_t *tf, const int32_t *tl,
+                         const int64_t *tb, af_error_t *err)
 {
     const af_graph_t *g = p->g;
     uint64_t a = p->opts.alignment;
@@ -68,37 +71,39 @@ static int check_tensors(const af_plan_t *p, const int32_t *tf, const int32_t *t
         const af_tensor_plan_t *x = &p->tp[t];
         if (x->where != AF_WHERE_ALIAS && x->where != AF_WHERE_ARENA)
             continue; /* no arena offset to check (host tensors: budget_verify.c) */
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        /* sizes from tb: the record is read only for a message */
         if (x->where == AF_WHERE_ALIAS) {
             int32_t r = af_graph_alias_root(g, t);
             uint64_t want = p->tp[r].offset + (uint64_t)af_graph_alias_root_offset(g, t);
             if (x->offset != want ||
                 (p->tp[r].where == AF_WHERE_ARENA &&
-                 x->offset + (uint64_t)ti->bytes > p->tp[r].offset + p->tp[r].bytes))
-                return af__err(err, AF_EVERIFY, "view '%s' is not inside its base '%s'", ti->name,
-                               af_graph_tensor(g, r)->name);
+                 x->offset + (uint64_t)tb[t] > p->tp[r].offset + p->tp[r].bytes))
+                return af__err(err, AF_EVERIFY, "view '%s' is not inside its base '%s'",
+                               af_graph_tensor(g, t)->name, af_graph_tensor(g, r)->name);
             continue;
         }
-        if (x->where != AF_WHERE_ARENA || ti->bytes <= 0)
+        if (x->where != AF_WHERE_ARENA || tb[t] <= 0)
             continue;
         if (tl[t] < 0 && x->bytes == 0)
             continue; /* no step produces or reads it (a dead tensor): it needs no bytes */
-        if (x->bytes < (uint64_t)ti->bytes)
-            return af__err(err, AF_EVERIFY, "tensor '%s' reserves %llu bytes, needs %lld", ti->name,
-                           (unsigned long long)x->bytes, (long long)ti->bytes);
+        if (x->bytes < (uint64_t)tb[t])
+            return af__err(err, AF_EVERIFY, "tensor '%s' reserves %llu bytes, needs %lld",
+                           af_graph_tensor(g, t)->name, (unsigned long long)x->bytes,
+                           (long long)tb[t]);
         if (x->offset % a)
             return af__err(err, AF_EVERIFY, "tensor '%s' at offset %llu is not %llu-aligned",
-                           ti->name, (unsigned long long)x->offset, (unsigned long long)a);
+                           af_graph_tensor(g, t)->name, (unsigned long long)x->offset,
+                           (unsigned long long)a);
         if (x->offset + x->bytes > p->arena)
             return af__err(err, AF_EVERIFY, "tensor '%s' [%llu, %llu) is outside the arena (%llu)",
-                           ti->name, (unsigned long long)x->offset,
+                           af_graph_tensor(g, t)->name, (unsigned long long)x->offset,
                            (unsigned long long)(x->offset + x->bytes),
                            (unsigned long long)p->arena);
         if (tl[t] >= 0 && (x->first > tf[t] || x->last < tl[t]))
             return af__err(err, AF_EVERIFY,
                            "tensor '%s' is used in steps [%d, %d] but planned live only in "
                            "[%d, %d]",
-                           ti->name, tf[t], tl[t], x->first, x->last);
+                           af_graph_tensor(g, t)->name, tf[t], tl[t], x->first, x->last);
     }
     return 0;
 }
@@ -204,14 +209,16 @@ int af_plan_verify(const af_plan_t *p, af_error_t *err)
     int32_t nt = af_graph_tensor_count(p->g);
     int32_t *tf = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
     int32_t *tl = af__malloc((size_t)(nt + 1) * sizeof(int32_t));
+    int64_t *tb = af__malloc((size_t)(nt + 1) * sizeof(int64_t));
     int rc;
-    if (!tf || !tl)
+    if (!tf || !tl || !tb)
         rc = af__err(err, AF_ENOMEM, "out of memory");
-    else if (!(rc = check_order(p, err)) && !(rc = true_ranges(p, tf, tl)) &&
-             !(rc = check_tensors(p, tf, tl, err)) && !(rc = check_overlaps(p, err)) &&
+    else if (!(rc = check_order(p, err)) && !(rc = true_ranges(p, tf, tl, tb)) &&
+             !(rc = check_tensors(p, tf, tl, tb, err)) && !(rc = check_overlaps(p, err)) &&
              !(rc = af__budget_verify(p, err)) && !p->opts.safe_mode)
         rc = af__verify_reuse(p, err); /* check 4: planner/verify_reuse.c */
     af__free(tf);
     af__free(tl);
+    af__free(tb);
     return rc;
 }

@@ -311,23 +311,36 @@ static int check_inplace(rv_t *v, af_error_t *err)
     return 0;
 }
 
-/* Blocks by (first step, id), with the radix sort of common/sort.c. */
+/* Blocks by (first step, id): a counting sort over the steps (common/sort.c) of the blocks in
+ * increasing id order; a first step outside [0, nodes] (a graph without nodes has its inputs
+ * at step 0) goes through the radix sort instead. NULL when out of memory. */
 static int32_t *blocks_in_order(const rv_t *v, size_t *n)
 {
     int32_t *ids = af__malloc(((size_t)v->nt + 1) * sizeof(int32_t));
-    uint64_t *key = af__malloc(((size_t)v->nt + 1) * sizeof(uint64_t));
+    int32_t *key = af__malloc(((size_t)v->nt + 1) * sizeof(int32_t));
     *n = 0;
     if (ids && key)
         for (int32_t t = 0; t < v->nt; t++)
             if (v->block_of[t] == t) {
-                key[t] = (uint64_t)(uint32_t)v->p->tp[t].first;
+                key[*n] = v->p->tp[t].first;
                 ids[(*n)++] = t;
             }
-    if (!ids || !key || af__sort_ids(ids, *n, key, NULL, NULL)) {
+    int rc = !ids || !key ? AF_ENOMEM : af__sort_counting(ids, key, *n, v->nn + 1);
+    if (rc == AF_EINVAL) {
+        uint64_t *k64 = af__malloc(((size_t)v->nt + 1) * sizeof(uint64_t));
+        rc = AF_ENOMEM;
+        if (k64) {
+            for (size_t i = 0; i < *n; i++)
+                k64[ids[i]] = (uint64_t)(uint32_t)key[i];
+            rc = af__sort_ids(ids, *n, k64, NULL, NULL);
+        }
+        af__free(k64);
+    }
+    af__free(key);
+    if (rc) {
         af__free(ids);
         ids = NULL;
     }
-    af__free(key);
     return ids;
 }
 

@@ -135,6 +135,11 @@ static void check_graph(af_graph_t *g, uint64_t seed, int32_t *max_ready)
                         (unsigned long long)seed, k, got[k], want[k]);
             fail();
         }
+    /* the figures lpmf reports of its order are the simulation's of the same order */
+    uint64_t peak = 0, area = 0, want_peak = 1, want_area = 1;
+    assert_int_equal(af__sched_lpmf_peak(&m, &o, got, &peak, &area, &err), 0);
+    assert_int_equal(af__smodel_peak(&m, got, &want_peak, NULL, &want_area), 0);
+    assert_true(peak == want_peak && area == want_area);
     /* widest frontier the order went through, to check the test reaches the tree */
     int32_t *indeg = calloc((size_t)m.n + 1, sizeof(int32_t)), ready = 0;
     for (int32_t v = 0; v < m.n; v++)
