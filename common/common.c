@@ -181,7 +181,9 @@ void *af__realloc(void *ptr, size_t size)
 {
     if (scratch.depth && ptr)
         (void)scratch_untrack(ptr);
-    void *p = hooks.realloc_fn(ptr, size ? size : 1); /* copied into: no longer first touch */
+    /* The copied head is touched already; the hint serves the part past it (all of a block
+     * that starts as realloc(NULL, size), as af__grow's first growth and af_graph_reserve do). */
+    void *p = huge_hint(hooks.realloc_fn(ptr, size ? size : 1), size);
     if (p && scratch.depth && size >= AF__SCRATCH_MIN)
         (void)scratch_track(p, size);
     return p; /* on failure ptr stays live, untracked: freed as usual */
