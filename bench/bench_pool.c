@@ -31,8 +31,8 @@
  * recut_min, 32 KiB, and above it blocks re-cut from the cache's heap of extents), af classes (the
  * same with recut_min 0: the size-class path alone), af locked (af_pool_alloc/af_pool_free, no
  * cache: the class lock per call, how the executor takes a round's arena), af bins (the defaults
- * plus recut_bins: freed re-cut blocks kept by length in the cache), the four tuned peers, floor
- * (a bare LIFO stack).
+ * plus recut_bins: freed re-cut blocks kept by length in the cache), the four tuned peers, bare
+ * cls (a bound: the classes alone, bench_pool_bare.h), floor (a bare LIFO stack).
  *
  * Reserved ÷ peak live (1 thread, fresh pool, 13 rounds): "whole" = peak reserved over all 13
  * rounds; "steady" = peak reserved during rounds 4-13, both ÷ the trace's peak live bytes. One
@@ -65,6 +65,7 @@ extern void __libc_free(void *);
 
 #include "bench_pool_peers.h" /* tcmalloc, mimalloc, the tuning, reserved bytes per peer */
 #include "bench_pool_trace.h" /* op_t, trace_t, synthetic, load_trace */
+#include "bench_pool_bare.h"  /* bare cls: the bound column */
 
 /* ---- allocators -------------------------------------------------------------------------- */
 
@@ -224,6 +225,7 @@ static void mi_free(void *ts, void *p)
 TIMED_LOOP(timed_pool, pool_alloc, pool_free)
 TIMED_LOOP(timed_locked, locked_alloc, locked_free)
 TIMED_LOOP(timed_floor, floor_alloc, floor_free)
+TIMED_LOOP(timed_bare, bare_alloc, bare_free)
 #ifdef AF_HAVE_JEMALLOC
 TIMED_LOOP(timed_je, je_alloc, je_free)
 #endif
@@ -253,6 +255,10 @@ static const alloc_t g_columns[] = {
      reserved_tc, &g_tc, nop_make, nop_unmake, tc_alloc, tc_free, timed_tc},
     {"mimalloc", "mi_malloc/mi_free (dlopen, RTLD_DEEPBIND), MIMALLOC_ALLOW_DECOMMIT=0", 0,
      reserved_mi, &g_mi, nop_make, nop_unmake, mi_alloc, mi_free, timed_mi},
+    {"bare cls",
+     "a bound: the pool's classes as LIFO stacks, class from the address, nothing else (no state "
+     "word, checks, counters, lending)",
+     0, NULL, NULL, bare_make, bare_unmake, bare_alloc, bare_free, timed_bare},
     {"floor",
      "a bare LIFO stack of cells, no metadata (the replay loop alone; every column "
      "includes it)",
@@ -377,7 +383,9 @@ static result_t measure(const trace_t *t, const alloc_t *a, int nthreads, int re
         pthread_t th[2];
         for (int i = 0; i < nthreads; i++) {
             jobs[i] =
-                (job_t){t, a, a->make == floor_make ? (void *)t : g_pool, 0, &bar, 0, 0, 0, 0};
+                (job_t){t, a,    a->make == floor_make || a->make == bare_make ? (void *)t : g_pool,
+                        0, &bar, 0,
+                        0, 0,    0};
             pthread_create(&th[i], NULL, job_run, &jobs[i]);
         }
         af_pool_stats_t st0, st1;

@@ -355,8 +355,10 @@ static AF__COLD int cache_alloc_rest(af_pool_cache_t *k, size_t size, void **out
 }
 
 /* Bin c of the cache is empty: lend a block of the nearest larger class from this cache (still no
- * lock), else the general path. Out of line, so the fast path needs no stack frame. */
-static AF__NOINLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
+ * lock), else the general path (out of line). Inline: on traces whose sizes fall between the
+ * classes of the blocks a cache holds, most requests are served this way (randwire and darts
+ * lend 53% and 70% of their requests under recut_min 0). */
+static inline AF__INLINE int cache_lend(af_pool_cache_t *k, uint32_t c, size_t size, void **out)
 {
     int d = next_full(k, c, k->bins[c].near);
     if (d < 0)
