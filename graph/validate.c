@@ -85,8 +85,10 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
  * on g->io instead, and the records are written once more at the end.
  */
 typedef struct fin {
-    int32_t *tmark; /* nt: the last node that counted tensor t as read */
-    int32_t *nmark; /* nn: the last node that took node p as a predecessor */
+    /* The last node that counted tensor t as read (nt), that took node p as a predecessor (nn):
+     * in the name maps' tags, which nothing reads until the next add (restored on failure). */
+    int32_t *tmark, *nmark;
+    int lent;
     /* nt + nn: distinct readers of tensor t, then successors of node p; turned into write
      * cursors into g->edge_pool (after the fill, cnt[x] is where entry x + 1 starts). */
     uint32_t *cnt;
@@ -270,7 +272,8 @@ static int build_edges(af_graph_t *g, fin_t *f, af_error_t *err)
 {
     size_t nn = g->n_nodes, nt = g->n_tensors;
     if (!f->fast) {
-        memset(f->tmark, 0xff, (nt + nn) * sizeof(int32_t));
+        memset(f->tmark, 0xff, nt * sizeof(int32_t));
+        memset(f->nmark, 0xff, nn * sizeof(int32_t));
         memset(f->cnt, 0, (nt + nn) * sizeof(uint32_t));
         f->used = 0;
         for (size_t i = 0; i < nn; i++)
@@ -479,14 +482,16 @@ static int fin_alloc(af_graph_t *g, fin_t *f, af_error_t *err)
     if (pool > UINT32_MAX)
         return af__err(err, AF_ENOMEM, "graph too large: %zu input references (at most %u)",
                        g->n_inputs_total, (unsigned)(UINT32_MAX / 3));
+    f->lent = 1;
+    f->tmark = af__graph_map_lend_tags(&g->tmap, nt);
+    f->nmark = af__graph_map_lend_tags(&g->nmap, nn);
     g->edge_pool = af__malloc(pool * sizeof(int32_t));
-    f->tmark = af__malloc((nt + nn + 1) * sizeof(int32_t));
     f->cnt = af__calloc(nt + nn + 1, sizeof(uint32_t));
     f->nio = af__malloc((3 * nn + 1) * sizeof(int32_t));
-    if (!g->edge_pool || !f->tmark || !f->cnt || !f->nio)
+    if (!g->edge_pool || !f->tmark || !f->nmark || !f->cnt || !f->nio)
         return af__err(err, AF_ENOMEM, "out of memory");
-    f->nmark = f->tmark + nt;
-    memset(f->tmark, 0xff, (nt + nn) * sizeof(int32_t));
+    memset(f->tmark, 0xff, nt * sizeof(int32_t));
+    memset(f->nmark, 0xff, nn * sizeof(int32_t));
     f->fast = 1;
     return 0;
 }
@@ -503,10 +508,13 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
     if (!rc && !(rc = resolve_aliases(g, err)) && !(rc = resolve_names(g, &f, err)) &&
         !(rc = build_edges(g, &f, err)) && !(rc = check_producers_exist(g, &f, err)))
         rc = build_input_order(g, f.fast, err);
-    af__free(f.tmark);
     af__free(f.cnt);
     af__free(f.nio);
     if (rc) {
+        if (f.lent) { /* the graph stays open for adds: they need the tags */
+            af__graph_map_restore_tags(g, &g->tmap, g->n_tensors);
+            af__graph_map_restore_tags(g, &g->nmap, g->n_nodes);
+        }
         release_tables(g);
         return rc;
     }
