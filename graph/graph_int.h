@@ -109,6 +109,11 @@ int af__graph_map_sync(const af_graph_t *g, af__namemap_t *m, size_t n);
 /* The id whose name is key (hash: af__graph_hash_str(key)) among m's first m->count ids, or -1. */
 int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const char *key,
                            uint64_t hash);
+/* The tags as scratch for n int32 entries (finalize, once the table holds every id: they are
+ * only read again to add or rebuild), or NULL when out of memory. Until
+ * af__graph_map_restore_tags() (n: the ids m indexes) the table must not grow or catch up. */
+int32_t *af__graph_map_lend_tags(af__namemap_t *m, size_t n);
+void af__graph_map_restore_tags(const af_graph_t *g, af__namemap_t *m, size_t n);
 /* Frees the tags (finalize: nothing is added any more); the table stays. */
 void af__graph_map_drop_tags(af__namemap_t *m);
 void af__graph_map_free(af__namemap_t *m);

@@ -202,6 +202,21 @@ int32_t af__graph_map_find(const af_graph_t *g, const af__namemap_t *m, const ch
     }
 }
 
+int32_t *af__graph_map_lend_tags(af__namemap_t *m, size_t n)
+{
+    if (af__graph_map_reserve(m, n ? n : 1))
+        return NULL;
+    return (int32_t *)m->tags;
+}
+
+void af__graph_map_restore_tags(const af_graph_t *g, af__namemap_t *m, size_t n)
+{
+    for (size_t id = 0; id < n; id++) {
+        const char *s = name_of(g, m, (int32_t)id);
+        m->tags[id] = (uint32_t)af__graph_hash_n(s, strlen(s));
+    }
+}
+
 void af__graph_map_drop_tags(af__namemap_t *m)
 {
     af__free(m->tags);

@@ -19,9 +19,10 @@
  * producer is already final when its reader is reached (nodes in data-flow order, the usual
  * case), also finds the preds and counts the readers; otherwise (or when a node reads its own
  * output, reported only after every name error) a second pass does that with the final
- * producers. Consumers and succs are then filled from g->io and the preds with compact counts
- * (fin_t), and one last pass over each record array points them at their lists (check 4 rides
- * on the tensors' one). A graph without views skips the alias tables entirely.
+ * producers. The counts of readers and successors go into the records' n_consumers and n_succs.
+ * One pass over the tensors then places their consumer lists (check 4 rides on it), and a last
+ * pass over the nodes fills consumers and succs and (data-flow order) places each node's succs
+ * just before it is reached. A graph without views skips the alias tables entirely.
  */
 #include "graph/graph_int.h"
 
@@ -80,19 +81,18 @@ static int resolve_aliases(af_graph_t *g, af_error_t *err)
 }
 
 /*
- * Scratch of one finalize. The records are 80 (tensor) and 120 (node) bytes, so at 10^6 tensors
- * every pass over them moves ~80 MB: the passes after the first run on these compact arrays and
- * on g->io instead, and the records are written once more at the end.
+ * Scratch of one finalize. The counts of distinct readers per tensor and of successors per node
+ * are kept in the records themselves (n_consumers, n_succs), where the passes that count them
+ * read anyway: at 10^6 tensors a side array of counts and per-node io sizes was ~15 MB of fresh
+ * memory the kernel had to fault in, for data the records hold.
  */
 typedef struct fin {
-    int32_t *tmark; /* nt: the last node that counted tensor t as read */
-    int32_t *nmark; /* nn: the last node that took node p as a predecessor */
-    /* nt + nn: distinct readers of tensor t, then successors of node p; turned into write
-     * cursors into g->edge_pool (after the fill, cnt[x] is where entry x + 1 starts). */
-    uint32_t *cnt;
-    int32_t *nio; /* 3 per node: inputs, outputs, preds */
-    size_t used;  /* entries of g->edge_pool taken */
-    int fast;     /* 1 while every input's producer seen so far was already final */
+    /* The last node that counted tensor t as read (nt), that took node p as a predecessor (nn):
+     * in the name maps' tags, which nothing reads until the next add (restored on failure). */
+    int32_t *tmark, *nmark;
+    int lent;
+    size_t used; /* entries of g->edge_pool taken */
+    int fast;    /* 1 while every input's producer seen so far was already final */
 } fin_t;
 
 /* Node i becomes the producer of its outputs (check 3). */
@@ -152,7 +152,7 @@ static int32_t node_preds(af_graph_t *g, int32_t i, fin_t *f, af_error_t *err)
         int32_t t = nd->inputs[j];
         if (f->tmark[t] != i) {
             f->tmark[t] = i;
-            f->cnt[t]++;
+            g->tensors[t].n_consumers++;
         }
         int fast = f->fast;
         int32_t p = fast ? producer_so_far(g, t, &f->fast) : effective_producer(g, t);
@@ -174,11 +174,10 @@ static int32_t node_preds(af_graph_t *g, int32_t i, fin_t *f, af_error_t *err)
             k--;
         }
         pool[k] = p;
-        f->cnt[g->n_tensors + (size_t)p]++;
+        g->nodes[p].n_succs++;
     }
     nd->preds = pool;
     nd->n_preds = n;
-    f->nio[3 * (size_t)i + 2] = n;
     f->used += (size_t)n;
     return n;
 }
@@ -217,8 +216,6 @@ static int resolve_names(af_graph_t *g, fin_t *f, af_error_t *err)
                                "range",
                                nd->name, k, h->output, h->input);
         }
-        f->nio[3 * i] = nd->n_inputs;
-        f->nio[3 * i + 1] = nd->n_outputs;
         if (f->fast)
             (void)node_preds(g, (int32_t)i, f, err);
         first = end;
@@ -226,58 +223,70 @@ static int resolve_names(af_graph_t *g, fin_t *f, af_error_t *err)
     return 0;
 }
 
-/* Turns the counts cnt[from, to) into write cursors starting at pool entry *at. */
-static void cursors(uint32_t *cnt, size_t from, size_t to, size_t *at)
+/* The pool entry p points at, writable (the records hold const pointers into g->edge_pool). */
+static int32_t *pool_at(af_graph_t *g, const int32_t *p)
 {
-    for (size_t x = from; x < to; x++) {
-        uint32_t c = cnt[x];
-        cnt[x] = (uint32_t)*at;
-        *at += c;
-    }
+    return g->edge_pool + (p - g->edge_pool);
 }
 
-/* Consumers (distinct reader nodes per tensor) and succs (transpose of preds) into the pool,
- * from g->io and the preds: nodes in increasing order keep both lists sorted. */
+/* Node i's successor list starts at pool entry *at (its count, n_succs, becomes the fill
+ * cursor). */
+static void place_succs(af_graph_t *g, size_t i, size_t *at)
+{
+    af_node_info_t *nd = &g->nodes[i];
+    nd->succs = g->edge_pool + *at;
+    *at += (size_t)nd->n_succs;
+    nd->n_succs = 0;
+}
+
+/*
+ * Consumers (distinct reader nodes per tensor, placed by check_producers_exist) and succs
+ * (transpose of preds) into the pool, from the inputs and the preds: nodes in increasing order
+ * keep both lists sorted. When every pred precedes its node (f->fast), a node's successor list
+ * is placed in the same pass, before any later node appends to it.
+ */
 static void fill_edges(af_graph_t *g, fin_t *f)
 {
-    size_t nn = g->n_nodes, nt = g->n_tensors, at = f->used, io = 0, pr = 0;
-    int32_t *pool = g->edge_pool;
-    cursors(f->cnt, 0, nt + nn, &at);
-    memset(f->tmark, 0xff, nt * sizeof(int32_t));
+    size_t nn = g->n_nodes, at = f->used;
+    if (!f->fast)
+        for (size_t i = 0; i < nn; i++)
+            place_succs(g, i, &at);
+    memset(f->tmark, 0xff, g->n_tensors * sizeof(int32_t));
     for (size_t i = 0; i < nn; i++) {
-        const int32_t *nio = f->nio + 3 * i;
-        for (int32_t j = 0; j < nio[0]; j++) {
-            int32_t t = g->io[io + (size_t)j];
+        if (f->fast)
+            place_succs(g, i, &at);
+        const af_node_info_t *nd = &g->nodes[i];
+        for (int32_t j = 0; j < nd->n_inputs; j++) {
+            int32_t t = nd->inputs[j];
             if (f->tmark[t] != (int32_t)i) {
                 f->tmark[t] = (int32_t)i;
-                pool[f->cnt[t]++] = (int32_t)i;
+                af_tensor_info_t *r = &g->tensors[t];
+                pool_at(g, r->consumers)[r->n_consumers++] = (int32_t)i;
             }
         }
-        io += (size_t)nio[0] + (size_t)nio[1];
-        for (int32_t k = 0; k < nio[2]; k++)
-            pool[f->cnt[nt + (size_t)pool[pr + (size_t)k]]++] = (int32_t)i;
-        pr += (size_t)nio[2];
-    }
-    for (size_t i = 0; i < nn; i++) {
-        uint32_t from = i ? f->cnt[nt + i - 1] : (nt ? f->cnt[nt - 1] : (uint32_t)f->used);
-        g->nodes[i].succs = pool + from;
-        g->nodes[i].n_succs = (int32_t)(f->cnt[nt + i] - from);
+        for (int32_t k = 0; k < nd->n_preds; k++) {
+            af_node_info_t *p = &g->nodes[nd->preds[k]];
+            pool_at(g, p->succs)[p->n_succs++] = (int32_t)i;
+        }
     }
 }
 
-/* Preds (unless resolve_names found them) and per-tensor reader counts, then the lists. */
-static int build_edges(af_graph_t *g, fin_t *f, af_error_t *err)
+/* Preds and the reader and successor counts, unless resolve_names found them. */
+static int find_preds(af_graph_t *g, fin_t *f, af_error_t *err)
 {
     size_t nn = g->n_nodes, nt = g->n_tensors;
-    if (!f->fast) {
-        memset(f->tmark, 0xff, (nt + nn) * sizeof(int32_t));
-        memset(f->cnt, 0, (nt + nn) * sizeof(uint32_t));
-        f->used = 0;
-        for (size_t i = 0; i < nn; i++)
-            if (node_preds(g, (int32_t)i, f, err) < 0)
-                return AF_ECYCLE;
-    }
-    fill_edges(g, f);
+    if (f->fast)
+        return 0;
+    for (size_t i = 0; i < nt; i++)
+        g->tensors[i].n_consumers = 0;
+    for (size_t i = 0; i < nn; i++)
+        g->nodes[i].n_succs = 0;
+    memset(f->tmark, 0xff, nt * sizeof(int32_t));
+    memset(f->nmark, 0xff, nn * sizeof(int32_t));
+    f->used = 0;
+    for (size_t i = 0; i < nn; i++)
+        if (node_preds(g, (int32_t)i, f, err) < 0)
+            return AF_ECYCLE;
     return 0;
 }
 /* Min-heap of node ids for Kahn's stable order (also the ONNX importer's node order). */
@@ -409,21 +418,33 @@ static int build_input_order(af_graph_t *g, int known_sorted, af_error_t *err)
     return rc;
 }
 
-/* Points every tensor at its consumers in the pool (check 4 in the same pass). */
-static int check_producers_exist(af_graph_t *g, const fin_t *f, af_error_t *err)
+/* The first node reading tensor t (an error message's culprit), or -1. */
+static int32_t first_reader(const af_graph_t *g, int32_t t)
+{
+    for (size_t i = 0; i < g->n_nodes; i++)
+        for (int32_t j = 0; j < g->nodes[i].n_inputs; j++)
+            if (g->nodes[i].inputs[j] == t)
+                return (int32_t)i;
+    return -1;
+}
+
+/* Places every tensor's consumer list in the pool after the preds (its count, n_consumers,
+ * becomes fill_edges' cursor), with check 4 in the same pass. */
+static int check_producers_exist(af_graph_t *g, fin_t *f, af_error_t *err)
 {
     for (size_t i = 0; i < g->n_tensors; i++) {
         af_tensor_info_t *t = &g->tensors[i];
-        uint32_t from = i ? f->cnt[i - 1] : (uint32_t)f->used;
-        t->consumers = g->edge_pool + from;
-        t->n_consumers = (int32_t)(f->cnt[i] - from);
+        int32_t readers = t->n_consumers;
+        t->consumers = g->edge_pool + f->used;
+        t->n_consumers = 0;
+        f->used += (size_t)readers;
         if (t->kind == AF_TENSOR_SCRATCH &&
-            (t->n_consumers > 0 || t->producer < 0 || t->alias_of >= 0 || t->bytes < 0))
+            (readers > 0 || t->producer < 0 || t->alias_of >= 0 || t->bytes < 0))
             return af__err(err, AF_EINVAL,
                            "scratch tensor '%s' must be a fixed-size output of one node that no "
                            "node reads and that is no view",
                            t->name);
-        if (t->n_consumers == 0 && t->kind != AF_TENSOR_OUTPUT)
+        if (readers == 0 && t->kind != AF_TENSOR_OUTPUT)
             continue;
         /* A view without a producer holds its base's bytes: follow the chain to whoever
          * writes them (the chain is known to end: resolve_aliases checked it). */
@@ -436,11 +457,11 @@ static int check_producers_exist(af_graph_t *g, const fin_t *f, af_error_t *err)
         if (r != t)
             snprintf(via, sizeof(via), " (it is a view of '%s', which nothing produces either)",
                      r->name);
-        if (t->n_consumers > 0)
+        if (readers > 0)
             return af__err(err, AF_ENOPRODUCER,
                            "tensor '%s' is read by node '%s' but no node produces it (and it is "
                            "not an input or constant)%s",
-                           t->name, g->nodes[t->consumers[0]].name, via);
+                           t->name, g->nodes[first_reader(g, (int32_t)i)].name, via);
         return af__err(err, AF_ENOPRODUCER, "graph output '%s' is never produced%s", t->name, via);
     }
     return 0;
@@ -474,19 +495,14 @@ static int fin_alloc(af_graph_t *g, fin_t *f, af_error_t *err)
 {
     size_t nt = g->n_tensors, nn = g->n_nodes, pool = 3 * g->n_inputs_total + 1;
     memset(f, 0, sizeof(*f));
-    /* Pool positions are 32-bit cursors (the scratch stays 4 bytes per entry): a graph with
-     * over a billion input references is refused rather than mis-indexed. */
-    if (pool > UINT32_MAX)
-        return af__err(err, AF_ENOMEM, "graph too large: %zu input references (at most %u)",
-                       g->n_inputs_total, (unsigned)(UINT32_MAX / 3));
+    f->lent = 1;
+    f->tmark = af__graph_map_lend_tags(&g->tmap, nt);
+    f->nmark = af__graph_map_lend_tags(&g->nmap, nn);
     g->edge_pool = af__malloc(pool * sizeof(int32_t));
-    f->tmark = af__malloc((nt + nn + 1) * sizeof(int32_t));
-    f->cnt = af__calloc(nt + nn + 1, sizeof(uint32_t));
-    f->nio = af__malloc((3 * nn + 1) * sizeof(int32_t));
-    if (!g->edge_pool || !f->tmark || !f->cnt || !f->nio)
+    if (!g->edge_pool || !f->tmark || !f->nmark)
         return af__err(err, AF_ENOMEM, "out of memory");
-    f->nmark = f->tmark + nt;
-    memset(f->tmark, 0xff, (nt + nn) * sizeof(int32_t));
+    memset(f->tmark, 0xff, nt * sizeof(int32_t));
+    memset(f->nmark, 0xff, nn * sizeof(int32_t));
     f->fast = 1;
     return 0;
 }
@@ -501,12 +517,15 @@ int af_graph_finalize(af_graph_t *g, af_error_t *err)
     if (!rc)
         rc = fin_alloc(g, &f, err);
     if (!rc && !(rc = resolve_aliases(g, err)) && !(rc = resolve_names(g, &f, err)) &&
-        !(rc = build_edges(g, &f, err)) && !(rc = check_producers_exist(g, &f, err)))
+        !(rc = find_preds(g, &f, err)) && !(rc = check_producers_exist(g, &f, err))) {
+        fill_edges(g, &f);
         rc = build_input_order(g, f.fast, err);
-    af__free(f.tmark);
-    af__free(f.cnt);
-    af__free(f.nio);
+    }
     if (rc) {
+        if (f.lent) { /* the graph stays open for adds: they need the tags */
+            af__graph_map_restore_tags(g, &g->tmap, g->n_tensors);
+            af__graph_map_restore_tags(g, &g->nmap, g->n_nodes);
+        }
         release_tables(g);
         return rc;
     }

@@ -9,7 +9,8 @@
  *   long ago or just before is accepted by the add and refused by finalize, with the name and
  *   both ids in the message; lookups before finalize are right as the graph grows; every name
  *   is found after finalize; a graph whose finalize failed on a missing name finalizes once
- *   fixed.
+ *   fixed, and one whose finalize failed late (it lends the maps' tags as scratch) rebuilds both
+ *   tables right as it grows.
  * - Out of memory for the name table: finalize fails cleanly and works again, a lookup is still
  *   right.
  * - A node that reads its own output is reported after the name errors of later nodes.
@@ -344,6 +345,63 @@ static void test_graph_scale_failed_finalize_keeps_the_names(void **state)
     af_graph_destroy(g);
 }
 
+/* Finalize borrows the name maps' tags as scratch: after a late failure (a tensor read but never
+ * produced, found once the nodes are resolved) the graph takes enough new tensors and nodes to
+ * rebuild both tables from their tags, and every name is then found under its own id. */
+static void test_graph_scale_late_failure_keeps_the_tags(void **state)
+{
+    (void)state;
+    af_graph_t *g;
+    af_error_t err;
+    char name[32], out[32];
+    assert_int_equal(af_graph_create(&g), 0);
+    const char *kinds[] = {"x", "orphan", "y"};
+    for (int i = 0; i < 3; i++) {
+        af_tensor_desc_t d = {.name = kinds[i], .bytes = 4, .rank = -1};
+        d.kind = i == 0 ? AF_TENSOR_INPUT : i == 2 ? AF_TENSOR_OUTPUT : AF_TENSOR_INTERMEDIATE;
+        assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+    }
+    const char *in[] = {"x", "orphan"}, *o[] = {"y"};
+    af_node_desc_t reader = {"reader", "Add", in, 2, o, 1, 1.0, NULL, 0};
+    assert_int_equal(af_graph_add_node(g, &reader, NULL, NULL), 0);
+    assert_int_equal(af_graph_finalize(g, &err), AF_ENOPRODUCER);
+    assert_non_null(strstr(err.msg, "'orphan'"));
+    assert_non_null(strstr(err.msg, "'reader'"));
+    const char *mi[] = {"x"}, *mo[] = {"orphan"};
+    af_node_desc_t maker = {"maker", "Relu", mi, 1, mo, 1, 1.0, NULL, 0}; /* after its reader */
+    assert_int_equal(af_graph_add_node(g, &maker, NULL, NULL), 0);
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        snprintf(out, sizeof out, "n%d", i);
+        af_tensor_desc_t d = {.name = name, .bytes = 4, .rank = -1, .kind = AF_TENSOR_OUTPUT};
+        assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+        const char *oi[] = {"orphan"}, *oo[] = {name};
+        af_node_desc_t n = {out, "Neg", oi, 1, oo, 1, 1.0, NULL, 0};
+        assert_int_equal(af_graph_add_node(g, &n, NULL, NULL), 0);
+    }
+    assert_int_equal(af_graph_finalize(g, &err), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(af_graph_find_tensor(g, kinds[i]), i);
+    assert_int_equal(af_graph_find_node(g, "reader"), 0);
+    assert_int_equal(af_graph_find_node(g, "maker"), 1);
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        snprintf(out, sizeof out, "n%d", i);
+        assert_int_equal(af_graph_find_tensor(g, name), 3 + i);
+        assert_int_equal(af_graph_find_node(g, out), 2 + i);
+    }
+    const af_tensor_info_t *orphan = af_graph_tensor(g, 1);
+    assert_int_equal(orphan->producer, 1);
+    assert_int_equal(orphan->n_consumers, 3001); /* reader, then the 3000 readers added later */
+    assert_int_equal(orphan->consumers[0], 0);
+    assert_int_equal(orphan->consumers[3000], 3001);
+    const af_node_info_t *m = af_graph_node(g, 1);
+    assert_int_equal(m->n_succs, 3001);
+    assert_int_equal(m->succs[0], 0);
+    assert_int_equal(af_graph_input_order(g)[0], 1); /* maker before its reader */
+    af_graph_destroy(g);
+}
+
 /* Allocations of [fail_lo, fail_hi) bytes fail, others go to the system allocator. */
 static size_t fail_lo, fail_hi;
 
@@ -451,6 +509,7 @@ int main(void)
         cmocka_unit_test(test_graph_scale_finalize_refuses_duplicates),
         cmocka_unit_test(test_graph_scale_lookups_before_and_after_finalize),
         cmocka_unit_test(test_graph_scale_failed_finalize_keeps_the_names),
+        cmocka_unit_test(test_graph_scale_late_failure_keeps_the_tags),
         cmocka_unit_test(test_graph_scale_out_of_memory_for_the_name_table),
         cmocka_unit_test(test_graph_scale_self_read_reported_after_name_errors),
         cmocka_unit_test(test_graph_scale_no_data_on_a_view),
