@@ -16,6 +16,7 @@ int af__kv_pair(size_t n, af__kv_t **kv, af__kv_t **tmp)
         return 0;
     af__free(*kv);
     af__free(*tmp);
+    *kv = *tmp = NULL;
     return AF_ENOMEM;
 }
 
