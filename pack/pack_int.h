@@ -52,6 +52,11 @@ int af__place_color_end(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
 
 /* ---- interval orders (pack/order.c) ---------------------------------------------------- */
 
+/* A radix sort's n entries and its scratch (af__sort_kv's tmp) as two blocks of n + 1 entries,
+ * not one of 2n: in a plan's scratch scope a freed block of that size is about twice as likely
+ * to be there for them (common.c). 0, or AF_ENOMEM with neither allocated
+ * (both pointers NULL). */
+int af__kv_pair(size_t n, af__kv_t **kv, af__kv_t **tmp);
 /* Interval ids 0..n-1 by (lower ascending, sz descending, id): the placers' start order. */
 int af__sort_by_start(const af_interval_t *iv, const uint64_t *sz, size_t n, int32_t *ids);
 /* Interval ids 0..n-1 by (key descending, sz descending, lower ascending, id); key NULL: by

@@ -41,22 +41,22 @@ static int conflict_counts(const af_interval_t *iv, size_t n, uint64_t *key)
 {
     int64_t *lo = af__malloc((n + 1) * sizeof(int64_t));
     int64_t *up = af__malloc((n + 1) * sizeof(int64_t));
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(af__kv_t));
-    if (!lo || !up || !kv) {
+    af__kv_t *kv = NULL, *tmp = NULL;
+    if (!lo || !up || af__kv_pair(n, &kv, &tmp)) {
         af__free(lo);
         af__free(up);
-        af__free(kv);
         return AF_ENOMEM;
     }
     for (int pass = 0; pass < 2; pass++) {
         int64_t *out = pass ? up : lo;
         for (size_t i = 0; i < n; i++)
             kv[i] = (af__kv_t){af__key_i64(pass ? iv[i].upper : iv[i].lower), (int32_t)i};
-        af__sort_kv(kv, n, kv + n);
+        af__sort_kv(kv, n, tmp);
         for (size_t i = 0; i < n; i++)
             out[i] = (int64_t)(kv[i].key ^ (1ull << 63));
     }
     af__free(kv);
+    af__free(tmp);
     for (size_t i = 0; i < n; i++) {
         /* intervals with lower < upper_i minus those with upper <= lower_i, minus itself */
         size_t started = count_below(lo, n, iv[i].upper, 0);
@@ -140,7 +140,7 @@ typedef struct folio {
     uint64_t a, lb, best, longlen;
     uint64_t *sz, *key, *conf;
     int32_t *ord;
-    af__kv_t *kv;
+    af__kv_t *kv, *kvt; /* sort entries and their scratch */
     af__engine_t e;
     int eng;       /* 0 once the engine is set up */
     int have_conf; /* conf holds the conflict counts */
@@ -162,10 +162,10 @@ static int run_member(folio_t *f, int k, int best_fit)
         if (nl) {
             for (size_t i = 0; i < nl; i++)
                 f->key[f->ord[i]] = af__key_i64(f->iv[f->ord[i]].lower);
-            af__sort_ids(f->ord, nl, f->key, f->kv, f->kv + n);
+            af__sort_ids(f->ord, nl, f->key, f->kv, f->kvt);
             for (size_t i = 0; i < nl; i++)
                 f->key[f->ord[i]] = af__key_desc(f->sz[f->ord[i]]);
-            af__sort_ids(f->ord, nl, f->key, f->kv, f->kv + n);
+            af__sort_ids(f->ord, nl, f->key, f->kv, f->kvt);
         }
         for (size_t i = 0; i < n; i++) {
             int32_t id = f->e.by_start[i];
@@ -182,13 +182,13 @@ static int run_member(folio_t *f, int k, int best_fit)
             f->ord[i] = (int32_t)i;
         for (size_t i = 0; i < n; i++)
             f->key[i] = af__key_i64(f->iv[i].lower);
-        af__sort_ids(f->ord, n, f->key, f->kv, f->kv + n);
+        af__sort_ids(f->ord, n, f->key, f->kv, f->kvt);
         for (size_t i = 0; i < n; i++)
             f->key[i] = af__key_desc(f->sz[i]);
-        af__sort_ids(f->ord, n, f->key, f->kv, f->kv + n);
+        af__sort_ids(f->ord, n, f->key, f->kv, f->kvt);
         for (size_t i = 0; i < n; i++)
             f->key[i] = af__key_desc(member_key(&f->iv[i], f->sz[i], f->conf[i], k, f->a));
-        af__sort_ids(f->ord, n, f->key, f->kv, f->kv + n);
+        af__sort_ids(f->ord, n, f->key, f->kv, f->kvt);
     }
     uint64_t h = af__engine_place(&f->e, f->tmp, f->ord, best_fit, f->best);
     if (h < f->best) {
@@ -255,9 +255,8 @@ int af__place_portfolio(af_interval_t *iv, size_t n, const af_place_opts_t *o, u
     f.conf = af__malloc((n + 1) * sizeof(uint64_t));
     f.ord = af__malloc((n + 1) * sizeof(int32_t));
     f.tmp = af__malloc((n + 1) * sizeof(af_interval_t));
-    f.kv = af__malloc((2 * n + 2) * sizeof(af__kv_t));
     int rc = 0;
-    if (!f.sz || !f.key || !f.conf || !f.ord || !f.tmp || !f.kv) {
+    if (!f.sz || !f.key || !f.conf || !f.ord || !f.tmp || af__kv_pair(n, &f.kv, &f.kvt)) {
         rc = af__err(err, AF_ENOMEM, "out of memory");
         goto out;
     }
@@ -297,5 +296,6 @@ out:
     af__free(f.ord);
     af__free(f.tmp);
     af__free(f.kv);
+    af__free(f.kvt);
     return rc;
 }

@@ -41,9 +41,10 @@ static int32_t handover_of(const items_t *it, int32_t k)
 /*
  * Orders the items by first step, plain newcomers before in-place hand-overs at the same step
  * (the donor is still live), then index: ord[] gets them; by_last[] gets them by last step
- * (stable). kv: scratch of 2n entries.
+ * (stable). kv, tmp: scratch of n entries each.
  */
-static void sweep_order(const items_t *it, af__kv_t *kv, int32_t *ord, int32_t *by_last)
+static void sweep_order(const items_t *it, af__kv_t *kv, af__kv_t *tmp, int32_t *ord,
+                        int32_t *by_last)
 {
     size_t n = it->n;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -58,20 +59,20 @@ static void sweep_order(const items_t *it, af__kv_t *kv, int32_t *ord, int32_t *
             kv[i] = (af__kv_t){((uint64_t)item(it, (int32_t)i)->lower - (uint64_t)lo) << 1 |
                                    (handover_of(it, (int32_t)i) >= 0),
                                (int32_t)i};
-        af__sort_kv(kv, n, kv + n);
+        af__sort_kv(kv, n, tmp);
     } else {
         for (size_t i = 0; i < n; i++)
             kv[i] = (af__kv_t){handover_of(it, (int32_t)i) >= 0, (int32_t)i};
-        af__sort_kv(kv, n, kv + n);
+        af__sort_kv(kv, n, tmp);
         for (size_t i = 0; i < n; i++)
             kv[i].key = af__key_i64(item(it, kv[i].id)->lower);
-        af__sort_kv(kv, n, kv + n);
+        af__sort_kv(kv, n, tmp);
     }
     for (size_t i = 0; i < n; i++)
         ord[i] = kv[i].id;
     for (size_t i = 0; i < n; i++) /* last step = upper - 1: the same order as by upper */
         kv[i] = (af__kv_t){af__key_i64(item(it, ord[i])->upper), ord[i]};
-    af__sort_kv(kv, n, kv + n);
+    af__sort_kv(kv, n, tmp);
     for (size_t i = 0; i < n; i++)
         by_last[i] = kv[i].id;
 }
@@ -186,12 +187,12 @@ static size_t live_pred(const liveset_t *s, size_t r)
 }
 
 /* Ranks the items' offsets (equal offsets, equal rank); returns the number of ranks. */
-static size_t rank_offsets(const items_t *it, af__kv_t *kv)
+static size_t rank_offsets(const items_t *it, af__kv_t *kv, af__kv_t *tmp)
 {
     size_t n = it->n;
     for (size_t i = 0; i < n; i++)
         kv[i] = (af__kv_t){item(it, (int32_t)i)->offset, (int32_t)i};
-    af__sort_kv(kv, n, kv + n);
+    af__sort_kv(kv, n, tmp);
     size_t ranks = 0;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && kv[i].key != kv[i - 1].key)
@@ -226,19 +227,21 @@ static int sweep(const items_t *it, int32_t *ca, int32_t *cb)
 {
     size_t n = it->n;
     int32_t *by_last = af__malloc((n + 1) * sizeof(*by_last));
-    af__kv_t *kv = af__malloc((2 * n + 1) * sizeof(*kv));
+    af__kv_t *kv = NULL, *tmp = NULL;
     int32_t *ord = af__malloc((n + 1) * sizeof(*ord));
     liveset_t ls = {0};
-    if (!by_last || !kv || !ord || live_init(&ls, n)) {
+    if (!by_last || !ord || af__kv_pair(n, &kv, &tmp) || live_init(&ls, n)) {
         af__free(by_last);
         af__free(kv);
+        af__free(tmp);
         af__free(ord);
         live_free(&ls);
         return AF_ENOMEM;
     }
-    sweep_order(it, kv, ord, by_last);
-    rank_offsets(it, kv);
+    sweep_order(it, kv, tmp, ord, by_last);
+    rank_offsets(it, kv, tmp);
     af__free(kv);
+    af__free(tmp);
     size_t e = 0;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
