@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <uv.h>
 
@@ -43,32 +42,17 @@ void af_reset_allocator(void)
 }
 
 /*
- * Asks for transparent huge pages under a big block (AF__HUGE_MIN bytes or more): the planner's
- * and the graph's per-tensor tables at 10^6 tensors are tens of MiB each, fresh from the kernel
- * (allocators hand blocks this big back at free), and with 4 KiB pages their first touch costs
- * one page fault per 4 KiB. Only the 2 MiB-aligned interior is advised, so nothing outside the
- * block changes; a refusal (THP off, memory not anonymous) changes nothing either.
+ * No huge-page hint on big blocks: it was tried (madvise(MADV_HUGEPAGE) on the 2 MiB-aligned
+ * interior of every block of 4 MiB or more) and measured worse on the VMs this project runs on,
+ * whose memory balloon reports free 2 MiB blocks to the host: a huge page taken from such a
+ * block is faulted in again by the host, 340-1100 ms per 250 MB at random against a steady
+ * 108-130 ms with 4 KiB pages. bench_scale at 10^6 tensors, 7 alternating runs each: planning
+ * 741-1303 ms with the hint, 770-981 ms without; graph build 241-739 ms vs 267-352 ms. Fewer
+ * fresh bytes is the lever that works either way (the scratch scope below).
  */
-#define AF__HUGE_MIN ((size_t)4 << 20)
 #ifndef AF__SCRATCH_MIN
 #define AF__SCRATCH_MIN ((size_t)1 << 20)
 #endif
-
-static void *huge_hint(void *p, size_t size)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    if (p && size >= AF__HUGE_MIN) {
-        uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1);
-        uintptr_t hi = ((uintptr_t)p + size) & ~(huge - 1);
-        if (hi > lo)
-            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-    }
-#else
-    (void)size;
-#endif
-    return p;
-}
 
 /*
  * Scratch scope (af__scratch_begin/end): while one is open on a thread, blocks of
@@ -162,9 +146,9 @@ void af__scratch_end(void)
 void *af__malloc(size_t size)
 {
     if (!scratch.depth || size < AF__SCRATCH_MIN)
-        return huge_hint(hooks.malloc_fn(size ? size : 1), size);
+        return hooks.malloc_fn(size ? size : 1);
     void *p = scratch_take(size);
-    return p ? p : scratch_track(huge_hint(hooks.malloc_fn(size), size), size);
+    return p ? p : scratch_track(hooks.malloc_fn(size), size);
 }
 
 void *af__calloc(size_t count, size_t size)
@@ -173,20 +157,18 @@ void *af__calloc(size_t count, size_t size)
         count = size = 1;
     size_t bytes = count <= SIZE_MAX / size ? count * size : 0;
     if (!scratch.depth || bytes < AF__SCRATCH_MIN)
-        return huge_hint(hooks.calloc_fn(count, size), bytes);
+        return hooks.calloc_fn(count, size);
     void *p = scratch_take(bytes);
     if (p)
         return memset(p, 0, bytes);
-    return scratch_track(huge_hint(hooks.calloc_fn(count, size), bytes), bytes);
+    return scratch_track(hooks.calloc_fn(count, size), bytes);
 }
 
 void *af__realloc(void *ptr, size_t size)
 {
     if (scratch.depth && ptr)
         (void)scratch_untrack(ptr);
-    /* The copied head is touched already; the hint serves the part past it (all of a block
-     * that starts as realloc(NULL, size), as af__grow's first growth and af_graph_reserve do). */
-    void *p = huge_hint(hooks.realloc_fn(ptr, size ? size : 1), size);
+    void *p = hooks.realloc_fn(ptr, size ? size : 1);
     if (p && scratch.depth && size >= AF__SCRATCH_MIN)
         (void)scratch_track(p, size);
     return p; /* on failure ptr stays live, untracked: freed as usual */
