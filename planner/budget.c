@@ -536,17 +536,22 @@ static int one_way(const search_t *s, const af_plan_t *p0, af_plan_t **p, int rc
         *p = NULL;
         return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
     }
+    if (!rc2 && !swap && w.k >= 0 && w.k < s->n_ctx && af__budget_plan_objective(s, q) > 0) {
+        /* from recomputation alone, swap what hides: the same victims, swapped back instead;
+         * refined whether or not it beats *p (a cheaper mix must not skip this path) */
+        w.cfg.swap_weight = RECOMPUTE_WEIGHT;
+        rc2 = af__budget_refine(s, &w, &q, err);
+        if (rc2) {
+            af_plan_destroy(q);
+            af_plan_destroy(*p);
+            *p = NULL;
+            return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
+        }
+    }
     if (!rc2 && (rc || af__budget_plan_objective(s, q) < af__budget_plan_objective(s, *p))) {
         af_plan_destroy(*p);
         *p = q;
-        if (swap)
-            return 0;
-        /* from recomputation alone, swap what hides: the same victims, swapped back instead */
-        w.cfg.swap_weight = RECOMPUTE_WEIGHT;
-        rc2 = w.k >= 0 && w.k < s->n_ctx && af__budget_plan_objective(s, q) > 0
-                  ? af__budget_refine(s, &w, p, err)
-                  : 0;
-        return rc2 == AF_ENOMEM ? af__err(err, rc2, "out of memory") : rc2;
+        return 0;
     }
     af_plan_destroy(q);
     return rc;

@@ -7,7 +7,10 @@
  * swap. So, from the portfolio member behind the best plan, each tensor it evicted is flipped to
  * the other way back (swapped instead of recomputed, or the reverse; the victim choices stay
  * the simulator's), the schedule placed and timed with the plan's own model, and a flip kept
- * when the plan fits and is cheaper than the trajectory so far. Four trajectories are walked:
+ * when the plan fits and is cheaper than the trajectory so far; the flips are walked again while
+ * a walk kept one (flips interact), at most SWEEPS walks. Raising the target (below) from a
+ * point of the walk can beat raising it from the walk's end, so it is raised on the way too,
+ * after FIRST_WORK / nodes flips. Four trajectories are walked:
  * flips ordered by recompute cost per byte, by recompute cost, from a seed that swaps more
  * (swap weight 0.25), and with the other pricing of swap-out stalls. Each ends by raising the
  * simulator's target into the slack placement left under the budget (mixed plans often pack
@@ -20,8 +23,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-#define REFINE_WORK 6000 /* placed flips: at most this many node placements (tries x nodes) */
-#define RAISE_TRIES 4    /* placed plans with the target raised into placement's slack */
+#define REFINE_WORK 60000 /* placed flips: at most this many node placements (tries x nodes) */
+#define FIRST_WORK 6000   /* ... after this many, the target is raised once on the way */
+#define SWEEPS 4          /* passes over the flips while one of the pass before was kept */
+#define RAISE_TRIES 4     /* placed plans with the target raised into placement's slack */
 
 /* Sorts s->flips[0..n) dearest first: by the producer's cost per byte (swapping those saves most
  * per byte moved) or, with total, by the producer's cost (swapping those saves most per swap). */
@@ -169,6 +174,17 @@ static int raise_target(const search_t *s, int k, af__remat_cfg_t cfg, uint64_t 
     return 0;
 }
 
+/* raise_target() from the trajectory's present state, which then goes on from where it was
+ * (its objective is not lowered by the raised plans: the flips after it keep the target). */
+static int raise_kept(const search_t *s, int k, af__remat_cfg_t cfg, uint64_t arena, walk_t *w,
+                      af_error_t *err)
+{
+    double at = w->at;
+    int rc = raise_target(s, k, cfg, arena, w, err);
+    w->at = at;
+    return rc;
+}
+
 /*
  * Flips judged on placed plans. The simulator's two-stream estimate cannot see the reuse edges
  * placement adds (a node taking over bytes a SwapOut still reads waits for it, a SwapIn waits
@@ -180,7 +196,7 @@ static int raise_target(const search_t *s, int k, af__remat_cfg_t cfg, uint64_t 
 int af__budget_refine(const search_t *s, const winner_t *w, af_plan_t **best, af_error_t *err)
 {
     int32_t nn = af_graph_node_count(s->g);
-    int32_t tries = REFINE_WORK / (nn > 0 ? nn : 1);
+    int32_t tries = REFINE_WORK / (nn > 0 ? nn : 1), first = FIRST_WORK / (nn > 0 ? nn : 1);
     af__remat_cfg_t cfg = w->cfg;
     cfg.protect = NULL;
     cfg.noise = 0;
@@ -199,16 +215,22 @@ int af__budget_refine(const search_t *s, const winner_t *w, af_plan_t **best, af
         wk.at = HUGE_VAL;
         if ((rc = placed_try(s, w->k, &cfg, &wk, &kept, &arena, err)))
             return rc;
-        for (int32_t i = 0; i < n && i < tries; i++) {
-            int32_t t = s->flips[i];
-            uint8_t was = s->mode[t];
-            s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
-            if ((rc = placed_try(s, w->k, &cfg, &wk, &kept, &a, err)))
-                return rc;
-            if (!kept)
-                s->mode[t] = was;
-            else
-                arena = a;
+        int32_t left = tries, done = 0;
+        for (int sweep = 0, any = 1; sweep < SWEEPS && any; sweep++) {
+            any = 0;
+            for (int32_t i = 0; i < n && left > 0; i++, left--, done++) {
+                if (done == first && (rc = raise_kept(s, w->k, cfg, arena, &wk, err)))
+                    return rc;
+                int32_t t = s->flips[i];
+                uint8_t was = s->mode[t];
+                s->mode[t] = was == AF__REMAT_SWAP ? AF__REMAT_RECOMPUTE : AF__REMAT_SWAP;
+                if ((rc = placed_try(s, w->k, &cfg, &wk, &kept, &a, err)))
+                    return rc;
+                if (!kept)
+                    s->mode[t] = was;
+                else
+                    arena = a, any = 1;
+            }
         }
         if ((rc = raise_target(s, w->k, cfg, arena, &wk, err)))
             return rc;
