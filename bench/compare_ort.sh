@@ -42,6 +42,11 @@ cases=(
     "ch_ppocr_mobile_v2.0_cls_infer.onnx 100 x=uniform:1,3,48,192"
     "ch_PP-OCRv4_rec_infer.onnx 20 x=uniform:1,3,48,320"
     "ch_PP-OCRv4_det_infer.onnx 10 x=uniform:1,3,320,320"
+    "face_detection_front_128x128_barracuda.onnx 100 input:0=uniform:1,128,128,3"
+    "face_detection_back_256x256_barracuda.onnx 30 input:0=uniform:1,256,256,3"
+    "silero_vad_16k_op15.onnx 300 input=normal*0.1:1,512 state=zeros:2,1,128 sr=i64=16000:"
+    "silero_vad_op18_ifless.onnx 300 input=normal*0.1:1,512 state=zeros:2,1,128 sr=i64=16000:"
+    "silero_vad_half.onnx 300 input=normal*0.1:1,512 state=zeros:2,1,128"
 )
 med() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 field() { sed -n "s/.*\"$1\": *\"\{0,1\}\([-0-9.e+a-zA-Z]*\).*/\1/p"; }

@@ -7,10 +7,10 @@
  * AF__ONNX_FOLD_MAX numeric elements, kept as doubles in v->vals.
  *
  * Folding: after a node's shapes are known, ops that compute shapes (elementwise arithmetic and
- * comparisons, Cast, Gather, Concat, Slice, Transpose, Squeeze/Unsqueeze/Reshape/Identity, Expand,
- * ConstantOfShape, Range, full reductions, Where) get their output values from their inputs'
- * values, element by element, with numpy broadcasting. An element computed from an unknown one
- * is unknown (AF__ONNX_UNK). The importer drops a node whose outputs are all fully known: they
+ * comparisons, Cast, Gather, Concat, Slice, Split, Transpose, Squeeze/Unsqueeze/Reshape/Identity,
+ * Expand, ConstantOfShape, Range, full reductions, Where) get their output values from their
+ * inputs' values, element by element, with numpy broadcasting. An element computed from an unknown
+ * one is unknown (AF__ONNX_UNK). The importer drops a node whose outputs are all fully known: they
  * become constant tensors. Integer division truncates, as ONNX's data propagation does.
  *
  * Invariant: vals, when set, has exactly numel() elements. No state; reentrant.
@@ -576,11 +576,49 @@ static int fold_misc(af__onnx_ctx_t *c, af__onnx_val_t *o)
     return 0;
 }
 
+/* Split: every output's values are its slab of the input's along the axis (the shape rule has
+ * set every output's dims). A pads or shape vector split into scalars, as converters emit. */
+static int fold_split(af__onnx_ctx_t *c)
+{
+    const af__onnx_val_t *x = IN(0);
+    if (!x || !x->vals || x->rank < 1 || af__onnx_numel(x) < 0)
+        return 0;
+    int axis, rc;
+    if ((rc = af__onnx_norm_axis(c, af__onnx_attr_i(c->node, "axis", 0), x->rank, &axis)))
+        return rc;
+    int64_t outer = 1, inner = 1, at = 0;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = axis + 1; d < x->rank; d++)
+        inner *= x->dims[d];
+    for (int k = 0; k < c->n_out; k++) {
+        af__onnx_val_t *o = OUT(k);
+        if (!o || o->vals || o->rank != x->rank || o->dims[axis] < 0 ||
+            at + o->dims[axis] > x->dims[axis])
+            return 0;
+        at += o->dims[axis];
+    }
+    at = 0;
+    for (int k = 0; k < c->n_out; k++) {
+        af__onnx_val_t *o = OUT(k);
+        int64_t len = o->dims[axis];
+        if ((rc = af__onnx_vals_alloc(o)))
+            return rc < 0 ? AF_ENOMEM : 0;
+        for (int64_t i = 0; i < outer; i++)
+            memcpy(o->vals + i * len * inner, x->vals + (i * x->dims[axis] + at) * inner,
+                   (size_t)(len * inner) * sizeof(double));
+        at += len;
+    }
+    return 0;
+}
+
 int af__onnx_fold(af__onnx_ctx_t *c)
 {
     af__onnx_val_t *o = OUT(0);
     if (!o || o->vals || c->n_in < 1)
         return 0;
+    if (!strcmp(c->node->op_type, "Split"))
+        return fold_split(c);
     int64_t n = af__onnx_numel(o);
     if (n < 0 || n > AF__ONNX_FOLD_MAX)
         return 0;

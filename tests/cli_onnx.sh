@@ -94,7 +94,7 @@ PY
     arenaflow plan "$tmp/sym.onnx" --input batch=4 >/dev/null || fail "plan with --input batch=4"
 fi
 
-# 4. the benchmark models: openwakeword, silero VAD, PaddleOCR (fetched by bench/fetch_models.sh;
+# 4. the benchmark models: openwakeword, silero VAD, PaddleOCR, BlazeFace, M-LSD (fetched by bench/fetch_models.sh;
 # not fetched here)
 oww=$src/bench/.cache/models
 if ls "$oww"/*.onnx >/dev/null 2>&1; then
@@ -105,6 +105,9 @@ if ls "$oww"/*.onnx >/dev/null 2>&1; then
         embedding_model.onnx) args=(--input input_1=1,76,32,1) ;;
         silero_vad.onnx | silero_vad_legacy.onnx) args=(--input batch=1 --input sequence=512) ;;
         silero_vad_v[56].onnx) args=(--input input=1,256 --input state=2,1,128 --input sr=) ;;
+        silero_vad_16k_op15.onnx | silero_vad_op18_ifless.onnx)
+            args=(--input input=1,512 --input state=2,1,128 --input sr=) ;;
+        silero_vad_half.onnx) args=(--input input=1,512 --input state=2,1,128) ;;
         ch_PP-OCRv4_det_infer.onnx) args=(--input x=1,3,320,320) ;;
         ch_PP-OCRv4_rec_infer.onnx) args=(--input x=1,3,48,320) ;;
         ch_ppocr_mobile_v2.0_cls_infer.onnx) args=(--input x=1,3,48,192) ;;
@@ -124,6 +127,9 @@ if ls "$oww"/*.onnx >/dev/null 2>&1; then
         silero_vad.onnx) spec=("input=normal*0.1:1,512" "sr=i64=16000:" "h=zeros:2,1,64" "c=zeros:2,1,64") ;;
         silero_vad_v5.onnx) spec=("input=normal*0.1:1,256" "state=zeros:2,1,128" "sr=i64=8000:") ;;
         ch_ppocr_mobile_v2.0_cls_infer.onnx) spec=("x=uniform:1,3,48,192") ;;
+        face_detection_front_128x128_barracuda.onnx) spec=("input:0=uniform:1,128,128,3") ;;
+        silero_vad_op18_ifless.onnx) spec=("input=normal*0.1:1,512" "state=zeros:2,1,128" "sr=i64=16000:") ;;
+        silero_vad_half.onnx) spec=("input=normal*0.1:1,512" "state=zeros:2,1,128") ;;
         esac
         [ ${#spec[@]} -gt 0 ] && $py -c "import numpy" 2>/dev/null || continue
         d=$tmp/$(basename "$f" .onnx)

@@ -133,6 +133,36 @@ static void test_onnx_fold_transpose(void **state)
     af_graph_destroy(gr);
 }
 
+/*
+ * Pad(x[1,2,3,3], pads) with pads computed from constants as MLSD's converter emits them:
+ * P = Reshape([0,0,1,2, 0,0,3,0], [2,4]); a, b = Split(P, axis 1, [2,2]); pads =
+ * Reshape(Concat(a, b, axis 1), [-1]) = [0,0,1,2,0,0,3,0]. The Split folds with the rows of
+ * each output taken from every row of P (not a contiguous run), so y is a static [1,2,7,5].
+ */
+static void test_onnx_fold_split(void **state)
+{
+    (void)state;
+    pb_t g = {0};
+    int64_t xd[] = {1, 2, 3, 3}, pv[] = {0, 0, 1, 2, 0, 0, 3, 0}, pd[] = {2, 4}, halves[] = {2, 2};
+    int64_t minus1 = -1, one = 1;
+    add_input(&g, "x", F32, 4, xd, NULL);
+    add_i64_init(&g, "pv", 8, pv);
+    add_i64_init(&g, "pd", 2, pd);
+    add_i64_init(&g, "halves", 2, halves);
+    add_i64_init(&g, "minus1", 1, &minus1);
+    add_node(&g, "Reshape", "p", "pv,pd", "P", NULL, 0, NULL);
+    add_node(&g, "Split", "s", "P,halves", "a,b", &(attr_t){'i', "axis", .i = one}, 1, NULL);
+    add_node(&g, "Concat", "cat", "a,b", "ab", &(attr_t){'i', "axis", .i = one}, 1, NULL);
+    add_node(&g, "Reshape", "flat", "ab,minus1", "pads", NULL, 0, NULL);
+    add_node(&g, "Pad", "pad", "x,pads", "y", NULL, 0, NULL);
+    add_node(&g, "Relu", "relu", "y", "z", NULL, 0, NULL);
+    add_output(&g, "z", F32);
+    af_graph_t *gr = load_graph_ok(&g);
+    assert_int_equal(af_graph_find_node(gr, "s"), -1); /* folded */
+    assert_shape(tensor(gr, "y"), 4, (int64_t)1, (int64_t)2, (int64_t)7, (int64_t)5);
+    af_graph_destroy(gr);
+}
+
 /* f32 initializer `name` [rows, cols] holding 0, 1, 2... (raw_data). */
 static void add_iota_weight(pb_t *g, const char *name, int64_t rows, int64_t cols)
 {
@@ -712,6 +742,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_onnx_fold_shape_chain),
         cmocka_unit_test(test_onnx_fold_transpose),
+        cmocka_unit_test(test_onnx_fold_split),
         cmocka_unit_test(test_onnx_fold_bytes),
         cmocka_unit_test(test_onnx_missing_dims_error),
         cmocka_unit_test(test_onnx_conv_pool_gemm),
