@@ -9,7 +9,9 @@
  * at import instead of copying them every run.
  *
  * Byte fold bounds: an output is folded only when it is no larger than its data inputs together
- * (no op here can blow a model up: Gather repeating rows is left to run time) and while the
+ * (no op here can blow a model up: Gather repeating rows is left to run time) — except a Cast
+ * of float16/bfloat16 constants to float, which doubles them (fp16-weight models cast every
+ * weight so; folded, their convolutions see constant weights) — and while the
  * import's folded bytes stay under AF__ONNX_FOLD_BYTES_MAX. The folded bytes are little-endian
  * like raw_data; on a big-endian host the byte fold is off. Threading: importer state only.
  */
@@ -206,12 +208,41 @@ static int fold_to_bytes(af__onnx_imp_t *im, af__onnx_ctx_t *c, uint64_t bytes, 
     return rc;
 }
 
+/* Cast of a constant from a 16-bit float type to float (models that store their weights in
+ * float16 and cast them at run time): each value converts exactly, so the output is what the
+ * Cast would compute every round. 0 with *out set (NULL: not folded), or AF_ENOMEM. */
+static int cast_to_bytes(af__onnx_imp_t *im, af__onnx_ctx_t *c, uint64_t bytes, uint8_t **out)
+{
+    const af__onnx_val_t *x = c->n_in >= 1 ? c->in[0] : NULL;
+    const uint8_t *src;
+    uint8_t *owned = NULL;
+    uint64_t in_bytes;
+    *out = NULL;
+    if (!x || !x->is_const || c->out[0]->elem != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+        (x->elem != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 &&
+         x->elem != ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16))
+        return 0;
+    int rc = af__onnx_const_bytes(im, x, &src, &owned, &in_bytes);
+    if (rc || in_bytes * 2 != bytes) {
+        af__free(owned);
+        return rc < 0 ? AF_ENOMEM : 0;
+    }
+    float *dst = af__malloc(bytes ? (size_t)bytes : 1);
+    if (dst)
+        for (uint64_t i = 0; i < bytes / 4; i++)
+            dst[i] = (float)af__onnx_raw_elem(src + 2 * i, x->elem);
+    af__free(owned);
+    *out = (uint8_t *)dst;
+    return dst ? 0 : AF_ENOMEM;
+}
+
 int af__onnx_fold_bytes(af__onnx_ctx_t *c)
 {
     af__onnx_imp_t *im = c->im;
     af__onnx_val_t *o = c->n_out == 1 ? c->out[0] : NULL;
+    int cast = !strcmp(c->node->op_type, "Cast");
     if (big_endian || !im || !o || o->is_output || o->is_const || af__onnx_vals_known(o) ||
-        !af__onnx_is_move(c->node->op_type))
+        (!cast && !af__onnx_is_move(c->node->op_type)))
         return 0;
     int64_t n = af__onnx_numel(o);
     int sz = af__onnx_elem_size(o->elem);
@@ -220,7 +251,7 @@ int af__onnx_fold_bytes(af__onnx_ctx_t *c)
         return 0;
     uint64_t bytes = (uint64_t)n * (uint64_t)sz;
     uint8_t *buf;
-    int rc = fold_to_bytes(im, c, bytes, &buf);
+    int rc = cast ? cast_to_bytes(im, c, bytes, &buf) : fold_to_bytes(im, c, bytes, &buf);
     if (rc || !buf)
         return rc;
     if (im->n_folded == im->cap_folded) {

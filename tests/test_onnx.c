@@ -237,6 +237,41 @@ static void test_onnx_fold_bytes(void **state)
     af_graph_destroy(gr);
 }
 
+/*
+ * float16 weights cast to float at run time (fp16-weight exports): W f16 [8, 1024] (past the
+ * value fold's 4096 elements) -> Cast(to float) -> MatMul(x, w). The Cast folds at import into a
+ * float constant holding exactly the f16 values; the byte fold's no-growth rule does not stop it.
+ */
+static void test_onnx_fold_cast_f16(void **state)
+{
+    (void)state;
+    pb_t g = {0}, t = {0};
+    int64_t xd[] = {1, 8};
+    add_input(&g, "x", F32, 2, xd, NULL);
+    pb_int(&t, 1, 8);
+    pb_int(&t, 1, 1024);
+    pb_int(&t, 2, 10); /* FLOAT16 */
+    pb_str(&t, 8, "W");
+    uint16_t h[8 * 1024];
+    for (size_t i = 0; i < 8 * 1024; i++)
+        h[i] = (uint16_t)(0x3c00 + i % 1024); /* 1 + (i % 1024) / 1024 */
+    pb_bytes(&t, 9, h, sizeof(h));
+    pb_msg(&g, 5, &t);
+    add_node(&g, "Cast", "cast", "W", "w", &(attr_t){'i', "to", .i = 1}, 1, NULL);
+    add_node(&g, "MatMul", "mm", "x,w", "y", NULL, 0, NULL);
+    add_output(&g, "y", F32);
+    af_graph_t *gr = load_graph_ok(&g);
+    assert_int_equal(af_graph_find_node(gr, "cast"), -1);
+    const af_tensor_info_t *w = tensor(gr, "w");
+    assert_int_equal(w->kind, AF_TENSOR_CONSTANT);
+    assert_int_equal(w->dtype, AF_DTYPE_F32);
+    assert_non_null(w->data);
+    const float *d = w->data;
+    for (size_t i = 0; i < 8 * 1024; i += 37)
+        assert_true(d[i] == 1.0f + (float)(i % 1024) / 1024.0f);
+    af_graph_destroy(gr);
+}
+
 static void test_onnx_missing_dims_error(void **state)
 {
     (void)state;
@@ -744,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_onnx_fold_transpose),
         cmocka_unit_test(test_onnx_fold_split),
         cmocka_unit_test(test_onnx_fold_bytes),
+        cmocka_unit_test(test_onnx_fold_cast_f16),
         cmocka_unit_test(test_onnx_missing_dims_error),
         cmocka_unit_test(test_onnx_conv_pool_gemm),
         cmocka_unit_test(test_onnx_broadcast_error_names_node),
