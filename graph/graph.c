@@ -113,9 +113,9 @@ void af_graph_destroy(af_graph_t *g)
     if (!g)
         return;
     af__graph_free_stores(g);
-    for (size_t i = 0; i < g->n_tensors; i++)
+    for (size_t i = 0; g->any_dynamic_reason && i < g->n_tensors; i++)
         af__free((void *)g->tensors[i].dynamic_reason);
-    for (size_t i = 0; i < g->n_nodes; i++) {
+    for (size_t i = 0; g->any_attrs && i < g->n_nodes; i++) {
         af_node_info_t *n = &g->nodes[i];
         for (int32_t a = 0; a < n->n_attrs; a++)
             free_attr_contents((af_attr_t *)&n->attrs[a]);
@@ -510,6 +510,7 @@ int af_graph_node_set_attr(af_graph_t *g, int32_t node, const af_attr_t *attr, a
             ;
     int grow = af__grow((void **)&arr, &cap, (size_t)n->n_attrs + 1, sizeof(*arr));
     n->attrs = arr; /* the index's rehash reads names through it */
+    g->any_attrs = 1;
     if (grow || (indexed && attr_reserve(g, n->n_attrs == AF__ATTR_SCAN ? AF__ATTR_SCAN + 1 : 1))) {
         free_attr_contents(&a);
         return af__err(err, AF_ENOMEM, "out of memory");

@@ -53,6 +53,9 @@ typedef struct af__store {
 struct af_graph {
     char *name;
     int finalized;
+    /* some tensor has a dynamic reason / some node has attributes: destroy walks the records
+     * only then (at 10^6 tensors the walk alone touches every record again) */
+    uint8_t any_dynamic_reason, any_attrs;
 
     af_tensor_info_t *tensors;
     size_t n_tensors, cap_tensors;

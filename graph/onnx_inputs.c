@@ -196,6 +196,12 @@ int af__onnx_setup_inputs(af__onnx_imp_t *im, const Onnx__GraphProto *g)
         if ((rc = af__onnx_merge_declared(im, v, " (graph input)")))
             return rc;
         if (af__onnx_numel(v) < 0 && !im->opts->allow_dynamic) {
+            int all_known = v->rank >= 0;
+            for (int k = 0; k < v->rank; k++)
+                all_known &= v->dims[k] >= 0;
+            if (all_known) /* every dim given, their product is past int64: not a missing dim */
+                return af__err(im->err, AF_ESIZE,
+                               "input '%s': its dims hold more than 2^63 elements", vi->name);
             char dims[200] = "";
             size_t len = 0;
             for (int k = 0; k < v->rank && len < sizeof(dims) - 40; k++) {

@@ -261,6 +261,7 @@ int af_graph_set_dynamic_reason(af_graph_t *g, int32_t tensor, const char *reaso
         return af__err(err, AF_ENOMEM, "out of memory");
     af__free((void *)g->tensors[tensor].dynamic_reason);
     g->tensors[tensor].dynamic_reason = s;
+    g->any_dynamic_reason = 1;
     return 0;
 }
 

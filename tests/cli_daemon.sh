@@ -183,6 +183,7 @@ PYEOF
         req POST "/v1/graphs" -H 'Content-Type: application/onnx' --data-binary @"$T/tiny.onnx"
         expect 400 "ONNX upload without the dims of a symbolic input"
         body_has "unknown dims" "ONNX missing dims message"
+        body_has "give them with ?input=X=" "ONNX missing dims message names the query parameter"
         req POST "/v1/graphs?format=onnx&input=N=3" --data-binary @"$T/tiny.onnx"
         expect 201 "ONNX upload, symbolic dim set by name (?format=onnx&input=N=3)"
         OID2=$(jget 'd["id"]')

@@ -92,6 +92,9 @@ PY
         fail "--input did not fix the symbolic dim: $(cat "$tmp/sym.txt")"
     fi
     arenaflow plan "$tmp/sym.onnx" --input batch=4 >/dev/null || fail "plan with --input batch=4"
+    # every dim given but their product past int64: a size error, not a request for the dims
+    expect_error "dims past int64" "more than 2^63 elements" \
+        arenaflow plan "$tmp/sym.onnx" --input x=4611686018427387904,3,8,8
 fi
 
 # 4. the benchmark models: openwakeword, silero VAD, PaddleOCR, BlazeFace, M-LSD (fetched by bench/fetch_models.sh;
