@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include "arenaflow/executor.h"
 #include "tests/onednn_oracle.h"
@@ -517,11 +518,17 @@ static void graph_run(af_session_t *s, const float *x, float *y)
     assert_int_equal(rc, 0);
 }
 
+/* Elements of a that differ from b beyond float rounding of the sums that made them: relative
+ * 1e-4, and an absolute floor that follows the tensor's scale (an output near zero left by
+ * cancelling terms of magnitude ~60 keeps their rounding, ~1e-5, whatever the kernel's order). */
 static int64_t count_diff(const float *a, const float *b)
 {
+    double scale = 0;
+    for (int i = 0; i < BR_ELEMS; i++)
+        scale = fmax(scale, fabs((double)b[i]));
     int64_t bad = 0;
     for (int i = 0; i < BR_ELEMS; i++)
-        bad += !(fabs((double)a[i] - b[i]) <= 1e-5 + 1e-4 * fabs((double)b[i]));
+        bad += !(fabs((double)a[i] - b[i]) <= 1e-5 + 2e-6 * scale + 1e-4 * fabs((double)b[i]));
     return bad;
 }
 
@@ -667,7 +674,15 @@ static void test_onednn_depthwise_mixed_layout(void **state)
             const char *kn = af_session_node_kernel(s, af_graph_find_node(lg[k], "dw"), NULL);
             print_message("depthwise conv kernel: %s\n", kn);
             assert_non_null(strstr(kn, "onednn:"));
-            assert_null(strstr(kn, "ref"));
+            /* oneDNN offers a jit kernel for this shape with AVX-512; on an AVX2-only CPU (seen:
+             * an AMD EPYC machine of this project's CI kind) it offers its ref kernel on either
+             * layout); the result below is checked on every CPU */
+            dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+            if ((isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core)
+                assert_null(strstr(kn, "ref"));
+            else
+                print_message("CPU ISA 0x%x below avx512_core: the kernel is not checked\n",
+                              (unsigned)isa);
         }
         af_session_destroy(s);
         af_executor_destroy(ex);
