@@ -364,7 +364,9 @@ typedef struct af__backend {
     int32_t (*get_team)(void);
     /* Optional: chooses layout[t] for every tensor, given which nodes run on the set's own
      * kernels (on_set[v]). Returns 0 or AF_ENOMEM. */
-    int (*layouts)(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout);
+    /* constant(cu, t): the bytes constant t holds for the caller (NULL: the graph's data) */
+    int (*layouts)(const af_graph_t *g, const uint8_t *on_set,
+                   const void *(*constant)(void *, int32_t), void *cu, uint8_t *layout);
 } af__backend_t;
 
 typedef struct af__kernel_set {

@@ -86,7 +86,8 @@ int af__odn_prepare(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err
 void af__odn_release(void *state);
 
 /* The backend's layout choice (onednn_layout.c) and channels-last strides of [N, C, sp...]. */
-int af__odn_layouts(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout);
+int af__odn_layouts(const af_graph_t *g, const uint8_t *on_set,
+                    const void *(*constant)(void *, int32_t), void *cu, uint8_t *layout);
 void af__odn_channels_last(int nd, const dnnl_dims_t dims, dnnl_dims_t st);
 
 /* oneDNN's ref implementations are loop nests several times slower than the reference kernels

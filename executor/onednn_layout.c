@@ -14,8 +14,9 @@
  * A group goes channels-last when some member is read or written by a Conv, ConvTranspose or a
  * pooling node and no member is seen by anything that reads bytes in ONNX order: a node on the
  * reference kernels or an op that is not layout-aware, a view (Reshape...), a graph input or
- * output, a constant. Tensors whose two layouts are the same bytes (one channel, or one
- * spatial element) never hold a group back.
+ * output, a constant. Tensors whose two layouts are the same bytes (one channel, one
+ * spatial element, one value everywhere: a ConstantOfShape's output or a constant of one
+ * repeated element, e.g. the zeros a channel-padding Concat appends) never hold a group back.
  */
 #include "executor/onednn_int.h"
 
@@ -74,6 +75,30 @@ static int spatial(const af_tensor_info_t *t, int *same)
     return 1;
 }
 
+typedef const void *(*const_fn)(void *, int32_t);
+
+/* Constant t holds one value in every element (the zeros of a channel padding): the same bytes
+ * in both layouts. Its bytes are the caller's (a session's, which may differ from the graph's),
+ * or the graph's when the caller has none (lowering); a constant without graph data is not. */
+static int uniform_constant(const af_graph_t *g, int32_t id, const_fn constant, void *cu)
+{
+    const af_tensor_info_t *t = af_graph_tensor(g, id);
+    uint32_t es = af_dtype_size(t->dtype);
+    if (t->kind != AF_TENSOR_CONSTANT)
+        return 0;
+    if (!t->data)
+        return 0; /* no values: the session makes a pattern up */
+    const uint8_t *d = constant ? constant(cu, id) : NULL;
+    if (!d)
+        d = t->data;
+    if (!d || !es || t->bytes <= 0 || t->bytes % es)
+        return 0;
+    for (int64_t i = es; i < t->bytes; i += es)
+        if (memcmp(d, d + i, es))
+            return 0;
+    return 1;
+}
+
 /* Input index of node v's fused residual (attribute fused_sum), or -1. */
 static int32_t fused_sum(const af_graph_t *g, int32_t v)
 {
@@ -116,6 +141,8 @@ static void visit(const af_graph_t *g, int32_t v, int on_set, int32_t *up, uint8
             int same = 0;
             if (ti->kind == AF_TENSOR_SCRATCH || !spatial(ti, &same))
                 continue;
+            if (is_out && !strcmp(ni->op, "ConstantOfShape"))
+                same = 1; /* one value everywhere: the same bytes in both layouts */
             if (!slot_ok(g, v, kind, is_out, k)) {
                 if (!same)
                     blocked[t] = 1;
@@ -129,7 +156,8 @@ static void visit(const af_graph_t *g, int32_t v, int on_set, int32_t *up, uint8
     }
 }
 
-static int layouts(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout)
+static int layouts(const af_graph_t *g, const uint8_t *on_set, const_fn constant, void *cu,
+                   uint8_t *layout)
 {
     int32_t nt = af_graph_tensor_count(g), nn = af_graph_node_count(g);
     int32_t *up = af__malloc(((size_t)nt + 1) * sizeof(int32_t));
@@ -145,7 +173,7 @@ static int layouts(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout)
         int same = 0;
         up[t] = t;
         /* bytes read in ONNX order by the caller or through a view */
-        if (spatial(ti, &same) && !same &&
+        if (spatial(ti, &same) && !same && !uniform_constant(g, t, constant, cu) &&
             (ti->kind != AF_TENSOR_INTERMEDIATE || ti->alias_of >= 0))
             blocked[t] = 1;
     }
@@ -184,7 +212,8 @@ void af__odn_channels_last(int nd, const dnnl_dims_t dims, dnnl_dims_t st)
     st[0] = acc;
 }
 
-int af__odn_layouts(const af_graph_t *g, const uint8_t *on_set, uint8_t *layout)
+int af__odn_layouts(const af_graph_t *g, const uint8_t *on_set, const_fn constant, void *cu,
+                    uint8_t *layout)
 {
-    return layouts(g, on_set, layout);
+    return layouts(g, on_set, constant, cu, layout);
 }

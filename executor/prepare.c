@@ -145,7 +145,7 @@ int af__kernel_layouts(const af__kernel_set_t *ks, const af__kprep_t *base, int3
         if (out.state && e->release)
             e->release(out.state);
     }
-    if (!rc && ks->backend->layouts(g, on, lay))
+    if (!rc && ks->backend->layouts(g, on, base->constant, base->cu, lay))
         rc = af__err(err, AF_ENOMEM, "out of memory choosing layouts");
     af__free(on);
     if (rc)
