@@ -547,6 +547,8 @@ int kr_check_static(const af_graph_t *g, int32_t node, af_error_t *err)
     for (int32_t k = 0; k < ni->n_inputs + ni->n_outputs; k++) {
         int32_t t = k < ni->n_inputs ? ni->inputs[k] : ni->outputs[k - ni->n_inputs];
         const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        if (ti->kind == AF_TENSOR_SCRATCH)
+            continue; /* a lowered node's workspace (bytes only): the reference kernels ignore it */
         if (ti->rank > AF_MAX_RANK)
             return kr_unsup(err, "tensor '%s' has rank %d (above %d)", ti->name, (int)ti->rank,
                             AF_MAX_RANK);
