@@ -407,6 +407,8 @@ extern const af__backend_t af__onednn_backend;
 #endif
 /* The copy kernel of SwapOut / SwapIn (kernels_swap.c) for op, or NULL: every set has it. */
 af_kernel_fn af__kernel_swap(const char *op);
+/* The row of a node whose outputs all have no elements: does nothing (kernel_bind.c). */
+extern const af__kernel_entry_t af__kernel_no_elements;
 /* The reference kernels' row for an op (kernels_ref.c: one table per op family), or NULL. */
 const af__kernel_entry_t *af__kref_find(const char *op);
 /* The built-in row of a set for an op: the set's own row, else the reference row; NULL when

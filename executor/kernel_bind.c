@@ -19,6 +19,31 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A node whose every output has no elements (a batch of 0) has nothing to compute: the real
+ * kernel sets bind it to this row, which does nothing; no kernel sees pointers to no bytes. */
+static int no_elements(const af_kernel_args_t *a)
+{
+    (void)a;
+    return 0;
+}
+
+const af__kernel_entry_t af__kernel_no_elements = {.op = "(no elements)", .fn = no_elements};
+
+static int outputs_empty(const af_graph_t *g, int32_t v)
+{
+    const af_node_info_t *ni = af_graph_node(g, v);
+    int32_t n = 0;
+    for (int32_t k = 0; k < ni->n_outputs; k++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, ni->outputs[k]);
+        if (ti->kind == AF_TENSOR_SCRATCH)
+            continue;
+        if (ti->bytes != 0)
+            return 0;
+        n++;
+    }
+    return n > 0;
+}
+
 typedef struct msg {
     char buf[AF_ERROR_MSG_MAX];
     size_t len;
@@ -123,7 +148,8 @@ static int bind_post(const af_executor_t *ex, af__prog_t *p, af_error_t *err)
         int rc = af__post_parse(p->g, v, &pp, err);
         if (rc)
             return rc;
-        p->post[v] = af__post_any(&pp) && !(ex->set->all && p->kfn[v] == ex->set->all)
+        p->post[v] = af__post_any(&pp) && !(ex->set->all && p->kfn[v] == ex->set->all) &&
+                             p->kent[v] != &af__kernel_no_elements
                          ? AF__POST_LOOP
                          : AF__POST_NONE;
     }
@@ -146,6 +172,11 @@ int af__prog_bind_kernels(af_executor_t *ex, af__prog_t *p, af_error_t *err)
             continue;
         if (ex->set->all) {
             p->kfn[v] = ex->set->all;
+            continue;
+        }
+        if (outputs_empty(g, v)) {
+            p->kent[v] = &af__kernel_no_elements;
+            p->kfn[v] = no_elements;
             continue;
         }
         if ((p->kent[v] = af__kernel_entry(ex->opts.kernels, ni->op))) {

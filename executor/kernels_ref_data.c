@@ -685,15 +685,25 @@ static int c_ConstantOfShape(const af_graph_t *g, int32_t node, af_error_t *err)
 }
 
 /* If whose condition is known only at run time: the importer keeps both branches and gives
- * this node [cond, then outputs..., else outputs...]; each output copies the taken branch's. */
+ * this node [cond, then outputs..., else outputs...]; each output copies the taken branch's.
+ * With arenaflow.if_live B, one branch could not run for the model's input shapes and the node
+ * reads [cond, branch B's outputs...]: a round whose condition takes the other branch fails. */
+static int if_live(const af_graph_t *g, int32_t node)
+{
+    return (int)kr_attr_i(g, node, "arenaflow.if_live", -1);
+}
+
 static int k_If(const af_kernel_args_t *a)
 {
     int32_t no = a->n_outputs;
-    if (a->n_inputs != 1 + 2 * no || a->input_bytes[0] < 1)
+    int live = if_live(a->graph, a->node);
+    if (a->n_inputs != 1 + (live < 0 ? 2 : 1) * no || a->input_bytes[0] < 1)
         return AF_ESHAPE;
     int then = ((const uint8_t *)a->inputs[0])[0] != 0;
+    if (live >= 0 && then != live)
+        return AF_ESHAPE; /* the branch that cannot run for these shapes (arenaflow.if_dead) */
     for (int32_t k = 0; k < no; k++) {
-        int32_t src = 1 + (then ? 0 : no) + k;
+        int32_t src = 1 + (then || live >= 0 ? 0 : no) + k;
         if (a->input_bytes[src] != a->output_bytes[k])
             return AF_ESHAPE;
         if (a->outputs[k] != a->inputs[src])
@@ -705,8 +715,9 @@ static int k_If(const af_kernel_args_t *a)
 static int c_If(const af_graph_t *g, int32_t node, af_error_t *err)
 {
     const af_node_info_t *ni = af_graph_node(g, node);
+    int live = if_live(g, node), nb = live < 0 ? 2 : 1;
     int rc = kr_check_static(g, node, err);
-    if (!rc && ni->n_inputs != 1 + 2 * ni->n_outputs)
+    if (!rc && ni->n_inputs != 1 + nb * ni->n_outputs)
         return kr_unsup(err, "an If node with %d inputs for %d outputs (not the importer's form)",
                         (int)ni->n_inputs, (int)ni->n_outputs);
     if (!rc)
@@ -714,7 +725,7 @@ static int c_If(const af_graph_t *g, int32_t node, af_error_t *err)
     for (int32_t k = 0; !rc && k < ni->n_outputs; k++) {
         int64_t b = af_graph_tensor(g, ni->outputs[k])->bytes;
         if (af_graph_tensor(g, ni->inputs[1 + k])->bytes != b ||
-            af_graph_tensor(g, ni->inputs[1 + ni->n_outputs + k])->bytes != b)
+            af_graph_tensor(g, ni->inputs[1 + (nb - 1) * ni->n_outputs + k])->bytes != b)
             return kr_unsup(err, "branch outputs of different sizes (output %d)", (int)k);
     }
     return rc;

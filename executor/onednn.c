@@ -170,6 +170,14 @@ int af__odn_prepare(const af__kprep_t *in, af__kprep_out_t *out, af_error_t *err
         b.n_out--;
     if (!b.ctx)
         return af__err(err, AF_EINVAL, "oneDNN kernels need their backend context");
+    /* oneDNN divides by a zero dimension when it creates the primitive (a MatMul of batch 0
+     * raised SIGFPE): a node touching a tensor of no elements runs the reference kernel */
+    for (int32_t k = 0; k < ni->n_inputs + b.n_out; k++) {
+        int32_t t = k < ni->n_inputs ? ni->inputs[k] : ni->outputs[k - ni->n_inputs];
+        const af_tensor_info_t *ti = af_graph_tensor(in->g, t);
+        if (ti && ti->bytes == 0)
+            return af__err(err, AF_ENOTSUP, "tensor '%s' has no elements", ti->name);
+    }
     if (!in->query) {
         if (!(b.st = af__calloc(1, sizeof(*b.st))))
             return af__err(err, AF_ENOMEM, "out of memory preparing a oneDNN node");

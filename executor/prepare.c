@@ -166,6 +166,8 @@ static int name_rest(af__prog_t *p, const af__kernel_set_t *ks)
             n = "registered";
         else if (ks->table && p->kent[v] == af__kref_find(op))
             n = "reference";
+        else if (p->kent[v] == &af__kernel_no_elements)
+            n = "none:no elements";
         if (!(p->kname[v] = dup_name(n, NULL)))
             return AF_ENOMEM;
     }
@@ -229,7 +231,7 @@ void af__prog_unprepare(af__prog_t *p)
         af__free(p->kname[v]);
         p->kname[v] = NULL;
         /* back to the set's own entry: a re-prepare may decide differently */
-        if (p->kent[v] && !ks->all) {
+        if (p->kent[v] && !ks->all && p->kent[v] != &af__kernel_no_elements) {
             const char *op = af_graph_node(p->g, v)->op;
             const af__kernel_entry_t *e = af__kernel_find(ks->table, op);
             p->kent[v] = e ? e : p->kent[v];

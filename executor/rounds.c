@@ -63,10 +63,16 @@ static void describe_failure(const af__round_t *r, int status, af_error_t *err)
                 node >= 0 ? af_graph_node(g, node)->name : "", node >= 0 ? "'" : "");
     } else {
         int32_t fn = atomic_load(&r->failed_node);
-        af__err(err, status, "round %llu failed: %s%s%s%s%s%s", (unsigned long long)r->id,
+        /* an If the importer kept one branch of (graph/onnx.c): say why the other cannot run */
+        const af_attr_t *dead = fn >= 0 ? af_graph_node_attr(g, fn, "arenaflow.if_dead") : NULL;
+        af__err(err, status, "round %llu failed: %s%s%s%s%s%s%s%.300s", (unsigned long long)r->id,
                 af_strerror(status), fn >= 0 ? " (node '" : "",
                 fn >= 0 ? af_graph_node(g, fn)->name : "", fn >= 0 ? "', op " : "",
-                fn >= 0 ? af_graph_node(g, fn)->op : "", fn >= 0 ? ")" : "");
+                fn >= 0 ? af_graph_node(g, fn)->op : "", fn >= 0 ? ")" : "",
+                dead && dead->type == AF_ATTR_STRING
+                    ? ": the condition takes the branch that cannot run for these input shapes: "
+                    : "",
+                dead && dead->type == AF_ATTR_STRING ? dead->s : "");
     }
 }
 

@@ -318,7 +318,7 @@ void af__round_complete(af__round_t *r, int32_t hint)
         int32_t t = p->outputs[k];
         void *src = tensor_ptr(r, p, t);
         uint64_t n = tensor_bytes(r, p, t);
-        if (!src || aborted)
+        if (aborted || (!src && n)) /* a tensor of no elements has no bytes to point at */
             continue;
         if (s->verify && af_graph_tensor(p->g, t)->producer >= 0 &&
             af__exec_checksum(src, n) != r->sum[t])
@@ -328,7 +328,8 @@ void af__round_complete(af__round_t *r, int32_t hint)
             af__session_keep_output(s, k, src, n);
         if (ob && ob->data && ob->data != src) {
             uint64_t m = n < ob->bytes ? n : ob->bytes;
-            memcpy(ob->data, src, (size_t)m);
+            if (m)
+                memcpy(ob->data, src, (size_t)m);
             if (p->loc[t] == AF__LOC_DYN || p->loc[t] == AF__LOC_ALIAS_DYN)
                 ob->bytes = n;
         }

@@ -45,8 +45,6 @@
 #include "graph/onnx_int.h"
 #include "graph/onnx_wire.h"
 
-#define MAX_DEPTH 16 /* nested If branches inlined */
-
 typedef af__onnx_imp_t imp_t;
 
 /* ---- protobuf allocator through the library hooks ------------------------------------- */
@@ -132,10 +130,7 @@ int32_t af__onnx_val_get(af__onnx_imp_t *im, const char *name)
 
 /* ---- nodes ---------------------------------------------------------------------------- */
 
-static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth);
-
-/* A node's name for messages: its name, or its first output when it has none. */
-static const char *node_label(const Onnx__NodeProto *n)
+const char *af__onnx_node_label(const Onnx__NodeProto *n)
 {
     if (n->name && n->name[0])
         return n->name;
@@ -152,7 +147,7 @@ int af__onnx_keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, i
     if (!copy)
         return AF_ENOMEM;
     memcpy(copy, io, (size_t)(n_in + n_out) * sizeof(int32_t));
-    im->nodes[im->n_nodes++] = (af__onnx_knode_t){n, copy, n_in, n_out, -1, 0};
+    im->nodes[im->n_nodes++] = (af__onnx_knode_t){n, copy, n_in, n_out, -1, 0, -1};
     for (int i = 0; i < n_in + n_out; i++)
         if (io[i] >= 0)
             im->vals[io[i]].used = 1;
@@ -162,141 +157,19 @@ int af__onnx_keep_node(imp_t *im, const Onnx__NodeProto *n, const int32_t *io, i
     return 0;
 }
 
-/* A synthetic Identity connecting an inlined branch output to the If output. */
-static int synth_identity(imp_t *im, const Onnx__NodeProto *parent, char *in, char *out,
-                          const Onnx__NodeProto **made)
-{
-    if (af__grow((void **)&im->synth, &im->cap_synth, im->n_synth + 1, sizeof(*im->synth)))
-        return AF_ENOMEM;
-    Onnx__NodeProto *n = af__calloc(1, sizeof(*n) + 2 * sizeof(char *));
-    if (!n)
-        return AF_ENOMEM;
-    onnx__node_proto__init(n);
-    char **io = (char **)(n + 1);
-    io[0] = in;
-    io[1] = out;
-    n->n_input = n->n_output = 1;
-    n->input = io;
-    n->output = io + 1;
-    n->op_type = "Identity";
-    n->name = parent->name;
-    im->synth[im->n_synth++] = n;
-    *made = n;
-    return 0;
-}
-
-static int inline_if(imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *cond, int depth)
-{
-    int taken = cond->vals[0] != 0;
-    const Onnx__AttributeProto *a = af__onnx_attr(n, taken ? "then_branch" : "else_branch");
-    if (!a || !a->g)
-        return af__err(im->err, AF_EPARSE, "op If, node '%s': no %s", node_label(n),
-                       taken ? "then_branch" : "else_branch");
-    const Onnx__GraphProto *b = a->g;
-    if (b->n_output != n->n_output)
-        return af__err(im->err, AF_EPARSE, "op If, node '%s': branch has %zu outputs, node %zu",
-                       node_label(n), b->n_output, n->n_output);
-    int rc = run_graph(im, b, depth + 1);
-    for (size_t i = 0; !rc && i < b->n_output; i++) {
-        const Onnx__NodeProto *id;
-        if (!b->output[i]->name || !n->output[i][0])
-            continue;
-        if ((rc = synth_identity(im, n, b->output[i]->name, n->output[i], &id)))
-            break;
-        int32_t v = af__onnx_val_get(im, b->output[i]->name);
-        if (v < 0)
-            return AF_ENOMEM;
-        im->vals[v].declared =
-            im->vals[v].declared ? im->vals[v].declared : af__onnx_tensor_type(b->output[i]);
-        rc = run_graph(im, &(Onnx__GraphProto){.n_node = 1, .node = (Onnx__NodeProto **)&id},
-                       depth + 1);
-    }
-    return rc == AF_ENOMEM ? af__err(im->err, rc, "out of memory") : rc;
-}
-
-/* Records `why` for output v of node n when its size stays unknown. 0 or an error. */
-static int note_why(imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v, const char *why)
+int af__onnx_note_why(imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v, const char *why)
 {
     af__onnx_ctx_t c = {.im = im, .node = n, .err = im->err};
     snprintf(c.why, sizeof(c.why), "%s", why);
     return af__onnx_note_dynamic(&c, v, 1) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
 
-/*
- * If with a condition not known at load time: both branches are imported, and the If node
- * reads the condition and both branches' outputs and produces its own. Planning then reserves
- * memory for both branches (a conservative superset: never less than either branch needs). Each
- * branch's nodes carry a guard (the condition and the branch): at run time the executor runs
- * only the taken branch's nodes, and the If node copies out that branch's outputs. An output
- * has a static shape when both branches agree on it; otherwise it is dynamic.
- */
-static int import_both(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no, int depth)
-{
-    const char *nname = node_label(n);
-    const Onnx__AttributeProto *ta = af__onnx_attr(n, "then_branch");
-    const Onnx__AttributeProto *ea = af__onnx_attr(n, "else_branch");
-    if (!ta || !ta->g || !ea || !ea->g)
-        return af__err(im->err, AF_EPARSE, "op If, node '%s': a branch is missing", nname);
-    const Onnx__GraphProto *b[2] = {ta->g, ea->g};
-    if (b[0]->n_output != (size_t)no || b[1]->n_output != (size_t)no)
-        return af__err(im->err, AF_EPARSE,
-                       "op If, node '%s': branches have %zu and %zu outputs, "
-                       "the node %d",
-                       nname, b[0]->n_output, b[1]->n_output, no);
-    if (1 + 2 * no > 32)
-        return af__err(im->err, AF_ENOTSUP, "op If, node '%s': more than 15 outputs", nname);
-    int32_t kio[64];
-    kio[0] = io[0];
-    int rc;
-    for (int k = 0; k < 2; k++) {
-        size_t first = im->n_nodes, end;
-        if ((rc = run_graph(im, b[k], depth + 1)) ||
-            (rc = af__onnx_gate_branch(im, n, first, end = im->n_nodes, io[0], k == 0)))
-            return rc;
-        /* nodes of a nested If keep their inner guard: when this branch is not taken they
-         * may run on a stale inner condition, which is safe (the plan holds both branches) */
-        for (size_t j = first; j < end; j++)
-            if (im->nodes[j].guard < 0)
-                im->nodes[j].guard = io[0], im->nodes[j].branch = k == 0;
-        for (int i = 0; i < no; i++) {
-            const char *nm = b[k]->output[i]->name;
-            if (!nm || !nm[0])
-                return af__err(im->err, AF_EPARSE, "op If, node '%s': unnamed branch output",
-                               nname);
-            if ((kio[1 + k * no + i] = af__onnx_val_get(im, nm)) < 0)
-                return af__err(im->err, AF_ENOMEM, "out of memory");
-        }
-    }
-    for (int i = 0; i < no; i++) {
-        kio[1 + 2 * no + i] = io[ni + i];
-        if (io[ni + i] < 0)
-            continue;
-        const af__onnx_val_t *t = &im->vals[kio[1 + i]], *e = &im->vals[kio[1 + no + i]];
-        af__onnx_val_t *o = &im->vals[io[ni + i]];
-        o->elem = t->elem == e->elem ? t->elem : 0;
-        if (t->rank >= 0 && t->rank == e->rank) {
-            af__onnx_copy_shape(o, t);
-            for (int d = 0; d < t->rank; d++)
-                if (t->dims[d] != e->dims[d])
-                    o->dims[d] = -1;
-        }
-        if (im->opts->use_declared && (rc = af__onnx_merge_declared(im, o, "")))
-            return rc;
-        if ((rc = note_why(im, n, o,
-                           "If with a condition known only at run time: its branches do not "
-                           "give this output one known shape and type")))
-            return rc;
-    }
-    return af__onnx_keep_node(im, n, kio, 1 + 2 * no, no)
-               ? af__err(im->err, AF_ENOMEM, "out of memory")
-               : 0;
-}
-
 /* Adds to io[*n] every outer value a subgraph (and its nested subgraphs) reads. */
 static int add_captures(imp_t *im, const Onnx__GraphProto *g, int32_t *io, int *n, int depth)
 {
-    if (depth > MAX_DEPTH)
-        return af__err(im->err, AF_ENOTSUP, "subgraphs nested more than %d deep", MAX_DEPTH);
+    if (depth > AF__ONNX_MAX_DEPTH)
+        return af__err(im->err, AF_ENOTSUP, "subgraphs nested more than %d deep",
+                       AF__ONNX_MAX_DEPTH);
     for (size_t i = 0; i < g->n_node; i++) {
         const Onnx__NodeProto *nd = g->node[i];
         for (size_t k = 0; k < nd->n_input; k++) {
@@ -309,7 +182,7 @@ static int add_captures(imp_t *im, const Onnx__GraphProto *g, int32_t *io, int *
             if (*n >= 32)
                 return af__err(im->err, AF_ENOTSUP,
                                "op %s, node '%s': subgraph reads more than 32 outer values",
-                               nd->op_type ? nd->op_type : "?", node_label(nd));
+                               nd->op_type ? nd->op_type : "?", af__onnx_node_label(nd));
             io[(*n)++] = id;
         }
         for (size_t a = 0; a < nd->n_attribute; a++) {
@@ -350,9 +223,10 @@ static int import_opaque(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int n
         if (io[nin + i] >= 0 &&
             ((im->opts->use_declared &&
               (rc = af__onnx_merge_declared(im, &im->vals[io[nin + i]], ""))) ||
-             (rc = note_why(im, n, &im->vals[io[nin + i]],
-                            "control flow imported as one opaque node: output sizes depend "
-                            "on the iterations"))))
+             (rc =
+                  af__onnx_note_why(im, n, &im->vals[io[nin + i]],
+                                    "control flow imported as one opaque node: output sizes depend "
+                                    "on the iterations"))))
             return rc;
     return af__onnx_keep_node(im, n, io, nin, no) ? af__err(im->err, AF_ENOMEM, "out of memory")
                                                   : 0;
@@ -361,14 +235,15 @@ static int import_opaque(imp_t *im, const Onnx__NodeProto *n, int32_t *io, int n
 static int check_node(imp_t *im, const Onnx__NodeProto *n, size_t idx)
 {
     if (!n->op_type || !n->op_type[0])
-        return af__err(im->err, AF_EPARSE, "node %zu ('%s') has no op type", idx, node_label(n));
+        return af__err(im->err, AF_EPARSE, "node %zu ('%s') has no op type", idx,
+                       af__onnx_node_label(n));
     if (n->n_input > 32 || n->n_output > 32)
         return af__err(im->err, AF_ENOTSUP, "op %s, node '%s': more than 32 inputs or outputs",
-                       n->op_type, node_label(n));
+                       n->op_type, af__onnx_node_label(n));
     for (size_t i = 0; i < n->n_attribute; i++)
         if (!n->attribute[i]->name)
             return af__err(im->err, AF_EPARSE, "op %s, node '%s': attribute without a name",
-                           n->op_type, node_label(n));
+                           n->op_type, af__onnx_node_label(n));
     return 0;
 }
 
@@ -384,7 +259,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
         if (nm[0] && io[i] < 0)
             return af__err(im->err, AF_ENOMEM, "out of memory");
     }
-    const char *nname = node_label(n);
+    const char *nname = af__onnx_node_label(n);
     for (int i = ni; i < ni + no; i++) {
         af__onnx_val_t *v = io[i] >= 0 ? &im->vals[io[i]] : NULL;
         for (int k = 0; v && k < ni; k++)
@@ -398,12 +273,12 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
     int is_default = !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
     if (is_default && !strcmp(n->op_type, "If")) {
         const af__onnx_val_t *cond = ni > 0 && io[0] >= 0 ? &im->vals[io[0]] : NULL;
-        if (depth >= MAX_DEPTH || !cond)
+        if (depth >= AF__ONNX_MAX_DEPTH || !cond)
             return af__err(im->err, AF_ENOTSUP, "op If, node '%s': %s", nname,
                            cond ? "If nested too deeply" : "no condition");
         if (af__onnx_numel(cond) == 1 && af__onnx_vals_known(cond))
-            return inline_if(im, n, cond, depth);
-        return import_both(im, n, io, ni, no, depth);
+            return af__onnx_inline_if(im, n, cond, depth);
+        return af__onnx_import_both(im, n, io, ni, no, depth);
     }
     for (size_t i = 0; i < n->n_attribute; i++)
         if (n->attribute[i]->g || n->attribute[i]->n_graphs) {
@@ -473,7 +348,7 @@ static int run_node(imp_t *im, const Onnx__NodeProto *n, int depth)
     return af__onnx_keep_node(im, n, io, ni, no) ? af__err(im->err, AF_ENOMEM, "out of memory") : 0;
 }
 
-static int run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
+int af__onnx_run_graph(imp_t *im, const Onnx__GraphProto *g, int depth)
 {
     int rc;
     for (size_t i = 0; i < g->n_initializer; i++) {
@@ -560,11 +435,11 @@ static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
     }
     /* Initializers first so inputs that repeat them (IR < 4) are recognised as constants. */
     Onnx__GraphProto init_only = {.n_initializer = g->n_initializer, .initializer = g->initializer};
-    if ((rc = run_graph(im, &init_only, 0)) || (rc = af__onnx_setup_inputs(im, g)))
+    if ((rc = af__onnx_run_graph(im, &init_only, 0)) || (rc = af__onnx_setup_inputs(im, g)))
         return rc;
     Onnx__GraphProto rest = *g;
     rest.n_initializer = 0;
-    if ((rc = run_graph(im, &rest, 0)))
+    if ((rc = af__onnx_run_graph(im, &rest, 0)))
         return rc;
     for (size_t i = 0; i < g->n_output && im->opts->use_declared; i++) {
         af__onnx_val_t *v = &im->vals[val_find(im, g->output[i]->name)];
@@ -576,7 +451,9 @@ static int import_model(imp_t *im, const Onnx__ModelProto *m, af_graph_t **out)
     return af__onnx_emit(im, m->graph->name, out);
 }
 
-static void imp_free(imp_t *im)
+/* Frees what one import pass built (values, kept nodes, synthetic nodes, bindings, copied and
+ * folded bytes), keeping the model's payload map and external files. */
+static void imp_clear(imp_t *im)
 {
     for (size_t i = 0; i < im->n_vals; i++) {
         af__free(im->vals[i].vals);
@@ -591,12 +468,26 @@ static void imp_free(imp_t *im)
     af__free(im->hash);
     af__free(im->nodes);
     af__free(im->binds);
-    af__onnx_ext_free(im);
-    af__onnx_map_free(&im->map);
     af__store_unref(im->heap);
     for (size_t i = 0; i < im->n_folded; i++)
         af__free(im->folded[i]);
     af__free(im->folded);
+    im->synth = NULL, im->n_synth = im->cap_synth = 0;
+    im->vals = NULL, im->n_vals = im->cap_vals = 0;
+    im->hash = NULL, im->hash_cap = 0;
+    im->nodes = NULL, im->n_nodes = im->cap_nodes = 0;
+    im->binds = NULL, im->n_binds = im->cap_binds = 0;
+    im->heap = NULL, im->heap_used = 0;
+    im->folded = NULL, im->n_folded = im->cap_folded = 0, im->folded_bytes = 0;
+    im->opset = 0;
+    im->restart = 0;
+}
+
+static void imp_free(imp_t *im)
+{
+    imp_clear(im);
+    af__onnx_ext_free(im);
+    af__onnx_map_free(&im->map);
 }
 
 /*
@@ -631,6 +522,13 @@ static int load_bytes(const uint8_t *data, size_t len, af__store_t *store, const
                      "file)");
     else
         rc = import_model(&im, m, out);
+    /* an If branch found dead (import_both): import again without it */
+    while (rc == AF_ESHAPE && im.restart) {
+        imp_clear(&im);
+        if (err)
+            af_error_clear(err);
+        rc = import_model(&im, m, out);
+    }
     imp_free(&im);
     if (m)
         onnx__model_proto__free_unpacked(m, &pb_allocator);

@@ -256,6 +256,16 @@ static int emit_node(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_knode_t 
         if (!rc)
             rc = af_graph_node_set_attr(gr, id, &at, im->err);
     }
+    if (!rc && k->live >= 0) { /* an If with one branch that cannot run (onnx.c) */
+        af_attr_t at = {.name = "arenaflow.if_live", .type = AF_ATTR_INT, .i = k->live};
+        rc = af_graph_node_set_attr(gr, id, &at, im->err);
+        for (int i = 0; !rc && i < im->n_dead; i++)
+            if (im->dead[i].node == n) {
+                at = (af_attr_t){
+                    .name = "arenaflow.if_dead", .type = AF_ATTR_STRING, .s = im->dead[i].why};
+                rc = af_graph_node_set_attr(gr, id, &at, im->err);
+            }
+    }
     return rc ? rc : emit_attrs(im, gr, id, n);
 }
 

@@ -84,7 +84,19 @@ typedef struct af__onnx_knode {
      * executor skips the node when the other branch is taken. guard -1: always runs. */
     int32_t guard;
     int branch;
+    /* An If whose other branch cannot run for the given input shapes (its shape inference
+     * failed): the branch it keeps (1 then, 0 else), -1 for every other node. */
+    int live;
 } af__onnx_knode_t;
+
+/* A branch of an If found unable to run for the given input shapes; kept across the import's
+ * restarts (onnx.c). */
+typedef struct af__onnx_dead {
+    const Onnx__NodeProto *node;
+    int branch; /* 1 then, 0 else */
+    char why[160];
+} af__onnx_dead_t;
+#define AF__ONNX_MAX_DEAD 16
 
 typedef struct af__onnx_binding {
     const char *param;
@@ -136,6 +148,10 @@ typedef struct af__onnx_imp {
     uint8_t **folded; /* bytes of the tensors folded by af__onnx_fold_bytes (owned) */
     size_t n_folded, cap_folded;
     uint64_t folded_bytes; /* their total, at most AF__ONNX_FOLD_BYTES_MAX */
+    /* If branches that cannot run for the given shapes, kept when the import restarts */
+    af__onnx_dead_t dead[AF__ONNX_MAX_DEAD];
+    int n_dead;
+    int restart; /* 1: a new dead branch was found, import again */
 } af__onnx_imp_t;
 
 /* Value table (onnx.c): id of the value called name, created unknown when new; -1 on OOM. */
@@ -146,6 +162,22 @@ int32_t af__onnx_val_find(const af__onnx_imp_t *im, const char *name);
  * 0 or AF_ENOMEM. */
 int af__onnx_keep_node(af__onnx_imp_t *im, const Onnx__NodeProto *n, const int32_t *io, int n_in,
                        int n_out);
+#define AF__ONNX_MAX_DEPTH 16 /* nested If branches inlined */
+/* Imports the nodes of graph g (the model's, or a branch at nesting depth) into im (onnx.c).
+ * 0 or an error. */
+int af__onnx_run_graph(af__onnx_imp_t *im, const Onnx__GraphProto *g, int depth);
+/* A node's name for messages: its name, or its first output when it has none (onnx.c). */
+const char *af__onnx_node_label(const Onnx__NodeProto *n);
+/* Records `why` for output v of node n when its size stays unknown (onnx.c). 0 or an error. */
+int af__onnx_note_why(af__onnx_imp_t *im, const Onnx__NodeProto *n, af__onnx_val_t *v,
+                      const char *why);
+/* If (onnx_gate.c): with a condition known at import, the branch it takes replaces it; with
+ * one known only at run time, both branches are kept behind gates (or only the one that can run
+ * for the given shapes). io: the If's value ids, ni inputs then no outputs. 0 or an error. */
+int af__onnx_inline_if(af__onnx_imp_t *im, const Onnx__NodeProto *n, const af__onnx_val_t *cond,
+                       int depth);
+int af__onnx_import_both(af__onnx_imp_t *im, const Onnx__NodeProto *n, int32_t *io, int ni, int no,
+                         int depth);
 /* Puts a gate (onnx_gate.c) between each outer value and the nodes [first, end) of one branch
  * (branch 1 then, 0 else) of If node n with condition value cond. 0 or an error. */
 int af__onnx_gate_branch(af__onnx_imp_t *im, const Onnx__NodeProto *n, size_t first, size_t end,

@@ -547,6 +547,182 @@ static void test_onnx_if_runs_taken_branch(void **state)
     }
 }
 
+/* A run-time If whose else branch (dead_then: both branches) reshapes x [2,5] to 3x3, which
+ * cannot be for those dims; the then branch is Relu (dead_then: a 4x4 reshape too). */
+static pb_t model_dead_branch(int dead_then)
+{
+    pb_t g = {0}, tg = {0}, eg = {0};
+    int64_t xd[] = {2, 5}, s3[] = {3, 3}, s4[] = {4, 4};
+    if (dead_then)
+        add_node(&tg, "Reshape", "then_reshape", "x,shape4", "t_out", NULL, 0, NULL);
+    else
+        add_node(&tg, "Relu", "then_relu", "x", "t_out", NULL, 0, NULL);
+    add_output(&tg, "t_out", F32);
+    add_node(&eg, "Reshape", "else_reshape", "x,shape3", "e_out", NULL, 0, NULL);
+    add_output(&eg, "e_out", F32);
+    attr_t br[] = {{'g', "then_branch", .sub = &tg}, {'g', "else_branch", .sub = &eg}};
+    add_input(&g, "x", F32, 2, xd, NULL);
+    add_input(&g, "cond", BOOL, 0, NULL, NULL);
+    add_i64_init(&g, "shape3", 2, s3);
+    add_i64_init(&g, "shape4", 2, s4);
+    add_node(&g, "If", "ctl", "cond", "y", br, 2, NULL);
+    add_node(&g, "Neg", "neg", "y", "z", NULL, 0, NULL);
+    add_output(&g, "z", F32);
+    return make_model(&g);
+}
+
+/*
+ * A run-time If with a branch that cannot run for the given input shapes (silero VAD v5 at
+ * 16 kHz: its 8 kHz branch cannot take 512 samples) imports with the other branch only: the If
+ * reads [cond, then output], says why in arenaflow.if_dead, runs when the condition takes the
+ * kept branch and fails the round, naming the reason, when it takes the other one. With both
+ * branches unable to run, the import fails with the kept branch's error.
+ */
+static void test_onnx_if_dead_branch(void **state)
+{
+    (void)state;
+    pb_t m = model_dead_branch(0);
+    af_graph_t *gr;
+    af_error_t err;
+    int rc = load(&m, NULL, 0, &gr, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    int32_t ifn = af_graph_find_node(gr, "ctl");
+    assert_true(ifn >= 0);
+    assert_int_equal(af_graph_node(gr, ifn)->n_inputs, 2); /* cond, then output */
+    assert_int_equal(af_graph_find_node(gr, "else_reshape"), -1);
+    assert_true(af_graph_find_node(gr, "then_relu") >= 0);
+    const af_attr_t *live = af_graph_node_attr(gr, ifn, "arenaflow.if_live");
+    const af_attr_t *dead = af_graph_node_attr(gr, ifn, "arenaflow.if_dead");
+    assert_non_null(live);
+    assert_int_equal(live->i, 1);
+    assert_non_null(dead);
+    assert_non_null(strstr(dead->s, "else_reshape"));
+    assert_shape(tensor(gr, "z"), 2, (int64_t)2, (int64_t)5);
+    af_plan_t *p;
+    assert_int_equal(af_plan_create(gr, NULL, &p, &err), 0);
+    assert_int_equal(af_plan_verify(p, &err), 0);
+    const char *sets[] = {"reference", "real"};
+    for (int k = 0; k < 2; k++) {
+        af_executor_opts_t o;
+        af_executor_opts_init(&o);
+        o.threads = 2;
+        o.kernels = sets[k];
+        af_executor_t *ex;
+        af_session_t *s;
+        assert_int_equal(af_executor_create(&o, &ex, &err), 0);
+        assert_int_equal(af_session_create(ex, p, NULL, &s, &err), 0);
+        float x[10], z[10];
+        for (int i = 0; i < 10; i++)
+            x[i] = (float)(i - 4) * 0.75f;
+        for (int round = 0; round < 4; round++) {
+            uint8_t cond = (uint8_t)(round % 2 == 0);
+            int xfirst = af_graph_find_tensor(gr, "x") < af_graph_find_tensor(gr, "cond");
+            af_buffer_t in[2] = {{x, sizeof x}, {&cond, 1}}, out = {z, sizeof z};
+            if (!xfirst)
+                in[0] = (af_buffer_t){&cond, 1}, in[1] = (af_buffer_t){x, sizeof x};
+            rc = af_session_run(s, in, &out, &err);
+            if (cond) {
+                assert_int_equal(rc, 0);
+                for (int i = 0; i < 10; i++)
+                    assert_true(fabs(z[i] + fmax(x[i], 0)) < 1e-6);
+            } else {
+                assert_int_equal(rc, AF_ESHAPE);
+                assert_non_null(strstr(err.msg, "cannot run for these input shapes"));
+                assert_non_null(strstr(err.msg, "else_reshape"));
+            }
+        }
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(gr);
+    free(m.b);
+
+    m = model_dead_branch(1);
+    assert_int_equal(load(&m, NULL, 0, &gr, &err), AF_ESHAPE);
+    assert_null(gr);
+    assert_non_null(strstr(err.msg, "neither branch"));
+    assert_non_null(strstr(err.msg, "then_reshape"));
+    assert_non_null(strstr(err.msg, "else_reshape"));
+    free(m.b);
+}
+
+/*
+ * A batch of 0 (ONNX allows a dim of 0; ORT answers it with empty outputs): MatMul + bias +
+ * Relu of x [0,5] give r [0,3], kept as an output of no bytes; ReduceSum of r over the batch is
+ * [3] zeros, plus c: t = c. On the real kernels (oneDNN divided by the zero dimension creating
+ * the MatMul primitive: SIGFPE in arenaflowd) and the reference ones.
+ */
+static void test_onnx_zero_batch_runs(void **state)
+{
+    (void)state;
+    pb_t g = {0};
+    int64_t xd[] = {0, 5}, wd[] = {5, 3}, bd[] = {3}, axes[] = {0};
+    add_input(&g, "x", F32, 2, xd, NULL);
+    add_input(&g, "c", F32, 1, bd, NULL);
+    add_weight(&g, "w", 2, wd);
+    add_weight(&g, "b", 1, bd);
+    add_i64_init(&g, "axes", 1, axes);
+    add_node(&g, "MatMul", "mm", "x,w", "m", NULL, 0, NULL);
+    add_node(&g, "Add", "bias", "m,b", "y", NULL, 0, NULL);
+    add_node(&g, "Relu", "relu", "y", "r", NULL, 0, NULL);
+    attr_t kd = {'i', "keepdims", .i = 0};
+    add_node(&g, "ReduceSum", "sum", "r,axes", "s", &kd, 1, NULL);
+    add_node(&g, "Add", "plus_c", "s,c", "t", NULL, 0, NULL);
+    add_output(&g, "r", F32);
+    add_output(&g, "t", F32);
+    pb_t m = make_model(&g);
+    af_graph_t *gr;
+    af_error_t err;
+    int rc = load(&m, NULL, 0, &gr, &err);
+    if (rc)
+        print_error("%s\n", err.msg);
+    assert_int_equal(rc, 0);
+    assert_shape(tensor(gr, "r"), 2, (int64_t)0, (int64_t)3);
+    af_plan_t *p;
+    assert_int_equal(af_plan_create(gr, NULL, &p, &err), 0);
+    const char *sets[] = {"reference", "real"};
+    for (int k = 0; k < 2; k++) {
+        af_executor_opts_t o;
+        af_executor_opts_init(&o);
+        o.threads = 2;
+        o.kernels = sets[k];
+        af_executor_t *ex;
+        af_session_t *s;
+        assert_int_equal(af_executor_create(&o, &ex, &err), 0);
+        af_session_opts_t so = {.keep_outputs = 1};
+        rc = af_session_create(ex, p, &so, &s, &err);
+        if (rc)
+            print_error("%s: %s\n", sets[k], err.msg);
+        assert_int_equal(rc, 0);
+        float c[3] = {1.5f, -2, 0.25f}, x0 = 0;
+        int xfirst = af_graph_find_tensor(gr, "x") < af_graph_find_tensor(gr, "c");
+        af_buffer_t in[2] = {{&x0, 0}, {c, sizeof c}};
+        if (!xfirst)
+            in[0] = (af_buffer_t){c, sizeof c}, in[1] = (af_buffer_t){&x0, 0};
+        rc = af_session_run(s, in, NULL, &err);
+        if (rc)
+            print_error("%s: %s\n", sets[k], err.msg);
+        assert_int_equal(rc, 0);
+        int32_t ir = af_session_find_output(s, "r"), it = af_session_find_output(s, "t");
+        uint64_t nr = 99, nt = 0;
+        assert_non_null(af_session_output_data(s, ir, &nr)); /* produced: no bytes */
+        assert_int_equal(nr, 0);
+        const float *t = af_session_output_data(s, it, &nt);
+        assert_non_null(t);
+        assert_int_equal(nt, sizeof c);
+        for (int i = 0; i < 3; i++)
+            assert_true(t[i] == c[i]);
+        af_session_destroy(s);
+        af_executor_destroy(ex);
+    }
+    af_plan_destroy(p);
+    af_graph_destroy(gr);
+    free(m.b);
+}
+
 /* An op nobody knows (custom domain) gives dynamic outputs, and what follows stays dynamic. */
 static void test_onnx_unknown_op_dynamic(void **state)
 {
@@ -785,6 +961,8 @@ int main(void)
         cmocka_unit_test(test_onnx_broadcast_error_names_node),
         cmocka_unit_test(test_onnx_if_inlined_loop_rejected),
         cmocka_unit_test(test_onnx_if_runs_taken_branch),
+        cmocka_unit_test(test_onnx_if_dead_branch),
+        cmocka_unit_test(test_onnx_zero_batch_runs),
         cmocka_unit_test(test_onnx_unknown_op_dynamic),
         cmocka_unit_test(test_onnx_view_keeps_base_size),
         cmocka_unit_test(test_onnx_overflow_dims_rejected),

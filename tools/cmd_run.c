@@ -327,35 +327,6 @@ static int data_load(const run_args_t *a, run_data_t *d)
     return 0;
 }
 
-/* mkdir -p: every missing component of dir is created (0755). 0, or -1 with errno set. */
-static int make_dirs(const char *dir)
-{
-    char p[4096];
-    size_t n = strlen(dir);
-    if (n == 0 || n >= sizeof p) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(p, dir, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (p[i] != '/' && p[i] != '\0')
-            continue;
-        char c = p[i];
-        p[i] = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST)
-            return -1;
-        p[i] = c;
-    }
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 /* Copies the kept outputs of the last round into d->outs and writes them to --output-dir. */
 /* 1 for the kernel sets whose outputs are patterns (a string output then holds no handles). */
 static int pattern_kernels(const char *kernels)
@@ -370,7 +341,7 @@ static int data_collect(const run_args_t *a, const af_session_t *s, run_data_t *
     d->out_names = calloc((size_t)n + 1, sizeof(char *));
     if (!d->outs || !d->out_names)
         return CLI_FAIL;
-    if (a->output_dir && make_dirs(a->output_dir) != 0) {
+    if (a->output_dir && data_make_dirs(a->output_dir) != 0) {
         cli_error("run: --output-dir %s: %s", a->output_dir, strerror(errno));
         return CLI_FAIL;
     }
@@ -643,10 +614,14 @@ static int execute(const run_args_t *a, const af_plan_t *p, const af_executor_op
     if (c.failed && !r->st.corrupted_tensors) {
         const af_graph_t *g = af_plan_graph(p);
         int32_t fn = r->st.first_failed_node;
-        cli_error("run: %ld rounds failed: %s%s%s%s%s%s", c.failed, af_strerror(c.first_status),
-                  fn >= 0 ? " (first at node '" : "", fn >= 0 ? af_graph_node(g, fn)->name : "",
-                  fn >= 0 ? "', op " : "", fn >= 0 ? af_graph_node(g, fn)->op : "",
-                  fn >= 0 ? ")" : "");
+        const af_node_info_t *ni = fn >= 0 ? af_graph_node(g, fn) : NULL;
+        /* an If the importer kept one branch of: why the other cannot run */
+        const af_attr_t *dead = ni ? af_graph_node_attr(g, fn, "arenaflow.if_dead") : NULL;
+        const char *dw = dead && dead->type == AF_ATTR_STRING ? dead->s : NULL;
+        cli_error("run: %ld rounds failed: %s%s%s%s%s%s%s%.300s", c.failed,
+                  af_strerror(c.first_status), ni ? " (first at node '" : "", ni ? ni->name : "",
+                  ni ? "', op " : "", ni ? ni->op : "", ni ? ")" : "",
+                  dw ? ": the condition takes the branch that cannot run: " : "", dw ? dw : "");
     }
     if (keep && !c.failed)
         rc = data_collect(a, s, d, pattern_kernels(eo->kernels));

@@ -4,6 +4,7 @@
  */
 #include "tools/run_data.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -295,4 +296,33 @@ void data_compare(const af_tensor_t *got, const af_tensor_t *want, double rtol, 
             c->want = w;
         }
     }
+}
+
+/* mkdir -p: every missing component of dir is created (0755). 0, or -1 with errno set. */
+int data_make_dirs(const char *dir)
+{
+    char p[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof p) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(p, dir, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0')
+            continue;
+        char c = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST)
+            return -1;
+        p[i] = c;
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
 }

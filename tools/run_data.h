@@ -59,6 +59,9 @@ json_t *data_summary_json(const char *name, const af_tensor_t *t);
  */
 void data_file_name(const char *name, int idx, char *out, size_t cap);
 
+/* mkdir -p: every missing component of dir is created (0755). 0, or -1 with errno set. */
+int data_make_dirs(const char *dir);
+
 /* Result of comparing an output with a reference the way numpy.testing.assert_allclose does:
  * |got - want| <= atol + rtol * |want|, NaN equal to NaN, infinities equal when same sign. */
 typedef struct data_cmp {
