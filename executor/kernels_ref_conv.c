@@ -31,12 +31,17 @@ static int auto_pad(const af_graph_t *g, int32_t node)
 }
 
 static int64_t out_size(int64_t in, int64_t k, int64_t st, int64_t dil, int64_t pb, int64_t pe,
-                        int ceil_m)
+                        int ceil_m, int pool)
 {
     int64_t span = in + pb + pe - ((k - 1) * dil + 1);
-    if (span < 0)
+    if (span < 0 && !pool)
         return 0;
-    int64_t o = (ceil_m ? (span + st - 1) / st : span / st) + 1;
+    /* pooling: C division, truncating toward zero, as ONNX's shape inference and ONNX Runtime
+     * (whose Conv refuses it): a window reaching past the padded input by less than a stride
+     * still gives one output, over the cells that exist */
+    int64_t o = (ceil_m ? span + st - 1 : span) / st + 1;
+    if (o < 1)
+        return 0;
     /* the last window must start inside the input or its leading padding (ONNX, PyTorch) */
     if (ceil_m && o > 1 && (o - 1) * st >= in + pb)
         o--;
@@ -70,6 +75,7 @@ int af__kr_window(const af_graph_t *g, int32_t node, const kr_shape_t *sx, const
     int nop = kr_attr_ints(g, node, "output_padding", op, 3);
     int nos = kr_attr_ints(g, node, "output_shape", os, 3);
     int ap = auto_pad(g, node), ceil_m = (int)kr_attr_i(g, node, "ceil_mode", 0);
+    int pool = strstr(af_graph_node(g, node)->op, "Pool") != NULL;
     if ((nk >= 0 && nk != nd) || (ns >= 0 && ns != nd) || (ndl >= 0 && ndl != nd) ||
         (np >= 0 && np != 2 * nd))
         return kr_unsup(err, "window attributes of the wrong length for %d spatial dims", (int)nd);
@@ -125,7 +131,7 @@ int af__kr_window(const af_graph_t *g, int32_t node, const kr_shape_t *sx, const
             w->pb[d] = w->pe[d] = 0;
         }
         int64_t want = w->k[d] > 0 ? out_size(w->in[d], w->k[d], w->st[d], w->dil[d], w->pb[d],
-                                              w->pe[d], ceil_m)
+                                              w->pe[d], ceil_m, pool)
                                    : -1;
         if (want == w->out[d])
             continue;

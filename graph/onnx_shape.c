@@ -436,12 +436,16 @@ static int rule_window(af__onnx_ctx_t *c)
         int64_t eff = af__onnx_add(in, pads, &ovf);
         if (ovf)
             return AF__ONNX_OVERFLOW(c);
-        if (eff < ek)
+        /* pooling as ONNX's own shape inference and ONNX Runtime (whose Conv refuses it): C
+         * division, truncating toward zero, so a window reaching past the padded input by less
+         * than a stride still gives one output, over the cells that exist */
+        int64_t num = af__onnx_add(eff - ek, ceil_mode ? wn.s[i] - 1 : 0, &ovf);
+        if (ovf)
+            return AF__ONNX_OVERFLOW(c);
+        if (num / wn.s[i] < 0 || (is_conv && eff < ek))
             return af__onnx_node_err(c, AF_ESHAPE, "kernel %lld larger than padded input %lld",
                                      (long long)ek, (long long)eff);
-        int64_t span = eff - ek; /* >= 0 and no overflow: eff >= ek >= 1 */
-        int64_t pos = span / wn.s[i] + (ceil_mode && span % wn.s[i] != 0);
-        o->dims[i + 2] = pos + 1;
+        o->dims[i + 2] = num / wn.s[i] + 1;
     }
     if (OUT(1) && !strcmp(op, "MaxPool")) {
         af__onnx_copy_shape(c->out[1], o);

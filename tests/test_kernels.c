@@ -193,6 +193,29 @@ static void test_kernels_pool_ceil_and_pad_count(void **state)
     af_graph_destroy(g);
 }
 
+/* MaxPool and AveragePool 2x2/2 on a 1x3 input (ORT runs the PaddleOCR direction classifier so
+ * at 31 rows): the window reaches past the input, the output is 1x1 over the cells that exist */
+static void test_kernels_pool_window_past_input(void **state)
+{
+    (void)state;
+    int64_t sx[] = {1, 1, 1, 3}, sy[] = {1, 1, 1, 1}, k[] = {2, 2}, st[] = {2, 2};
+    const char *ops[] = {"MaxPool", "AveragePool"};
+    float x[3] = {4, -1, 9}, y[1], want[] = {4, 1.5f};
+    for (int i = 0; i < 2; i++) {
+        af_graph_t *g = new_graph();
+        kt_tensor(g, "x", F32, IN, 4, sx);
+        kt_tensor(g, "y", F32, OUT, 4, sy);
+        int32_t v = kt_node(g, ops[i], "x", "y");
+        kt_attr_ints(g, v, "kernel_shape", k, 2);
+        kt_attr_ints(g, v, "strides", st, 2);
+        const char *n[] = {"x", NULL};
+        const void *d[] = {x};
+        assert_int_equal(kt_run(g, "reference", n, d, "y", y, sizeof y, NULL), 0);
+        assert_float_equal(y[0], want[i], 1e-6);
+        af_graph_destroy(g);
+    }
+}
+
 /* Pad reflect and edge on one row; empty tensors through Add and Concat */
 static void test_kernels_pad_modes_and_empty(void **state)
 {
@@ -449,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_kernels_negative_axes),
         cmocka_unit_test(test_kernels_conv_asymmetric_pads),
         cmocka_unit_test(test_kernels_pool_ceil_and_pad_count),
+        cmocka_unit_test(test_kernels_pool_window_past_input),
         cmocka_unit_test(test_kernels_pad_modes_and_empty),
         cmocka_unit_test(test_kernels_optional_input_positions),
         cmocka_unit_test(test_kernels_half_conversions),
