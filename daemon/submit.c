@@ -140,17 +140,11 @@ static int parse_body(sub_t *s)
      * restart must load the same graph the submission planned, so the weights are not kept
      * (this also spares the copy of every weight af_onnx_load_mem would make). */
     oo.skip_data = 1;
+    oo.dims_flag = "?input="; /* where this request takes dims */
     int rc = af_onnx_load_mem(s->body, s->body_len, &oo, &s->graph, &s->err);
     if (rc != 0) { /* the prefix goes in front of the importer's message */
         snprintf(s->msg, sizeof(s->msg), "invalid ONNX model: %s",
                  s->err.msg[0] ? s->err.msg : af_strerror(rc));
-        /* the importer speaks of the CLI's --input; here the dims come as ?input= */
-        char *flag = strstr(s->msg, "with --input ");
-        if (flag) {
-            flag += strlen("with ");
-            memmove(flag + 7, flag + 8, strlen(flag + 8) + 1);
-            memcpy(flag, "?input=", 7);
-        }
     }
     return rc;
 #else

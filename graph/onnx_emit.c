@@ -60,8 +60,8 @@ static int emit_tensor(af__onnx_imp_t *im, af_graph_t *gr, const af__onnx_val_t 
         const char *why = v->why;
         if (v->is_input) {
             snprintf(buf, sizeof(buf),
-                     "graph input with unknown dims (give them with --input %.200s=d0,d1,...)",
-                     v->name);
+                     "graph input with unknown dims (give them with %.40s%.200s=d0,d1,...)",
+                     af__onnx_dims_flag(im), v->name);
             why = buf;
         } else if (!why && v->alias_of >= 0) {
             snprintf(buf, sizeof(buf), "a view of '%.200s', whose size is unknown",

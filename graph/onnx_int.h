@@ -183,6 +183,12 @@ int af__onnx_import_both(af__onnx_imp_t *im, const Onnx__NodeProto *n, int32_t *
 int af__onnx_gate_branch(af__onnx_imp_t *im, const Onnx__NodeProto *n, size_t first, size_t end,
                          int32_t cond, int branch);
 
+/* How the caller takes input dims, for messages (af_onnx_opts_t.dims_flag; "--input "). */
+static inline const char *af__onnx_dims_flag(const af__onnx_imp_t *im)
+{
+    return im->opts->dims_flag ? im->opts->dims_flag : "--input ";
+}
+
 /* Inputs and declared types (onnx_inputs.c). The tensor type of a value info, or NULL. */
 const Onnx__TypeProto__Tensor *af__onnx_tensor_type(const Onnx__ValueInfoProto *vi);
 /* Merges v->declared into v; a contradiction is AF_ESHAPE ("where" qualifies the message). */

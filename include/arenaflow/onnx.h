@@ -84,6 +84,12 @@ typedef struct af_onnx_opts {
      * lives: a mapped file truncated underneath is a SIGBUS). 0 (default): zero-copy.
      */
     int copy_data;
+    /*
+     * How the caller takes input dims, for messages about unknown ones: "give them with
+     * <dims_flag>NAME=d0,d1,...". NULL (default): "--input " (the CLI); the daemon's upload
+     * says "?input=".
+     */
+    const char *dims_flag;
 } af_onnx_opts_t;
 
 /* Fills *o with the defaults above. */
