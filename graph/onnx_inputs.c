@@ -219,8 +219,8 @@ int af__onnx_setup_inputs(af__onnx_imp_t *im, const Onnx__GraphProto *g)
             }
             return af__err(im->err, AF_EINVAL,
                            "input '%s' has unknown dims [%s]: give them with %s%s=d0,d1,...",
-                           vi->name, v->rank < 0 ? "unknown rank" : dims,
-                           af__onnx_dims_flag(im), vi->name);
+                           vi->name, v->rank < 0 ? "unknown rank" : dims, af__onnx_dims_flag(im),
+                           vi->name);
         }
     }
     return 0;
