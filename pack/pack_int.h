@@ -1,9 +1,11 @@
 /*
  * Private to the pack module (the files in pack/): the placer registry, the helpers the placers
  * share, the interval orders (pack/order.c), the time sweep (pack/sweep.c), and the
- * branch-and-bound engine of the search (pack/search.c builds the problem and drives the height
- * search, pack/search_part.c holds a partition's storage, pack/search_dfs.c the depth-first
- * search). Other modules use arenaflow/pack.h only.
+ * branch-and-bound engine of the search (pack/search.c drives the height search,
+ * pack/search_build.c builds the problem: partitions, sections, orders; pack/search_dfs.c is the
+ * depth-first search, pack/search_sky.c the skyline one, pack/search_memo.c the nogoods of
+ * pieces with no packing).
+ * Other modules use arenaflow/pack.h only.
  */
 #ifndef ARENAFLOW_PACK_INT_H
 #define ARENAFLOW_PACK_INT_H
