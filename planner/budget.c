@@ -172,7 +172,8 @@ static int schedule(const search_t *s, uint64_t T, cand_t *best, cand_t *alt)
                                            .recursive = rec,
                                            .swap_weight = weights[w],
                                            .stall = (int)(i / nw),
-                                           .prefetch = s->prefetch};
+                                           .prefetch = s->prefetch,
+                                           .swap_outputs = s->outswap};
                     af__remat_result_t r;
                     if ((rc = af__budget_run(s, k, &cfg, &r)) == AF_ENOMEM) {
                         af__remat_result_free(&win);
@@ -617,6 +618,11 @@ int af__budget_plan(const af_graph_t *g, const af_plan_opts_t *o, af_plan_t **ou
             rc = one_way(&s, p0, &p, rc, swap, err);
         if (!rc) /* last: the searches before it take the same paths as without it */
             rc = search_again(&s, &s.prefetch, &p, err);
+        if (!rc) { /* and graph outputs swapped out and back, with the prefetch room */
+            s.prefetch = 1;
+            rc = search_again(&s, &s.outswap, &p, err);
+            s.prefetch = 0;
+        }
         if (rc == AF_EBUDGET)
             rc = refuse(&s, p0, first, &p, err);
     }

@@ -24,274 +24,50 @@
  * are therefore: the main steps in order, each with the swap-ins attached before it and the
  * swap-outs attached after it.
  *
+ * Graph outputs stay resident, except with cfg.swap_outputs: then an output (a root with no
+ * views: a weight gradient, made early in the backward pass and held to the end) is a swap-only
+ * victim whose next use is the end, and every output swapped out is swapped back in, prefetched
+ * like any swap-in, after the last node (budget_steps.c gives that SwapIn the output's id).
+ *
  * Invariants: the live bytes of every emitted step stay within the target (so the schedule's
  * true peak, which frees inputs after their last use, is at most the simulated one); a tensor
  * pinned by a running node is never evicted; a node whose outputs include a graph output is
  * never recomputed (its output must stay the one the caller reads).
  */
-#include "planner/budget_int.h"
+#include "planner/budget_evict.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-    F_ROOT = 1,   /* arena root with bytes */
-    F_PINNED = 2, /* never evicted: graph input or output (or a view of one is an output) */
-    F_DROP = 4,   /* may be recomputed */
-    F_SWAP = 8,   /* may be swapped */
-};
-enum { PRE = 0, MAIN = 1, POST = 2 };
-#define NO_USE INT32_MAX
-#define REGEN_DEPTH 6
-#define PREFETCH_DROPS 16     /* copies one swap-in may drop to make room for its prefetch */
-#define MAX_SLOTS_PER_NODE 16 /* a run emitting more steps than this per node gives up */
-
-typedef struct rec {
-    int32_t slot, seq, aux; /* aux: SwapOut -> the main slot whose allocation needed it */
-    uint8_t where;
-    af_step_t step;
-} rec_t;
-
-typedef struct frame {
-    int32_t u, k, want;
-    uint8_t orig;
-} frame_t;
-
-struct af__remat {
-    const af_graph_t *g;
-    int32_t nn, nt;
-    int32_t *order, *step;
-    double *cost;
-    uint64_t *size;
-    int32_t *root;
-    uint8_t *flag;
-    int32_t *use_off, *uses;   /* per root: base-order steps of its readers (and views') */
-    int32_t *view_off, *views; /* per root: its views */
-    double swap_unit;          /* cost units per byte transferred */
-    int recompute, offload;
-    uint64_t floor;
-    /* per run */
-    const af__remat_cfg_t *cfg;
-    uint8_t *valid, *host, *ever;
-    int32_t *pin, *pinv, *last, *nu, *out_slot, *res_pos, *res;
-    int32_t n_res;
-    double *memo;
-    int32_t *memo_at, stamp;
-    uint64_t live, swapped;
-    double extra;
-    int32_t cur, sigma_done;
-    uint64_t rng;
-    uint64_t *mem;
-    double *at;       /* compute time (cost units) before each slot; at[n_slots] = now */
-    double copy_free; /* when the copy stream is done with the transfers issued so far */
-    size_t n_slots, cap_slots, cap_at;
-    rec_t *rec;
-    size_t n_rec, cap_rec;
-    frame_t *stack;
-};
-
-void af__remat_destroy(af__remat_t *r)
-{
-    if (!r)
-        return;
-    void *bufs[] = {r->order,   r->step,     r->cost,  r->size,     r->root,    r->flag, r->use_off,
-                    r->uses,    r->view_off, r->views, r->valid,    r->host,    r->ever, r->pin,
-                    r->pinv,    r->last,     r->nu,    r->out_slot, r->res_pos, r->res,  r->memo,
-                    r->memo_at, r->mem,      r->at,    r->rec,      r->stack};
-    for (size_t i = 0; i < AF_ARRAY_SIZE(bufs); i++)
-        af__free(bufs[i]);
-    af__free(r);
-}
-
-/* Flags of every tensor: what may be dropped, what must stay. */
-static void set_flags(af__remat_t *r, uint64_t alignment)
-{
-    const af_graph_t *g = r->g;
-    for (int32_t t = 0; t < r->nt; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        r->root[t] = af_graph_alias_root(g, t);
-        if (af__is_arena_root(g, t)) {
-            r->size[t] = af__align_up((uint64_t)ti->bytes, alignment);
-            r->flag[t] = F_ROOT;
-        }
-    }
-    for (int32_t t = 0; t < r->nt; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        if (ti->kind == AF_TENSOR_OUTPUT || ti->kind == AF_TENSOR_INPUT || ti->producer < 0)
-            r->flag[r->root[t]] |= F_PINNED;
-    }
-    for (int32_t t = 0; t < r->nt; t++) {
-        const af_tensor_info_t *ti = af_graph_tensor(g, t);
-        if ((r->flag[t] & (F_ROOT | F_PINNED)) != F_ROOT || ti->kind != AF_TENSOR_INTERMEDIATE)
-            continue;
-        r->flag[t] |= F_SWAP;
-        const af_node_info_t *nd = af_graph_node(g, ti->producer);
-        int ok = strcmp(nd->op, AF_OP_SWAP_OUT) != 0;
-        for (int32_t k = 0; k < nd->n_outputs && ok; k++)
-            ok = !(r->flag[r->root[nd->outputs[k]]] & F_PINNED);
-        if (ok)
-            r->flag[t] |= F_DROP;
-    }
-}
-
-/* Per root: the base-order steps of its readers, and its views (both CSR). */
-static int build_lists(af__remat_t *r)
-{
-    const af_graph_t *g = r->g;
-    int32_t *seen = af__malloc(((size_t)r->nt + 1) * sizeof(int32_t));
-    if (!seen)
-        return AF_ENOMEM;
-    for (int pass = 0; pass < 2; pass++) {
-        for (int32_t t = 0; t < r->nt; t++)
-            seen[t] = -1;
-        for (int32_t s = 0; s < r->nn; s++) {
-            const af_node_info_t *nd = af_graph_node(g, r->order[s]);
-            for (int32_t k = 0; k < nd->n_inputs; k++) {
-                int32_t x = r->root[nd->inputs[k]];
-                if (!r->size[x] || seen[x] == s)
-                    continue;
-                seen[x] = s;
-                if (pass)
-                    r->uses[r->use_off[x]++] = s;
-                else
-                    r->use_off[x + 1]++;
-            }
-        }
-        for (int32_t t = 0; t < r->nt; t++) {
-            int32_t x = r->root[t];
-            if (x == t)
-                continue;
-            if (pass)
-                r->views[r->view_off[x]++] = t;
-            else
-                r->view_off[x + 1]++;
-        }
-        if (pass)
-            break;
-        for (int32_t t = 0; t < r->nt; t++) {
-            r->use_off[t + 1] += r->use_off[t];
-            r->view_off[t + 1] += r->view_off[t];
-        }
-        r->uses = af__malloc(((size_t)r->use_off[r->nt] + 1) * sizeof(int32_t));
-        r->views = af__malloc(((size_t)r->view_off[r->nt] + 1) * sizeof(int32_t));
-        if (!r->uses || !r->views) {
-            af__free(seen);
-            return AF_ENOMEM;
-        }
-    }
-    for (int32_t t = r->nt; t > 0; t--) { /* the fill advanced each start to the next one's */
-        r->use_off[t] = r->use_off[t - 1];
-        r->view_off[t] = r->view_off[t - 1];
-    }
-    r->use_off[0] = r->view_off[0] = 0;
-    af__free(seen);
-    return 0;
-}
-
-/* A bound no schedule beats: the most bytes one node needs at once (the distinct roots it reads
- * and writes; with in-place hints honoured, an output that may take an input's bytes counts
- * only what it adds to them: a fused residual's output shares its addend's), and the graph
- * outputs, which are all live at the end. */
-static uint64_t node_floor(const af__remat_t *r, int inplace)
-{
-    uint64_t best = 0, outs = 0;
-    for (int32_t t = 0; t < r->nt; t++)
-        if (r->size[t] && af_graph_tensor(r->g, t)->kind == AF_TENSOR_OUTPUT)
-            outs += r->size[t];
-    for (int32_t v = 0; v < r->nn; v++) {
-        const af_node_info_t *nd = af_graph_node(r->g, v);
-        uint64_t sum = 0;
-        for (int32_t io = 0; io < nd->n_inputs + nd->n_outputs; io++) {
-            int32_t x =
-                r->root[io < nd->n_inputs ? nd->inputs[io] : nd->outputs[io - nd->n_inputs]];
-            int dup = 0;
-            for (int32_t j = 0; j < io && !dup; j++)
-                dup =
-                    r->root[j < nd->n_inputs ? nd->inputs[j] : nd->outputs[j - nd->n_inputs]] == x;
-            sum += dup ? 0 : r->size[x];
-        }
-        for (int32_t k = 0; inplace && k < nd->n_outputs; k++) { /* one input per output */
-            uint64_t shared = 0;
-            for (int32_t h = 0; h < nd->n_inplace; h++) {
-                int32_t o = r->root[nd->outputs[k]], i = r->root[nd->inputs[nd->inplace[h].input]];
-                uint64_t m = r->size[o] < r->size[i] ? r->size[o] : r->size[i];
-                shared = nd->inplace[h].output == k && o != i && m > shared ? m : shared;
-            }
-            sum -= shared <= sum ? shared : sum;
-        }
-        best = sum > best ? sum : best;
-    }
-    return best > outs ? best : outs;
-}
-
-int af__remat_create(const af_graph_t *g, const int32_t *order, const af_plan_opts_t *o,
-                     af__remat_t **out)
-{
-    af__remat_t *r = af__calloc(1, sizeof(*r));
-    if (!r)
-        return AF_ENOMEM;
-    r->g = g;
-    r->nn = af_graph_node_count(g);
-    r->nt = af_graph_tensor_count(g);
-    size_t nt = (size_t)r->nt + 1, nn = (size_t)r->nn + 1;
-    r->order = af__malloc(nn * sizeof(int32_t));
-    r->step = af__malloc(nn * sizeof(int32_t));
-    r->cost = af__malloc(nn * sizeof(double));
-    r->size = af__calloc(nt, sizeof(uint64_t));
-    r->root = af__malloc(nt * sizeof(int32_t));
-    r->flag = af__calloc(nt, 1);
-    r->use_off = af__calloc(nt + 1, sizeof(int32_t));
-    r->view_off = af__calloc(nt + 1, sizeof(int32_t));
-    r->valid = af__malloc(nt), r->host = af__malloc(nt), r->ever = af__malloc(nt);
-    r->pin = af__malloc(nt * 4), r->pinv = af__malloc(nt * 4), r->last = af__malloc(nt * 4);
-    r->nu = af__malloc(nt * 4), r->out_slot = af__malloc(nt * 4), r->res_pos = af__malloc(nt * 4);
-    r->res = af__malloc(nt * 4), r->memo = af__malloc(nt * sizeof(double));
-    r->memo_at = af__calloc(nt, 4);
-    r->stack = af__malloc(nn * sizeof(frame_t));
-    if (!r->order || !r->step || !r->cost || !r->size || !r->root || !r->flag || !r->use_off ||
-        !r->view_off || !r->valid || !r->host || !r->ever || !r->pin || !r->pinv || !r->last ||
-        !r->nu || !r->out_slot || !r->res_pos || !r->res || !r->memo || !r->memo_at || !r->stack)
-        goto oom;
-    memcpy(r->order, order, (size_t)r->nn * sizeof(int32_t));
-    for (int32_t s = 0; s < r->nn; s++) {
-        r->step[order[s]] = s;
-        r->cost[order[s]] = af__node_cost(g, order[s]);
-    }
-    set_flags(r, o->alignment ? o->alignment : 1);
-    if (build_lists(r))
-        goto oom;
-    r->recompute = o->recompute;
-    r->offload = o->offload;
-    double bw = o->bandwidth > 0 ? o->bandwidth : AF_PLAN_BANDWIDTH;
-    r->swap_unit = (o->compute_rate > 0 ? o->compute_rate : AF_PLAN_COMPUTE_RATE) / bw;
-    r->floor = node_floor(r, o->inplace);
-    *out = r;
-    return 0;
-oom:
-    af__remat_destroy(r);
-    return AF_ENOMEM;
-}
-
-uint64_t af__remat_floor(const af__remat_t *r)
-{
-    return r->floor;
-}
-
 /* ---- run state ---------------------------------------------------------------------------- */
+
+/* 1 when x is a graph output this run may swap out and back (cfg.swap_outputs). */
+static int out_swap(const af__remat_t *r, int32_t x)
+{
+    return (r->flag[x] & F_OUTSW) && r->offload && r->cfg->swap_outputs;
+}
+
+/* 1 when x never leaves: a graph input, or a graph output this run keeps. */
+static int held(const af__remat_t *r, int32_t x)
+{
+    return (r->flag[x] & F_PINNED) && !out_swap(r, x);
+}
 
 static int32_t next_use(af__remat_t *r, int32_t x)
 {
     int32_t at = r->cur + r->sigma_done;
     while (r->nu[x] < r->use_off[x + 1] && r->uses[r->nu[x]] < at)
         r->nu[x]++;
-    return r->nu[x] < r->use_off[x + 1] ? r->uses[r->nu[x]] : NO_USE;
+    if (r->nu[x] < r->use_off[x + 1])
+        return r->uses[r->nu[x]];
+    return out_swap(r, x) ? r->nn : NO_USE; /* a swapped output is read back at the end */
 }
 
 /* The resident list holds the tensors eviction may consider (pinned ones never leave). */
 static void res_add(af__remat_t *r, int32_t x)
 {
-    if (r->flag[x] & F_PINNED)
+    if (held(r, x))
         return;
     r->res_pos[x] = r->n_res;
     r->res[r->n_res++] = x;
@@ -299,7 +75,7 @@ static void res_add(af__remat_t *r, int32_t x)
 
 static void res_del(af__remat_t *r, int32_t x)
 {
-    if (r->flag[x] & F_PINNED)
+    if (held(r, x))
         return;
     int32_t i = r->res_pos[x], y = r->res[--r->n_res];
     r->res[i] = y;
@@ -407,8 +183,8 @@ static int32_t pick_victim(af__remat_t *r, int *swap)
         for (int32_t i = 0; i < r->n_res; i++) {
             int32_t x = r->res[i];
             int can_rc = r->recompute && (r->flag[x] & F_DROP);
-            int can_sw = r->offload && (r->flag[x] & F_SWAP);
-            if (r->pin[x] || (r->flag[x] & F_PINNED) || (!can_rc && !can_sw) ||
+            int can_sw = r->offload && ((r->flag[x] & F_SWAP) || out_swap(r, x));
+            if (r->pin[x] || held(r, x) || (!can_rc && !can_sw) ||
                 (!pass && c->protect && c->protect[x]))
                 continue;
             int32_t nu = next_use(r, x);
@@ -502,8 +278,8 @@ static int32_t room_victim(af__remat_t *r, int32_t x, size_t q, double gain)
     r->stamp++;
     for (int32_t i = 0; i < r->n_res; i++) {
         int32_t y = r->res[i];
-        if (y == x || r->pin[y] || (r->flag[y] & F_PINNED) || !(r->flag[y] & F_DROP) ||
-            r->last[y] < 0 || (size_t)r->last[y] >= q)
+        if (y == x || r->pin[y] || held(r, y) || !(r->flag[y] & F_DROP) || r->last[y] < 0 ||
+            (size_t)r->last[y] >= q)
             continue;
         double c = next_use(r, y) == NO_USE ? 0 : regen(r, y, 0), h = c / (double)r->size[y];
         if (c < gain && h < bh)
@@ -609,8 +385,7 @@ static void free_dead(af__remat_t *r, int32_t u)
     const af_node_info_t *nd = af_graph_node(r->g, u);
     for (int32_t io = 0; io < nd->n_inputs + nd->n_outputs; io++) {
         int32_t x = r->root[io < nd->n_inputs ? nd->inputs[io] : nd->outputs[io - nd->n_inputs]];
-        if (r->size[x] && r->valid[x] && !r->pin[x] && !(r->flag[x] & F_PINNED) &&
-            next_use(r, x) == NO_USE)
+        if (r->size[x] && r->valid[x] && !r->pin[x] && !held(r, x) && next_use(r, x) == NO_USE)
             retire(r, x);
     }
 }
@@ -701,6 +476,30 @@ static void reset(af__remat_t *r, const af__remat_cfg_t *cfg)
     }
 }
 
+/* With cfg.swap_outputs: the graph outputs swapped out come back before the end (prefetched
+ * like any swap-in); those resident stay. 0, 1 (no room), AF_ENOMEM. */
+static int bring_outputs_back(af__remat_t *r)
+{
+    if (!r->offload || !r->cfg->swap_outputs)
+        return 0;
+    r->cur = r->nn;
+    r->sigma_done = 0;
+    for (int32_t t = 0; t < r->nt; t++)
+        if (out_swap(r, t) && r->valid[t])
+            pin(r, t, 1);
+    for (int32_t t = 0; t < r->nt; t++) {
+        if (!out_swap(r, t) || r->valid[t])
+            continue;
+        if (!r->host[t])
+            return 1; /* cannot happen: an output leaves only by a swap */
+        int rc = swap_in(r, t);
+        if (rc)
+            return rc;
+        pin(r, t, 1);
+    }
+    return 0;
+}
+
 static int cmp_rec(const void *a, const void *b)
 {
     const rec_t *x = a, *y = b;
@@ -767,6 +566,9 @@ int af__remat_run(af__remat_t *r, const af__remat_cfg_t *cfg, af__remat_result_t
         if (rc)
             return rc;
     }
+    int rc = bring_outputs_back(r);
+    if (rc)
+        return rc;
     qsort(r->rec, r->n_rec, sizeof(rec_t), cmp_rec);
     res->steps = af__malloc((r->n_rec + 1) * sizeof(af_step_t));
     res->evicted = af__malloc(((size_t)r->nt + 1) * sizeof(int32_t));

@@ -94,6 +94,8 @@ typedef struct af__remat_cfg {
     int stall;              /* a swap-out's cost counts the compute its late finish stalls */
     int prefetch;           /* a swap-in that lack of headroom leaves exposed drops copies that
                                cost less to recompute than the wait (room for its prefetch) */
+    int swap_outputs;       /* graph outputs (weight gradients) may be swapped out after they are
+                               made and back before the end (offload only) */
 } af__remat_cfg_t;
 
 typedef struct af__remat_result {

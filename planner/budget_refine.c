@@ -48,9 +48,12 @@ static void order_flips(const search_t *s, int32_t n, int total)
 /* Evicted tensors of win into s->flips, dearest per byte first. Returns their count. */
 static int32_t flip_order(const search_t *s, const af__remat_result_t *win)
 {
-    memcpy(s->flips, win->evicted, (size_t)win->n_evicted * sizeof(int32_t));
-    order_flips(s, win->n_evicted, 0);
-    return win->n_evicted;
+    int32_t n = 0;
+    for (int32_t i = 0; i < win->n_evicted; i++) /* a graph output comes back only by a swap */
+        if (af_graph_tensor(s->g, win->evicted[i])->kind != AF_TENSOR_OUTPUT)
+            s->flips[n++] = win->evicted[i];
+    order_flips(s, n, 0);
+    return n;
 }
 
 /* Runs cfg (its mode is s->mode) with no override, records in s->mode the tensors it swapped and

@@ -40,6 +40,7 @@ typedef struct search {
     int first_fit;  /* stop at the first plan that fits (feasibility is all that is asked) */
     int stall;      /* the portfolio also prices swap-out stalls (search_again()) */
     int prefetch;   /* the portfolio's swap-ins make room for their prefetch (search_again()) */
+    int outswap;    /* the portfolio may swap graph outputs out and back (search_again()) */
     placed_memo_t *memo; /* AF__MEMO_SLOTS slots (budget_refine.c) */
 } search_t;
 

@@ -29,6 +29,10 @@ typedef struct rw {
     int32_t *host;     /* per source tensor: latest host copy, -1 none */
     int32_t *runs;     /* per source node: runs so far */
     int32_t *src_base; /* per source tensor: the copy its view output aliases (first run) */
+    int32_t *final_in; /* per source tensor: the step of the SwapIn that makes a graph output's
+                          last copy, which takes the output's id; -1 none */
+    int32_t *first;    /* per source tensor: the copy its producer's first run writes when the
+                          id goes to a SwapIn (final_in), else -1 */
     int32_t *t_origin, *t_base; /* per new tensor (id - nt): source tensor, base copy or -1 */
     uint8_t *t_kind;            /* per new tensor: COPY_RECOMPUTED, COPY_HOST, COPY_SWAPPED_IN */
     size_t n_newt, cap_newt;
@@ -48,6 +52,7 @@ typedef struct rw {
 static void rw_free(rw_t *w)
 {
     af__free(w->cur), af__free(w->host), af__free(w->runs), af__free(w->t_origin);
+    af__free(w->final_in), af__free(w->first);
     af__free(w->src_base), af__free(w->t_base), af__free(w->t_kind), af__free(w->n_origin),
         af__free(w->n_role);
     af__free(w->n_io_off), af__free(w->io), af__free(w->sio), af__free(w->src_io_off);
@@ -70,7 +75,7 @@ static int push_sio(rw_t *w, int32_t t)
     return 0;
 }
 
-enum { COPY_RECOMPUTED = 0, COPY_HOST = 1, COPY_SWAPPED_IN = 2 };
+enum { COPY_RECOMPUTED = 0, COPY_HOST = 1, COPY_SWAPPED_IN = 2, COPY_FIRST = 3 };
 
 /* A new tensor copying source tensor `origin`; returns its id or -1 (out of memory). */
 static int32_t new_tensor(rw_t *w, int32_t origin, int32_t base, int kind)
@@ -124,17 +129,26 @@ static int step_run(rw_t *w, size_t i, int32_t v, af_error_t *err)
         if (oi->alias_of >= 0 && (base = w->cur[oi->alias_of]) < 0)
             return af__err(err, AF_EINVAL, "step %zu: view '%s' of '%s', which no step made", i,
                            oi->name, af_graph_tensor(g, oi->alias_of)->name);
-        if (w->runs[v] == 0) {
+        if (w->runs[v] == 0 && w->final_in[o] < 0) {
             w->src_base[o] = base;
+            continue;
+        }
+        if (w->runs[v] == 0) { /* the output's id goes to its last SwapIn: a copy here */
+            if ((w->first[o] = new_tensor(w, o, -1, COPY_FIRST)) < 0)
+                return af__err(err, AF_ENOMEM, "out of memory");
             continue;
         }
         int32_t c = new_tensor(w, o, base, COPY_RECOMPUTED);
         if (c < 0 || push_io(w, c))
             return af__err(err, AF_ENOMEM, "out of memory");
     }
-    for (int32_t k = 0; k < nd->n_outputs; k++)
-        w->cur[nd->outputs[k]] =
-            w->runs[v] ? w->io[w->n_io - (size_t)nd->n_outputs + (size_t)k] : nd->outputs[k];
+    for (int32_t k = 0; k < nd->n_outputs; k++) {
+        int32_t o = nd->outputs[k];
+        if (w->runs[v])
+            w->cur[o] = w->io[w->n_io - (size_t)nd->n_outputs + (size_t)k];
+        else
+            w->cur[o] = w->first[o] >= 0 ? w->first[o] : o;
+    }
     w->runs[v]++;
     w->order[w->n_order++] = id;
     return 0;
@@ -161,7 +175,11 @@ static int step_swap(rw_t *w, size_t i, int out, int32_t t, af_error_t *err)
         return af__err(err, AF_EINVAL, "step %zu: swap %s of '%s' before %s", i, out ? "out" : "in",
                        name, out ? "any step made it" : "a swap out");
     int32_t id = new_node(w, -1, out ? AF_ROLE_SWAP_OUT : AF_ROLE_SWAP_IN);
-    int32_t c = id < 0 ? -1 : new_tensor(w, t, -1, out ? COPY_HOST : COPY_SWAPPED_IN);
+    int32_t c = -1;
+    if (id >= 0 && !out && w->final_in[t] == (int32_t)i)
+        c = t; /* a graph output's last copy: the caller's tensor */
+    else if (id >= 0)
+        c = new_tensor(w, t, -1, out ? COPY_HOST : COPY_SWAPPED_IN);
     if (c < 0 || push_io(w, from) || push_io(w, c))
         return af__err(err, AF_ENOMEM, "out of memory");
     if (out)
@@ -170,6 +188,35 @@ static int step_swap(rw_t *w, size_t i, int out, int32_t t, af_error_t *err)
         w->cur[t] = c;
     w->order[w->n_order++] = id;
     return 0;
+}
+
+/*
+ * A graph output swapped out and back keeps its id only if its last copy is the caller's: when
+ * the last step that makes a copy of output t (a root with no views) is a SWAP_IN, that SwapIn
+ * writes t itself and the producer's first run writes a copy of it, so the output's bytes are
+ * free while it is on the host. Otherwise t is the first run's copy, live to the end.
+ */
+static void find_final_ins(rw_t *w, const af_step_t *steps, size_t n)
+{
+    const af_graph_t *g = w->g;
+    for (int32_t t = 0; t < w->nt; t++)
+        w->final_in[t] = w->first[t] = -1;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = steps[i].id;
+        if (steps[i].kind == AF_STEP_SWAP_IN && id >= 0 && id < w->nt)
+            w->final_in[id] = (int32_t)i;
+        else if (steps[i].kind == AF_STEP_RUN && id >= 0 && id < w->nn)
+            for (int32_t k = 0; k < af_graph_node(g, id)->n_outputs; k++)
+                w->final_in[af_graph_node(g, id)->outputs[k]] = -1;
+    }
+    for (int32_t t = 0; t < w->nt; t++) {
+        const af_tensor_info_t *ti = af_graph_tensor(g, t);
+        if (ti->kind != AF_TENSOR_OUTPUT || ti->alias_of >= 0 || ti->producer < 0)
+            w->final_in[t] = -1;
+        int32_t rt = af_graph_alias_root(g, t);
+        if (rt != t)
+            w->final_in[rt] = -1;
+    }
 }
 
 static int replay(rw_t *w, const af_step_t *steps, size_t n, af_error_t *err)
@@ -181,8 +228,12 @@ static int replay(rw_t *w, const af_step_t *steps, size_t n, af_error_t *err)
     w->src_io_off = af__calloc((size_t)w->nn + 1, sizeof(int32_t));
     w->src_base = af__malloc(((size_t)w->nt + 1) * sizeof(int32_t));
     w->order = af__malloc((n + 1) * sizeof(int32_t));
-    if (!w->cur || !w->host || !w->runs || !w->src_io_off || !w->src_base || !w->order)
+    w->final_in = af__malloc(((size_t)w->nt + 1) * sizeof(int32_t));
+    w->first = af__malloc(((size_t)w->nt + 1) * sizeof(int32_t));
+    if (!w->cur || !w->host || !w->runs || !w->src_io_off || !w->src_base || !w->order ||
+        !w->final_in || !w->first)
         return af__err(err, AF_ENOMEM, "out of memory");
+    find_final_ins(w, steps, n);
     for (int32_t t = 0; t < w->nt; t++) {
         w->cur[t] = af_graph_tensor(g, t)->producer < 0 ? t : -1;
         w->host[t] = -1;
@@ -234,7 +285,7 @@ static void make_name(const rw_t *w, int node, const char *base, const char *tag
 /* Names of every tensor of the new graph (source names kept), in names[]. */
 static int name_tensors(const rw_t *w, char **names, af_error_t *err)
 {
-    static const char *const tags[] = {"r", "host", "in"};
+    static const char *const tags[] = {"r", "host", "in", "first"};
     int32_t *copies = af__calloc((size_t)w->nt + 1, sizeof(int32_t));
     if (!copies)
         return af__err(err, AF_ENOMEM, "out of memory");
@@ -324,7 +375,9 @@ static int add_nodes(const rw_t *w, const af_plan_opts_t *o, af_graph_t *g2, cha
             break;
         }
         memcpy(tmp, w->sio + w->src_io_off[v], (size_t)nd->n_inputs * sizeof(int32_t));
-        memcpy(tmp + nd->n_inputs, nd->outputs, (size_t)nd->n_outputs * sizeof(int32_t));
+        for (int32_t k = 0; k < nd->n_outputs; k++)
+            tmp[nd->n_inputs + k] =
+                w->first[nd->outputs[k]] >= 0 ? w->first[nd->outputs[k]] : nd->outputs[k];
         rc = add_node(w, o, g2, names, v, v, -1, AF_ROLE_RUN, tmp, nd->n_inputs, nd->n_outputs, 0,
                       err);
     }
@@ -332,7 +385,7 @@ static int add_nodes(const rw_t *w, const af_plan_opts_t *o, af_graph_t *g2, cha
         int32_t src = w->n_origin[k], n_io = w->n_io_off[k + 1] - w->n_io_off[k];
         const int32_t *io = w->io + w->n_io_off[k];
         af_node_role_t role = (af_node_role_t)w->n_role[k];
-        int32_t swap_t = src < 0 ? w->t_origin[io[1] - w->nt] : -1;
+        int32_t swap_t = src >= 0 ? -1 : io[1] < w->nt ? io[1] : w->t_origin[io[1] - w->nt];
         int32_t n_in = src >= 0 ? af_graph_node(g, src)->n_inputs : 1;
         int32_t nth = src >= 0 ? ++runs[src] : ++swaps[swap_t];
         rc = add_node(w, o, g2, names, w->nn + (int32_t)k, src, swap_t, role, io, n_in, n_io - n_in,

@@ -12,8 +12,9 @@
  *   - a SwapOut writes a host copy of its input, a SwapIn an arena copy of its host input.
  * Views must stay views of a copy of their base at the same offset, sizes and dtypes must
  * match, the source's own tensors and nodes keep their ids (so graph inputs and outputs are the
- * caller's), host tensors lie inside the host area on bytes of their own, and the arena fits
- * the budget.
+ * caller's; a source node writes its own outputs, except a graph output that a SwapIn makes:
+ * then it writes a copy, which goes to the host, and the SwapIn's copy of it is the caller's),
+ * host tensors lie inside the host area on bytes of their own, and the arena fits the budget.
  */
 #include "planner/budget_int.h"
 
@@ -39,6 +40,15 @@ static int same_tensor(const af_plan_t *p, int32_t t, af_error_t *err)
     return 0;
 }
 
+/* 1 when source tensor t is a graph output that the rewritten graph makes with a SwapIn (its
+ * producer's first run then writes a copy of it, which went to the host and came back). */
+static int output_swapped_in(const af_plan_t *p, int32_t t)
+{
+    int32_t u = af_graph_tensor(p->g, t)->producer;
+    return af_graph_tensor(p->budget->src, t)->kind == AF_TENSOR_OUTPUT && u >= 0 &&
+           p->budget->role[u] == AF_ROLE_SWAP_IN;
+}
+
 /* A node running source node o: same op, attributes, arity; copies in, copies out. */
 static int same_run(const af_plan_t *p, int32_t v, int32_t o, af_error_t *err)
 {
@@ -58,7 +68,7 @@ static int same_run(const af_plan_t *p, int32_t v, int32_t o, af_error_t *err)
                            af_graph_tensor(b->src, s->inputs[i])->name);
     for (int32_t k = 0; k < c->n_outputs; k++)
         if (b->tensor_origin[c->outputs[k]] != s->outputs[k] ||
-            (v == o && c->outputs[k] != s->outputs[k]))
+            (v == o && c->outputs[k] != s->outputs[k] && !output_swapped_in(p, s->outputs[k])))
             return af__err(err, AF_EVERIFY, "node '%s' writes '%s', not a copy of '%s'", c->name,
                            af_graph_tensor(p->g, c->outputs[k])->name,
                            af_graph_tensor(b->src, s->outputs[k])->name);

@@ -729,6 +729,121 @@ static void test_budget_offload_refine_walks(void **state)
     af_graph_destroy(g);
 }
 
+/* Adds a 1 MiB f32 tensor. */
+static void t1m(af_graph_t *g, const char *name, af_tensor_kind_t kind)
+{
+    int64_t sh[1] = {262144};
+    af_tensor_desc_t d = {.name = name,
+                          .bytes = AF_BYTES_FROM_SHAPE,
+                          .dtype = AF_DTYPE_F32,
+                          .rank = 1,
+                          .shape = sh,
+                          .kind = kind};
+    assert_int_equal(af_graph_add_tensor(g, &d, NULL, NULL), 0);
+}
+
+/*
+ * A graph output made early (a weight gradient) holds its bytes to the end: n1 makes the output
+ * o beside h, and the peak comes later, at n4 (x, o, a, b, y: 5 MiB; n5 reads x again), where
+ * every other tensor is read or written. A schedule that swaps o out after n1 and back before
+ * n5 fits 4 MiB: its producer writes a copy of o, which goes to the host, and the SwapIn writes
+ * o itself, so the caller's output keeps its id (before, the swapped-in copy was a new tensor
+ * and o stayed live to the end: 5 MiB). The plan verifies and a verify-kernel round has 0
+ * corrupted tensors.
+ */
+static void test_budget_offload_swaps_outputs(void **state)
+{
+    (void)state;
+    af_graph_t *g = NULL;
+    assert_int_equal(af_graph_create(&g), 0);
+    t1m(g, "x", AF_TENSOR_INPUT);
+    t1m(g, "o", AF_TENSOR_OUTPUT);
+    t1m(g, "z", AF_TENSOR_OUTPUT);
+    static const char *const mids[] = {"h", "a", "b", "y"};
+    for (int i = 0; i < 4; i++)
+        t1m(g, mids[i], AF_TENSOR_INTERMEDIATE);
+    static const struct {
+        const char *name, *op, *in[2], *out[2];
+    } nodes[] = {{"n1", "Split", {"x"}, {"h", "o"}},
+                 {"n2", "Relu", {"h"}, {"a"}},
+                 {"n3", "Relu", {"a"}, {"b"}},
+                 {"n4", "Add", {"a", "b"}, {"y"}},
+                 {"n5", "Add", {"y", "x"}, {"z"}}};
+    for (int i = 0; i < 5; i++) {
+        af_node_desc_t nd = {.name = nodes[i].name,
+                             .op = nodes[i].op,
+                             .inputs = nodes[i].in,
+                             .n_inputs = nodes[i].in[1] ? 2 : 1,
+                             .outputs = nodes[i].out,
+                             .n_outputs = nodes[i].out[1] ? 2 : 1,
+                             .cost = i ? 1e8 : 1}; /* 100 us at 1e12; 1 MiB crosses in 66 us */
+        assert_int_equal(af_graph_add_node(g, &nd, NULL, NULL), 0);
+    }
+    assert_int_equal(af_graph_finalize(g, NULL), 0);
+    int32_t ot = af_graph_find_tensor(g, "o");
+    af_step_t steps[] = {{AF_STEP_RUN, 0}, {AF_STEP_SWAP_OUT, ot}, {AF_STEP_RUN, 1},
+                         {AF_STEP_RUN, 2}, {AF_STEP_RUN, 3},       {AF_STEP_SWAP_IN, ot},
+                         {AF_STEP_RUN, 4}};
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.budget = 4u << 20;
+    af_plan_t *p = NULL;
+    af_error_t err;
+    if (af_plan_from_steps(g, &o, steps, sizeof steps / sizeof steps[0], &p, &err))
+        fail_msg("steps: %s", err.msg);
+    const af_plan_report_t *r = af_plan_report(p);
+    assert_true(af_plan_arena_bytes(p) <= o.budget);
+    assert_true(r->swapped_bytes == 1u << 20);
+    const af_graph_t *pg = af_plan_graph(p);
+    assert_int_equal(af_graph_find_tensor(pg, "o"), ot); /* the caller's id */
+    assert_int_equal(af_graph_tensor(pg, ot)->kind, AF_TENSOR_OUTPUT);
+    assert_string_equal(af_graph_node(pg, af_graph_tensor(pg, ot)->producer)->op, AF_OP_SWAP_IN);
+    assert_int_equal(af_plan_verify(p, &err), 0);
+    af_executor_t *ex = make_exec("verify", 2);
+    run_verified(ex, p, 0);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
+/* resmlp-train at 0.7 x peak (16 GB/s, 1e12 cost units/s): recomputation alone cannot plan it;
+ * with offload the mix modelled 26.6% of a round while its weight gradients, made early in the
+ * backward pass, held their bytes to the end. Swapping graph outputs out and back (the last
+ * search, cfg.swap_outputs) takes it under 20%; the plan verifies and its verify-kernel round
+ * has 0 corrupted tensors. */
+static void test_budget_offload_output_swap_search(void **state)
+{
+    (void)state;
+    uint64_t peak;
+    af_graph_t *g = zoo_with_peak("resmlp-train", &peak, NULL);
+    af_plan_opts_t o;
+    af_plan_opts_init(&o);
+    o.budget = peak / 10 * 7;
+    o.offload = 1;
+    af_plan_t *p = NULL;
+    af_error_t err;
+    if (af_plan_create(g, &o, &p, &err))
+        fail_msg("resmlp-train at 0.7 x peak: %s", err.msg);
+    const af_plan_report_t *r = af_plan_report(p);
+    double off = 100 * (r->modelled_s - r->plain_modelled_s) / r->plain_modelled_s;
+    if (off >= 20)
+        fail_msg("resmlp-train at 0.7 x peak: offload + recompute %.3f%%", off);
+    const af_graph_t *pg = af_plan_graph(p);
+    int swapped_outputs = 0;
+    for (int32_t t = 0; t < af_graph_tensor_count(g); t++)
+        if (af_graph_tensor(g, t)->kind == AF_TENSOR_OUTPUT &&
+            af_graph_tensor(pg, t)->producer >= 0)
+            swapped_outputs +=
+                !strcmp(af_graph_node(pg, af_graph_tensor(pg, t)->producer)->op, AF_OP_SWAP_IN);
+    assert_true(swapped_outputs > 0);
+    assert_int_equal(af_plan_verify(p, &err), 0);
+    af_executor_t *ex = make_exec("verify", 2);
+    run_verified(ex, p, 0);
+    af_executor_destroy(ex);
+    af_plan_destroy(p);
+    af_graph_destroy(g);
+}
+
 /* The greedy rematerialiser (the bench's XLA-style baseline, bench/budget_baselines.h) is a
  * bar arenaflow never falls below: wherever its schedule, placed, fits the budget, arenaflow
  * plans too and recomputes no more (unet-train at 0.9 x peak once recomputed 0.0098% against
@@ -808,6 +923,8 @@ int main(void)
         cmocka_unit_test(test_budget_offload_beats_recompute),
         cmocka_unit_test(test_budget_offload_prefetch_room),
         cmocka_unit_test(test_budget_offload_refine_walks),
+        cmocka_unit_test(test_budget_offload_swaps_outputs),
+        cmocka_unit_test(test_budget_offload_output_swap_search),
         cmocka_unit_test(test_budget_never_worse_than_greedy),
         cmocka_unit_test(test_budget_oom_is_clean),
         cmocka_unit_test(test_budget_random_dags_verified_and_run),
