@@ -13,6 +13,7 @@
  */
 #include "executor/onednn_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int64_t attr_ik(odn_build_t *b, const char *name, int i, int64_t def)
@@ -178,19 +179,30 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
     return rc;
 }
 
+/* The implementation of pd, for reports. */
+static const char *impl_of(dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return impl ? impl : "?";
+}
+
 /* A fast (not slow) pd with src and dst in format `tag` (any, or both channels-last: depthwise
- * convolutions have a jit kernel there and only ref on mixed layouts), or NULL. */
+ * convolutions have a jit kernel there and only ref on mixed layouts), or NULL; what oneDNN
+ * offered instead goes to got (for the report when no layout has a fast kernel). */
 static dnnl_primitive_desc_t conv_try(odn_build_t *b, const conv_io_t *io, int transposed,
-                                      dnnl_format_tag_t tag)
+                                      dnnl_format_tag_t tag, char *got, size_t n)
 {
     dnnl_memory_desc_t xa, ya;
     dnnl_primitive_desc_t alt = NULL;
+    snprintf(got, n, "none");
     if (dnnl_memory_desc_init_by_tag(&xa, io->x.ndims, io->x.dims, io->x.data_type, tag) !=
             dnnl_success ||
         dnnl_memory_desc_init_by_tag(&ya, io->y.ndims, io->y.dims, io->y.data_type, tag) !=
             dnnl_success ||
         conv_pd(b, io, transposed, &xa, &ya, &alt))
         return NULL;
+    snprintf(got, n, "%s", impl_of(alt));
     if (is_slow(alt)) {
         dnnl_primitive_desc_destroy(alt);
         return NULL;
@@ -208,12 +220,23 @@ static int conv_choose(odn_build_t *b, const conv_io_t *io, int transposed,
         return rc;
     static const dnnl_format_tag_t last[] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
     int nd = io->x.ndims;
+    char own[48], cl[48] = "none", any[48];
+    snprintf(own, sizeof own, "%s", impl_of(*pd));
     dnnl_primitive_desc_t alt =
-        nd >= 3 && nd <= 5 ? conv_try(b, io, transposed, last[nd - 3]) : NULL;
+        nd >= 3 && nd <= 5 ? conv_try(b, io, transposed, last[nd - 3], cl, sizeof cl) : NULL;
     if (!alt)
-        alt = conv_try(b, io, transposed, dnnl_format_tag_any);
-    if (!alt)
-        return af__odn_ref_instead(b, pd); /* else keep the slow one */
+        alt = conv_try(b, io, transposed, dnnl_format_tag_any, any, sizeof any);
+    if (!alt) { /* else keep the slow one */
+        int post = b->post_fused;
+        rc = af__odn_ref_instead(b, pd);
+        if (rc == AF_ENOTSUP)
+            af__odn_nosup(b,
+                          "oneDNN has only slow %s kernels: %s on the tensors' layout, %s "
+                          "channels-last, %s in its own layout%s",
+                          transposed ? "ConvTranspose" : "Conv", own, cl, any,
+                          post ? " (with the fused ops as post-ops)" : "");
+        return rc;
+    }
     dnnl_primitive_desc_destroy(*pd);
     *pd = alt;
     return 0;

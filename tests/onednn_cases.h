@@ -77,6 +77,7 @@ static void cases_unary(void)
     tc_in(c, F32, 0, NULL, 1, -0.5f, -0.5f);
     tc_out(c, NSH(16));
     c->alpha = -0.5f, c->beta = INFINITY, c->oracle = or_unary_all, c->expect_onednn = 0;
+    c->why = "Clip with one bound input";
     tc_check(c);
 }
 
@@ -160,7 +161,7 @@ typedef struct conv_spec {
     int bias, w_const;
 } conv_spec_t;
 
-static void conv_case(const conv_spec_t *p, int expect)
+static void conv_case(const conv_spec_t *p, int expect, const char *why)
 {
     tc_t *c = tc_new("Conv");
     int r = p->sp + 2;
@@ -202,6 +203,7 @@ static void conv_case(const conv_spec_t *p, int expect)
     if (p->sp != 2)
         c->ref_skip = "the reference Conv is 2-D only";
     c->expect_onednn = expect;
+    c->why = why;
     tc_check(c);
 }
 
@@ -225,7 +227,7 @@ static void cases_conv(void)
                              .pr = {(i / 3) % 2, i % 3},
                              .bias = i % 3 != 0,
                              .w_const = 1};
-            conv_case(&p, 1);
+            conv_case(&p, 1, NULL);
         }
     static const char *aps[] = {"SAME_UPPER", "SAME_LOWER", "VALID"};
     for (int a = 0; a < 3; a++) {
@@ -241,7 +243,7 @@ static void cases_conv(void)
                          .auto_pad = aps[a],
                          .bias = 1,
                          .w_const = 1};
-        conv_case(&p, 1);
+        conv_case(&p, 1, NULL);
     }
     conv_spec_t p1 = {.sp = 1,
                       .n = 1,
@@ -253,7 +255,7 @@ static void cases_conv(void)
                       .s = {8},
                       .d = {1},
                       .w_const = 1}; /* the melspectrogram's STFT shape */
-    conv_case(&p1, 1);
+    conv_case(&p1, 1, NULL);
     conv_spec_t p1b = {.sp = 1,
                        .n = 2,
                        .c = 4,
@@ -267,7 +269,7 @@ static void cases_conv(void)
                        .pr = {1},
                        .bias = 1,
                        .w_const = 1};
-    conv_case(&p1b, 1);
+    conv_case(&p1b, 1, NULL);
     conv_spec_t p3 = {.sp = 3,
                       .n = 1,
                       .c = 2,
@@ -281,7 +283,7 @@ static void cases_conv(void)
                       .pr = {1, 1, 0},
                       .bias = 1,
                       .w_const = 1};
-    conv_case(&p3, 1);
+    conv_case(&p3, 1, NULL);
     /* weights computed at run time: not prepackable, left to the reference kernel */
     conv_spec_t pw = {.sp = 2,
                       .n = 1,
@@ -295,7 +297,7 @@ static void cases_conv(void)
                       .pl = {1, 1},
                       .pr = {1, 1},
                       .w_const = 0};
-    conv_case(&pw, 0);
+    conv_case(&pw, 0, "input 1 must be a constant (weights)");
 }
 
 static void deconv_case(int sp, int64_t cin, int64_t m, int64_t g, const int64_t *x,

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SEED 0x5eed17u
 static uint32_t rng_state = SEED;
@@ -183,7 +184,7 @@ static void tc_fill(tc_t *c)
 
 typedef struct run_out {
     int rc;
-    char kernel[96];
+    char kernel[320];
     int32_t team;
     af_session_stats_t st;
     uint64_t scratch_report;
@@ -302,6 +303,13 @@ static void tc_check_threads(tc_t *c, int threads)
                 c->expect_onednn ? "oneDNN" : "the reference fallback");
     }
     assert_int_equal(on, c->expect_onednn);
+    /* a fallback's report names the reference kernel and why oneDNN does not run the node */
+    if (!on && (strncasecmp(r.kernel, "reference (onednn: ", 19) ||
+                (c->why && !strstr(r.kernel, c->why)))) {
+        describe(c);
+        fail_msg("fallback reported as '%s' (want 'reference (onednn: ...%s...)')", r.kernel,
+                 c->why ? c->why : "");
+    }
     last_team = r.team;
     n_cases++;
     *(on ? &n_onednn : &n_fallback) += 1;
