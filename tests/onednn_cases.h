@@ -161,7 +161,7 @@ typedef struct conv_spec {
     int bias, w_const;
 } conv_spec_t;
 
-static void conv_case(const conv_spec_t *p, int expect, const char *why)
+static void conv_case_k(const conv_spec_t *p, int expect, const char *why, int fast)
 {
     tc_t *c = tc_new("Conv");
     int r = p->sp + 2;
@@ -200,11 +200,21 @@ static void conv_case(const conv_spec_t *p, int expect, const char *why)
         tc_aints(c, "pads", 2 * p->sp, pads);
     }
     c->oracle = or_conv;
-    if (p->sp != 2)
-        c->ref_skip = "the reference Conv is 2-D only";
     c->expect_onednn = expect;
     c->why = why;
+    c->fast = fast;
     tc_check(c);
+}
+
+static void conv_case(const conv_spec_t *p, int expect, const char *why)
+{
+    conv_case_k(p, expect, why, 0);
+}
+
+/* On oneDNN with a direct kernel (not ref, not gemm). */
+static void conv_case_fast(const conv_spec_t *p)
+{
+    conv_case_k(p, 1, NULL, 1);
 }
 
 static void cases_conv(void)
@@ -270,6 +280,26 @@ static void cases_conv(void)
                        .bias = 1,
                        .w_const = 1};
     conv_case(&p1b, 1, NULL);
+    /* 1-D depthwise (silero VAD's layers): a direct kernel on every CPU (below AVX-512 as a 2-D
+     * convolution of height 1), over channel counts that are no multiple of 8, strides,
+     * dilations, asymmetric pads, with and without bias, batch 2 */
+    static const int64_t dwc[] = {13, 258, 5, 24, 16};
+    for (int a = 0; a < 5; a++) {
+        conv_spec_t q = {.sp = 1,
+                         .n = 1 + (a == 3),
+                         .c = dwc[a],
+                         .m = dwc[a],
+                         .g = dwc[a],
+                         .x = {a == 1 ? 8 : 9 + 4 * a},
+                         .k = {a == 2 ? 3 : 5},
+                         .s = {1 + (a % 2)},
+                         .d = {1 + (a == 2 || a == 4)},
+                         .pl = {a == 0 ? 1 : 2},
+                         .pr = {2},
+                         .bias = a != 3,
+                         .w_const = 1};
+        conv_case_fast(&q);
+    }
     conv_spec_t p3 = {.sp = 3,
                       .n = 1,
                       .c = 2,
