@@ -19,7 +19,9 @@
 # when some model does not run or its outputs differ.
 #   bench/compare_ort.sh [BUILD_DIR]     (default build; models from bench/fetch_models.sh)
 # Needs node and onnxruntime-node ($AF_ORT_DIR, default /tmp/ortnpm/node_modules), /usr/bin/python3
-# with numpy. REPS, and ROUNDS_SCALE (multiplies each model's rounds), tune the run length.
+# with numpy. REPS, and ROUNDS_SCALE (multiplies each model's rounds), tune the run length;
+# MODELS (a grep -E pattern on the model file names, e.g. MODELS='cls|silero_vad.onnx') runs
+# only the models it matches.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
@@ -59,7 +61,8 @@ rows=() bad=0 seed=0
 for c in "${cases[@]}"; do
     set -- $c
     m=$1 rounds=$(($2 * scale)) && shift 2
-    seed=$((seed + 1))
+    seed=$((seed + 1)) # before the filter: a model gets the same inputs in every selection
+    [ -z "${MODELS:-}" ] || echo "$m" | grep -qE "$MODELS" || continue
     d=$work/${m%.onnx}
     mkdir -p "$d/af" "$d/ort"
     read -r -a ins < <(/usr/bin/python3 "$here/npy_tool.py" make "$d" "$seed" "$@")

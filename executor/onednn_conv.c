@@ -13,6 +13,7 @@
  */
 #include "executor/onednn_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int64_t attr_ik(odn_build_t *b, const char *name, int i, int64_t def)
@@ -178,19 +179,30 @@ static int conv_pd(odn_build_t *b, const conv_io_t *io, int transposed, const dn
     return rc;
 }
 
+/* The implementation of pd, for reports. */
+static const char *impl_of(dnnl_primitive_desc_t pd)
+{
+    const char *impl = NULL;
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    return impl ? impl : "?";
+}
+
 /* A fast (not slow) pd with src and dst in format `tag` (any, or both channels-last: depthwise
- * convolutions have a jit kernel there and only ref on mixed layouts), or NULL. */
+ * convolutions have a jit kernel there and only ref on mixed layouts), or NULL; what oneDNN
+ * offered instead goes to got (for the report when no layout has a fast kernel). */
 static dnnl_primitive_desc_t conv_try(odn_build_t *b, const conv_io_t *io, int transposed,
-                                      dnnl_format_tag_t tag)
+                                      dnnl_format_tag_t tag, char *got, size_t n)
 {
     dnnl_memory_desc_t xa, ya;
     dnnl_primitive_desc_t alt = NULL;
+    snprintf(got, n, "none");
     if (dnnl_memory_desc_init_by_tag(&xa, io->x.ndims, io->x.dims, io->x.data_type, tag) !=
             dnnl_success ||
         dnnl_memory_desc_init_by_tag(&ya, io->y.ndims, io->y.dims, io->y.data_type, tag) !=
             dnnl_success ||
         conv_pd(b, io, transposed, &xa, &ya, &alt))
         return NULL;
+    snprintf(got, n, "%s", impl_of(alt));
     if (is_slow(alt)) {
         dnnl_primitive_desc_destroy(alt);
         return NULL;
@@ -208,12 +220,43 @@ static int conv_choose(odn_build_t *b, const conv_io_t *io, int transposed,
         return rc;
     static const dnnl_format_tag_t last[] = {dnnl_nwc, dnnl_nhwc, dnnl_ndhwc};
     int nd = io->x.ndims;
+    char own[48], cl[48] = "none", any[48];
+    snprintf(own, sizeof own, "%s", impl_of(*pd));
     dnnl_primitive_desc_t alt =
-        nd >= 3 && nd <= 5 ? conv_try(b, io, transposed, last[nd - 3]) : NULL;
+        nd >= 3 && nd <= 5 ? conv_try(b, io, transposed, last[nd - 3], cl, sizeof cl) : NULL;
     if (!alt)
-        alt = conv_try(b, io, transposed, dnnl_format_tag_any);
-    if (!alt)
-        return af__odn_ref_instead(b, pd); /* else keep the slow one */
+        alt = conv_try(b, io, transposed, dnnl_format_tag_any, any, sizeof any);
+    if (!alt && b->post_fused && !b->no_post) {
+        /* oneDNN's jit kernels below AVX-512 take a sum post-op only as the first one (after
+         * the fused affine's binary ones: ref only): without the post-ops, the C loop applies
+         * them (fused_post.c) after a fast kernel */
+        dnnl_primitive_desc_t with = *pd;
+        b->no_post = 1;
+        rc = conv_choose(b, io, transposed, pd);
+        if (!rc && !is_slow(*pd)) {
+            dnnl_primitive_desc_destroy(with);
+            return 0;
+        }
+        if (!rc)
+            dnnl_primitive_desc_destroy(*pd);
+        else if (rc != AF_ENOTSUP) {
+            dnnl_primitive_desc_destroy(with);
+            return rc;
+        }
+        b->no_post = 0, b->post_fused = 1;
+        *pd = with;
+    }
+    if (!alt) { /* else keep the slow one */
+        int post = b->post_fused;
+        rc = af__odn_ref_instead(b, pd);
+        if (rc == AF_ENOTSUP)
+            af__odn_nosup(b,
+                          "oneDNN has only slow %s kernels: %s on the tensors' layout, %s "
+                          "channels-last, %s in its own layout%s",
+                          transposed ? "ConvTranspose" : "Conv", own, cl, any,
+                          post ? " (with the fused ops as post-ops)" : "");
+        return rc;
+    }
     dnnl_primitive_desc_destroy(*pd);
     *pd = alt;
     return 0;
@@ -313,13 +356,89 @@ static int deconv_bias(odn_build_t *b, const conv_io_t *io)
     return rc ? rc : af__odn_step(b, pd, 3, args);
 }
 
+/* md with a spatial dim of 1 inserted before its last dim `at` (the same bytes: its stride is
+ * the next dim's extent, as both plain and channels-last strides have it). */
+static int add_unit_dim(dnnl_memory_desc_t *md, int at)
+{
+    dnnl_dims_t d, st;
+    int n = md->ndims;
+    if (md->format_kind != dnnl_blocked || n >= DNNL_MAX_NDIMS)
+        return -1;
+    for (int i = 0, k = 0; i <= n; i++) {
+        if (i == at) {
+            d[i] = 1;
+            st[i] = md->format_desc.blocking.strides[at] * md->dims[at];
+            continue;
+        }
+        d[i] = md->dims[k];
+        st[i] = md->format_desc.blocking.strides[k++];
+    }
+    return dnnl_memory_desc_init_by_strides(md, n + 1, d, md->data_type, st) == dnnl_success ? 0
+                                                                                             : -1;
+}
+
+/* A 1-D convolution as a 2-D one of height 1 (the same bytes): oneDNN 2.6 has its jit
+ * depthwise kernel for 2-D only below AVX-512 (gemm or ref in 1-D; silero VAD v4's 258-channel
+ * depthwise layer: ref, 745 us a round, on an AVX2-only AMD EPYC). */
+static int lift_1d(conv_io_t *io)
+{
+    odn_win_t *w = &io->win;
+    if (io->x.ndims != 3 || w->sp != 1 || add_unit_dim(&io->x, 2) || add_unit_dim(&io->y, 2) ||
+        add_unit_dim(&io->w_user, io->w_user.ndims - 1))
+        return -1;
+    if (io->affine >= 0) {
+        dnnl_dims_t ad = {1, io->y.dims[1], 1, 1};
+        if (dnnl_memory_desc_init_by_tag(&io->aff, 4, ad, dnnl_f32, dnnl_abcd) != dnnl_success)
+            return -1;
+    }
+    w->sp = 2;
+    w->k[1] = w->k[0], w->s[1] = w->s[0], w->d[1] = w->d[0];
+    w->pl[1] = w->pl[0], w->pr[1] = w->pr[0];
+    w->k[0] = 1, w->s[0] = 1, w->d[0] = 0, w->pl[0] = 0, w->pr[0] = 0;
+    return 0;
+}
+
+/* conv_choose, and for a 1-D convolution with only a slow kernel (or none) the 2-D one of
+ * height 1 when that has a fast kernel (*io becomes it). */
+static int conv_choose_lift(odn_build_t *b, conv_io_t *io, int transposed,
+                            dnnl_primitive_desc_t *pd)
+{
+    int no_post = b->no_post;
+    int rc = conv_choose(b, io, transposed, pd);
+    conv_io_t io2 = *io;
+    if (transposed || (rc && rc != AF_ENOTSUP) || (!rc && !is_slow(*pd)) || lift_1d(&io2))
+        return rc;
+    af_error_t why = *b->err;
+    int post = b->post_fused, no_post1 = b->no_post;
+    b->no_post = no_post;
+    dnnl_primitive_desc_t pd2 = NULL;
+    int rc2 = conv_choose(b, &io2, transposed, &pd2);
+    if (!rc2 && !is_slow(pd2)) {
+        if (!rc)
+            dnnl_primitive_desc_destroy(*pd);
+        *pd = pd2;
+        *io = io2;
+        return 0;
+    }
+    if (!rc2)
+        dnnl_primitive_desc_destroy(pd2);
+    else if (rc2 != AF_ENOTSUP) {
+        if (!rc)
+            dnnl_primitive_desc_destroy(*pd);
+        return rc2;
+    }
+    *b->err = why; /* the 1-D answer stands */
+    b->post_fused = post, b->no_post = no_post1;
+    return rc;
+}
+
 static int conv_common(odn_build_t *b, int transposed)
 {
     conv_io_t io;
     memset(&io, 0, sizeof io);
     int rc = conv_io(b, transposed, &io);
     dnnl_primitive_desc_t pd;
-    if (rc || (rc = conv_choose(b, &io, transposed, &pd)))
+    if (rc || (rc = conv_choose_lift(b, &io, transposed, &pd)))
         return rc;
     if (b->post_fused && af_graph_node_attr(b->in->g, b->in->node, "fused_sum") &&
         !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), &io.y)) {
@@ -327,6 +446,7 @@ static int conv_common(odn_build_t *b, int transposed)
         b->no_post = 1;
         if ((rc = conv_choose(b, &io, transposed, &pd)))
             return rc;
+        /* (io may be the lifted 2-D problem already: conv_choose keeps to it) */
     }
     odn_arg_t args[6];
     int n = 0;

@@ -20,6 +20,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 static char *dup_name(const char *a, const char *b)
 {
@@ -59,6 +60,15 @@ static int fall_back(af__prog_t *p, const af__kernel_set_t *ks, int32_t v, const
     p->kent[v] = e;
     p->kfn[v] = e->fn;
     p->n_fallback++;
+    /* the report names the kernel and why the set's own one does not run it */
+    char name[AF_ERROR_MSG_MAX + 64];
+    size_t ns = strlen(ks->name);
+    if (!strncasecmp(reason, ks->name, ns) && reason[ns] == ':') /* "oneDNN: ..." */
+        snprintf(name, sizeof name, "reference (%s)", reason);
+    else
+        snprintf(name, sizeof name, "reference (%s: %s)", ks->name, reason);
+    if (!(p->kname[v] = dup_name(name, NULL)))
+        return af__err(err, AF_ENOMEM, "out of memory preparing the kernels");
     return 0;
 }
 

@@ -55,6 +55,8 @@ typedef struct tc {
     uint8_t mask[8];
     double cost;          /* the node's estimated cost (FLOPs), 0 unknown */
     int expect_onednn;    /* 1: the node must run on oneDNN; 0: it must fall back */
+    const char *why;      /* falling back: words of the reason the kernel report must give */
+    int fast;             /* 1: oneDNN's kernel must be a direct one (not its ref, not gemm) */
     const char *ref_skip; /* why the reference kernel is not compared (NULL: compare) */
     void (*oracle)(const struct tc *c, void *out);
 } tc_t;

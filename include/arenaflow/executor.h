@@ -343,9 +343,11 @@ void af_session_stats(const af_session_t *s, af_session_stats_t *out);
 const af_plan_t *af_session_plan(const af_session_t *s);
 /*
  * Which kernel runs a node, for reports: "onednn:<implementation>" (e.g.
- * "onednn:brgconv:avx512_core"), "reference", "registered", or the set's name; NULL when node
- * is out of range. *team (may be NULL) gets the node's OpenMP team. The string belongs to the
- * session. Thread-safe.
+ * "onednn:brgconv:avx512_core"), "reference", "registered", or the set's name; a node that fell
+ * back from the set's kernel to the reference one: "reference (<why the set refused it>)", e.g.
+ * "reference (oneDNN: input 1 must be a constant (weights))". NULL when node is out of range.
+ * *team (may be NULL) gets the node's OpenMP team. The string belongs to the session.
+ * Thread-safe.
  */
 const char *af_session_node_kernel(const af_session_t *s, int32_t node, int32_t *team);
 
