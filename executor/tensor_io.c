@@ -176,13 +176,13 @@ static int parse_header(hdr_t *h, af_error_t *err)
     return 0;
 }
 
-/* dtype of a descr such as '<f4'; 0 or AF_ENOTSUP naming the descr. */
-static int descr_dtype(const char *d, af_dtype_t *out, af_error_t *err)
+/* dtype of a descr such as '<f4' (*swap = 1 for big-endian elements of more than a byte); 0 or
+ * AF_ENOTSUP naming the descr. */
+static int descr_dtype(const char *d, af_dtype_t *out, int *swap, af_error_t *err)
 {
     char order = d[0];
     const char *code = d + 1;
-    if (order == '>' && strcmp(code, "i1") && strcmp(code, "u1") && strcmp(code, "b1"))
-        return af__err(err, AF_ENOTSUP, ".npy: big-endian data ('%s') is not supported", d);
+    *swap = order == '>';
     if (order != '<' && order != '|' && order != '=' && order != '>')
         code = d, order = 0;
     if (!strcmp(code, "?"))
@@ -195,6 +195,39 @@ static int descr_dtype(const char *d, af_dtype_t *out, af_error_t *err)
     if (code[0] == 'O')
         return af__err(err, AF_ENOTSUP, ".npy: object arrays ('%s') are not supported", d);
     return af__err(err, AF_ENOTSUP, ".npy: element type '%s' is not supported", d);
+}
+
+/* Copies n elements of es bytes from src (a .npy payload) to dst in C order, little-endian:
+ * a Fortran-order array (numpy.save of a transposed one) is permuted, big-endian elements are
+ * byte-swapped. */
+static void from_npy_order(uint8_t *dst, const uint8_t *src, uint64_t n, size_t es, int32_t rank,
+                           const int64_t *shape, int fortran, int swap)
+{
+    if (!fortran || rank < 2) {
+        memcpy(dst, src, (size_t)(n * es));
+    } else {
+        int64_t idx[AF_MAX_RANK] = {0}, stride[AF_MAX_RANK];
+        uint64_t f = 0; /* the Fortran offset of C element i, kept with an odometer */
+        stride[0] = 1;
+        for (int32_t k = 1; k < rank; k++)
+            stride[k] = stride[k - 1] * shape[k - 1];
+        for (uint64_t i = 0; i < n; i++) {
+            memcpy(dst + i * es, src + f * es, es);
+            for (int32_t k = rank - 1; k >= 0; k--) {
+                f += (uint64_t)stride[k];
+                if (++idx[k] < shape[k])
+                    break;
+                f -= (uint64_t)(stride[k] * shape[k]);
+                idx[k] = 0;
+            }
+        }
+    }
+    for (uint64_t i = 0; swap && es > 1 && i < n; i++)
+        for (size_t a = 0, z = es - 1; a < z; a++, z--) {
+            uint8_t t = dst[i * es + a];
+            dst[i * es + a] = dst[i * es + z];
+            dst[i * es + z] = t;
+        }
 }
 
 int af_tensor_npy_parse(const void *buf, size_t len, af_tensor_t *out, af_error_t *err)
@@ -224,12 +257,9 @@ int af_tensor_npy_parse(const void *buf, size_t len, af_tensor_t *out, af_error_
     int rc = parse_header(&h, err);
     if (rc)
         return rc;
-    if (h.fortran)
-        return af__err(err, AF_ENOTSUP,
-                       ".npy: Fortran-order arrays are not supported (save "
-                       "with numpy.ascontiguousarray)");
     af_dtype_t dt = AF_DTYPE_UNKNOWN;
-    if ((rc = descr_dtype(h.descr, &dt, err)))
+    int swap = 0;
+    if ((rc = descr_dtype(h.descr, &dt, &swap, err)))
         return rc;
     uint64_t n = 1;
     for (int32_t i = 0; i < h.rank; i++)
@@ -242,7 +272,8 @@ int af_tensor_npy_parse(const void *buf, size_t len, af_tensor_t *out, af_error_
     out->data = af__malloc(bytes ? (size_t)bytes : 1);
     if (!out->data)
         return af__err(err, AF_ENOMEM, "out of memory reading a .npy array");
-    memcpy(out->data, b + start + hlen, (size_t)bytes);
+    from_npy_order(out->data, b + start + hlen, n, af_dtype_size(dt), h.rank, h.shape, h.fortran,
+                   swap);
     out->dtype = dt;
     out->rank = h.rank;
     memcpy(out->shape, h.shape, sizeof(h.shape));

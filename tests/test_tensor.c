@@ -1,10 +1,10 @@
 /*
  * Tensor I/O tests: .npy round trips for every dtype NumPy has, headers of format versions
- * 2.0 and 3.0 written by hand, the refusals (Fortran order, big-endian, object arrays,
- * truncated data, bad magic); ONNX TensorProto decoding of raw_data and of the typed fields
- * with ONNX's packing rules (fp16/bool/int8 in int32_data, uint32 in uint64_data), encoding
- * back; and the session I/O API: io_info, name lookup, kept outputs read after a round with no
- * output buffer.
+ * 2.0 and 3.0 written by hand, Fortran order and big-endian data read as C order little-endian,
+ * the refusals (object arrays, truncated data, bad magic); ONNX TensorProto decoding of
+ * raw_data and of the typed fields with ONNX's packing rules (fp16/bool/int8 in int32_data,
+ * uint32 in uint64_data), encoding back; and the session I/O API: io_info, name lookup, kept
+ * outputs read after a round with no output buffer.
  */
 #include "arenaflow/executor.h"
 #include "arenaflow/onnx.h"
@@ -111,14 +111,36 @@ static void test_tensor_npy_versions_and_refusals(void **state)
     assert_int_equal(af_tensor_npy_parse(buf, n, &t, &err), 0);
     assert_int_equal(t.rank, 2);
     af_tensor_clear(&t);
+    /* Fortran order (numpy.save of a transposed array) and big-endian elements read as C order,
+     * little-endian: a 2x3 int32 array [[1, 2, 3], [4, 5, 6]] stored column by column, big-endian
+     */
+    const uint8_t fbe[24] = {0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2,
+                             0, 0, 0, 5, 0, 0, 0, 3, 0, 0, 0, 6};
+    n = make_npy(buf, 1, "{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3), }", fbe, 24);
+    assert_int_equal(af_tensor_npy_parse(buf, n, &t, &err), 0);
+    assert_int_equal(t.rank, 2);
+    for (int i = 0; i < 6; i++)
+        assert_true(af_tensor_get(&t, (uint64_t)i) == i + 1);
+    af_tensor_clear(&t);
+    /* a 2x2x3 little-endian float32 array in Fortran order: element (i, j, k) at i + 2j + 4k */
+    float f3[12], want;
+    for (int k = 0; k < 12; k++)
+        f3[k] = (float)k;
+    n = make_npy(buf, 3, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2, 3), }", f3, 48);
+    assert_int_equal(af_tensor_npy_parse(buf, n, &t, &err), 0);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) {
+                want = (float)(i + 2 * j + 4 * k);
+                assert_true(af_tensor_get(&t, (uint64_t)(i * 6 + j * 3 + k)) == want);
+            }
+    af_tensor_clear(&t);
     struct {
         const char *dict;
         size_t data;
         int rc;
         const char *says;
     } bad[] = {
-        {"{'descr': '<i4', 'fortran_order': True, 'shape': (3,), }", 12, AF_ENOTSUP, "Fortran"},
-        {"{'descr': '>i4', 'fortran_order': False, 'shape': (3,), }", 12, AF_ENOTSUP, "big-endian"},
         {"{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", 12, AF_ENOTSUP, "object"},
         {"{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", 12, AF_ENOTSUP, "<c8"},
         {"{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", 12, AF_EPARSE, "bytes"},

@@ -6,8 +6,9 @@
  *
  * .npy (NumPy format versions 1.0, 2.0 and 3.0): element types '<f2' '<f4' '<f8' '|i1' '<i2'
  * '<i4' '<i8' '|u1' '<u2' '<u4' '<u8' '|b1' (and the same with '=' or '|' where NumPy writes
- * them), C order. Fortran order, big-endian data, object arrays, strings, complex numbers and
- * rank above AF_MAX_RANK are refused with AF_ENOTSUP and a message saying which. The writer
+ * them); Fortran order and big-endian data are read into C order, little-endian. Object arrays,
+ * strings, complex numbers and rank above AF_MAX_RANK are refused with AF_ENOTSUP and a message
+ * saying which. The writer
  * writes version 1.0 (2.0 when the header does not fit), headers padded to 64 bytes, as NumPy.
  *
  * .pb: one serialized ONNX TensorProto (af_onnx_tensor_decode, onnx.h; needs the ONNX importer).
