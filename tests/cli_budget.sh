@@ -74,7 +74,17 @@ for k in 1 2; do
     grep -q "0 corrupted tensors" "$tmp/run$k" || fail "run $k did not report 0 corrupted tensors"
 done
 
+# the same budget given to run itself (no config file): the plan is the budgeted one
+arenaflow run "$tmp/r.json" --budget "$budget" --offload --verify --rounds 2 --threads 2 \
+    >"$tmp/run3" 2>&1 || fail "run --budget --offload --verify: $(cat "$tmp/run3")"
+grep -q "0 corrupted tensors" "$tmp/run3" || fail "run --budget did not report 0 corrupted tensors"
+grep -q "schedule evict" "$tmp/run3" || fail "run --budget did not plan under the budget: $(head -3 "$tmp/run3")"
+arenaflow run "$tmp/r.json" --budget $((peak / 20)) --rounds 1 >/dev/null 2>"$tmp/e3"
+[ $? -eq 1 ] && grep -q "meets is" "$tmp/e3" || fail "run with an impossible budget: $(cat "$tmp/e3")"
+
 # usage errors
+arenaflow run "$tmp/r.json" --budget lots >/dev/null 2>&1
+[ $? -eq 2 ] || fail "run --budget with a bad size is not a usage error"
 arenaflow plan "$tmp/r.json" --budget >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--budget without a value is not a usage error"
 arenaflow plan "$tmp/r.json" --budget 1G --bandwidth fast >/dev/null 2>&1

@@ -89,9 +89,9 @@ int run_load_exec_config(const char *path, af_executor_opts_t *opts)
 #define RUN_MAX_INPUTS 64
 
 typedef struct run_args {
-    const char *path, *config, *kernels, *reuse, *cache, *output_dir, *fuse, *fuse_bn;
+    const char *path, *config, *kernels, *reuse, *cache, *output_dir, *fuse, *fuse_bn, *budget;
     long rounds, threads, inflight, warmup, batch;
-    int verify, safe, json, compare;
+    int verify, safe, json, compare, offload;
     const char *in_args[RUN_MAX_INPUTS];
     int n_in_args;
 } run_args_t;
@@ -148,6 +148,10 @@ static void usage(FILE *f)
             "                     real and onednn kernels, off otherwise)\n"
             "  --fuse-bn affine|weights   BatchNormalization into Conv: the affine after it\n"
             "                     (default: exact) or into its weights (faster, inexact)\n"
+            "  --budget BYTES     fit the arena in BYTES (K/M/G ok), recomputing tensors (and\n"
+            "                     with --offload swapping them to host memory) when no order\n"
+            "                     fits, as 'arenaflow plan --budget'; outputs are unchanged\n"
+            "  --offload          under --budget: also consider host offload (SwapOut/SwapIn)\n"
             "  --safe             plan in safe mode (no reuse: every tensor its own bytes)\n"
             "  --parallel-reuse fence|strict   reuse guarded by edges, or only along data edges\n"
             "  --compare-reuse    also plan fence and strict and print arena and critical path\n"
@@ -169,7 +173,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
     static const char *const with_value[] = {
         "--rounds",     "--threads", "--inflight",       "--warmup", "--batch",
         "--config",     "--kernels", "--parallel-reuse", "--cache",  "--input",
-        "--output-dir", "--fuse",    "--fuse-bn"};
+        "--output-dir", "--fuse",    "--fuse-bn",        "--budget"};
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         if (cli_is_help(s)) {
@@ -205,6 +209,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->fuse = v;
         } else if (!strcmp(s, "--fuse-bn")) {
             a->fuse_bn = v;
+        } else if (!strcmp(s, "--budget")) {
+            a->budget = v;
         } else if (!strcmp(s, "--output-dir")) {
             a->output_dir = v;
         } else if (!strcmp(s, "--input")) {
@@ -219,6 +225,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->verify = 1;
         } else if (!strcmp(s, "--safe")) {
             a->safe = 1;
+        } else if (!strcmp(s, "--offload")) {
+            a->offload = 1;
         } else if (!strcmp(s, "--json")) {
             a->json = 1;
         } else if (!strcmp(s, "--compare-reuse")) {
@@ -649,7 +657,9 @@ static int setup_opts(run_args_t *a, const run_data_t *d, af_plan_opts_t *po,
     }
     if ((a->kernels && af_executor_opts_set(eo, "kernels", a->kernels, &err)) ||
         (a->fuse && af_plan_opts_set(po, "fuse", a->fuse, &err)) ||
-        (a->fuse_bn && af_plan_opts_set(po, "fuse_bn", a->fuse_bn, &err))) {
+        (a->fuse_bn && af_plan_opts_set(po, "fuse_bn", a->fuse_bn, &err)) ||
+        (a->budget && af_plan_opts_set(po, "budget", a->budget, &err)) ||
+        (a->offload && af_plan_opts_set(po, "offload", "1", &err))) {
         cli_error("run: %s", err.msg);
         return CLI_USAGE;
     }
